@@ -1,0 +1,296 @@
+"""`placed`: plan, check and simulate placements from a spec file, offline."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from placed import __version__
+from placed.cli.progress import DelayedProgress
+from placed.cli.render import (
+    Format,
+    check_table,
+    combine,
+    emit_data,
+    plan_table,
+    simulate_table,
+    validate_table,
+)
+from placed.engine.explain import verdicts
+from placed.engine.planner import Planner
+from placed.engine.rebalance import UnknownTargetError, simulate
+from placed.model import Spec
+from placed.policy.lint import lint
+from placed.spec import SpecError, load_specs
+from placed.spec.schema import SpecDocument
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+
+app = typer.Typer(
+    name="placed",
+    help=(
+        "Decide where each unit of work goes, under policy, and explain why.\n\n"
+        "Exit codes: 0 success; 1 ran, but something could not be placed or is "
+        "incompatible; 2 invalid input (the message points at it)."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+out = Console(highlight=False, soft_wrap=False)
+err = Console(stderr=True, highlight=False)
+
+SpecArgument = Annotated[
+    Path,
+    typer.Argument(
+        help="A spec file (YAML or JSON). It may hold several documents separated by ---.",
+        show_default=False,
+    ),
+]
+FormatOption = Annotated[
+    Format, typer.Option("--format", "-f", help="table for people; json or yaml for programs.")
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"placed {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Decide where each unit of work goes, under policy, and explain why."""
+
+
+def _load(path: Path) -> list[Spec]:
+    try:
+        return load_specs(path)
+    except SpecError as error:
+        _fail(error.render())
+
+
+def _fail(message: str) -> typer.Exit:
+    err.print(
+        f"[bold red]error:[/bold red] {message}", markup=True, highlight=False, soft_wrap=True
+    )
+    raise typer.Exit(EXIT_INVALID)
+
+
+def _emit(
+    documents: list[tuple[str, dict[str, Any]]],
+    fmt: Format,
+    table: Callable[[Console, list[tuple[str, dict[str, Any]]]], None],
+) -> None:
+    if fmt is Format.table:
+        table(out, documents)
+    else:
+        emit_data(out, combine(documents), fmt)
+
+
+@app.command()
+def plan(spec: SpecArgument, fmt: FormatOption = Format.table) -> None:
+    """Place every unit of every workload and say why each landed where it did.
+
+    Units that cannot be placed are listed with a summary such as
+    "0/7 targets available: 4 lack required tag datacenter1, 3 have forbidden tag network3".
+    Exit code 1 when any unit is unplaced.
+
+    Example: placed plan examples/ironic-affinity.yaml --format json
+    """
+    documents = []
+    failed = False
+    with DelayedProgress("placing", console=err) as progress:
+        for document in _load(spec):
+            result = Planner(document).plan(progress=progress)
+            failed = failed or bool(result.unplaced)
+            documents.append((document.name, result.to_dict()))
+    _emit(documents, fmt, plan_table)
+    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+@app.command()
+def check(
+    spec: SpecArgument,
+    workload: Annotated[
+        list[str] | None, typer.Option("--workload", "-w", help="Only these workloads.")
+    ] = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """For each workload and each target: compatible or not, and every reason why not.
+
+    Capacity is judged against an empty inventory (nothing placed yet). Exit code 1 when a
+    workload has no compatible target at all.
+
+    Example: placed check examples/ironic-affinity.yaml -w node2
+    """
+    documents = []
+    failed = False
+    for document in _load(spec):
+        planner = Planner(document)
+        wanted = _workloads(document, workload)
+        state = planner.initial_state()
+        rows = []
+        for w in wanted:
+            found = verdicts(planner.pipeline, planner.request(w), state)
+            compatible = sum(v.compatible for v in found)
+            failed = failed or compatible == 0
+            rows.append(
+                {
+                    "workload": w.name,
+                    "compatible_targets": compatible,
+                    "summary": f"{compatible}/{len(found)} targets compatible",
+                    "targets": [
+                        {
+                            "target": v.target,
+                            "compatible": v.compatible,
+                            "score": v.score,
+                            "reasons": [{"filter": r.filter, "message": r.text} for r in v.reasons],
+                        }
+                        for v in found
+                    ],
+                }
+            )
+        warnings = [n.to_dict() for n in lint(document)]
+        documents.append(
+            (document.name, {"workloads": rows, "conflicts": [], "warnings": warnings})
+        )
+    _emit(documents, fmt, check_table)
+    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+def _workloads(document: Spec, names: list[str] | None) -> list[Any]:
+    if not names:
+        return list(document.workloads)
+    by_name = {w.name: w for w in document.workloads}
+    unknown = [name for name in names if name not in by_name]
+    if unknown:
+        _fail(f"{document.source}: no workload named {', '.join(unknown)} in {document.name}")
+    return [by_name[name] for name in names]
+
+
+@app.command(name="simulate")
+def simulate_command(
+    spec: SpecArgument,
+    down: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--down", "-d", help="A target (or a location: all targets in it) that fails."
+        ),
+    ] = None,
+    up: Annotated[
+        list[str] | None, typer.Option("--up", "-u", help="A target that comes (back) up.")
+    ] = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Take targets down or bring them up, and show which units move, where, and why.
+
+    mapping units move only if their target went down or a target that came up now ranks
+    first; allocation units move only if their target went down. Exit code 1 when a unit
+    is left unplaced afterwards.
+
+    Example: placed simulate examples/ironic-affinity.yaml --down conductor1
+    """
+    if not down and not up:
+        _fail("nothing to simulate: give at least one --down TARGET or --up TARGET")
+    specs = _load(spec)
+    documents = []
+    failed = False
+    for document, (mine_down, mine_up) in _scope(specs, down or [], up or []):
+        try:
+            result = simulate(Planner(document), mine_down, mine_up)
+        except UnknownTargetError as error:
+            _fail(f"{document.source}: {error}")
+        failed = failed or bool(result.after.unplaced)
+        documents.append((document.name, result.to_dict()))
+    _emit(documents, fmt, simulate_table)
+    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+def _scope(
+    specs: list[Spec], down: list[str], up: list[str]
+) -> list[tuple[Spec, tuple[list[str], list[str]]]]:
+    """Which --down/--up names apply to which document of a file.
+
+    In a file of several documents a name applies to every document that has it, and
+    documents that have none of the names are left out; a name no document has is an
+    error. A single document takes every name (and reports unknown ones itself)."""
+    if len(specs) == 1:
+        return [(specs[0], (down, up))]
+    ids = [{location.id for location in s.inventory.locations()} for s in specs]
+    unknown = [name for name in [*down, *up] if not any(name in known for known in ids)]
+    if unknown:
+        _fail(
+            f"{specs[0].source}: {', '.join(unknown)}: "
+            "no document has a target or location with that id"
+        )
+    scoped = []
+    for document, known in zip(specs, ids, strict=True):
+        mine = ([n for n in down if n in known], [n for n in up if n in known])
+        if mine[0] or mine[1]:
+            scoped.append((document, mine))
+    return scoped
+
+
+@app.command()
+def validate(spec: SpecArgument, fmt: FormatOption = Format.table) -> None:
+    """Check a spec without placing anything: syntax, types, unknown keys, duplicate ids,
+    and warnings for what is valid but probably unintended.
+
+    Example: placed validate examples/ironic-affinity.yaml
+    """
+    try:
+        specs = load_specs(spec)
+    except SpecError as error:
+        if fmt is not Format.table:
+            problems = [
+                {
+                    "file": error.source,
+                    "line": p.position.line if p.position else None,
+                    "column": p.position.column if p.position else None,
+                    "key": p.key or None,
+                    "message": p.message,
+                }
+                for p in error.problems
+            ]
+            emit_data(out, {"valid": False, "errors": problems}, fmt)
+        _fail(error.render())
+    documents = [
+        (
+            document.name,
+            {
+                "valid": True,
+                "targets": len(document.inventory.targets),
+                "workloads": len(document.workloads),
+                "warnings": [n.to_dict() for n in lint(document)],
+            },
+        )
+        for document in specs
+    ]
+    _emit(documents, fmt, validate_table)
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the spec format (for editors and CI linters)."""
+    out.out(json.dumps(SpecDocument.model_json_schema(), indent=2), highlight=False)
+
+
+def run() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)

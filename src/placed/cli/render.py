@@ -1,0 +1,122 @@
+"""Results for people (rich tables) and for programs (JSON, YAML)."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+
+class Format(StrEnum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+
+
+def emit_data(console: Console, data: Any, fmt: Format) -> None:
+    if fmt is Format.json:
+        console.out(json.dumps(data, indent=2), highlight=False)
+    else:
+        console.out(
+            yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip(), highlight=False
+        )
+
+
+def combine(documents: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """One document's result as is (the output contract); several under `documents`."""
+    if len(documents) == 1:
+        name, data = documents[0]
+        return {"name": name, **data}
+    return {"documents": [{"name": name, **data} for name, data in documents]}
+
+
+def _heading(console: Console, name: str, several: bool) -> None:
+    if several:
+        console.rule(f"[bold]{name}")
+
+
+def _warnings(console: Console, warnings: list[dict[str, Any]]) -> None:
+    for warning in warnings:
+        subject = warning.get("unit") or warning.get("workload") or warning.get("target")
+        where = f" {subject}:" if subject else ""
+        console.print(
+            Text(f"warning [{warning['code']}]{where} {warning['message']}", style="yellow")
+        )
+
+
+def plan_table(console: Console, documents: list[tuple[str, dict[str, Any]]]) -> None:
+    for name, data in documents:
+        _heading(console, name, len(documents) > 1)
+        table = Table(show_edge=False, header_style="bold")
+        for column in ("workload", "unit", "target", "score", "why"):
+            table.add_column(column, overflow="fold")
+        for p in data["placements"]:
+            table.add_row(p["workload"], p["unit"], p["target"], f"{p['score']:g}", p["reason"])
+        for u in data["unplaced"]:
+            table.add_row(
+                u["workload"], u["unit"], Text("unplaced", style="bold red"), "", u["summary"]
+            )
+        console.print(table)
+        placed, unplaced = len(data["placements"]), len(data["unplaced"])
+        status = f"{placed} placed" + (f", [red]{unplaced} unplaced[/red]" if unplaced else "")
+        console.print(status)
+        _warnings(console, data["warnings"])
+
+
+def check_table(console: Console, documents: list[tuple[str, dict[str, Any]]]) -> None:
+    for name, data in documents:
+        _heading(console, name, len(documents) > 1)
+        for workload in data["workloads"]:
+            table = Table(
+                title=f"{workload['workload']}: {workload['summary']}",
+                title_justify="left",
+                show_edge=False,
+                header_style="bold",
+            )
+            for column in ("target", "compatible", "score", "reasons"):
+                table.add_column(column, overflow="fold")
+            for verdict in workload["targets"]:
+                ok = verdict["compatible"]
+                table.add_row(
+                    verdict["target"],
+                    Text("yes", style="green") if ok else Text("no", style="red"),
+                    f"{verdict['score']:g}" if ok else "",
+                    "; ".join(f"{r['filter']}: {r['message']}" for r in verdict["reasons"]),
+                )
+            console.print(table)
+        _warnings(console, data["warnings"])
+
+
+def simulate_table(console: Console, documents: list[tuple[str, dict[str, Any]]]) -> None:
+    for name, data in documents:
+        _heading(console, name, len(documents) > 1)
+        change = ", ".join([*(f"{t} down" for t in data["down"]), *(f"{t} up" for t in data["up"])])
+        if not data["moves"]:
+            console.print(f"{change}: no unit moves ({data['units']} units)")
+            continue
+        table = Table(show_edge=False, header_style="bold")
+        for column in ("workload", "unit", "from", "to", "why"):
+            table.add_column(column, overflow="fold")
+        for move in data["moves"]:
+            table.add_row(
+                move["workload"],
+                move["unit"],
+                move["from"] or "-",
+                move["to"] or Text("unplaced", style="bold red"),
+                move["why"],
+            )
+        console.print(table)
+        console.print(f"{change}: {data['moved']} of {data['units']} units move")
+
+
+def validate_table(console: Console, documents: list[tuple[str, dict[str, Any]]]) -> None:
+    for name, data in documents:
+        console.print(
+            f"[green]ok[/green] {name}: {data['targets']} targets, {data['workloads']} workloads"
+        )
+        _warnings(console, data["warnings"])

@@ -1,0 +1,1 @@
+"""The placement engine: a columnar index, one pipeline, a selector, a planner."""

@@ -1,0 +1,291 @@
+"""The planner: places units one after another, reserving capacity as it goes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from placed.engine.explain import filtered_counts, first_rejections, summarize
+from placed.engine.index import TargetIndex
+from placed.engine.pipeline import CompiledRequest, Pipeline
+from placed.engine.selection import (
+    break_tie,
+    break_ties,
+    stable_hash64,
+    stable_hashes,
+    top_candidates,
+)
+from placed.model import Notice, Spec, Workload
+from placed.policy.base import TargetState
+from placed.policy.lint import lint
+
+Progress = Callable[[int, int], None]
+# Mapping units are placed in batches of this many: one (units x tied targets) weight
+# matrix per batch keeps memory flat for a million units.
+_MAPPING_BATCH = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    workload: str
+    unit: str
+    target: str
+    score: float
+    feasible: int  # targets that passed every filter
+    total: int
+    tied: tuple[str, ...]  # the top-scoring targets when more than one, else empty
+    via: str = "policy"
+
+
+@dataclass(frozen=True, slots=True)
+class Unplaced:
+    workload: str
+    unit: str
+    summary: str
+    filtered: dict[str, int]
+
+
+Outcome = Placement | Unplaced
+
+
+@dataclass
+class PlanResult:
+    planner: Planner
+    outcomes: list[Outcome] = field(default_factory=list)
+    warnings: list[Notice] = field(default_factory=list)
+
+    @property
+    def placements(self) -> list[Placement]:
+        return [o for o in self.outcomes if isinstance(o, Placement)]
+
+    @property
+    def unplaced(self) -> list[Unplaced]:
+        return [o for o in self.outcomes if isinstance(o, Unplaced)]
+
+    def by_unit(self) -> dict[str, Outcome]:
+        return {o.unit: o for o in self.outcomes}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "placements": [
+                {
+                    "workload": p.workload,
+                    "unit": p.unit,
+                    "target": p.target,
+                    "score": p.score,
+                    "via": p.via,
+                    "reason": self.planner.reason(p),
+                }
+                for p in self.placements
+            ],
+            "unplaced": [
+                {
+                    "workload": u.workload,
+                    "unit": u.unit,
+                    "summary": u.summary,
+                    "filtered": u.filtered,
+                }
+                for u in self.unplaced
+            ],
+            "new_targets": [],
+            "warnings": [w.to_dict() for w in self.warnings],
+            "dedications_created": [],
+        }
+
+
+def _few(ids: Iterable[str], limit: int = 5) -> tuple[str, ...]:
+    # Enough names to read in a reason; one name past the limit tells `reason` to add "...".
+    out = []
+    for target_id in ids:
+        out.append(target_id)
+        if len(out) > limit:
+            break
+    return tuple(out)
+
+
+class Planner:
+    def __init__(self, spec: Spec, pipeline: Pipeline | None = None) -> None:
+        self.spec = spec
+        self.index = TargetIndex.for_spec(spec)
+        self.pipeline = pipeline or Pipeline.default(self.index)
+        self.workloads = {w.name: w for w in spec.workloads}
+        self._compiled: dict[str, CompiledRequest] = {}
+
+    def request(self, workload: Workload) -> CompiledRequest:
+        compiled = self._compiled.get(workload.name)
+        if compiled is None:
+            compiled = self._compiled[workload.name] = self.pipeline.compile(workload)
+        return compiled
+
+    def initial_state(self) -> TargetState:
+        return self.index.initial_state()
+
+    # -- placing ---------------------------------------------------------------------
+
+    def plan(
+        self, state: TargetState | None = None, progress: Progress | None = None
+    ) -> PlanResult:
+        state = state if state is not None else self.initial_state()
+        result = PlanResult(self, warnings=lint(self.spec))
+        total = sum(w.units for w in self.spec.workloads if w.mode != "every")
+        done = 0
+        for workload in self.spec.workloads:
+            if workload.mode == "every":
+                result.outcomes.extend(self.place_everywhere(workload, state))
+                continue
+            keys = [workload.unit_key(i) for i in range(workload.units)]
+            if workload.mode == "mapping":
+                result.outcomes.extend(self.place_mapped(workload, keys, state))
+            else:
+                result.outcomes.extend(
+                    self.place_allocated(workload, keys, state, progress, done, total)
+                )
+            done += workload.units
+            if progress is not None:
+                progress(done, total)
+        return result
+
+    def place_allocated(
+        self,
+        workload: Workload,
+        keys: list[str],
+        state: TargetState,
+        progress: Progress | None = None,
+        done: int = 0,
+        total: int = 0,
+    ) -> list[Outcome]:
+        request = self.request(workload)
+        outcomes: list[Outcome] = []
+        for count, key in enumerate(keys):
+            keep = self.pipeline.feasible(request, state)
+            top = top_candidates(keep, request.score)
+            if top.size == 0:
+                # Nothing changed since this unit failed, so every later unit of the same
+                # workload fails for the same reasons: explain once, reuse the summary.
+                failed = self._unplaced(request, key, state)
+                outcomes.append(failed)
+                outcomes.extend(
+                    Unplaced(workload.name, other, failed.summary, failed.filtered)
+                    for other in keys[count + 1 :]
+                )
+                break
+            position = break_tie(stable_hash64(key), top, self.index.hashes)
+            self.pipeline.reserve(request, state, position)
+            outcomes.append(self._placement(request, key, position, keep, top))
+            if progress is not None and count % 256 == 255:
+                progress(done + count + 1, total)
+        return outcomes
+
+    def place_mapped(
+        self, workload: Workload, keys: list[str], state: TargetState
+    ) -> list[Outcome]:
+        """Mapping units consume nothing, so all units of a workload see the same
+        candidates; only the rendezvous tie-break differs per unit."""
+        request = self.request(workload)
+        keep = self.pipeline.feasible(request, state)
+        top = top_candidates(keep, request.score)
+        if top.size == 0:
+            failed = self._unplaced(request, keys[0], state) if keys else None
+            return [
+                Unplaced(workload.name, key, failed.summary, failed.filtered)
+                for key in keys
+                if failed is not None
+            ]
+        feasible = int(keep.sum())
+        tied = _few(self.index.ids[p] for p in top) if top.size > 1 else ()
+        score = float(request.score[top[0]])
+        outcomes: list[Outcome] = []
+        for start in range(0, len(keys), _MAPPING_BATCH):
+            batch = keys[start : start + _MAPPING_BATCH]
+            chosen = break_ties(stable_hashes(batch), top, self.index.hashes)
+            outcomes.extend(
+                Placement(
+                    workload.name, key, self.index.ids[p], score, feasible, len(self.index), tied
+                )
+                for key, p in zip(batch, chosen.tolist(), strict=True)
+            )
+        return outcomes
+
+    def place_everywhere(
+        self, workload: Workload, state: TargetState, already_on: Iterable[str] = ()
+    ) -> list[Outcome]:
+        """`every` mode: one unit on each compatible target, named after the target.
+
+        Targets in `already_on` run a unit of this workload already and are left alone.
+        """
+        request = self.request(workload)
+        keep = self.pipeline.feasible(request, state)
+        skip = [self.index.position[target_id] for target_id in already_on]
+        if skip:
+            keep = keep.copy()
+            keep[skip] = False
+        positions = np.flatnonzero(keep)
+        if positions.size == 0:
+            if skip:
+                return []
+            return [self._unplaced(request, f"{workload.name}/*", state)]
+        self.pipeline.reserve(request, state, positions)
+        feasible = int(positions.size)
+        return [
+            Placement(
+                workload.name,
+                f"{workload.name}/{self.index.ids[p]}",
+                self.index.ids[p],
+                float(request.score[p]),
+                feasible,
+                len(self.index),
+                (),
+                via="every",
+            )
+            for p in positions.tolist()
+        ]
+
+    def reserve(self, placement: Placement, state: TargetState) -> None:
+        """Charge an existing placement's resources to `state` (used when re-planning)."""
+        request = self.request(self.workloads[placement.workload])
+        self.pipeline.reserve(request, state, self.index.position[placement.target])
+
+    # -- explaining ------------------------------------------------------------------
+
+    def reason(self, placement: Placement) -> str:
+        workload = self.workloads[placement.workload]
+        target = self.index.targets[self.index.position[placement.target]]
+        terms = " ".join(
+            text for text in (s.explain(workload, target) for s in self.pipeline.scorers) if text
+        )
+        parts = [f"score {placement.score:g}" + (f" ({terms})" if terms else "")]
+        if placement.via == "every":
+            parts.append(f"one of {placement.feasible}/{placement.total} compatible targets")
+        elif placement.feasible == 1:
+            parts.append(f"the only feasible target of {placement.total}")
+        else:
+            parts.append(f"best of {placement.feasible}/{placement.total} feasible targets")
+        if placement.tied:
+            named = ", ".join(placement.tied[:5]) + (", ..." if len(placement.tied) > 5 else "")
+            parts.append(f"tie among {named} broken by rendezvous hash")
+        return "; ".join(parts)
+
+    def _placement(
+        self, request: CompiledRequest, key: str, position: int, keep: Any, top: Any
+    ) -> Placement:
+        return Placement(
+            request.workload.name,
+            key,
+            self.index.ids[position],
+            float(request.score[position]),
+            int(np.count_nonzero(keep)),
+            len(self.index),
+            _few(self.index.ids[p] for p in top) if top.size > 1 else (),
+        )
+
+    def _unplaced(self, request: CompiledRequest, key: str, state: TargetState) -> Unplaced:
+        available, rejections = first_rejections(self.pipeline, request, state)
+        return Unplaced(
+            request.workload.name,
+            key,
+            summarize(len(self.index), available, rejections),
+            filtered_counts(rejections),
+        )

@@ -1,0 +1,108 @@
+"""The reference oracle: the same policies, one target at a time, in plain Python, written
+as the seeds' pseudo-code reads. Tests hold the fast path to it; the benchmark measures
+against it. Nothing in the product calls it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from placed.engine.explain import Rejection, summarize
+from placed.engine.selection import rendezvous_weight
+from placed.model import Spec, Target, Workload
+from placed.policy.base import Reason
+from placed.policy.capacity import insufficient_reason
+from placed.policy.tags import forbidden_reason, missing_reason
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceOutcome:
+    workload: str
+    unit: str
+    target: str | None
+    score: float | None
+    summary: str | None
+
+
+def judge(
+    workload: Workload, target: Target, up: bool, free: dict[str, float]
+) -> tuple[Reason | None, float]:
+    """(first failing rule or None, score) for one workload on one target."""
+    if not up:
+        return Reason("status", "is down", "are down"), 0.0
+    node_tags = workload.tags
+    rules = target.rules
+    if any(tag in rules.hard_anti_affinity for tag in node_tags):
+        return forbidden_reason(sorted(t for t in node_tags if t in rules.hard_anti_affinity)), 0.0
+    if any(tag not in node_tags for tag in rules.hard_affinity):
+        return missing_reason(sorted(t for t in rules.hard_affinity if t not in node_tags)), 0.0
+    if any(free.get(name, 0.0) < amount for name, amount in workload.resources.items()):
+        return insufficient_reason(workload.resources, free), 0.0
+    score = 0.0
+    for tag in node_tags:
+        if tag in rules.soft_anti_affinity:
+            score -= 1
+        elif tag in target.tags or tag in rules.soft_affinity:
+            score += 1
+    return None, score
+
+
+def reference_plan(spec: Spec, up: dict[str, bool] | None = None) -> list[ReferenceOutcome]:
+    targets = spec.inventory.targets
+    alive = {t.id: (up or {}).get(t.id, t.up) for t in targets}
+    free = {t.id: dict(t.capacity) for t in targets}
+    outcomes: list[ReferenceOutcome] = []
+    for workload in spec.workloads:
+        if workload.mode == "every":
+            outcomes.extend(_everywhere(workload, targets, alive, free))
+            continue
+        for index in range(workload.units):
+            unit = workload.unit_key(index)
+            valid: dict[str, float] = {}
+            rejections: list[Rejection] = []
+            for position, target in enumerate(targets):
+                reason, score = judge(workload, target, alive[target.id], free[target.id])
+                if reason is None:
+                    valid[target.id] = score
+                else:
+                    rejections.append(Rejection(position, reason))
+            if not valid:
+                summary = summarize(len(targets), 0, rejections)
+                outcomes.append(ReferenceOutcome(workload.name, unit, None, None, summary))
+                continue
+            best = max(valid.values())
+            highest = [target_id for target_id, score in valid.items() if score == best]
+            chosen = max(highest, key=lambda target_id: rendezvous_weight(unit, target_id))
+            if workload.mode == "allocation":
+                for name, amount in workload.resources.items():
+                    free[chosen][name] = free[chosen].get(name, 0.0) - amount
+            outcomes.append(ReferenceOutcome(workload.name, unit, chosen, best, None))
+    return outcomes
+
+
+def _everywhere(
+    workload: Workload,
+    targets: tuple[Target, ...],
+    alive: dict[str, bool],
+    free: dict[str, dict[str, float]],
+) -> list[ReferenceOutcome]:
+    outcomes = []
+    rejections = []
+    for position, target in enumerate(targets):
+        reason, score = judge(workload, target, alive[target.id], free[target.id])
+        if reason is None:
+            outcomes.append(
+                ReferenceOutcome(
+                    workload.name, f"{workload.name}/{target.id}", target.id, score, None
+                )
+            )
+        else:
+            rejections.append(Rejection(position, reason))
+    for outcome in outcomes:
+        charged = free[str(outcome.target)]
+        for name, amount in workload.resources.items():
+            charged[name] = charged.get(name, 0.0) - amount
+    if not outcomes:
+        summary = summarize(len(targets), 0, rejections)
+        return [ReferenceOutcome(workload.name, f"{workload.name}/*", None, None, summary)]
+    return outcomes

@@ -1,0 +1,77 @@
+"""Selection: highest score wins; ties go to the highest rendezvous weight.
+
+The weight of (unit, target) is splitmix64(h(unit) ^ h(target)), with h a 64-bit BLAKE2b
+of the key's UTF-8 bytes: stable across processes, platforms and Python versions (unlike
+Python's `hash`). Rendezvous (highest-random-weight) hashing is the consistent hashing
+the Ironic RFE asks for: each unit ranks targets on its own, so a target that leaves
+moves only its own units and a target that joins takes only the units that now rank it
+first, with no ring to rebuild.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+from numpy.typing import NDArray
+
+_MASK = (1 << 64) - 1
+_M1 = 0xBF58476D1CE4E5B9
+_M2 = 0x94D049BB133111EB
+
+U64 = NDArray[np.uint64]
+
+
+def stable_hash64(key: str) -> int:
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little")
+
+
+def stable_hashes(keys: list[str]) -> U64:
+    return np.array([stable_hash64(key) for key in keys], dtype=np.uint64)
+
+
+def mix64(values: U64) -> U64:
+    """splitmix64's finalizer over an array; uint64 arithmetic wraps modulo 2**64."""
+    z = values.astype(np.uint64, copy=True)
+    z ^= z >> np.uint64(30)
+    z *= np.uint64(_M1)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(_M2)
+    z ^= z >> np.uint64(31)
+    return z
+
+
+def mix64_int(value: int) -> int:
+    """The same finalizer on one Python int (the reference oracle uses this)."""
+    z = value & _MASK
+    z = ((z ^ (z >> 30)) * _M1) & _MASK
+    z = ((z ^ (z >> 27)) * _M2) & _MASK
+    return z ^ (z >> 31)
+
+
+def rendezvous_weight(unit_key: str, target_id: str) -> int:
+    return mix64_int(stable_hash64(unit_key) ^ stable_hash64(target_id))
+
+
+def top_candidates(keep: NDArray[np.bool_], scores: NDArray[np.float64]) -> NDArray[np.intp]:
+    """Positions of the feasible targets that share the highest score."""
+    candidates = np.flatnonzero(keep)
+    if candidates.size <= 1:
+        return candidates
+    candidate_scores = scores[candidates]
+    return candidates[candidate_scores == candidate_scores.max()]
+
+
+def break_tie(unit_hash: int, top: NDArray[np.intp], target_hashes: U64) -> int:
+    if top.size == 1:
+        return int(top[0])
+    weights = mix64(target_hashes[top] ^ np.uint64(unit_hash))
+    return int(top[int(np.argmax(weights))])
+
+
+def break_ties(unit_hashes: U64, top: NDArray[np.intp], target_hashes: U64) -> NDArray[np.intp]:
+    """break_tie for many units at once: one (units x candidates) weight matrix."""
+    if top.size == 1:
+        return np.full(unit_hashes.size, top[0], dtype=np.intp)
+    weights = mix64(unit_hashes[:, None] ^ target_hashes[top][None, :])
+    return top[np.argmax(weights, axis=1)]

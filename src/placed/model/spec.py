@@ -1,0 +1,22 @@
+"""A whole placement problem: inventory, workloads and settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from placed.model.inventory import Inventory
+from placed.model.workload import Mode, Workload
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    default_mode: Mode = "allocation"
+
+
+@dataclass(frozen=True)
+class Spec:
+    inventory: Inventory
+    workloads: tuple[Workload, ...]
+    settings: Settings = Settings()
+    source: str = "<spec>"
+    name: str = "spec"

@@ -1,0 +1,1 @@
+"""Policy families. Each module contributes filters (masks) and scorers (arrays)."""

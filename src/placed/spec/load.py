@@ -1,0 +1,275 @@
+"""Spec file -> validated model. Every problem found names its place in the file."""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from pathlib import Path as FilePath
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from placed.model import Inventory, Location, Settings, Spec, TagRules, Workload
+from placed.spec.errors import Problem, SpecError
+from placed.spec.schema import LocationSpec, SpecDocument, WorkloadSpec
+from placed.spec.source import Path, SourceMap, dotted, parse
+
+
+def load_spec(path: str | FilePath) -> Spec:
+    """The one spec in a file (a file of several documents is an error here)."""
+    specs = load_specs(path)
+    if len(specs) > 1:
+        raise SpecError(str(path), [Problem(f"holds {len(specs)} documents; expected one")])
+    return specs[0]
+
+
+def load_specs(path: str | FilePath) -> list[Spec]:
+    """Every spec in a file: a file may hold several YAML documents separated by `---`,
+    each a complete, independent spec (several scenarios side by side)."""
+    source = str(path)
+    try:
+        text = FilePath(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(source, [Problem("no such file")]) from None
+    except IsADirectoryError:
+        raise SpecError(source, [Problem("is a directory, not a spec file")]) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise SpecError(source, [Problem(f"cannot read: {error}")]) from None
+    return load_specs_text(text, source)
+
+
+def load_spec_text(text: str, source: str = "<spec>") -> Spec:
+    specs = load_specs_text(text, source)
+    if len(specs) > 1:
+        raise SpecError(source, [Problem(f"holds {len(specs)} documents; expected one")])
+    return specs[0]
+
+
+def load_specs_text(text: str, source: str = "<spec>") -> list[Spec]:
+    documents = parse(text, source)
+    specs = [_document(data, sources, source) for data, sources in documents]
+    names = [spec.name for spec in specs]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if len(specs) > 1 and duplicates:
+        raise SpecError(
+            source,
+            [Problem(f"documents need distinct names; {', '.join(duplicates)} is used twice")],
+        )
+    return specs
+
+
+def _document(data: Any, sources: SourceMap, source: str) -> Spec:
+    if not isinstance(data, dict):
+        position = sources.value(())
+        raise SpecError(
+            source,
+            [
+                Problem(
+                    f"the spec must be a mapping with an inventory, got {_kind(data)}",
+                    position=position,
+                )
+            ],
+        )
+    try:
+        document = SpecDocument.model_validate(data)
+    except ValidationError as error:
+        raise SpecError(source, [_problem(e, sources) for e in error.errors()]) from None
+    return _build(document, sources, source)
+
+
+# -- pydantic errors in words ---------------------------------------------------------
+
+
+def _kind(value: Any) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return f"{names.get(type(value), type(value).__name__)} {value!r}"
+
+
+def _model_at(path: Path) -> type[BaseModel] | None:
+    model: type[BaseModel] = SpecDocument
+    for part in path:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        if field is None:
+            return None
+        inner = _unwrap(field.annotation)
+        if inner is None:
+            return None
+        model = inner
+    return model
+
+
+def _unwrap(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if typing.get_origin(annotation) in (list, typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            found = _unwrap(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def _problem(error: Any, sources: SourceMap) -> Problem:
+    loc: Path = tuple(error["loc"])
+    kind, value = error["type"], error.get("input")
+    key = dotted(loc)
+    if kind == "extra_forbidden":
+        name = str(loc[-1])
+        model = _model_at(loc[:-1])
+        allowed = sorted(model.model_fields) if model else []
+        close = difflib.get_close_matches(name.replace("-", "_"), allowed, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; allowed keys: {', '.join(allowed)}"
+        return Problem(f"unknown key {name!r}{hint}", key, sources.key(loc))
+    position = sources.value(loc)
+    if kind == "missing":
+        return Problem(f"missing required key {loc[-1]!r}", dotted(loc[:-1]), position)
+    if kind == "list_type":
+        example = " (write tags as a YAML list, e.g. [rack10, network1])" if _is_tags(loc) else ""
+        return Problem(f"expected a list, got {_kind(value)}{example}", key, position)
+    if kind == "string_pattern_mismatch":
+        if _is_tags(loc[:-1]):
+            return Problem(
+                f"tag {value!r} contains a comma or a space; write each tag as its own list "
+                "item, e.g. [rack10, network1]",
+                key,
+                position,
+            )
+        return Problem(f"{value!r} may not contain spaces or slashes", key, position)
+    if kind == "string_too_short":
+        return Problem("may not be empty", key, position)
+    if kind in {"string_type", "int_type", "float_type", "bool_type", "dict_type", "model_type"}:
+        wanted = {
+            "string_type": "a string",
+            "int_type": "an integer",
+            "float_type": "a number",
+            "bool_type": "a boolean",
+            "dict_type": "a mapping",
+            "model_type": "a mapping",
+        }[kind]
+        return Problem(f"expected {wanted}, got {_kind(value)}", key, position)
+    if kind == "literal_error":
+        allowed = error.get("ctx", {}).get("expected", "")
+        return Problem(f"got {value!r}; expected one of {allowed}", key, position)
+    return Problem(f"{error['msg']} (got {_kind(value)})", key, position)
+
+
+def _is_tags(path: Path) -> bool:
+    return (
+        bool(path)
+        and isinstance(path[-1], str)
+        and (path[-1] == "tags" or path[-1].endswith("affinity") or path[-1] == "anti_tags")
+    )
+
+
+# -- document -> model ----------------------------------------------------------------
+
+
+def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
+    problems: list[Problem] = []
+    seen: dict[str, Path] = {}
+
+    def location(spec: LocationSpec, path: Path) -> Location:
+        first = seen.get(spec.id)
+        if first is not None:
+            line = sources.value((*first, "id"))
+            where = f" (first at line {line.line})" if line else ""
+            problems.append(
+                Problem(
+                    f"duplicate target id {spec.id!r}{where}; "
+                    "ids must be unique across the inventory",
+                    dotted((*path, "id")),
+                    sources.value((*path, "id")),
+                )
+            )
+        else:
+            seen[spec.id] = path
+        if spec.capacity is not None and spec.children:
+            problems.append(
+                Problem(
+                    "capacity belongs on targets (locations without children); "
+                    f"{spec.id!r} has {len(spec.children)} children",
+                    dotted((*path, "capacity")),
+                    sources.value((*path, "capacity")),
+                )
+            )
+        children = tuple(
+            location(child, (*path, "children", i)) for i, child in enumerate(spec.children)
+        )
+        rules = TagRules(
+            hard_affinity=frozenset(spec.hard_affinity),
+            hard_anti_affinity=frozenset(spec.hard_anti_affinity) | frozenset(spec.anti_tags),
+            soft_affinity=frozenset(spec.soft_affinity),
+            soft_anti_affinity=frozenset(spec.soft_anti_affinity),
+        )
+        return Location(
+            id=spec.id,
+            kind=spec.kind,
+            tags=frozenset(spec.tags),
+            properties=dict(spec.properties),
+            rules=rules,
+            capacity=dict(spec.capacity) if spec.capacity is not None else None,
+            status=spec.status,
+            children=children,
+        )
+
+    roots = tuple(location(root, ("inventory", i)) for i, root in enumerate(document.inventory))
+    settings = Settings(default_mode=document.settings.default_mode)
+    names: dict[str, int] = {}
+    workloads = []
+    for i, spec in enumerate(document.workloads):
+        path: Path = ("workloads", i)
+        if spec.name in names:
+            problems.append(
+                Problem(
+                    f"duplicate workload name {spec.name!r} "
+                    f"(first is workloads[{names[spec.name]}])",
+                    dotted((*path, "name")),
+                    sources.value((*path, "name")),
+                )
+            )
+        names.setdefault(spec.name, i)
+        workloads.append(_workload(spec, settings, path, sources, problems))
+    if problems:
+        raise SpecError(source, problems)
+    name = document.name or FilePath(source).stem
+    return Spec(Inventory.from_roots(roots), tuple(workloads), settings, source, name)
+
+
+def _workload(
+    spec: WorkloadSpec, settings: Settings, path: Path, sources: SourceMap, problems: list[Problem]
+) -> Workload:
+    mode = spec.mode or settings.default_mode
+    if mode == "mapping" and spec.resources:
+        problems.append(
+            Problem(
+                "a mapping workload consumes no capacity, so it cannot request resources; "
+                "use mode: allocation",
+                dotted((*path, "resources")),
+                sources.value((*path, "resources")),
+            )
+        )
+    negative = [name for name, amount in spec.resources.items() if amount < 0]
+    if negative:
+        problems.append(
+            Problem(
+                f"resource amounts may not be negative: {', '.join(negative)}",
+                dotted((*path, "resources")),
+                sources.value((*path, "resources")),
+            )
+        )
+    return Workload(
+        name=spec.name,
+        units=spec.units,
+        mode=mode,
+        tags=frozenset(spec.tags),
+        resources=dict(spec.resources),
+    )
