@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from placed import __version__
 from placed.cli.progress import DelayedProgress
@@ -25,7 +27,7 @@ from placed.cli.render import (
 from placed.engine.explain import verdicts
 from placed.engine.planner import Planner
 from placed.engine.rebalance import UnknownTargetError, simulate
-from placed.model import Spec
+from placed.model import Spec, Workload
 from placed.policy.lint import lint
 from placed.spec import SpecError, load_specs
 from placed.spec.schema import SpecDocument
@@ -83,8 +85,12 @@ def _load(path: Path) -> list[Spec]:
 
 
 def _fail(message: str) -> typer.Exit:
+    # The message quotes the spec, whose [brackets] are not markup.
     err.print(
-        f"[bold red]error:[/bold red] {message}", markup=True, highlight=False, soft_wrap=True
+        f"[bold red]error:[/bold red] {escape(message)}",
+        markup=True,
+        highlight=False,
+        soft_wrap=True,
     )
     raise typer.Exit(EXIT_INVALID)
 
@@ -138,9 +144,8 @@ def check(
     """
     documents = []
     failed = False
-    for document in _load(spec):
+    for document, wanted in _chosen_workloads(_load(spec), workload):
         planner = Planner(document)
-        wanted = _workloads(document, workload)
         state = planner.initial_state()
         rows = []
         for w in wanted:
@@ -171,14 +176,29 @@ def check(
     raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
 
 
-def _workloads(document: Spec, names: list[str] | None) -> list[Any]:
+def _chosen_workloads(
+    specs: list[Spec], names: list[str] | None
+) -> list[tuple[Spec, list[Workload]]]:
+    """The workloads --workload names in each document (all of them when none is named).
+
+    As with simulate's --down, a name applies to every document that has it, documents
+    with none of the names are left out, and a name no document has is an error."""
     if not names:
-        return list(document.workloads)
-    by_name = {w.name: w for w in document.workloads}
-    unknown = [name for name in names if name not in by_name]
+        return [(document, list(document.workloads)) for document in specs]
+    known = {w.name for document in specs for w in document.workloads}
+    unknown = [name for name in names if name not in known]
     if unknown:
-        _fail(f"{document.source}: no workload named {', '.join(unknown)} in {document.name}")
-    return [by_name[name] for name in names]
+        scope = "any document" if len(specs) > 1 else specs[0].name
+        _fail(
+            f"{specs[0].source}: no workload named {', '.join(unknown)} in {scope}"
+            f"{_did_you_mean(unknown, known)}"
+        )
+    chosen = []
+    for document in specs:
+        mine = [w for w in document.workloads if w.name in names]
+        if mine:
+            chosen.append((document, mine))
+    return chosen
 
 
 @app.command(name="simulate")
@@ -232,9 +252,10 @@ def _scope(
     ids = [{location.id for location in s.inventory.locations()} for s in specs]
     unknown = [name for name in [*down, *up] if not any(name in known for known in ids)]
     if unknown:
+        hint = _did_you_mean(unknown, set().union(*ids))
         _fail(
             f"{specs[0].source}: {', '.join(unknown)}: "
-            "no document has a target or location with that id"
+            f"no document has a target or location with that id{hint}"
         )
     scoped = []
     for document, known in zip(specs, ids, strict=True):
@@ -242,6 +263,11 @@ def _scope(
         if mine[0] or mine[1]:
             scoped.append((document, mine))
     return scoped
+
+
+def _did_you_mean(unknown: list[str], known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(unknown[0], sorted(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if len(unknown) == 1 and close else ""
 
 
 @app.command()

@@ -32,7 +32,11 @@ def lint(spec: Spec) -> list[Notice]:
         for tag in sorted(workload.tags - known):
             # A tag no target mentions is normal (it simply scores nothing); one that is a
             # near miss of a tag that does exist is probably a typo.
-            close = difflib.get_close_matches(tag, vocabulary, n=1, cutoff=0.8)
+            close = [
+                other
+                for other in difflib.get_close_matches(tag, vocabulary, n=3, cutoff=0.8)
+                if _letters(other) != _letters(tag)  # network1 is no typo of network3
+            ][:1]
             if close:
                 notices.append(
                     Notice(
@@ -42,3 +46,7 @@ def lint(spec: Spec) -> list[Notice]:
                     )
                 )
     return notices
+
+
+def _letters(tag: str) -> str:
+    return "".join(c for c in tag if not c.isdigit())

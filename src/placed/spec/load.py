@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from placed.model import Inventory, Location, Settings, Spec, TagRules, Workload
-from placed.spec.errors import Problem, SpecError
+from placed.spec.errors import Problem, SourcePosition, SpecError
 from placed.spec.schema import LocationSpec, SpecDocument, WorkloadSpec
 from placed.spec.source import Path, SourceMap, dotted, parse
 
@@ -49,13 +49,29 @@ def load_spec_text(text: str, source: str = "<spec>") -> Spec:
 def load_specs_text(text: str, source: str = "<spec>") -> list[Spec]:
     documents = parse(text, source)
     specs = [_document(data, sources, source) for data, sources in documents]
-    names = [spec.name for spec in specs]
-    duplicates = sorted({name for name in names if names.count(name) > 1})
-    if len(specs) > 1 and duplicates:
-        raise SpecError(
-            source,
-            [Problem(f"documents need distinct names; {', '.join(duplicates)} is used twice")],
+    problems = []
+    first: dict[str, SourceMap] = {}
+    for spec, (data, sources) in zip(specs, documents, strict=True):
+        earlier = first.setdefault(spec.name, sources)
+        if earlier is sources:
+            continue
+        line = (earlier.value(("name",)) or earlier.value(()) or SourcePosition(1, 1)).line
+        if "name" in data:
+            message = f"duplicate document name {spec.name!r} (first at line {line})"
+        else:
+            message = (
+                f"this document has no name, so it is named {spec.name!r} after the file, "
+                f"like the document at line {line}"
+            )
+        problems.append(
+            Problem(
+                f"{message}; the documents in one file need distinct names",
+                "name" if "name" in data else "",
+                sources.value(("name",)),
+            )
         )
+    if problems:
+        raise SpecError(source, problems)
     return specs
 
 
@@ -74,7 +90,8 @@ def _document(data: Any, sources: SourceMap, source: str) -> Spec:
     try:
         document = SpecDocument.model_validate(data)
     except ValidationError as error:
-        raise SpecError(source, [_problem(e, sources) for e in error.errors()]) from None
+        errors = _one_per_property(error.errors())
+        raise SpecError(source, [_problem(e, sources) for e in errors]) from None
     return _build(document, sources, source)
 
 
@@ -118,6 +135,39 @@ def _unwrap(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
+# How pydantic names each branch of a property value's union in an error's loc.
+_PROPERTY_BRANCHES = {"str", "int", "float", "bool", "list[str]"}
+
+
+def _branch(loc: Path) -> int | None:
+    """Where the union branch stands in the loc of an error in a property value."""
+    for i in range(2, len(loc)):
+        if loc[i - 2] == "properties" and loc[i] in _PROPERTY_BRANCHES:
+            return i
+    return None
+
+
+def _one_per_property(errors: list[Any]) -> list[Any]:
+    """A property value that fits no branch of its union is reported once, not once per
+    branch; a list is judged as the list of strings it should be."""
+    branches = [_branch(tuple(error["loc"])) for error in errors]
+    lists = {
+        tuple(error["loc"])[:at]
+        for error, at in zip(errors, branches, strict=True)
+        if at is not None and len(error["loc"]) > at + 1
+    }
+    out: list[Any] = []
+    for error, at in zip(errors, branches, strict=True):
+        loc = tuple(error["loc"])
+        if at is None:
+            out.append(error)
+        elif len(loc) > at + 1:  # an item of a list: the list branch's own error
+            out.append({**error, "loc": (*loc[:at], *loc[at + 1 :])})
+        elif loc[:at] not in lists and loc[at] == "str":
+            out.append({**error, "loc": loc[:at], "type": "property_type"})
+    return out
+
+
 def _problem(error: Any, sources: SourceMap) -> Problem:
     loc: Path = tuple(error["loc"])
     kind, value = error["type"], error.get("input")
@@ -156,6 +206,14 @@ def _problem(error: Any, sources: SourceMap) -> Problem:
             "model_type": "a mapping",
         }[kind]
         return Problem(f"expected {wanted}, got {_kind(value)}", key, position)
+    if kind == "property_type":
+        return Problem(
+            f"expected a string, a number, a boolean or a list of strings, got {_kind(value)}",
+            key,
+            position,
+        )
+    if kind == "greater_than_equal":
+        return Problem(f"must be at least {error['ctx']['ge']}, got {value!r}", key, position)
     if kind == "literal_error":
         allowed = error.get("ctx", {}).get("expected", "")
         return Problem(f"got {value!r}; expected one of {allowed}", key, position)
@@ -197,6 +255,15 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
                 Problem(
                     "capacity belongs on targets (locations without children); "
                     f"{spec.id!r} has {len(spec.children)} children",
+                    dotted((*path, "capacity")),
+                    sources.value((*path, "capacity")),
+                )
+            )
+        negative = [name for name, amount in (spec.capacity or {}).items() if amount < 0]
+        if negative:
+            problems.append(
+                Problem(
+                    f"capacity amounts may not be negative: {', '.join(negative)}",
                     dotted((*path, "capacity")),
                     sources.value((*path, "capacity")),
                 )

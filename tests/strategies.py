@@ -1,0 +1,82 @@
+"""Hypothesis strategies: random inventories and workloads built straight into the model."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from placed.model import Inventory, Location, Mode, Settings, Spec, TagRules, Workload
+
+TAGS = [f"t{i}" for i in range(8)]
+tag_sets = st.frozensets(st.sampled_from(TAGS), max_size=4)
+
+
+@st.composite
+def leaves(draw: st.DrawFn, ident: str) -> Location:
+    return Location(
+        id=ident,
+        kind="conductor",
+        tags=draw(tag_sets),
+        rules=TagRules(
+            hard_affinity=draw(st.frozensets(st.sampled_from(TAGS), max_size=2)),
+            hard_anti_affinity=draw(st.frozensets(st.sampled_from(TAGS), max_size=2)),
+            soft_affinity=draw(tag_sets),
+            soft_anti_affinity=draw(tag_sets),
+        ),
+        capacity=draw(st.one_of(st.none(), st.fixed_dictionaries({"cpu": st.integers(0, 4)}))),
+        status=draw(st.sampled_from(["up", "up", "up", "down"])),
+    )
+
+
+@st.composite
+def inventories(draw: st.DrawFn, min_targets: int = 0, max_targets: int = 10) -> Inventory:
+    count = draw(st.integers(min_targets, max_targets))
+    targets = [draw(leaves(f"c{i}")) for i in range(count)]
+    # Some targets sit in a rack that adds a tag and a rule, to exercise inheritance.
+    racks = draw(st.integers(0, 2))
+    roots: list[Location] = []
+    for r in range(racks):
+        members = tuple(targets[r :: racks + 1])
+        if members:
+            roots.append(
+                Location(
+                    id=f"rack{r}",
+                    kind="rack",
+                    tags=draw(tag_sets),
+                    rules=TagRules(
+                        hard_anti_affinity=draw(st.frozensets(st.sampled_from(TAGS), max_size=1))
+                    ),
+                    children=members,
+                )
+            )
+    placed_ids = {leaf.id for root in roots for leaf in root.children}
+    roots.extend(t for t in targets if t.id not in placed_ids)
+    return Inventory.from_roots(tuple(roots))
+
+
+@st.composite
+def workloads(draw: st.DrawFn, name: str, modes: tuple[Mode, ...]) -> Workload:
+    mode = draw(st.sampled_from(modes))
+    resources = (
+        {}
+        if mode == "mapping"
+        else draw(st.one_of(st.just({}), st.fixed_dictionaries({"cpu": st.integers(0, 2)})))
+    )
+    return Workload(
+        name=name,
+        units=draw(st.integers(1, 4)),
+        mode=mode,
+        tags=draw(st.frozensets(st.sampled_from(TAGS), max_size=5)),
+        resources=resources,
+    )
+
+
+@st.composite
+def specs(
+    draw: st.DrawFn,
+    modes: tuple[Mode, ...] = ("allocation", "mapping", "every"),
+    min_targets: int = 0,
+) -> Spec:
+    inventory = draw(inventories(min_targets=min_targets))
+    count = draw(st.integers(1, 5))
+    loads = tuple(draw(workloads(f"w{i}", modes)) for i in range(count))
+    return Spec(inventory, loads, Settings())
