@@ -1,0 +1,76 @@
+"""The benchmark's quick mode runs end to end and its correctness checks hold.
+
+Timings are never asserted: they depend on the machine, and a slow CI runner is not a bug.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+RUN_PY = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
+
+
+def load_benchmark() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("placed_benchmark_run", RUN_PY)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses resolve annotations through sys.modules, so the module must be there
+    # before its body runs.
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[spec.name]
+        raise
+    return module
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, str]:
+    """(exit status, printed report, written report) of one `--quick` run, shared by the
+    tests below because a run takes a second or two."""
+    bench = load_benchmark()
+    out = tmp_path_factory.mktemp("bench") / "BENCHMARKS.md"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        status = bench.main(["--quick", "--write", str(out)])
+    return status, printed.getvalue(), out.read_text()
+
+
+def test_quick_run_succeeds_and_writes_what_it_prints(quick_run: tuple[int, str, str]) -> None:
+    status, printed, written = quick_run
+    assert status == 0
+    assert written == printed
+
+
+def test_report_has_every_section(quick_run: tuple[int, str, str]) -> None:
+    _, report, _ = quick_run
+    for heading in (
+        "# placed benchmarks",
+        "## Allocation: every unit a different workload",
+        "## Fast engine against the reference oracle",
+        "## Scan floor",
+        "## Mapping",
+        "## Acceptance",
+    ):
+        assert heading in report
+    assert "make bench" in report
+    assert "nproc" in report
+    assert "numpy" in report
+
+
+def test_fast_engine_agrees_with_the_reference(quick_run: tuple[int, str, str]) -> None:
+    _, report, _ = quick_run
+    assert "| fast and reference choose the same targets | 0 mismatches | PASS |" in report
+
+
+def test_losing_a_target_moves_only_its_units(quick_run: tuple[int, str, str]) -> None:
+    _, report, _ = quick_run
+    assert "| mapping moves exactly the lost target's units | yes | PASS |" in report
