@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 
 from placed.engine.explain import first_rejections
 from placed.engine.planner import Placement, Planner
 from placed.engine.reference import judge, reference_plan
 from placed.model import Spec
+from placed.policy import tags
 
 from .strategies import specs
 
@@ -43,3 +45,15 @@ def test_same_reason_for_every_rejected_target(spec: Spec) -> None:
             if reason is not None:
                 reference[position] = reason
         assert fast == reference
+
+
+@settings(max_examples=150, deadline=None)
+@given(specs())
+def test_posting_lists_give_the_same_answers_as_dense_rows(spec: Spec) -> None:
+    # Big inventories keep tag rules as posting lists instead of dense rows; force that.
+    dense = fast_outcomes(spec)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tags, "DENSE_CELLS", 0)
+        columns = Planner(spec).index.tags
+        assert not columns.scoring.dense or not (columns.size and columns.vocabulary)
+        assert fast_outcomes(spec) == dense

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,7 @@ Progress = Callable[[int, int], None]
 # Mapping units are placed in batches of this many: one (units x tied targets) weight
 # matrix per batch keeps memory flat for a million units.
 _MAPPING_BATCH = 8192
+_COMPILED_KEPT = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,12 +114,19 @@ class Planner:
         self.index = TargetIndex.for_spec(spec)
         self.pipeline = pipeline or Pipeline.default(self.index)
         self.workloads = {w.name: w for w in spec.workloads}
-        self._compiled: dict[str, CompiledRequest] = {}
+        self._compiled: OrderedDict[str, CompiledRequest] = OrderedDict()
 
     def request(self, workload: Workload) -> CompiledRequest:
         compiled = self._compiled.get(workload.name)
         if compiled is None:
             compiled = self._compiled[workload.name] = self.pipeline.compile(workload)
+            # A compiled request holds several arrays over all targets; keeping one per
+            # workload would cost gigabytes for ten thousand workloads on ten thousand
+            # targets, and a workload's units are placed together anyway.
+            if len(self._compiled) > _COMPILED_KEPT:
+                self._compiled.popitem(last=False)
+        else:
+            self._compiled.move_to_end(workload.name)
         return compiled
 
     def initial_state(self) -> TargetState:

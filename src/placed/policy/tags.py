@@ -1,16 +1,14 @@
 """Tag affinity (seed 001): hard and soft affinity and anti-affinity between targets and
 workloads.
 
-The columns are an inverted index: for each tag, the positions of the targets whose rule
-list holds it (CSR: `indptr`, `positions`). A workload with k tags touches only the k
-posting lists it names, so a placement costs the size of those lists, not a pass over a
-per-target tag set for every target.
+The columns are per-tag rows over all targets (an inverted index): a workload with k tags
+adds up the k rows it names, a few vector operations over all targets, instead of testing
+a tag set per target.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -54,51 +52,74 @@ def missing_reason(tags: list[str]) -> Reason:
     return Reason(HardAffinity.name, f"lacks {what}", f"lack {what}")
 
 
-@dataclass(frozen=True, slots=True)
-class Postings:
-    """For each tag code, the target positions listed under it (and an optional weight)."""
+# Up to this many (tag, target) cells, a rule list is kept as a dense int8 matrix (64 MiB);
+# past it, as posting lists. Dense rows make a workload's cost a handful of vector adds
+# over all targets; posting lists keep memory proportional to the rules a big fleet has.
+DENSE_CELLS = 1 << 26
 
-    indptr: NDArray[np.intp]
-    positions: NDArray[np.intp]
-    weights: NDArray[np.float64]
 
-    @classmethod
-    def build(
-        cls,
+class TagRows:
+    """One rule list as a row per tag over all targets: the weight the tag carries on each
+    target (1 = listed, or +1/-1 for scores). `total(codes)` sums the rows of a
+    workload's tags, which is all any tag rule needs."""
+
+    def __init__(
+        self,
+        size: int,
         vocabulary: dict[str, int],
         targets: Sequence[Target],
-        listed: Callable[[Target], Iterable[tuple[str, float]]],
-    ) -> Postings:
-        per_tag: list[list[tuple[int, float]]] = [[] for _ in vocabulary]
+        listed: Callable[[Target], Iterable[tuple[str, int]]],
+        dense_cells: int | None = None,
+    ) -> None:
+        self.size = size
+        dense_cells = DENSE_CELLS if dense_cells is None else dense_cells
+        tag_codes: list[int] = []
+        positions: list[int] = []
+        weights: list[int] = []
         for position, target in enumerate(targets):
             for tag, weight in listed(target):
-                per_tag[vocabulary[tag]].append((position, weight))
-        counts = np.array([len(entries) for entries in per_tag], dtype=np.intp)
-        indptr = np.zeros(len(per_tag) + 1, dtype=np.intp)
-        np.cumsum(counts, out=indptr[1:])
-        flat = [entry for entries in per_tag for entry in entries]
-        positions = np.array([p for p, _ in flat], dtype=np.intp)
-        weights = np.array([w for _, w in flat], dtype=np.float64)
-        return cls(indptr, positions, weights)
+                tag_codes.append(vocabulary[tag])
+                positions.append(position)
+                weights.append(weight)
+        codes = np.array(tag_codes, dtype=np.intp)
+        where = np.array(positions, dtype=np.intp)
+        amount = np.array(weights, dtype=np.int8)
+        self.used = np.zeros(len(vocabulary), dtype=bool)
+        self.used[codes] = True
+        self.dense = len(vocabulary) * size <= dense_cells
+        if self.dense:
+            self.matrix = np.zeros((len(vocabulary), size), dtype=np.int8)
+            self.matrix[codes, where] = amount
+        else:
+            order = np.argsort(codes, kind="stable")
+            self.indptr = np.zeros(len(vocabulary) + 1, dtype=np.intp)
+            np.cumsum(np.bincount(codes, minlength=len(vocabulary)), out=self.indptr[1:])
+            self.positions = where[order]
+            self.weights = amount[order].astype(np.float64)
 
-    def gather(self, codes: NDArray[np.intp]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
-        if codes.size == 0:
-            return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.float64)
-        starts, ends = self.indptr[codes], self.indptr[codes + 1]
+    def total(self, codes: NDArray[np.intp]) -> NDArray[np.int16]:
         # A Python loop over the workload's tags (tens), never over targets.
-        parts = [slice(int(a), int(b)) for a, b in zip(starts, ends, strict=True) if b > a]
-        if not parts:
-            return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.float64)
-        return (
-            np.concatenate([self.positions[part] for part in parts]),
-            np.concatenate([self.weights[part] for part in parts]),
-        )
+        rows = [int(code) for code in codes if self.used[code]]
+        if self.dense:
+            # Each row adds at most 1 in magnitude, so fewer than 128 rows cannot overflow
+            # int8, and int8 + int8 runs three times as fast as int16 + int8.
+            total = np.zeros(self.size, dtype=np.int8 if len(rows) < 128 else np.int16)
+            for row in rows:
+                total += self.matrix[row]
+            return total
+        total = np.zeros(self.size, dtype=np.int16)
+        if rows:
+            spans = [slice(self.indptr[row], self.indptr[row + 1]) for row in rows]
+            where = np.concatenate([self.positions[span] for span in spans])
+            weights = np.concatenate([self.weights[span] for span in spans])
+            total += np.bincount(where, weights=weights, minlength=self.size).astype(np.int16)
+        return total
 
 
 class TagColumns:
-    """The inverted index of every target's tag rules, built once per inventory."""
+    """Every target's tag rules as columns, built once per inventory."""
 
-    def __init__(self, targets: Sequence[Target]) -> None:
+    def __init__(self, targets: Sequence[Target], dense_cells: int | None = None) -> None:
         self.size = len(targets)
         tags: set[str] = set()
         for target in targets:
@@ -106,28 +127,33 @@ class TagColumns:
             tags |= target.tags | rules.hard_affinity | rules.hard_anti_affinity
             tags |= rules.soft_affinity | rules.soft_anti_affinity
         self.vocabulary = {tag: code for code, tag in enumerate(sorted(tags))}
-        self.forbidding = Postings.build(
-            self.vocabulary, targets, lambda t: ((tag, 1.0) for tag in t.rules.hard_anti_affinity)
-        )
-        self.requiring = Postings.build(
-            self.vocabulary, targets, lambda t: ((tag, 1.0) for tag in t.rules.hard_affinity)
-        )
-        self.required_count = np.array(
-            [len(t.rules.hard_affinity) for t in targets], dtype=np.float64
-        )
-        self.scoring = Postings.build(
-            self.vocabulary,
-            targets,
-            lambda t: [
-                *((tag, 1.0) for tag in t.scored_tags),
-                *((tag, -1.0) for tag in t.rules.soft_anti_affinity),
-            ],
-        )
 
-    def codes(self, tags: Iterable[str]) -> NDArray[np.intp]:
+        def rows(listed: Callable[[Target], Iterable[tuple[str, int]]]) -> TagRows:
+            return TagRows(self.size, self.vocabulary, targets, listed, dense_cells)
+
+        self.forbidding = rows(lambda t: ((tag, 1) for tag in t.rules.hard_anti_affinity))
+        self.requiring = rows(lambda t: ((tag, 1) for tag in t.rules.hard_affinity))
+        self.required_count = np.array(
+            [len(t.rules.hard_affinity) for t in targets], dtype=np.int16
+        )
+        self.scoring = rows(
+            lambda t: [
+                *((tag, 1) for tag in t.scored_tags),
+                *((tag, -1) for tag in t.rules.soft_anti_affinity),
+            ]
+        )
+        self._last: tuple[frozenset[str], NDArray[np.intp]] | None = None
+
+    def codes(self, tags: frozenset[str]) -> NDArray[np.intp]:
+        # The three tag rules ask for the same workload's codes in a row: keep the last.
+        if self._last is not None and self._last[0] is tags:
+            return self._last[1]
         # A workload tag that no target mentions can match nothing; it drops out here.
-        known = [self.vocabulary[tag] for tag in tags if tag in self.vocabulary]
-        return np.array(sorted(known), dtype=np.intp)
+        codes = np.array(
+            sorted(self.vocabulary[t] for t in tags if t in self.vocabulary), dtype=np.intp
+        )
+        self._last = (tags, codes)
+        return codes
 
 
 class HardAntiAffinity(Filter):
@@ -139,14 +165,11 @@ class HardAntiAffinity(Filter):
     def __init__(self, columns: TagColumns) -> None:
         self.columns = columns
 
-    def prepare(self, workload: Workload) -> NDArray[np.intp]:
-        positions, _ = self.columns.forbidding.gather(self.columns.codes(workload.tags))
-        return positions
+    def prepare(self, workload: Workload) -> NDArray[np.int16]:
+        return self.columns.forbidding.total(self.columns.codes(workload.tags))
 
-    def keep(self, prepared: NDArray[np.intp], state: TargetState) -> BoolArray:
-        keep = np.ones(self.columns.size, dtype=bool)
-        keep[prepared] = False
-        return keep
+    def keep(self, prepared: NDArray[np.int16], state: TargetState) -> BoolArray:
+        return prepared == 0
 
     def reason(
         self, workload: Workload, target: Target, position: int, state: TargetState
@@ -163,15 +186,13 @@ class HardAffinity(Filter):
     def __init__(self, columns: TagColumns) -> None:
         self.columns = columns
 
-    def prepare(self, workload: Workload) -> NDArray[np.intp]:
-        positions, _ = self.columns.requiring.gather(self.columns.codes(workload.tags))
-        return positions
+    def prepare(self, workload: Workload) -> NDArray[np.int16]:
+        return self.columns.requiring.total(self.columns.codes(workload.tags))
 
-    def keep(self, prepared: NDArray[np.intp], state: TargetState) -> BoolArray:
+    def keep(self, prepared: NDArray[np.int16], state: TargetState) -> BoolArray:
         # Each workload tag appears at most once per target list, so a target is satisfied
         # exactly when the number of its required tags the workload carries equals its count.
-        present = np.bincount(prepared, minlength=self.columns.size)
-        return present == self.columns.required_count
+        return prepared == self.columns.required_count
 
     def reason(
         self, workload: Workload, target: Target, position: int, state: TargetState
@@ -187,12 +208,11 @@ class SoftAffinity(Scorer):
     def __init__(self, columns: TagColumns) -> None:
         self.columns = columns
 
-    def prepare(self, workload: Workload) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
-        return self.columns.scoring.gather(self.columns.codes(workload.tags))
+    def prepare(self, workload: Workload) -> NDArray[np.int16]:
+        return self.columns.scoring.total(self.columns.codes(workload.tags))
 
-    def score(self, prepared: tuple[NDArray[np.intp], NDArray[np.float64]]) -> FloatArray:
-        positions, weights = prepared
-        return np.bincount(positions, weights=weights, minlength=self.columns.size)
+    def score(self, prepared: NDArray[np.int16]) -> FloatArray:
+        return prepared.astype(np.float64)
 
     def explain(self, workload: Workload, target: Target) -> str:
         plus, minus = soft_terms(target, workload.tags)
