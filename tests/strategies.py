@@ -4,10 +4,61 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from placed.model import Inventory, Location, Mode, Settings, Spec, TagRules, Workload
+from placed.model import (
+    Agent,
+    Inventory,
+    Location,
+    Mode,
+    Service,
+    Settings,
+    Spec,
+    TagRules,
+    Workload,
+    validate_properties,
+)
 
 TAGS = [f"t{i}" for i in range(8)]
 tag_sets = st.frozensets(st.sampled_from(TAGS), max_size=4)
+NAMESPACES = ["ns1", "ns2", None]
+CONSTRAINTS = [
+    'purpose == "lab"',
+    "cpu >= 2",
+    "purpose != prod",
+    "gpu == true",
+    'zone in "east,west"',
+    "openhorizon.kubernetesNamespace == ns1",
+    "openhorizon.cpu > 1 OR purpose == lab",
+    "openhorizon.service.version in [1.0.0,2.0.0)",
+    "placed.rack == rack0",
+]
+property_maps = st.dictionaries(
+    st.sampled_from(["purpose", "cpu", "gpu", "zone"]),
+    st.one_of(
+        st.sampled_from(["lab", "prod", "east", "west", "east,west"]),
+        st.integers(0, 4),
+        st.booleans(),
+    ),
+    max_size=3,
+).map(validate_properties)
+constraint_lists = st.lists(st.sampled_from(CONSTRAINTS), max_size=2).map(tuple)
+
+
+@st.composite
+def agents(draw: st.DrawFn) -> Agent:
+    scope = draw(st.sampled_from(["device", "device", "cluster", "namespace"]))
+    namespace = None if scope == "device" else draw(st.sampled_from(NAMESPACES))
+    return Agent(scope=scope, namespace=namespace, arch=draw(st.sampled_from([None, "amd64"])))
+
+
+@st.composite
+def services(draw: st.DrawFn) -> Service:
+    return Service(
+        url="svc",
+        version=draw(st.sampled_from(["", "1.2.0", "2.0.0"])),
+        namespace=draw(st.sampled_from(NAMESPACES)),
+        properties=draw(property_maps),
+        constraints=draw(constraint_lists),
+    )
 
 
 @st.composite
@@ -24,6 +75,9 @@ def leaves(draw: st.DrawFn, ident: str) -> Location:
         ),
         capacity=draw(st.one_of(st.none(), st.fixed_dictionaries({"cpu": st.integers(0, 4)}))),
         status=draw(st.sampled_from(["up", "up", "up", "down"])),
+        properties=draw(property_maps),
+        constraints=draw(constraint_lists),
+        agent=draw(agents()),
     )
 
 
@@ -61,12 +115,19 @@ def workloads(draw: st.DrawFn, name: str, modes: tuple[Mode, ...]) -> Workload:
         if mode == "mapping"
         else draw(st.one_of(st.just({}), st.fixed_dictionaries({"cpu": st.integers(0, 2)})))
     )
+    pattern = draw(st.booleans())
+    found = tuple(draw(st.lists(services(), max_size=2 if pattern else 1)))
     return Workload(
         name=name,
         units=draw(st.integers(1, 4)),
         mode=mode,
         tags=draw(st.frozensets(st.sampled_from(TAGS), max_size=5)),
         resources=resources,
+        properties=draw(property_maps),
+        constraints=draw(constraint_lists),
+        services=found,
+        pattern=pattern,
+        cluster_namespace=draw(st.sampled_from(NAMESPACES)),
     )
 
 

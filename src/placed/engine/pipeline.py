@@ -14,6 +14,8 @@ from placed.engine.index import TargetIndex
 from placed.model import Workload
 from placed.policy.base import BoolArray, Consumer, Filter, FloatArray, Scorer, TargetState
 from placed.policy.capacity import ResourcesFit
+from placed.policy.constraints import TargetConstraint, WorkloadConstraint
+from placed.policy.namespaces import NamespaceScope
 from placed.policy.status import TargetUp
 from placed.policy.tags import HardAffinity, HardAntiAffinity, SoftAffinity
 
@@ -44,8 +46,11 @@ class Pipeline:
             index,
             filters=[
                 TargetUp(),
+                NamespaceScope(index.targets),
                 HardAntiAffinity(index.tags),
                 HardAffinity(index.tags),
+                WorkloadConstraint(index.targets),
+                TargetConstraint(index.targets),
                 ResourcesFit(index.resources),
             ],
             scorers=[SoftAffinity(index.tags)],
@@ -58,9 +63,13 @@ class Pipeline:
         keep = np.ones(size, dtype=bool)
         for position, (f, part) in enumerate(zip(self.filters, prepared, strict=True)):
             if f.static:
-                mask = f.keep(part, _NO_STATE)
+                # A static filter with nothing to check for this workload (no constraints,
+                # no namespace) prepares None and costs nothing per unit, as kube-scheduler
+                # plugins skip themselves in PreFilter.
+                mask = _ALL if part is None else f.keep(part, _NO_STATE)
                 static_masks[position] = mask
-                keep &= mask
+                if part is not None:
+                    keep &= mask
         score = np.zeros(size, dtype=np.float64)
         for scorer in self.scorers:
             score += scorer.score(scorer.prepare(workload))
@@ -82,9 +91,10 @@ class Pipeline:
 
     def masks(self, request: CompiledRequest, state: TargetState) -> list[BoolArray]:
         """Every filter's own mask, in pipeline order (for explanations, not the hot path)."""
+        size = len(self.index)
         return [
-            request.static_masks[position]
-            if f.static
+            (np.ones(size, dtype=bool) if mask is _ALL else mask)
+            if (mask := request.static_masks.get(position)) is not None
             else f.keep(request.prepared[position], state)
             for position, f in enumerate(self.filters)
         ]
@@ -92,3 +102,5 @@ class Pipeline:
 
 # Static filters never read state; this placeholder makes that visible if one ever does.
 _NO_STATE = TargetState(np.zeros(0, dtype=bool), np.zeros((0, 0)), ())
+# Stands for "keeps every target" without allocating a mask per workload.
+_ALL = np.ones(0, dtype=bool)

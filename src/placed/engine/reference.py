@@ -11,7 +11,12 @@ from placed.engine.explain import Rejection, summarize
 from placed.engine.selection import rendezvous_weight
 from placed.model import Spec, Target, Workload
 from placed.policy.base import Reason
+from placed.policy.builtins import node_properties, workload_constraints, workload_properties
 from placed.policy.capacity import insufficient_reason
+from placed.policy.constraints import target_constraint_reason, workload_constraint_reason
+from placed.policy.expressions import parse_constraint
+from placed.policy.expressions.evaluate import satisfied
+from placed.policy.namespaces import accepts, namespace_reason
 from placed.policy.tags import forbidden_reason, missing_reason
 
 
@@ -30,12 +35,22 @@ def judge(
     """(first failing rule or None, score) for one workload on one target."""
     if not up:
         return Reason("status", "is down", "are down"), 0.0
+    if not accepts(workload, target):
+        return namespace_reason(workload, target), 0.0
     node_tags = workload.tags
     rules = target.rules
     if any(tag in rules.hard_anti_affinity for tag in node_tags):
         return forbidden_reason(sorted(t for t in node_tags if t in rules.hard_anti_affinity)), 0.0
     if any(tag not in node_tags for tag in rules.hard_affinity):
         return missing_reason(sorted(t for t in rules.hard_affinity if t not in node_tags)), 0.0
+    # Both directions of seed 002: the workload's constraints on the target's properties,
+    # then the target's constraints on the workload's properties.
+    node = node_properties(target)
+    if not satisfied(parse_constraint(workload_constraints(workload)), node):
+        return workload_constraint_reason(workload, node), 0.0
+    own = parse_constraint(list(target.constraints))
+    if not satisfied(own, workload_properties(workload)):
+        return target_constraint_reason(own, workload), 0.0
     if any(free.get(name, 0.0) < amount for name, amount in workload.resources.items()):
         return insufficient_reason(workload.resources, free), 0.0
     score = 0.0

@@ -1,18 +1,24 @@
 """Plain typed domain objects: no I/O, no numpy, no framework."""
 
-from placed.model.inventory import Inventory, Location, TagRules, Target
+from placed.model.inventory import Agent, Inventory, Location, TagRules, Target
 from placed.model.notice import Notice
+from placed.model.properties import Property, PropertyError, validate_properties
 from placed.model.spec import Settings, Spec
-from placed.model.workload import Mode, Workload
+from placed.model.workload import Mode, Service, Workload
 
 __all__ = [
+    "Agent",
     "Inventory",
     "Location",
     "Mode",
     "Notice",
+    "Property",
+    "PropertyError",
+    "Service",
     "Settings",
     "Spec",
     "TagRules",
     "Target",
     "Workload",
+    "validate_properties",
 ]

@@ -6,8 +6,29 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from placed.model.properties import Property
+
 Status = Literal["up", "down"]
-PropertyValue = str | int | float | bool | list[str]
+# How an Open Horizon agent runs: on a device, cluster-wide, or inside one namespace.
+Scope = Literal["device", "cluster", "namespace"]
+DEFAULT_AGENT_NAMESPACE = "openhorizon-agent"
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """What an edge node's agent reports about itself (seed 002's node built-ins)."""
+
+    scope: Scope = "device"
+    namespace: str | None = None  # where a cluster agent runs; openhorizon-agent if unset
+    arch: str | None = None
+    hardware_id: str | None = None
+    kubernetes_version: str | None = None
+
+    @property
+    def agent_namespace(self) -> str | None:
+        if self.scope == "device":
+            return None
+        return self.namespace or DEFAULT_AGENT_NAMESPACE
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +58,9 @@ class Location:
     id: str
     kind: str
     tags: frozenset[str] = frozenset()
-    properties: Mapping[str, PropertyValue] = field(default_factory=dict)
+    properties: Mapping[str, Property] = field(default_factory=dict)
+    constraints: tuple[str, ...] = ()
+    agent: Agent = Agent()
     rules: TagRules = TagRules()
     capacity: Mapping[str, float] | None = None
     status: Status = "up"
@@ -56,12 +79,15 @@ class Target:
     id: str
     kind: str
     tags: frozenset[str]
-    properties: Mapping[str, PropertyValue]
+    properties: Mapping[str, Property]
     rules: TagRules
     capacity: Mapping[str, float]
     up: bool
     # (kind, id) of each ancestor, outermost first: where the target sits.
     ancestors: tuple[tuple[str, str], ...] = ()
+    # Its own constraint expressions and those of its ancestors, all of which must hold.
+    constraints: tuple[str, ...] = ()
+    agent: Agent = Agent()
 
     @property
     def scored_tags(self) -> frozenset[str]:
@@ -84,7 +110,7 @@ class Inventory:
     def from_roots(cls, roots: tuple[Location, ...]) -> Inventory:
         targets: list[Target] = []
         for root in roots:
-            _resolve(root, (), frozenset(), {}, TagRules(), True, targets)
+            _resolve(root, (), frozenset(), {}, (), TagRules(), True, targets)
         return cls(roots=roots, targets=tuple(targets))
 
     def locations(self) -> Iterator[Location]:
@@ -103,13 +129,15 @@ def _resolve(
     location: Location,
     ancestors: tuple[tuple[str, str], ...],
     tags: frozenset[str],
-    properties: dict[str, PropertyValue],
+    properties: dict[str, Property],
+    constraints: tuple[str, ...],
     rules: TagRules,
     up: bool,
     out: list[Target],
 ) -> None:
     tags = tags | location.tags
     properties = {**properties, **location.properties}
+    constraints = (*constraints, *location.constraints)
     rules = rules.merged(location.rules)
     up = up and location.status == "up"
     if not location.children:
@@ -123,10 +151,19 @@ def _resolve(
                 capacity=dict(location.capacity or {}),
                 up=up,
                 ancestors=ancestors,
+                constraints=constraints,
+                agent=location.agent,
             )
         )
         return
     for child in location.children:
         _resolve(
-            child, (*ancestors, (location.kind, location.id)), tags, properties, rules, up, out
+            child,
+            (*ancestors, (location.kind, location.id)),
+            tags,
+            properties,
+            constraints,
+            rules,
+            up,
+            out,
         )

@@ -6,7 +6,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from placed.model.properties import Property
+
 Mode = Literal["allocation", "mapping", "every"]
+
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    """An Open Horizon service a workload deploys, with its own (service) policy."""
+
+    url: str
+    org: str = ""
+    version: str = ""
+    arch: str = ""
+    # A namespace embedded in the service's operator definition (not best practice).
+    namespace: str | None = None
+    properties: Mapping[str, Property] = field(default_factory=dict)
+    constraints: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +40,13 @@ class Workload:
     mode: Mode = "allocation"
     tags: frozenset[str] = frozenset()
     resources: Mapping[str, float] = field(default_factory=dict)
+    # Open Horizon: the deployment policy's own properties and constraints, the services
+    # it deploys (one for a policy, several for a pattern) and the namespace it asks for.
+    properties: Mapping[str, Property] = field(default_factory=dict)
+    constraints: tuple[str, ...] = ()
+    services: tuple[Service, ...] = ()
+    pattern: bool = False
+    cluster_namespace: str | None = None
 
     def unit_key(self, index: int) -> str:
         return f"{self.name}/{index}"

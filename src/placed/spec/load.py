@@ -10,7 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from placed.model import Inventory, Location, Settings, Spec, TagRules, Workload
+from placed.model import Agent, Inventory, Location, Settings, Spec, TagRules, Workload
+from placed.spec import policies
 from placed.spec.errors import Problem, SourcePosition, SpecError
 from placed.spec.schema import LocationSpec, SpecDocument, WorkloadSpec
 from placed.spec.source import Path, SourceMap, dotted, parse
@@ -90,7 +91,7 @@ def _document(data: Any, sources: SourceMap, source: str) -> Spec:
     try:
         document = SpecDocument.model_validate(data)
     except ValidationError as error:
-        errors = _one_per_property(error.errors())
+        errors = error.errors()
         raise SpecError(source, [_problem(e, sources) for e in errors]) from None
     return _build(document, sources, source)
 
@@ -133,39 +134,6 @@ def _unwrap(annotation: Any) -> type[BaseModel] | None:
             if found is not None:
                 return found
     return None
-
-
-# How pydantic names each branch of a property value's union in an error's loc.
-_PROPERTY_BRANCHES = {"str", "int", "float", "bool", "list[str]"}
-
-
-def _branch(loc: Path) -> int | None:
-    """Where the union branch stands in the loc of an error in a property value."""
-    for i in range(2, len(loc)):
-        if loc[i - 2] == "properties" and loc[i] in _PROPERTY_BRANCHES:
-            return i
-    return None
-
-
-def _one_per_property(errors: list[Any]) -> list[Any]:
-    """A property value that fits no branch of its union is reported once, not once per
-    branch; a list is judged as the list of strings it should be."""
-    branches = [_branch(tuple(error["loc"])) for error in errors]
-    lists = {
-        tuple(error["loc"])[:at]
-        for error, at in zip(errors, branches, strict=True)
-        if at is not None and len(error["loc"]) > at + 1
-    }
-    out: list[Any] = []
-    for error, at in zip(errors, branches, strict=True):
-        loc = tuple(error["loc"])
-        if at is None:
-            out.append(error)
-        elif len(loc) > at + 1:  # an item of a list: the list branch's own error
-            out.append({**error, "loc": (*loc[:at], *loc[at + 1 :])})
-        elif loc[:at] not in lists and loc[at] == "str":
-            out.append({**error, "loc": loc[:at], "type": "property_type"})
-    return out
 
 
 def _problem(error: Any, sources: SourceMap) -> Problem:
@@ -233,6 +201,7 @@ def _is_tags(path: Path) -> bool:
 
 def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
     problems: list[Problem] = []
+    out = policies.Collector(sources, problems)
     seen: dict[str, Path] = {}
 
     def location(spec: LocationSpec, path: Path) -> Location:
@@ -277,11 +246,26 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
             soft_affinity=frozenset(spec.soft_affinity),
             soft_anti_affinity=frozenset(spec.soft_anti_affinity),
         )
+        agent_fields = (spec.namespace, spec.kubernetes_version)
+        if spec.scope in (None, "device") and any(agent_fields):
+            out.add(
+                "namespace and kubernetes_version belong to cluster agents; set scope: "
+                "cluster or scope: namespace",
+                path,
+            )
         return Location(
             id=spec.id,
             kind=spec.kind,
             tags=frozenset(spec.tags),
-            properties=dict(spec.properties),
+            properties=policies.properties(spec.properties, (*path, "properties"), "node", out),
+            constraints=policies.constraints(spec.constraints, (*path, "constraints"), out),
+            agent=Agent(
+                scope=spec.scope or "device",
+                namespace=spec.namespace,
+                arch=spec.arch,
+                hardware_id=spec.hardware_id,
+                kubernetes_version=spec.kubernetes_version,
+            ),
             rules=rules,
             capacity=dict(spec.capacity) if spec.capacity is not None else None,
             status=spec.status,
@@ -304,7 +288,7 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
                 )
             )
         names.setdefault(spec.name, i)
-        workloads.append(_workload(spec, settings, path, sources, problems))
+        workloads.append(_workload(spec, settings, path, out))
     if problems:
         raise SpecError(source, problems)
     name = document.name or FilePath(source).stem
@@ -312,8 +296,9 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
 
 
 def _workload(
-    spec: WorkloadSpec, settings: Settings, path: Path, sources: SourceMap, problems: list[Problem]
+    spec: WorkloadSpec, settings: Settings, path: Path, out: policies.Collector
 ) -> Workload:
+    sources, problems = out.sources, out.problems
     mode = spec.mode or settings.default_mode
     if mode == "mapping" and spec.resources:
         problems.append(
@@ -333,10 +318,36 @@ def _workload(
                 sources.value((*path, "resources")),
             )
         )
+    if spec.service is not None and spec.services:
+        out.add("give either service (a policy) or services (a pattern), not both", path)
+    if len(spec.services) > 1 and not spec.pattern:
+        out.add(
+            "a deployment policy deploys one service; set pattern: true for several",
+            (*path, "services"),
+        )
+    found = [spec.service] if spec.service is not None else spec.services
+    key = "service" if spec.service is not None else "services"
+    services = tuple(
+        policies.service(s, (*path, key) if key == "service" else (*path, key, i), out)
+        for i, s in enumerate(found)
+    )
+    embedded = sorted({s.namespace for s in services if s.namespace})
+    if spec.pattern and not spec.cluster_namespace and len(embedded) > 1:
+        out.add(
+            f"the pattern's services embed different namespaces ({', '.join(embedded)}) and "
+            "the pattern sets no cluster_namespace, so they cannot deploy to one namespace; "
+            "set cluster_namespace",
+            (*path, "services"),
+        )
     return Workload(
         name=spec.name,
         units=spec.units,
         mode=mode,
         tags=frozenset(spec.tags),
         resources=dict(spec.resources),
+        properties=policies.properties(spec.properties, (*path, "properties"), "deployment", out),
+        constraints=policies.constraints(spec.constraints, (*path, "constraints"), out),
+        services=services,
+        pattern=spec.pattern,
+        cluster_namespace=spec.cluster_namespace,
     )

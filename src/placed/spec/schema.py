@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, WithJsonSchema
 
 Tag = Annotated[
     str,
@@ -16,8 +16,60 @@ Identifier = Annotated[
     StringConstraints(min_length=1, pattern=r"^[^\s/]+$"),
     Field(description="An id: no spaces or slashes."),
 ]
-PropertyValue = str | int | float | bool | list[str]
 TagList = list[Tag]
+
+_PROPERTY_VALUE = {
+    "anyOf": [
+        {"type": "string"},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "array", "items": {"type": "string"}},
+    ]
+}
+# Typed properties are checked by placed.model.properties (strictly, naming the property),
+# so pydantic takes them as they are; the JSON Schema still shows both accepted shapes.
+Properties = Annotated[
+    Any,
+    WithJsonSchema(
+        {
+            "description": "A mapping {name: value}, or Open Horizon's list form "
+            "[{name, value, type}] with type one of string, int, float, boolean, version, "
+            "list of strings.",
+            "anyOf": [
+                {"type": "object", "additionalProperties": _PROPERTY_VALUE},
+                {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "value"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "name": {"type": "string"},
+                            "value": _PROPERTY_VALUE,
+                            "type": {
+                                "enum": [
+                                    "string",
+                                    "int",
+                                    "float",
+                                    "boolean",
+                                    "version",
+                                    "list of strings",
+                                ]
+                            },
+                        },
+                    },
+                },
+            ],
+        }
+    ),
+]
+Constraints = Annotated[
+    str | list[str],
+    Field(
+        description="Constraint expressions (Open Horizon syntax), ANDed: a string or a list "
+        'of strings, e.g. [\'purpose == "lab"\', "openhorizon.cpu >= 2"].'
+    ),
+]
 
 
 class _Strict(BaseModel):
@@ -55,7 +107,21 @@ class LocationSpec(_Strict):
         default_factory=list,
         description="Each workload tag listed here scores -1 (it wins over soft_affinity).",
     )
-    properties: dict[str, PropertyValue] = Field(default_factory=dict)
+    properties: Properties = Field(default_factory=dict)
+    constraints: Constraints = Field(
+        default_factory=list, description="What a workload must satisfy to land here."
+    )
+    scope: Literal["device", "cluster", "namespace"] | None = Field(
+        None,
+        description="Open Horizon agent: a device, a cluster-scoped agent, or an agent scoped "
+        "to one namespace.",
+    )
+    namespace: str | None = Field(
+        None, description="The cluster agent's namespace (default openhorizon-agent)."
+    )
+    arch: str | None = Field(None, description="openhorizon.arch, e.g. amd64.")
+    hardware_id: str | None = Field(None, description="openhorizon.hardwareId.")
+    kubernetes_version: str | None = Field(None, description="openhorizon.kubernetesVersion.")
     capacity: dict[str, float] | None = Field(
         None, description="Leaves only: resources units can consume, e.g. {cpu: 8, memory: 32}."
     )
@@ -78,6 +144,34 @@ class WorkloadSpec(_Strict):
     resources: dict[str, float] = Field(
         default_factory=dict, description="What each unit consumes (allocation and every)."
     )
+    properties: Properties = Field(
+        default_factory=dict, description="The deployment policy's properties."
+    )
+    constraints: Constraints = Field(
+        default_factory=list, description="The deployment policy's constraints on targets."
+    )
+    service: ServiceSpec | None = Field(None, description="The service a policy deploys.")
+    services: list[ServiceSpec] = Field(
+        default_factory=list, description="The services a pattern deploys."
+    )
+    pattern: bool = Field(False, description="An Open Horizon pattern rather than a policy.")
+    cluster_namespace: str | None = Field(
+        None, description="Where the service goes on a cluster (Open Horizon clusterNamespace)."
+    )
+
+
+class ServiceSpec(_Strict):
+    """An Open Horizon service and its service policy."""
+
+    url: str
+    org: str = ""
+    version: str = ""
+    arch: str = ""
+    namespace: str | None = Field(
+        None, description="A namespace embedded in the operator definition (not best practice)."
+    )
+    properties: Properties = Field(default_factory=dict)
+    constraints: Constraints = Field(default_factory=list)
 
 
 class SettingsSpec(_Strict):
@@ -101,3 +195,6 @@ class SpecDocument(_Strict):
     inventory: list[LocationSpec] = Field(default_factory=list)
     workloads: list[WorkloadSpec] = Field(default_factory=list)
     settings: SettingsSpec = Field(default_factory=SettingsSpec)
+
+
+WorkloadSpec.model_rebuild()

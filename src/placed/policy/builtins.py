@@ -1,0 +1,120 @@
+"""Built-in properties (seed 002): set by placed, read-only to users.
+
+Node built-ins describe the target as its agent would report it; service built-ins
+describe the service a workload deploys. A spec that sets one is an error, except
+openhorizon.allowPrivileged, which a node owner may set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from placed.model import Property, Target, Workload
+from placed.model.properties import make_property
+
+ALLOW_PRIVILEGED = "openhorizon.allowPrivileged"
+NAMESPACE = "openhorizon.kubernetesNamespace"
+NODE_BUILTINS = (
+    "openhorizon.cpu",
+    "openhorizon.memory",
+    "openhorizon.arch",
+    "openhorizon.hardwareId",
+    ALLOW_PRIVILEGED,
+    "openhorizon.kubernetesVersion",
+    NAMESPACE,
+    "openhorizon.kubernetesNamespaceScoped",
+)
+SERVICE_BUILTINS = (
+    "openhorizon.service.url",
+    "openhorizon.service.name",
+    "openhorizon.service.org",
+    "openhorizon.service.version",
+    "openhorizon.service.arch",
+)
+
+
+def read_only_reason(name: str, owner: str) -> str | None:
+    """Why `owner` ("node", "deployment" or "service") may not set property `name`."""
+    if name.startswith("placed."):
+        return f"{name} is a built-in property set by placed; it cannot be set"
+    if owner == "node" and name in NODE_BUILTINS and name != ALLOW_PRIVILEGED:
+        return f"{name} is a read-only built-in property that placed sets from the target"
+    if owner != "node" and name in SERVICE_BUILTINS:
+        return f"{name} is a read-only built-in property that placed sets from the service"
+    return None
+
+
+def node_properties(target: Target) -> dict[str, Property]:
+    """A target's properties as constraints see them: its own, then the built-ins."""
+    props = dict(target.properties)
+    builtin: dict[str, object] = {"placed.id": target.id, "placed.kind": target.kind}
+    for kind, location_id in target.ancestors:
+        builtin[f"placed.{kind}"] = location_id
+    agent = target.agent
+    for resource, name in (("cpu", "openhorizon.cpu"), ("memory", "openhorizon.memory")):
+        if resource in target.capacity:
+            builtin[name] = target.capacity[resource]
+    if agent.arch:
+        builtin["openhorizon.arch"] = agent.arch
+    if agent.hardware_id:
+        builtin["openhorizon.hardwareId"] = agent.hardware_id
+    if agent.scope != "device":
+        builtin[NAMESPACE] = agent.agent_namespace
+        builtin["openhorizon.kubernetesNamespaceScoped"] = agent.scope == "namespace"
+        if agent.kubernetes_version:
+            builtin["openhorizon.kubernetesVersion"] = agent.kubernetes_version
+        # A cluster agent can always run privileged workloads.
+        builtin[ALLOW_PRIVILEGED] = True
+    else:
+        builtin.setdefault(ALLOW_PRIVILEGED, _privileged(props.get(ALLOW_PRIVILEGED)))
+    props.pop(ALLOW_PRIVILEGED, None)
+    for name, value in builtin.items():
+        props[name] = make_property(name, value)
+    return props
+
+
+def _privileged(prop: Property | None) -> bool:
+    # Open Horizon normalises the strings "true"/"false" a node owner may write.
+    if prop is None:
+        return False
+    if isinstance(prop.value, bool):
+        return prop.value
+    return str(prop.value).strip().lower() == "true"
+
+
+def service_builtins(workload: Workload) -> dict[str, Property]:
+    if len(workload.services) != 1:
+        return {}
+    service = workload.services[0]
+    values = {
+        "openhorizon.service.url": service.url,
+        "openhorizon.service.name": service.url,
+        "openhorizon.service.org": service.org,
+        "openhorizon.service.version": service.version,
+        "openhorizon.service.arch": service.arch,
+    }
+    return {name: make_property(name, value) for name, value in values.items() if value}
+
+
+def workload_properties(workload: Workload) -> dict[str, Property]:
+    """What target constraints see: service policies (first service wins on a clash), the
+    service built-ins, and the deployment policy over all (it wins on a clash)."""
+    merged: dict[str, Property] = {}
+    for service in workload.services:
+        for name, prop in service.properties.items():
+            merged.setdefault(name, prop)
+    merged.update(service_builtins(workload))
+    merged.update(workload.properties)
+    return merged
+
+
+def workload_constraints(workload: Workload) -> tuple[str, ...]:
+    """The deployment policy's constraints ANDed with each service policy's."""
+    texts = list(workload.constraints)
+    for service in workload.services:
+        texts.extend(service.constraints)
+    return tuple(texts)
+
+
+def plain(properties: Mapping[str, Property]) -> dict[str, object]:
+    return {name: prop.plain() for name, prop in properties.items()}

@@ -1,0 +1,139 @@
+"""Constraint expressions in both directions (seed 002): a workload's constraints must hold
+on the target's properties, and the target's constraints on the workload's properties."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from placed.model import Property, Target, Workload
+from placed.policy.base import BoolArray, Filter, Reason, TargetState
+from placed.policy.builtins import node_properties, workload_constraints, workload_properties
+from placed.policy.expressions import All, Comparison, Constraint, parse_constraint
+from placed.policy.expressions.columns import PropertyColumns
+from placed.policy.expressions.evaluate import holds, satisfied
+from placed.policy.expressions.syntax import Node
+
+
+def false_terms(constraint: Constraint, properties: Mapping[str, Property]) -> list[Node]:
+    """The top-level terms of a constraint that fail: what a person needs to read."""
+    tree = constraint.tree
+    if tree is None:
+        return []
+    terms = tree.terms if isinstance(tree, All) else (tree,)
+    return [term for term in terms if not holds(term, properties)]
+
+
+def seen(terms: Sequence[Node], properties: Mapping[str, Property]) -> str:
+    """The values the failing terms looked at, e.g. `purpose is "prod", gpu is absent`."""
+    names: list[str] = []
+    for term in terms:
+        for comparison in _comparisons(term):
+            if comparison.name not in names:
+                names.append(comparison.name)
+    parts = []
+    for name in names:
+        prop = properties.get(name)
+        if prop is None:
+            parts.append(f"{name} is absent")
+        else:
+            value = prop.plain()
+            shown = (
+                f'"{value}"'
+                if isinstance(value, str)
+                else str(value).lower()
+                if isinstance(value, bool)
+                else f"{value}"
+            )
+            parts.append(f"{name} is {shown}")
+    return ", ".join(parts)
+
+
+def _comparisons(node: Node) -> list[Comparison]:
+    if isinstance(node, Comparison):
+        return [node]
+    return [c for term in node.terms for c in _comparisons(term)]
+
+
+def _text(terms: Sequence[Node]) -> str:
+    return " AND ".join(
+        f"({t})" if not isinstance(t, Comparison) and len(terms) > 1 else str(t) for t in terms
+    )
+
+
+def workload_constraint_reason(workload: Workload, properties: Mapping[str, Property]) -> Reason:
+    """Why the workload's constraints fail on a target with these (node) properties."""
+    terms = false_terms(parse_constraint(workload_constraints(workload)), properties)
+    text = _text(terms)
+    return Reason(WorkloadConstraint.name, f"fails {text}", f"fail {text}", seen(terms, properties))
+
+
+def target_constraint_reason(constraint: Constraint, workload: Workload) -> Reason:
+    """Why a target's constraint fails on the workload's properties."""
+    properties = workload_properties(workload)
+    terms = false_terms(constraint, properties)
+    text = _text(terms)
+    return Reason(
+        TargetConstraint.name,
+        f"requires {text} of the workload",
+        f"require {text} of the workload",
+        seen(terms, properties),
+    )
+
+
+class WorkloadConstraint(Filter):
+    """The workload's (deployment and service policy) constraints, on each target."""
+
+    name = "constraint"
+    static = True
+
+    def __init__(self, targets: Sequence[Target]) -> None:
+        self.properties = [node_properties(target) for target in targets]
+        self.columns = PropertyColumns(self.properties)
+
+    def prepare(self, workload: Workload) -> BoolArray | None:
+        texts = workload_constraints(workload)
+        return self.columns.satisfied(parse_constraint(texts)) if texts else None
+
+    def keep(self, prepared: BoolArray, state: TargetState) -> BoolArray:
+        return prepared
+
+    def reason(
+        self, workload: Workload, target: Target, position: int, state: TargetState
+    ) -> Reason:
+        return workload_constraint_reason(workload, self.properties[position])
+
+
+class TargetConstraint(Filter):
+    """Each target's own constraints, on the workload. Targets that share a constraint text
+    share one evaluation: the cost grows with distinct constraints, not with targets."""
+
+    name = "target-constraint"
+    static = True
+
+    def __init__(self, targets: Sequence[Target]) -> None:
+        texts: dict[tuple[str, ...], int] = {}
+        self.group = np.array(
+            [texts.setdefault(target.constraints, len(texts)) for target in targets], dtype=np.intp
+        )
+        self.constraints = [parse_constraint(list(key)) for key in texts]
+        self.unconstrained = all(not key for key in texts)
+
+    def prepare(self, workload: Workload) -> BoolArray | None:
+        if self.unconstrained:
+            return None
+        properties = workload_properties(workload)
+        verdicts: NDArray[np.bool_] = np.array(
+            [satisfied(constraint, properties) for constraint in self.constraints], dtype=bool
+        )
+        return verdicts[self.group] if self.group.size else np.zeros(0, dtype=bool)
+
+    def keep(self, prepared: BoolArray, state: TargetState) -> BoolArray:
+        return prepared
+
+    def reason(
+        self, workload: Workload, target: Target, position: int, state: TargetState
+    ) -> Reason:
+        return target_constraint_reason(self.constraints[self.group[position]], workload)

@@ -1,0 +1,105 @@
+"""Evaluating a parsed expression against one property set, in plain Python.
+
+This is the meaning of the language (and the reference the vectorized path is tested
+against). The rules, as Open Horizon's agbot applies them:
+
+- a property that is absent makes every comparison on it false, != included;
+- a number compares only with an unquoted numeric literal; a boolean only with an
+  unquoted true/false (or 1/0, t/f, as Go's ParseBool reads them);
+- ordering operators (< > <= >=) apply to numbers only; on anything else they are false;
+- text is compared case-sensitively after trimming spaces and one pair of quotes, and
+  == also matches any element of a comma-separated value;
+- `in` is membership: the value is one of the listed ones; for a declared version it is
+  range membership, and a bare version means "this version or newer"; an undeclared text
+  value that reads as a version is range-tested only against a bracketed range;
+- a declared list of strings makes != mean "is not an element" and `in` mean "shares an
+  element with the list".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from placed.model.properties import Property, parse_version, split_list, trim
+from placed.policy.expressions.syntax import All, Comparison, Constraint, Literal, Node, Range
+
+
+def holds(node: Node | None, properties: Mapping[str, Property]) -> bool:
+    if node is None:
+        return True
+    if isinstance(node, Comparison):
+        return compare(node, properties.get(node.name))
+    if isinstance(node, All):
+        return all(holds(term, properties) for term in node.terms)
+    return any(holds(term, properties) for term in node.terms)
+
+
+def satisfied(constraint: Constraint, properties: Mapping[str, Property]) -> bool:
+    return holds(constraint.tree, properties)
+
+
+def compare(comparison: Comparison, prop: Property | None) -> bool:
+    if prop is None:
+        return False
+    op, literal = comparison.op, comparison.literal
+    kind = prop.kind
+    if kind == "number":
+        number = literal.number
+        if number is None or op == "in":
+            return False
+        value = float(prop.value)  # type: ignore[arg-type]
+        return _order(op, value, number)
+    if kind == "boolean":
+        wanted = literal.boolean
+        if wanted is None or op not in ("==", "!="):
+            return False
+        return (prop.value == wanted) == (op == "==")
+    if op in ("<", ">", "<=", ">="):
+        return False
+    text = literal.text if literal.quoted else trim(literal.text)
+    elements = prop.value if kind == "list" else split_list(str(prop.value))
+    if op == "==":
+        return text in elements or (kind != "list" and trim(str(prop.value)) == text)
+    if op == "!=":
+        if kind == "list":
+            return text not in elements
+        return trim(str(prop.value)) != text
+    return _member(kind, prop, literal, elements)
+
+
+def _member(kind: str, prop: Property, literal: Literal, elements: tuple[str, ...]) -> bool:
+    if kind == "version":
+        version = parse_version(str(prop.value))
+        span = version_range(literal)
+        return version is not None and span is not None and span.contains(version)
+    if kind == "list":
+        wanted = set(literal.elements)
+        return any(element in wanted for element in elements)
+    if literal.kind == "range":
+        version = parse_version(str(prop.value))
+        return version is not None and literal.range is not None and literal.range.contains(version)
+    return trim(str(prop.value)) in literal.elements
+
+
+def version_range(literal: Literal) -> Range | None:
+    """A range literal as is; a single version v as [v, INFINITY)."""
+    if literal.range is not None:
+        return literal.range
+    if "," in literal.text:
+        return None
+    version = parse_version(literal.text)
+    return None if version is None else Range(version, True, None, False)
+
+
+def _order(op: str, value: float, number: float) -> bool:
+    if op == "==":
+        return value == number
+    if op == "!=":
+        return value != number
+    if op == "<":
+        return value < number
+    if op == ">":
+        return value > number
+    if op == "<=":
+        return value <= number
+    return value >= number

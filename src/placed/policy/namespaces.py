@@ -1,0 +1,112 @@
+"""Cluster namespaces (seed 002): where a deployment goes on an edge cluster, and which
+targets accept it.
+
+- A policy deploys to its cluster_namespace if set, else to the namespace embedded in its
+  service's operator, else to the agent's own namespace.
+- A namespace-scoped agent accepts only its own namespace; a cluster-scoped agent accepts
+  any; a device ignores namespaces.
+- Patterns: a cluster-scoped agent takes only patterns with no cluster_namespace; a
+  namespace-scoped agent only patterns whose cluster_namespace is its namespace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from placed.model import Target, Workload
+from placed.policy.base import BoolArray, Filter, Reason, TargetState
+
+DEVICE, CLUSTER, NAMESPACED = 0, 1, 2
+_SCOPES = {"device": DEVICE, "cluster": CLUSTER, "namespace": NAMESPACED}
+
+
+def requested_namespace(workload: Workload) -> str | None:
+    """The namespace a workload asks for, before the target's own is considered."""
+    if workload.cluster_namespace:
+        return workload.cluster_namespace
+    if workload.pattern:
+        return None
+    embedded = [s.namespace for s in workload.services if s.namespace]
+    return embedded[0] if embedded else None
+
+
+def deployment_namespace(workload: Workload, target: Target) -> str | None:
+    """Where the workload runs on this target; None on a device."""
+    if target.agent.scope == "device":
+        return None
+    return requested_namespace(workload) or target.agent.agent_namespace
+
+
+class NamespaceScope(Filter):
+    name = "namespace"
+    static = True
+
+    def __init__(self, targets: Sequence[Target]) -> None:
+        self.scope = np.array([_SCOPES[t.agent.scope] for t in targets], dtype=np.int8)
+        codes: dict[str | None, int] = {}
+        self.namespace = np.array(
+            [codes.setdefault(t.agent.agent_namespace, len(codes)) for t in targets], dtype=np.intp
+        )
+        self.codes = codes
+        self.all_devices = not bool((self.scope != DEVICE).any())
+
+    def prepare(self, workload: Workload) -> BoolArray | None:
+        if self.all_devices:
+            return None
+        wanted = requested_namespace(workload)
+        code = self.codes.get(wanted, -1)
+        in_wanted: NDArray[np.bool_] = self.namespace == code
+        if workload.pattern:
+            if wanted is None:
+                return self.scope != NAMESPACED
+            return (self.scope == DEVICE) | ((self.scope == NAMESPACED) & in_wanted)
+        if wanted is None:
+            return np.ones(self.scope.shape, dtype=bool)
+        return (self.scope != NAMESPACED) | in_wanted
+
+    def keep(self, prepared: BoolArray, state: TargetState) -> BoolArray:
+        return prepared
+
+    def reason(
+        self, workload: Workload, target: Target, position: int, state: TargetState
+    ) -> Reason:
+        return namespace_reason(workload, target)
+
+
+def accepts(workload: Workload, target: Target) -> bool:
+    """The rule for one target, in plain words (the reference oracle uses this)."""
+    scope, wanted = target.agent.scope, requested_namespace(workload)
+    if scope == "device":
+        return True
+    if workload.pattern:
+        if scope == "cluster":
+            return wanted is None
+        return wanted is not None and wanted == target.agent.agent_namespace
+    return scope == "cluster" or wanted is None or wanted == target.agent.agent_namespace
+
+
+def namespace_reason(workload: Workload, target: Target) -> Reason:
+    own = target.agent.agent_namespace
+    wanted = requested_namespace(workload)
+    if target.agent.scope == "cluster":
+        return Reason(
+            NamespaceScope.name,
+            "is cluster-scoped and takes only patterns without a cluster namespace",
+            "are cluster-scoped and take only patterns without a cluster namespace",
+            f"the pattern deploys to {wanted}",
+        )
+    if wanted is None:
+        return Reason(
+            NamespaceScope.name,
+            f"is scoped to namespace {own} and the pattern names no namespace",
+            f"are scoped to namespace {own} and the pattern names no namespace",
+        )
+    return Reason(
+        NamespaceScope.name,
+        f"is scoped to namespace {own}",
+        f"are scoped to namespace {own}",
+        f"the deployment goes to {wanted}",
+    )
