@@ -125,6 +125,7 @@ def test_check_lists_every_failing_filter(tmp_path: Path) -> None:
         "compatible": False,
         "score": 0.0,
         "reasons": [{"filter": "hard-affinity", "message": "lacks required tag datacenter1"}],
+        "reason": {"general": "lacks required tag datacenter1"},
     }
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import yaml
 from rich.console import Console
 from rich.markup import escape
 
@@ -24,10 +25,12 @@ from placed.cli.render import (
     simulate_table,
     validate_table,
 )
-from placed.engine.explain import verdicts
+from placed.engine.check import deploy_check
 from placed.engine.planner import Planner
 from placed.engine.rebalance import UnknownTargetError, simulate
-from placed.model import Spec, Workload
+from placed.model import PropertyError, Spec, Workload, validate_properties
+from placed.policy.expressions import All, ExpressionError, parse_constraint
+from placed.policy.expressions.evaluate import holds, satisfied
 from placed.policy.lint import lint
 from placed.spec import SpecError, load_specs
 from placed.spec.schema import SpecDocument
@@ -145,33 +148,9 @@ def check(
     documents = []
     failed = False
     for document, wanted in _chosen_workloads(_load(spec), workload):
-        planner = Planner(document)
-        state = planner.initial_state()
-        rows = []
-        for w in wanted:
-            found = verdicts(planner.pipeline, planner.request(w), state)
-            compatible = sum(v.compatible for v in found)
-            failed = failed or compatible == 0
-            rows.append(
-                {
-                    "workload": w.name,
-                    "compatible_targets": compatible,
-                    "summary": f"{compatible}/{len(found)} targets compatible",
-                    "targets": [
-                        {
-                            "target": v.target,
-                            "compatible": v.compatible,
-                            "score": v.score,
-                            "reasons": [{"filter": r.filter, "message": r.text} for r in v.reasons],
-                        }
-                        for v in found
-                    ],
-                }
-            )
-        warnings = [n.to_dict() for n in lint(document)]
-        documents.append(
-            (document.name, {"workloads": rows, "conflicts": [], "warnings": warnings})
-        )
+        report, incompatible = deploy_check(Planner(document), wanted)
+        failed = failed or incompatible
+        documents.append((document.name, report))
     _emit(documents, fmt, check_table)
     raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
 
@@ -306,6 +285,79 @@ def validate(spec: SpecArgument, fmt: FormatOption = Format.table) -> None:
         for document in specs
     ]
     _emit(documents, fmt, validate_table)
+
+
+@app.command()
+def expr(
+    expression: Annotated[
+        list[str],
+        typer.Argument(
+            help="A constraint expression; several arguments are ANDed, as Open Horizon's "
+            "constraint lists are.",
+            show_default=False,
+        ),
+    ],
+    props: Annotated[
+        str,
+        typer.Option(
+            "--props",
+            "-p",
+            help="Properties as JSON or YAML text, or @FILE: a mapping {name: value} or "
+            "Open Horizon's list [{name, value, type}].",
+        ),
+    ] = "{}",
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Evaluate a constraint expression against a set of properties.
+
+    Prints true or false; exit code 0 for true, 1 for false, 2 for an invalid expression
+    or property (the message shows the column).
+
+    Example: placed expr 'purpose == "lab" && cpu >= 2' --props '{purpose: lab, cpu: 4}'
+    """
+    raw = _read_props(props)
+    try:
+        properties = validate_properties(raw)
+        constraint = parse_constraint(expression)
+    except PropertyError as error:
+        _fail(f"--props: {error}")
+    except ExpressionError as error:
+        _fail(f"invalid expression: {error.render()}")
+    result = satisfied(constraint, properties)
+    terms = (
+        constraint.tree.terms
+        if isinstance(constraint.tree, All)
+        else ((constraint.tree,) if constraint.tree is not None else ())
+    )
+    data = {
+        "expression": str(constraint),
+        "result": result,
+        "terms": [{"term": str(t), "result": holds(t, properties)} for t in terms],
+    }
+    if fmt is Format.table:
+        out.print("true" if result else "false")
+        if not result:
+            failing = [t["term"] for t in data["terms"] if not t["result"]]
+            err.print(f"false: {'; '.join(failing)}", markup=False)
+    else:
+        emit_data(out, data, fmt)
+    raise typer.Exit(EXIT_OK if result else EXIT_FAILED)
+
+
+def _read_props(text: str) -> Any:
+    source = "--props"
+    if text.startswith("@"):
+        source = text[1:]
+        try:
+            text = Path(source).read_text(encoding="utf-8")
+        except OSError as error:
+            _fail(f"--props {source}: cannot read: {error.strerror or error}")
+    try:
+        return yaml.safe_load(text) if text.strip() else {}
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        _fail(f"{source}{where}: not valid JSON or YAML: {getattr(error, 'problem', error)}")
 
 
 @app.command()

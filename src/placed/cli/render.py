@@ -52,15 +52,19 @@ def _warnings(console: Console, warnings: list[dict[str, Any]]) -> None:
 def plan_table(console: Console, documents: list[tuple[str, dict[str, Any]]]) -> None:
     for name, data in documents:
         _heading(console, name, len(documents) > 1)
+        # The unit names its workload (web/2), so no workload column: the reasons get room.
         table = Table(show_edge=False, header_style="bold")
-        for column in ("workload", "unit", "target", "score", "why"):
-            table.add_column(column, overflow="fold")
+        namespaces = any("namespace" in p for p in data["placements"])
+        middle = ("namespace",) if namespaces else ()
+        for column in ("unit", "target", *middle, "score", "why"):
+            table.add_column(column, overflow="fold", ratio=3 if column == "why" else None)
         for p in data["placements"]:
-            table.add_row(p["workload"], p["unit"], p["target"], f"{p['score']:g}", p["reason"])
+            extra = (p.get("namespace") or "-",) if namespaces else ()
+            table.add_row(p["unit"], p["target"], *extra, f"{p['score']:g}", p["reason"])
         for u in data["unplaced"]:
-            table.add_row(
-                u["workload"], u["unit"], Text("unplaced", style="bold red"), "", u["summary"]
-            )
+            extra = ("",) if namespaces else ()
+            unplaced = Text("unplaced", style="bold red")
+            table.add_row(u["unit"], unplaced, *extra, "", u["summary"])
         console.print(table)
         placed, unplaced = len(data["placements"]), len(data["unplaced"])
         status = f"{placed} placed" + (f", [red]{unplaced} unplaced[/red]" if unplaced else "")
@@ -89,6 +93,13 @@ def check_table(console: Console, documents: list[tuple[str, dict[str, Any]]]) -
                     "; ".join(f"{r['filter']}: {r['message']}" for r in verdict["reasons"]),
                 )
             console.print(table)
+        for conflict in data["conflicts"]:
+            console.print(
+                Text(
+                    f"conflict [{conflict['code']}] {conflict['workload']}: {conflict['message']}",
+                    style="bold red",
+                )
+            )
         _warnings(console, data["warnings"])
 
 

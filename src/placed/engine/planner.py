@@ -22,6 +22,7 @@ from placed.engine.selection import (
 from placed.model import Notice, Spec, Workload
 from placed.policy.base import TargetState
 from placed.policy.lint import lint
+from placed.policy.namespaces import deployment_namespace
 
 Progress = Callable[[int, int], None]
 # Mapping units are placed in batches of this many: one (units x tied targets) weight
@@ -72,17 +73,7 @@ class PlanResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "placements": [
-                {
-                    "workload": p.workload,
-                    "unit": p.unit,
-                    "target": p.target,
-                    "score": p.score,
-                    "via": p.via,
-                    "reason": self.planner.reason(p),
-                }
-                for p in self.placements
-            ],
+            "placements": [self.planner.describe(p) for p in self.placements],
             "unplaced": [
                 {
                     "workload": u.workload,
@@ -258,6 +249,24 @@ class Planner:
         self.pipeline.reserve(request, state, self.index.position[placement.target])
 
     # -- explaining ------------------------------------------------------------------
+
+    def describe(self, placement: Placement) -> dict[str, Any]:
+        """A placement as the output contract shows it."""
+        data: dict[str, Any] = {
+            "workload": placement.workload,
+            "unit": placement.unit,
+            "target": placement.target,
+            "score": placement.score,
+            "via": placement.via,
+            "reason": self.reason(placement),
+        }
+        workload = self.workloads[placement.workload]
+        if workload.services or workload.cluster_namespace:
+            target = self.index.targets[self.index.position[placement.target]]
+            namespace = deployment_namespace(workload, target)
+            if namespace is not None:
+                data["namespace"] = namespace
+        return data
 
     def reason(self, placement: Placement) -> str:
         workload = self.workloads[placement.workload]

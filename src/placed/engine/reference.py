@@ -45,12 +45,15 @@ def judge(
         return missing_reason(sorted(t for t in rules.hard_affinity if t not in node_tags)), 0.0
     # Both directions of seed 002: the workload's constraints on the target's properties,
     # then the target's constraints on the workload's properties.
-    node = node_properties(target)
-    if not satisfied(parse_constraint(workload_constraints(workload)), node):
-        return workload_constraint_reason(workload, node), 0.0
-    own = parse_constraint(list(target.constraints))
-    if not satisfied(own, workload_properties(workload)):
-        return target_constraint_reason(own, workload), 0.0
+    wanted = workload_constraints(workload)
+    if wanted:
+        node = node_properties(target)
+        if not satisfied(parse_constraint(wanted), node):
+            return workload_constraint_reason(workload, node), 0.0
+    if target.constraints:
+        own = parse_constraint(list(target.constraints))
+        if not satisfied(own, workload_properties(workload)):
+            return target_constraint_reason(own, workload), 0.0
     if any(free.get(name, 0.0) < amount for name, amount in workload.resources.items()):
         return insufficient_reason(workload.resources, free), 0.0
     score = 0.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 
 from placed.model import Notice, Spec
+from placed.policy.namespaces import namespace_findings
 
 
 def lint(spec: Spec) -> list[Notice]:
@@ -27,6 +28,11 @@ def lint(spec: Spec) -> list[Notice]:
                     target=target.id,
                 )
             )
+    for workload in spec.workloads:
+        notices.extend(
+            Notice(finding.code, finding.message, workload=finding.workload)
+            for finding in namespace_findings(workload)
+        )
     vocabulary = sorted(known)
     for workload in spec.workloads:
         for tag in sorted(workload.tags - known):

@@ -12,12 +12,17 @@ targets accept it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from placed.model import Target, Workload
+from placed.model.properties import make_property
 from placed.policy.base import BoolArray, Filter, Reason, TargetState
+from placed.policy.builtins import NAMESPACE, workload_constraints
+from placed.policy.expressions import parse_constraint
+from placed.policy.expressions.evaluate import holds_if_known
 
 DEVICE, CLUSTER, NAMESPACED = 0, 1, 2
 _SCOPES = {"device": DEVICE, "cluster": CLUSTER, "namespace": NAMESPACED}
@@ -110,3 +115,74 @@ def namespace_reason(workload: Workload, target: Target) -> Reason:
         f"are scoped to namespace {own}",
         f"the deployment goes to {wanted}",
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str
+    workload: str
+    message: str
+    real: bool  # a real conflict (no target of that kind can ever match), not an overlap
+
+
+def namespace_findings(workload: Workload) -> list[Finding]:
+    """What Open Horizon's publish step warns about and deploycheck must decide (seed 002):
+    a policy that picks a namespace and also constrains openhorizon.kubernetesNamespace,
+    and a service that embeds its namespace."""
+    findings = []
+    for service in workload.services:
+        if service.namespace:
+            findings.append(
+                Finding(
+                    "embedded-namespace",
+                    workload.name,
+                    f"service {service.url} embeds namespace {service.namespace} in its "
+                    "operator; that is not best practice (let the deployment policy choose "
+                    "with cluster_namespace) and it may not deploy; run placed check",
+                    False,
+                )
+            )
+    wanted = requested_namespace(workload)
+    constraint = parse_constraint(workload_constraints(workload))
+    mentions = any(c.name == NAMESPACE for c in constraint.comparisons)
+    if wanted is None or not mentions:
+        return findings
+    # On a namespace-scoped node the deployment lands only where the node's namespace is
+    # `wanted`, so that is the only value openhorizon.kubernetesNamespace can have there.
+    verdict = holds_if_known(
+        constraint.tree,
+        {
+            NAMESPACE: make_property(NAMESPACE, wanted),
+            "openhorizon.kubernetesNamespaceScoped": make_property(
+                "openhorizon.kubernetesNamespaceScoped", True
+            ),
+        },
+    )
+    source = (
+        "cluster_namespace" if workload.cluster_namespace else "its service's embedded namespace"
+    )
+    head = (
+        f"sets {source} {wanted} and also constrains {NAMESPACE}: this may result in no "
+        "deployments; run placed check."
+    )
+    if verdict is False:
+        findings.append(
+            Finding(
+                "namespace-conflict",
+                workload.name,
+                f"{head} It is a real conflict: the constraint `{constraint}` is false "
+                f"whenever {NAMESPACE} is {wanted}, so no namespace-scoped node can run it",
+                True,
+            )
+        )
+    else:
+        findings.append(
+            Finding(
+                "namespace-overlap",
+                workload.name,
+                f"{head} Not a conflict by itself: the constraint `{constraint}` can hold "
+                f"when {NAMESPACE} is {wanted}",
+                False,
+            )
+        )
+    return findings

@@ -103,3 +103,22 @@ def _order(op: str, value: float, number: float) -> bool:
     if op == "<=":
         return value <= number
     return value >= number
+
+
+def holds_if_known(node: Node | None, known: Mapping[str, Property]) -> bool | None:
+    """Three-valued evaluation: a comparison on a property not in `known` is unknown (None),
+    and AND/OR follow Kleene's logic. False means false whatever the unknown values are."""
+    if node is None:
+        return True
+    if isinstance(node, Comparison):
+        if node.name not in known:
+            return None
+        return compare(node, known[node.name])
+    results = [holds_if_known(term, known) for term in node.terms]
+    if isinstance(node, All):
+        if any(result is False for result in results):
+            return False
+        return True if all(result is True for result in results) else None
+    if any(result is True for result in results):
+        return True
+    return False if all(result is False for result in results) else None

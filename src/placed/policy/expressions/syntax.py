@@ -132,7 +132,7 @@ class Constraint:
     comparisons: tuple[Comparison, ...] = field(default=())
 
     def __str__(self) -> str:
-        return " AND ".join(f"({text})" if len(self.texts) > 1 else text for text in self.texts)
+        return str(self.tree) if self.tree is not None else ""
 
 
 @cache

@@ -1,0 +1,87 @@
+"""The deploy check (`placed check`, like `hzn deploycheck`): every workload against every
+target, with all the reasons, and the conflicts a spec holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from placed.engine.explain import verdicts
+from placed.engine.planner import Planner
+from placed.model import Workload
+from placed.policy.lint import lint
+from placed.policy.namespaces import namespace_findings
+
+# Filters whose verdict concerns the service being deployed rather than the target in
+# general; hzn deploycheck reports those per service and the rest as "general".
+_SERVICE_FILTERS = {"namespace", "constraint", "target-constraint"}
+
+
+def service_label(workload: Workload) -> str:
+    if len(workload.services) != 1:
+        return "general"
+    service = workload.services[0]
+    label = f"{service.org}/{service.url}" if service.org else service.url
+    return (
+        label
+        + (f"_{service.version}" if service.version else "")
+        + (f"_{service.arch}" if service.arch else "")
+    )
+
+
+def deploy_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str, Any], bool]:
+    """(the check document, whether some workload has no compatible target at all)."""
+    state = planner.initial_state()
+    rows = []
+    conflicts = []
+    failed = False
+    for workload in workloads:
+        found = verdicts(planner.pipeline, planner.request(workload), state)
+        compatible = sum(v.compatible for v in found)
+        failed = failed or compatible == 0
+        label = service_label(workload)
+        targets = []
+        for verdict in found:
+            by_service: dict[str, list[str]] = {}
+            for reason in verdict.reasons:
+                key = label if reason.filter in _SERVICE_FILTERS else "general"
+                by_service.setdefault(key, []).append(reason.text)
+            targets.append(
+                {
+                    "target": verdict.target,
+                    "compatible": verdict.compatible,
+                    "score": verdict.score,
+                    "reasons": [{"filter": r.filter, "message": r.text} for r in verdict.reasons],
+                    "reason": {key: "; ".join(texts) for key, texts in by_service.items()},
+                }
+            )
+        rows.append(
+            {
+                "workload": workload.name,
+                "compatible_targets": compatible,
+                "summary": f"{compatible}/{len(found)} targets compatible",
+                "targets": targets,
+            }
+        )
+        findings = [f for f in namespace_findings(workload) if f.code.startswith("namespace-")]
+        conflicts.extend(
+            {"code": f.code, "workload": f.workload, "message": f.message, "real": True}
+            for f in findings
+            if f.real
+        )
+        if findings and compatible == 0:
+            conflicts.append(
+                {
+                    "code": "no-compatible-target",
+                    "workload": workload.name,
+                    "message": f"no target in the inventory can deploy {workload.name}: "
+                    f"{len(found)} checked, none compatible",
+                    "real": True,
+                }
+            )
+    chosen = {workload.name for workload in workloads}
+    warnings = [
+        notice.to_dict()
+        for notice in lint(planner.spec)
+        if notice.workload is None or notice.workload in chosen
+    ]
+    return {"workloads": rows, "conflicts": conflicts, "warnings": warnings}, failed
