@@ -22,6 +22,7 @@ TYPES: tuple[PropertyType, ...] = (
     "version",
     "list of strings",
 )
+ALLOW_PRIVILEGED = "openhorizon.allowPrivileged"
 # Version parts are kept below 2**20 so that a version packs into one comparable integer.
 VERSION_PART_LIMIT = 1 << 20
 _VERSION = re.compile(r"^(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*)){0,2}$")
@@ -55,6 +56,11 @@ class Property:
             return "list"
         return "string"
 
+    @property
+    def empty(self) -> bool:
+        """Text that is blank after trimming: nothing a comparison can match."""
+        return isinstance(self.value, str) and not trim(self.value)
+
     def plain(self) -> Any:
         """The value as a user wrote it (for messages and JSON output)."""
         if isinstance(self.value, tuple):
@@ -72,6 +78,8 @@ def parse_version(text: str) -> tuple[int, int, int] | None:
     text = text.strip()
     if not _VERSION.match(text):
         return None
+    if any(len(part) > 7 for part in text.split(".")):
+        return None  # past the part limit anyway, and int() of thousands of digits is slow
     parts = [int(part) for part in text.split(".")]
     if any(part >= VERSION_PART_LIMIT for part in parts):
         return None
@@ -100,6 +108,12 @@ def make_property(name: Any, value: Any, declared: Any = None) -> Property:
         raise PropertyError(name, f"unknown type {declared!r}; use one of: {allowed}")
     if value is None:
         raise PropertyError(name, "has no value")
+    if name == ALLOW_PRIVILEGED:
+        # Open Horizon normalises this one: a boolean, or the text "true" or "false".
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            value = value.strip().lower() == "true"
+        if not isinstance(value, bool) or declared not in (None, "boolean"):
+            raise PropertyError(name, f"must be true or false, got {value!r}")
     if isinstance(value, bool):
         if declared not in (None, "boolean"):
             raise PropertyError(name, f"value {value!r} is a boolean, not a {declared}")
@@ -107,6 +121,8 @@ def make_property(name: Any, value: Any, declared: Any = None) -> Property:
     if isinstance(value, int | float):
         if declared not in (None, "int", "float"):
             raise PropertyError(name, f"value {value!r} is a number, not a {declared}")
+        if isinstance(value, int) and abs(value) > 2**53:
+            raise PropertyError(name, f"value {value} is too large to compare exactly")
         if not math.isfinite(value):
             raise PropertyError(name, f"value {value!r} is not a finite number")
         if declared == "int" and not float(value).is_integer():

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from placed.model import Property, Target, Workload
-from placed.model.properties import make_property
+from placed.model.properties import ALLOW_PRIVILEGED, make_property
 
-ALLOW_PRIVILEGED = "openhorizon.allowPrivileged"
 NAMESPACE = "openhorizon.kubernetesNamespace"
 NODE_BUILTINS = (
     "openhorizon.cpu",
@@ -66,20 +65,12 @@ def node_properties(target: Target) -> dict[str, Property]:
         # A cluster agent can always run privileged workloads.
         builtin[ALLOW_PRIVILEGED] = True
     else:
-        builtin.setdefault(ALLOW_PRIVILEGED, _privileged(props.get(ALLOW_PRIVILEGED)))
+        owner_setting = props.get(ALLOW_PRIVILEGED)
+        builtin[ALLOW_PRIVILEGED] = bool(owner_setting.value) if owner_setting else False
     props.pop(ALLOW_PRIVILEGED, None)
     for name, value in builtin.items():
         props[name] = make_property(name, value)
     return props
-
-
-def _privileged(prop: Property | None) -> bool:
-    # Open Horizon normalises the strings "true"/"false" a node owner may write.
-    if prop is None:
-        return False
-    if isinstance(prop.value, bool):
-        return prop.value
-    return str(prop.value).strip().lower() == "true"
 
 
 def service_builtins(workload: Workload) -> dict[str, Property]:

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placed.model.properties import Property, parse_version, split_list, trim
-from placed.policy.expressions.evaluate import version_range
+from placed.policy.expressions.evaluate import ORDERING, version_range
 from placed.policy.expressions.syntax import All, Comparison, Constraint, Node, Range
 
 ABSENT, NUMBER, BOOLEAN, STRING, VERSION, LIST = range(6)
@@ -58,7 +58,7 @@ class PropertyColumns:
         # Building columns walks every target once; it is index construction, not a query.
         for position, properties in enumerate(property_sets):
             prop = properties.get(name)
-            if prop is None:
+            if prop is None or prop.empty:
                 continue
             kind = _KINDS[prop.kind]
             column.kind[position] = kind
@@ -107,7 +107,7 @@ class PropertyColumns:
         if wanted is not None and op in ("==", "!="):
             same = column.boolean == int(wanted)
             out |= (column.kind == BOOLEAN) & (same if op == "==" else ~same)
-        if op in ("<", ">", "<=", ">="):
+        if op in ORDERING:
             return out
         text = literal.text
         if op == "==":
@@ -118,7 +118,9 @@ class PropertyColumns:
             code = column.codes.get(text, -2)
             out |= ((column.kind == STRING) | (column.kind == VERSION)) & (column.whole != code)
         else:
-            out |= self._member(column, literal.kind, literal.elements, version_range(literal))
+            # A range literal is a range, never a value to find among the listed ones.
+            elements = () if literal.kind == "range" else literal.elements
+            out |= self._member(column, literal.kind, elements, version_range(literal))
             if literal.kind == "range" and literal.range is not None:
                 out |= (column.kind == STRING) & _within(column.version, literal.range)
         return out
@@ -162,7 +164,7 @@ def _within(packed: NDArray[np.int64], span: Range) -> BoolArray:
 def _order(op: str, values: NDArray[np.float64], number: float) -> BoolArray:
     # NaN (not a number here) compares false everywhere, != included, which is what an
     # absent or non-numeric property must give; the kind mask makes that explicit anyway.
-    if op == "==":
+    if op in ("==", "=>", "=<"):
         return values == number
     if op == "!=":
         return (values != number) & ~np.isnan(values)

@@ -38,8 +38,13 @@ def satisfied(constraint: Constraint, properties: Mapping[str, Property]) -> boo
     return holds(constraint.tree, properties)
 
 
+ORDERING = ("<", ">", "<=", ">=", "=>", "=<")
+
+
 def compare(comparison: Comparison, prop: Property | None) -> bool:
-    if prop is None:
+    if prop is None or prop.empty:
+        # Absent makes every comparison false. So does empty text, which Open Horizon
+        # cannot compare at all (its agbot fails on it).
         return False
     op, literal = comparison.op, comparison.literal
     kind = prop.kind
@@ -54,7 +59,7 @@ def compare(comparison: Comparison, prop: Property | None) -> bool:
         if wanted is None or op not in ("==", "!="):
             return False
         return (prop.value == wanted) == (op == "==")
-    if op in ("<", ">", "<=", ">="):
+    if op in ORDERING:
         return False
     text = literal.text if literal.quoted else trim(literal.text)
     elements = prop.value if kind == "list" else split_list(str(prop.value))
@@ -69,14 +74,14 @@ def compare(comparison: Comparison, prop: Property | None) -> bool:
 
 def _member(kind: str, prop: Property, literal: Literal, elements: tuple[str, ...]) -> bool:
     if kind == "version":
-        version = parse_version(str(prop.value))
+        version = parse_version(trim(str(prop.value)))
         span = version_range(literal)
         return version is not None and span is not None and span.contains(version)
     if kind == "list":
         wanted = set(literal.elements)
         return any(element in wanted for element in elements)
     if literal.kind == "range":
-        version = parse_version(str(prop.value))
+        version = parse_version(trim(str(prop.value)))
         return version is not None and literal.range is not None and literal.range.contains(version)
     return trim(str(prop.value)) in literal.elements
 
@@ -92,7 +97,7 @@ def version_range(literal: Literal) -> Range | None:
 
 
 def _order(op: str, value: float, number: float) -> bool:
-    if op == "==":
+    if op in ("==", "=>", "=<"):
         return value == number
     if op == "!=":
         return value != number

@@ -90,7 +90,7 @@ class Literal:
 @dataclass(frozen=True, slots=True)
 class Comparison:
     name: str
-    op: str  # ==, !=, <, >, <=, >=, in  ("=" is read as "==")
+    op: str  # ==, !=, <, >, <=, >=, =>, =<, in  ("=" is read as "==")
     literal: Literal
     column: int
 
@@ -155,8 +155,15 @@ def parse(text: str) -> Node | None:
         glued = _glued_in(text, error)
         if glued is None:
             raise _syntax_error(text, error) from None
-        # Open Horizon reads `countryin"a,b"` as `country in "a,b"`; so do we.
-        return parse(glued)
+        # Open Horizon reads `countryin"a,b"` as `country in "a,b"`; so do we. If that
+        # reading fails further on, the error points into the text as written.
+        rewritten, cut = glued
+        try:
+            return parse(rewritten)
+        except ExpressionError as inner:
+            # The rewrite put a blank before and after `in`: two characters past the cut.
+            column = inner.column - 2 if inner.column > cut + 3 else min(inner.column, cut + 1)
+            raise ExpressionError(inner.message, column, inner.kind, text) from None
     if tree is None or (isinstance(tree, lark.Tree) and tree.data == "start" and not tree.children):
         return None
     try:
@@ -184,10 +191,10 @@ def comparisons(node: Node) -> list[Comparison]:
     return [c for term in node.terms for c in comparisons(term)]
 
 
-_OPERATOR_RUN = re.compile(r"[=!<>~]+")
+_OPERATOR_RUN = re.compile(r"~?[=!<>]+~?")
 _VALID_OPERATORS = {"==", "!=", "<=", ">=", "=>", "=<", "=", "<", ">"}
-_DANGLING = re.compile(r"(\bAND|\bOR|&&|\|\|)\s*$")
-_NOT = re.compile(r"(?:^|(?<=[\s(]))(NOT|not|Not)\s+(?=[A-Za-z_(])")
+_DANGLING = re.compile(r"(?:(?<=[\s)])|^)(AND|OR)\s*$|(&&|\|\|)\s*$")
+_NOT = re.compile(r"(?:^|(?<=[\s(]))(NOT|not|Not)(?:\s+(?=[A-Za-z_(])|(?=\())")
 
 
 def _unquoted(text: str) -> str:
@@ -220,8 +227,9 @@ def _prescan(text: str) -> None:
         )
     dangling = _DANGLING.search(plain)
     if dangling:
+        group = 1 if dangling.group(1) else 2
         raise ExpressionError(
-            f"nothing follows {dangling.group(1)}", dangling.start(1) + 1, "syntax", text
+            f"nothing follows {dangling.group(group)}", dangling.start(group) + 1, "syntax", text
         )
     _check_parentheses(text)
 
@@ -265,7 +273,7 @@ def _check_parentheses(text: str) -> None:
 _RANGE = re.compile(r"[\[(]\s*[^\s,\[\]()]+\s*,\s*[^\s,\[\]()]+\s*[\])]")
 
 
-def _glued_in(text: str, error: lark.exceptions.UnexpectedInput) -> str | None:
+def _glued_in(text: str, error: lark.exceptions.UnexpectedInput) -> tuple[str, int] | None:
     if not isinstance(error, lark.exceptions.UnexpectedToken):
         return None
     if error.token.type not in ("STRING", "RANGE", "VERSION"):
@@ -275,7 +283,7 @@ def _glued_in(text: str, error: lark.exceptions.UnexpectedInput) -> str | None:
     if name is None or not name.group(0).endswith("in") or len(name.group(0)) <= 3:
         return None
     cut = name.end() - 2
-    return f"{text[:cut]} in {text[cut + 2 :]}"
+    return f"{text[:cut]} in {text[cut + 2 :]}", cut
 
 
 _EXPECTED = {
@@ -301,8 +309,10 @@ def _describe(expected: set[str]) -> str:
 
 
 def _syntax_error(text: str, error: lark.exceptions.UnexpectedInput) -> ExpressionError:
-    column = getattr(error, "column", None)
+    # Columns count over the whole text, so that an expression written over several
+    # lines still points at the right character.
     position = getattr(error, "pos_in_stream", None)
+    column = position + 1 if isinstance(position, int) and position >= 0 else None
     if isinstance(error, lark.exceptions.UnexpectedToken) and error.token.type == "$END":
         column = len(text) + 1
         return ExpressionError(
@@ -342,14 +352,14 @@ def _range(token: Token, text: str) -> Range:
     if low is None:
         raise ExpressionError(
             f"{low_text!r} is not a version (1 to 3 numbers, e.g. 1.0.0)",
-            token.column + body.index(low_text),
+            token.start_pos + 1 + body.index(low_text),
             "literal",
             text,
         )
     if high is None and high_text != "INFINITY":
         raise ExpressionError(
             f"{high_text!r} is not a version or INFINITY",
-            token.column + body.rindex(high_text),
+            token.start_pos + 1 + body.rindex(high_text),
             "literal",
             text,
         )
@@ -386,10 +396,11 @@ class _Build(Transformer[Token, Node]):
     def compare(self, items: list[Any]) -> Comparison:
         name, op_token, (literal, token) = items
         # `=>` and `=<` are what Open Horizon accepts and evaluates as == on numbers (not as
-        # >= and <=); they keep that meaning here so pasted policies answer the same.
-        op = "==" if op_token.value in ("=", "=>", "=<") else op_token.value
-        numeric_only = op in ("<", ">", "<=", ">=") or op_token.value in ("=>", "=<")
-        column = token.column
+        # >= and <=) and as false on anything else; they keep that meaning here so pasted
+        # policies answer the same.
+        op = "==" if op_token.value == "=" else op_token.value
+        numeric_only = op in ("<", ">", "<=", ">=", "=>", "=<")
+        column = token.start_pos + 1
         if literal.kind == "range":
             raise self._fail(f"a version range goes with 'in', not {op_token.value!r}", column)
         if numeric_only:
@@ -405,18 +416,18 @@ class _Build(Transformer[Token, Node]):
             )
         if literal.kind == "string" and not literal.text:
             raise self._fail("an empty quoted value compares with nothing", column, "empty")
-        return Comparison(name.value, op, literal, name.column)
+        return Comparison(name.value, op, literal, name.start_pos + 1)
 
     def member(self, items: list[Any]) -> Comparison:
         name, _, (literal, token) = items
         if literal.kind in ("number", "word"):
             raise self._fail(
                 f"'in' takes a quoted list (\"a,b\"), a version or a version range; got {literal}",
-                token.column,
+                token.start_pos + 1,
             )
         if literal.kind == "string" and not any(literal.elements):
-            raise self._fail("'in' needs at least one value", token.column, "empty")
-        return Comparison(name.value, "in", literal, name.column)
+            raise self._fail("'in' needs at least one value", token.start_pos + 1, "empty")
+        return Comparison(name.value, "in", literal, name.start_pos + 1)
 
     def and_expr(self, items: list[Any]) -> All:
         terms = [item for item in items if not isinstance(item, Token)]
