@@ -111,11 +111,10 @@ def simulate_table(console: Console, documents: list[tuple[str, dict[str, Any]]]
             console.print(f"{change}: no unit moves ({data['units']} units)")
             continue
         table = Table(show_edge=False, header_style="bold")
-        for column in ("workload", "unit", "from", "to", "why"):
+        for column in ("unit", "from", "to", "why"):
             table.add_column(column, overflow="fold")
         for move in data["moves"]:
             table.add_row(
-                move["workload"],
                 move["unit"],
                 move["from"] or "-",
                 move["to"] or Text("unplaced", style="bold red"),
