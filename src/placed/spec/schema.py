@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, WithJsonSchema
 
+from placed.model.properties import TYPES
+
 Tag = Annotated[
     str,
     StringConstraints(min_length=1, pattern=r"^[^\s,]+$"),
@@ -46,16 +48,7 @@ Properties = Annotated[
                         "properties": {
                             "name": {"type": "string"},
                             "value": _PROPERTY_VALUE,
-                            "type": {
-                                "enum": [
-                                    "string",
-                                    "int",
-                                    "float",
-                                    "boolean",
-                                    "version",
-                                    "list of strings",
-                                ]
-                            },
+                            "type": {"enum": list(TYPES)},
                         },
                     },
                 },

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placed.model.properties import Property, parse_version, split_list, trim
-from placed.policy.expressions.evaluate import ORDERING, version_range
+from placed.policy.expressions.evaluate import NUMERIC, ORDERING, version_range
 from placed.policy.expressions.syntax import All, Comparison, Constraint, Node, Range
 
 ABSENT, NUMBER, BOOLEAN, STRING, VERSION, LIST = range(6)
@@ -102,7 +102,9 @@ class PropertyColumns:
         op, literal = comparison.op, comparison.literal
         number = literal.number
         if number is not None and op != "in":
-            out |= (column.kind == NUMBER) & _order(op, column.number, number)
+            # NaN marks "not a number here"; it compares false except under !=.
+            result = NUMERIC[op](column.number, number) & ~np.isnan(column.number)
+            out |= (column.kind == NUMBER) & result
         wanted = literal.boolean
         if wanted is not None and op in ("==", "!="):
             same = column.boolean == int(wanted)
@@ -159,19 +161,3 @@ def _within(packed: NDArray[np.int64], span: Range) -> BoolArray:
     high = pack(span.high)
     below = packed <= high if span.high_inclusive else packed < high
     return valid & above & below
-
-
-def _order(op: str, values: NDArray[np.float64], number: float) -> BoolArray:
-    # NaN (not a number here) compares false everywhere, != included, which is what an
-    # absent or non-numeric property must give; the kind mask makes that explicit anyway.
-    if op in ("==", "=>", "=<"):
-        return values == number
-    if op == "!=":
-        return (values != number) & ~np.isnan(values)
-    if op == "<":
-        return values < number
-    if op == ">":
-        return values > number
-    if op == "<=":
-        return values <= number
-    return values >= number

@@ -18,6 +18,7 @@ against). The rules, as Open Horizon's agbot applies them:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 
 from placed.model.properties import Property, parse_version, split_list, trim
@@ -52,8 +53,7 @@ def compare(comparison: Comparison, prop: Property | None) -> bool:
         number = literal.number
         if number is None or op == "in":
             return False
-        value = float(prop.value)  # type: ignore[arg-type]
-        return _order(op, value, number)
+        return bool(NUMERIC[op](float(prop.value), number))  # type: ignore[arg-type]
     if kind == "boolean":
         wanted = literal.boolean
         if wanted is None or op not in ("==", "!="):
@@ -96,18 +96,18 @@ def version_range(literal: Literal) -> Range | None:
     return None if version is None else Range(version, True, None, False)
 
 
-def _order(op: str, value: float, number: float) -> bool:
-    if op in ("==", "=>", "=<"):
-        return value == number
-    if op == "!=":
-        return value != number
-    if op == "<":
-        return value < number
-    if op == ">":
-        return value > number
-    if op == "<=":
-        return value <= number
-    return value >= number
+# Numbers under each operator. Open Horizon evaluates `=>` and `=<` as equality. The same
+# functions work on one float and on a numpy array of them.
+NUMERIC = {
+    "==": operator.eq,
+    "=>": operator.eq,
+    "=<": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    ">": operator.gt,
+    "<=": operator.le,
+    ">=": operator.ge,
+}
 
 
 def holds_if_known(node: Node | None, known: Mapping[str, Property]) -> bool | None:

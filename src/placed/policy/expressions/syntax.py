@@ -430,18 +430,21 @@ class _Build(Transformer[Token, Node]):
         return Comparison(name.value, "in", literal, name.start_pos + 1)
 
     def and_expr(self, items: list[Any]) -> All:
-        terms = [item for item in items if not isinstance(item, Token)]
-        flat: list[Node] = []
-        for term in terms:
-            flat.extend(term.terms if isinstance(term, All) else [term])
-        return All(tuple(flat))
+        return All(_flatten(items, All))
 
     def or_expr(self, items: list[Any]) -> Any_:
-        terms = [item for item in items if not isinstance(item, Token)]
-        flat: list[Node] = []
-        for term in terms:
-            flat.extend(term.terms if isinstance(term, Any_) else [term])
-        return Any_(tuple(flat))
+        return Any_(_flatten(items, Any_))
 
     def start(self, items: list[Any]) -> Node | None:
         return items[0] if items else None
+
+
+def _flatten(items: list[Any], kind: type[All] | type[Any_]) -> tuple[Node, ...]:
+    """The terms of a chain of one operator, nested chains of the same operator merged:
+    (a AND (b AND c)) is a AND b AND c."""
+    flat: list[Node] = []
+    for item in items:
+        if isinstance(item, Token):
+            continue  # the AND/OR keyword itself
+        flat.extend(item.terms if isinstance(item, kind) else [item])
+    return tuple(flat)
