@@ -35,7 +35,7 @@ def load_benchmark() -> ModuleType:
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, str]:
     """(exit status, printed report, written report) of one `--quick` run, shared by the
-    tests below because a run takes a second or two."""
+    tests below because a run takes a few seconds."""
     bench = load_benchmark()
     out = tmp_path_factory.mktemp("bench") / "BENCHMARKS.md"
     printed = io.StringIO()
@@ -58,6 +58,10 @@ def test_report_has_every_section(quick_run: tuple[int, str, str]) -> None:
         "## Fast engine against the reference oracle",
         "## Scan floor",
         "## Mapping",
+        "## Constraint evaluation",
+        "### Where the fast path's time goes",
+        "## Deploy check",
+        "### `plan()` for the same spec",
         "## Acceptance",
     ):
         assert heading in report
@@ -74,3 +78,23 @@ def test_fast_engine_agrees_with_the_reference(quick_run: tuple[int, str, str]) 
 def test_losing_a_target_moves_only_its_units(quick_run: tuple[int, str, str]) -> None:
     _, report, _ = quick_run
     assert "| mapping moves exactly the lost target's units | yes | PASS |" in report
+
+
+def test_constraint_fast_path_agrees_with_the_reference(quick_run: tuple[int, str, str]) -> None:
+    _, report, _ = quick_run
+    assert (
+        "| constraint: fast and reference give the same booleans | 0 mismatches | PASS |" in report
+    )
+
+
+def test_deploy_check_gives_every_incompatible_target_a_reason(
+    quick_run: tuple[int, str, str],
+) -> None:
+    _, report, _ = quick_run
+    assert (
+        "| deploy check: every incompatible target has a reason | 0 without one | PASS |" in report
+    )
+    assert (
+        "| deploy check, plan and reference agree on the compatible targets "
+        "| 0 disagreements | PASS |"
+    ) in report

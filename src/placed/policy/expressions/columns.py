@@ -37,6 +37,7 @@ class Column:
     version: NDArray[np.int64]  # packed version where the text reads as one, else -1
     codes: dict[str, int] = field(default_factory=dict)
     elements: dict[str, NDArray[np.intp]] = field(default_factory=dict)
+    kinds: frozenset[int] = frozenset()  # which kinds occur at all, to skip the others
 
 
 class PropertyColumns:
@@ -80,6 +81,7 @@ class PropertyColumns:
                 for element in set(elements):
                     holders.setdefault(element, []).append(position)
         column.elements = {key: np.array(value, dtype=np.intp) for key, value in holders.items()}
+        column.kinds = frozenset(int(kind) for kind in np.unique(column.kind))
         return column
 
     def holds(self, node: Node | None) -> BoolArray:
@@ -138,17 +140,25 @@ class PropertyColumns:
         self, column: Column, literal_kind: str, elements: tuple[str, ...], span: Range | None
     ) -> BoolArray:
         out = np.zeros(self.size, dtype=bool)
-        if span is not None:
+        if span is not None and VERSION in column.kinds:
             out |= (column.kind == VERSION) & _within(column.version, span)
         wanted = [column.codes[e] for e in elements if e in column.codes]
-        if wanted:
-            out |= (column.kind == STRING) & np.isin(column.whole, wanted)
-        shared = np.zeros(self.size, dtype=bool)
-        for element in elements:
-            positions = column.elements.get(element)
-            if positions is not None:
-                shared[positions] = True
-        out |= (column.kind == LIST) & shared
+        if wanted and STRING in column.kinds:
+            # A few equality passes beat np.isin's sort for the short lists people write.
+            if len(wanted) <= 8:
+                found = column.whole == wanted[0]
+                for code in wanted[1:]:
+                    found |= column.whole == code
+            else:
+                found = np.isin(column.whole, wanted)
+            out |= (column.kind == STRING) & found
+        if LIST in column.kinds:
+            shared = np.zeros(self.size, dtype=bool)
+            for element in elements:
+                positions = column.elements.get(element)
+                if positions is not None:
+                    shared[positions] = True
+            out |= (column.kind == LIST) & shared
         return out
 
 

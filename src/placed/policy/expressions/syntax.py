@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from importlib.resources import files
 from typing import Any
 
@@ -177,6 +177,13 @@ def parse(text: str) -> Node | None:
 def parse_constraint(expressions: str | list[str] | tuple[str, ...]) -> Constraint:
     """A constraint as Open Horizon stores it: a string or a list of strings, ANDed."""
     texts = (expressions,) if isinstance(expressions, str) else tuple(expressions)
+    return _parse_texts(texts)
+
+
+# Explanations and checks ask for the same few constraints once per target; the parsed
+# tree is immutable, so one parse serves them all.
+@lru_cache(maxsize=4096)
+def _parse_texts(texts: tuple[str, ...]) -> Constraint:
     trees = [tree for tree in (parse(text) for text in texts) if tree is not None]
     kept = tuple(text for text in texts if text.strip())
     if not trees:
