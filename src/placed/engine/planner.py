@@ -188,12 +188,10 @@ class Planner:
         keep = self.pipeline.feasible(request, state)
         top = top_candidates(keep, request.score)
         if top.size == 0:
-            failed = self._unplaced(request, keys[0], state) if keys else None
-            return [
-                Unplaced(workload.name, key, failed.summary, failed.filtered)
-                for key in keys
-                if failed is not None
-            ]
+            if not keys:
+                return []
+            failed = self._unplaced(request, keys[0], state)
+            return [Unplaced(workload.name, key, failed.summary, failed.filtered) for key in keys]
         feasible = int(keep.sum())
         tied = _few(self.index.ids[p] for p in top) if top.size > 1 else ()
         score = float(request.score[top[0]])
