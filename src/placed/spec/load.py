@@ -228,15 +228,7 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
                     sources.value((*path, "capacity")),
                 )
             )
-        negative = [name for name, amount in (spec.capacity or {}).items() if amount < 0]
-        if negative:
-            problems.append(
-                Problem(
-                    f"capacity amounts may not be negative: {', '.join(negative)}",
-                    dotted((*path, "capacity")),
-                    sources.value((*path, "capacity")),
-                )
-            )
+        _no_negative(spec.capacity or {}, "capacity", (*path, "capacity"), out)
         children = tuple(
             location(child, (*path, "children", i)) for i, child in enumerate(spec.children)
         )
@@ -309,15 +301,7 @@ def _workload(
                 sources.value((*path, "resources")),
             )
         )
-    negative = [name for name, amount in spec.resources.items() if amount < 0]
-    if negative:
-        problems.append(
-            Problem(
-                f"resource amounts may not be negative: {', '.join(negative)}",
-                dotted((*path, "resources")),
-                sources.value((*path, "resources")),
-            )
-        )
+    _no_negative(spec.resources, "resource", (*path, "resources"), out)
     if spec.service is not None and spec.services:
         out.add("give either service (a policy) or services (a pattern), not both", path)
     if len(spec.services) > 1 and not spec.pattern:
@@ -351,3 +335,9 @@ def _workload(
         pattern=spec.pattern,
         cluster_namespace=spec.cluster_namespace,
     )
+
+
+def _no_negative(amounts: dict[str, float], what: str, path: Path, out: policies.Collector) -> None:
+    negative = [name for name, amount in amounts.items() if amount < 0]
+    if negative:
+        out.add(f"{what} amounts may not be negative: {', '.join(negative)}", path)
