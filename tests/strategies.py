@@ -117,9 +117,11 @@ def workloads(draw: st.DrawFn, name: str, modes: tuple[Mode, ...]) -> Workload:
     )
     pattern = draw(st.booleans())
     found = tuple(draw(st.lists(services(), max_size=2 if pattern else 1)))
+    # Bounded mapping needs more units than targets before a cap binds.
+    max_load = draw(st.sampled_from([None, 1.0, 1.25, 1.5])) if mode == "mapping" else None
     return Workload(
         name=name,
-        units=draw(st.integers(1, 4)),
+        units=draw(st.integers(1, 12 if max_load is not None else 4)),
         mode=mode,
         tags=draw(st.frozensets(st.sampled_from(TAGS), max_size=5)),
         resources=resources,
@@ -128,6 +130,7 @@ def workloads(draw: st.DrawFn, name: str, modes: tuple[Mode, ...]) -> Workload:
         services=found,
         pattern=pattern,
         cluster_namespace=draw(st.sampled_from(NAMESPACES)),
+        max_load=max_load,
     )
 
 

@@ -640,8 +640,8 @@ def test_unknown_key_with_nothing_close_lists_the_allowed_keys() -> None:
         """
     )
     assert problem.message == (
-        "unknown key 'flavour'; allowed keys: cluster_namespace, constraints, mode, name, "
-        "pattern, properties, resources, service, services, tags, units"
+        "unknown key 'flavour'; allowed keys: cluster_namespace, constraints, max_load, mode, "
+        "name, pattern, properties, resources, service, services, tags, units"
     )
     assert at(problem) == (5, 5)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from placed.engine import balance
 from placed.engine.explain import filtered_counts, first_rejections, summarize
 from placed.engine.index import TargetIndex
 from placed.engine.pipeline import CompiledRequest, Pipeline
@@ -41,6 +42,11 @@ class Placement:
     total: int
     tied: tuple[str, ...]  # the top-scoring targets when more than one, else empty
     via: str = "policy"
+    # Bounded-load mapping (max_load): the per-target cap, and the targets the unit ranks
+    # above the one it got (full ones), when it did not get its first choice.
+    cap: int | None = None
+    choice: int = 1
+    ahead: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +93,11 @@ class PlanResult:
             "warnings": [w.to_dict() for w in self.warnings],
             "dedications_created": [],
         }
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def _few(ids: Iterable[str], limit: int = 5) -> tuple[str, ...]:
@@ -183,29 +194,111 @@ class Planner:
         self, workload: Workload, keys: list[str], state: TargetState
     ) -> list[Outcome]:
         """Mapping units consume nothing, so all units of a workload see the same
-        candidates; only the rendezvous tie-break differs per unit."""
+        candidates; only the rendezvous ranking differs per unit."""
         request = self.request(workload)
         keep = self.pipeline.feasible(request, state)
         top = top_candidates(keep, request.score)
         if top.size == 0:
-            if not keys:
-                return []
-            failed = self._unplaced(request, keys[0], state)
-            return [Unplaced(workload.name, key, failed.summary, failed.filtered) for key in keys]
-        feasible = int(keep.sum())
-        tied = _few(self.index.ids[p] for p in top) if top.size > 1 else ()
-        score = float(request.score[top[0]])
-        outcomes: list[Outcome] = []
+            return self._all_unplaced(request, keys, state)
+        if workload.max_load is not None and top.size > 1:
+            cap = balance.load_cap(len(keys), top.size, workload.max_load)
+            unit_hashes = stable_hashes(keys)
+            chosen = balance.stable_assignment(unit_hashes, self.index.hashes[top], cap)
+            return self._mapped(request, keys, keep, top, chosen, cap, unit_hashes)
+        chosen = np.empty(len(keys), dtype=np.intp)
         for start in range(0, len(keys), _MAPPING_BATCH):
             batch = keys[start : start + _MAPPING_BATCH]
-            chosen = break_ties(stable_hashes(batch), top, self.index.hashes)
-            outcomes.extend(
+            picked = break_ties(stable_hashes(batch), top, self.index.hashes)
+            chosen[start : start + len(batch)] = np.searchsorted(top, picked)
+        return self._mapped(request, keys, keep, top, chosen)
+
+    def remap_bounded(
+        self,
+        workload: Workload,
+        keys: list[str],
+        owners: dict[str, str],
+        before: TargetState,
+        after: TargetState,
+    ) -> list[Outcome]:
+        """A bounded-load mapping workload after a change: repair `owners` (unit -> target
+        before the change) rather than plan afresh, so that only units of lost targets,
+        or units going to joining targets, move."""
+        request = self.request(workload)
+        keep = self.pipeline.feasible(request, after)
+        top = top_candidates(keep, request.score)
+        if top.size == 0:
+            return self._all_unplaced(request, keys, after)
+        cap = balance.load_cap(len(keys), top.size, workload.max_load or 1.0)
+        old_top = top_candidates(self.pipeline.feasible(request, before), request.score)
+        joined = ~np.isin(top, old_top)
+        slot = {int(p): i for i, p in enumerate(top.tolist())}
+        previous = np.array(
+            [
+                slot.get(self.index.position[owners[key]], balance.UNPLACED)
+                if key in owners
+                else balance.UNPLACED
+                for key in keys
+            ],
+            dtype=np.intp,
+        )
+        unit_hashes = stable_hashes(keys)
+        chosen = balance.repair(unit_hashes, self.index.hashes[top], previous, joined, cap)
+        return self._mapped(request, keys, keep, top, chosen, cap, unit_hashes)
+
+    def _mapped(
+        self,
+        request: CompiledRequest,
+        keys: list[str],
+        keep: Any,
+        top: Any,
+        chosen: Any,
+        cap: int | None = None,
+        unit_hashes: Any = None,
+    ) -> list[Outcome]:
+        """Placements for mapping units; `chosen` indexes `top` per unit."""
+        feasible = int(np.count_nonzero(keep))
+        tied = _few(self.index.ids[p] for p in top) if top.size > 1 else ()
+        score = float(request.score[top[0]])
+        ids = [self.index.ids[p] for p in top.tolist()]
+        name = request.workload.name
+        if cap is None:
+            return [
+                Placement(name, key, ids[c], score, feasible, len(self.index), tied)
+                for key, c in zip(keys, chosen.tolist(), strict=True)
+            ]
+        candidate_hashes = self.index.hashes[top]
+        ranks = balance.choice_ranks(unit_hashes, candidate_hashes, chosen)
+        outcomes: list[Outcome] = []
+        for i, (key, c, rank) in enumerate(zip(keys, chosen.tolist(), ranks.tolist(), strict=True)):
+            ahead: tuple[str, ...] = ()
+            if rank:
+                above = balance.ranked_above(int(unit_hashes[i]), candidate_hashes, c, 5)
+                ahead = tuple(ids[a] for a in above)
+            outcomes.append(
                 Placement(
-                    workload.name, key, self.index.ids[p], score, feasible, len(self.index), tied
+                    name,
+                    key,
+                    ids[c],
+                    score,
+                    feasible,
+                    len(self.index),
+                    tied,
+                    cap=cap,
+                    choice=rank + 1,
+                    ahead=ahead,
                 )
-                for key, p in zip(batch, chosen.tolist(), strict=True)
             )
         return outcomes
+
+    def _all_unplaced(
+        self, request: CompiledRequest, keys: list[str], state: TargetState
+    ) -> list[Outcome]:
+        if not keys:
+            return []
+        failed = self._unplaced(request, keys[0], state)
+        return [
+            Unplaced(request.workload.name, key, failed.summary, failed.filtered) for key in keys
+        ]
 
     def place_everywhere(
         self, workload: Workload, state: TargetState, already_on: Iterable[str] = ()
@@ -282,6 +375,16 @@ class Planner:
         if placement.tied:
             named = ", ".join(placement.tied[:5]) + (", ..." if len(placement.tied) > 5 else "")
             parts.append(f"tie among {named} broken by rendezvous hash")
+        if placement.cap is not None:
+            limit = f"at most {placement.cap} units per target (max_load)"
+            if placement.choice > 1:
+                more = ", ..." if placement.choice - 1 > len(placement.ahead) else ""
+                verb = "was" if placement.choice == 2 else "were"
+                limit += (
+                    f"; its {_ordinal(placement.choice)} choice ({', '.join(placement.ahead)}"
+                    f"{more} ranked higher but {verb} full when it was placed)"
+                )
+            parts.append(limit)
         return "; ".join(parts)
 
     def _placement(

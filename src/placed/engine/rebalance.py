@@ -2,8 +2,9 @@
 
 mapping units are re-derived from scratch (ownership is a pure function of the unit and
 the live targets, so only units of a lost target, or units that now rank a new target
-first, can change). allocation units stay where they are unless their target is lost;
-only those are re-placed, into the capacity the others leave free.
+first, can change), except under max_load, where the owners before the change are
+repaired (engine/balance.py). allocation units stay where they are unless their target
+is lost; only those are re-placed, into the capacity the others leave free.
 """
 
 from __future__ import annotations
@@ -100,7 +101,13 @@ def simulate(planner: Planner, down: list[str], up: list[str]) -> Simulation:
         previous = [o for o in before.outcomes if o.workload == workload.name]
         if workload.mode == "mapping":
             keys = [workload.unit_key(i) for i in range(workload.units)]
-            after.outcomes.extend(planner.place_mapped(workload, keys, state))
+            if workload.max_load is None:
+                after.outcomes.extend(planner.place_mapped(workload, keys, state))
+            else:
+                owners = {o.unit: o.target for o in previous if isinstance(o, Placement)}
+                after.outcomes.extend(
+                    planner.remap_bounded(workload, keys, owners, planner.initial_state(), state)
+                )
         elif workload.mode == "every":
             staying = [kept[o.unit] for o in previous if o.unit in kept]
             after.outcomes.extend(staying)
@@ -137,7 +144,13 @@ def _moves(
         if source in went_down:
             causes.append(f"{source} is down")
         if destination in came_up:
-            causes.append(f"{destination} is up and ranks first")
+            first = not isinstance(new, Placement) or new.choice == 1
+            if first:
+                causes.append(f"{destination} is up and ranks first")
+            elif source is not None and source not in went_down:
+                causes.append(f"{destination} is up and {source} is over the cap")
+            else:
+                causes.append(f"{destination} is up")
         if isinstance(new, Placement):
             causes.append(f"now on {destination}: {planner.reason(new)}")
         elif isinstance(new, Unplaced):

@@ -5,6 +5,7 @@ against it. Nothing in the product calls it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from placed.engine.explain import Rejection, summarize
@@ -74,6 +75,9 @@ def reference_plan(spec: Spec, up: dict[str, bool] | None = None) -> list[Refere
         if workload.mode == "every":
             outcomes.extend(_everywhere(workload, targets, alive, free))
             continue
+        if workload.mode == "mapping" and workload.max_load is not None:
+            outcomes.extend(_bounded_mapping(workload, targets, alive, free))
+            continue
         for index in range(workload.units):
             unit = workload.unit_key(index)
             valid: dict[str, float] = {}
@@ -96,6 +100,55 @@ def reference_plan(spec: Spec, up: dict[str, bool] | None = None) -> list[Refere
                     free[chosen][name] = free[chosen].get(name, 0.0) - amount
             outcomes.append(ReferenceOutcome(workload.name, unit, chosen, best, None))
     return outcomes
+
+
+def _bounded_mapping(
+    workload: Workload,
+    targets: tuple[Target, ...],
+    alive: dict[str, bool],
+    free: dict[str, dict[str, float]],
+) -> list[ReferenceOutcome]:
+    """Gale and Shapley, one proposal at a time: a free unit proposes to the next target
+    of its rendezvous ranking; a target over its cap turns away its lightest unit."""
+    valid: dict[str, float] = {}
+    rejections: list[Rejection] = []
+    for position, target in enumerate(targets):
+        reason, score = judge(workload, target, alive[target.id], free[target.id])
+        if reason is None:
+            valid[target.id] = score
+        else:
+            rejections.append(Rejection(position, reason))
+    units = [workload.unit_key(index) for index in range(workload.units)]
+    if not valid:
+        summary = summarize(len(targets), 0, rejections)
+        return [ReferenceOutcome(workload.name, unit, None, None, summary) for unit in units]
+    best = max(valid.values())
+    highest = [target_id for target_id, score in valid.items() if score == best]
+    cap = max(
+        math.ceil(len(units) / len(highest)),
+        math.floor(float(workload.max_load or 1.0) * len(units) / len(highest) + 1e-9),
+    )
+    ranking = {
+        unit: sorted(highest, key=lambda target_id: -rendezvous_weight(unit, target_id))
+        for unit in units
+    }
+    held: dict[str, list[str]] = {target_id: [] for target_id in highest}
+    proposals = dict.fromkeys(units, 0)
+    free_units = list(reversed(units))
+    while free_units:
+        unit = free_units.pop()
+        target_id = ranking[unit][proposals[unit]]
+        proposals[unit] += 1
+        held[target_id].append(unit)
+        if len(held[target_id]) > cap:
+            lightest = min(
+                held[target_id],
+                key=lambda u: (rendezvous_weight(u, target_id), -units.index(u)),
+            )
+            held[target_id].remove(lightest)
+            free_units.append(lightest)
+    owner = {unit: target_id for target_id, members in held.items() for unit in members}
+    return [ReferenceOutcome(workload.name, unit, owner[unit], best, None) for unit in units]
 
 
 def _everywhere(

@@ -69,9 +69,13 @@ def break_tie(unit_hash: int, top: NDArray[np.intp], target_hashes: U64) -> int:
     return int(top[int(np.argmax(weights))])
 
 
+def rendezvous_weights(unit_hashes: U64, target_hashes: U64) -> U64:
+    """The (units x targets) matrix of rendezvous weights."""
+    return mix64(unit_hashes[:, None] ^ target_hashes[None, :])
+
+
 def break_ties(unit_hashes: U64, top: NDArray[np.intp], target_hashes: U64) -> NDArray[np.intp]:
     """break_tie for many units at once: one (units x candidates) weight matrix."""
     if top.size == 1:
         return np.full(unit_hashes.size, top[0], dtype=np.intp)
-    weights = mix64(unit_hashes[:, None] ^ target_hashes[top][None, :])
-    return top[np.argmax(weights, axis=1)]
+    return top[np.argmax(rendezvous_weights(unit_hashes, target_hashes[top]), axis=1)]

@@ -31,7 +31,8 @@ class Workload:
 
     mode:
       allocation: each unit consumes capacity and stays where it was put.
-      mapping: no capacity; a unit's owner is a pure function of (unit, live targets).
+      mapping: no capacity; a unit's owner is a pure function of (unit, live targets),
+        unless max_load caps the load (see engine/balance.py).
       every: one unit on every compatible target, like a DaemonSet or a Nomad system job.
     """
 
@@ -47,6 +48,8 @@ class Workload:
     services: tuple[Service, ...] = ()
     pattern: bool = False
     cluster_namespace: str | None = None
+    # mapping only: no target holds more than max_load x the mean number of units.
+    max_load: float | None = None
 
     def unit_key(self, index: int) -> str:
         return f"{self.name}/{index}"

@@ -302,6 +302,12 @@ def _workload(
             )
         )
     _no_negative(spec.resources, "resource", (*path, "resources"), out)
+    if spec.max_load is not None and mode != "mapping":
+        out.add(
+            f"max_load balances mapping workloads; this one is in {mode} mode "
+            "(set mode: mapping, or drop max_load)",
+            (*path, "max_load"),
+        )
     if spec.service is not None and spec.services:
         out.add("give either service (a policy) or services (a pattern), not both", path)
     if len(spec.services) > 1 and not spec.pattern:
@@ -334,6 +340,7 @@ def _workload(
         services=services,
         pattern=spec.pattern,
         cluster_namespace=spec.cluster_namespace,
+        max_load=spec.max_load,
     )
 
 

@@ -151,6 +151,14 @@ class WorkloadSpec(_Strict):
     cluster_namespace: str | None = Field(
         None, description="Where the service goes on a cluster (Open Horizon clusterNamespace)."
     )
+    max_load: float | None = Field(
+        None,
+        ge=1.0,
+        description="mapping only: no target holds more than max_load times the mean number "
+        "of units (rounded down, never below the mean rounded up). A unit whose first "
+        "choice is full takes its next. Changes still move only a lost target's units, "
+        "or units to a joining target, but owners then depend on the order of changes.",
+    )
 
 
 class ServiceSpec(_Strict):

@@ -1,0 +1,241 @@
+"""Bounded-load mapping (`max_load`): the cap holds after a plan and after every change,
+changes move only the units they must, and the plan is the stable assignment the plain
+Gale-Shapley oracle finds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from placed.engine import balance
+from placed.engine.planner import Placement, Planner
+from placed.engine.rebalance import simulate
+from placed.engine.reference import reference_plan
+from placed.engine.selection import rendezvous_weight, stable_hashes
+from placed.model import Inventory, Location, Settings, Spec, Workload
+from placed.spec import load_spec_text
+from placed.spec.errors import SpecError
+
+from .strategies import specs
+
+MAX_LOADS = st.sampled_from([1.0, 1.05, 1.1, 1.25, 2.0])
+
+
+def gale_shapley(units: list[str], targets: list[str], cap: int) -> list[int]:
+    """One proposal at a time, in whatever order the free list gives."""
+    ranking = {
+        u: sorted(range(len(targets)), key=lambda t: -rendezvous_weight(u, targets[t]))
+        for u in units
+    }
+    held: dict[int, list[str]] = {t: [] for t in range(len(targets))}
+    tried = dict.fromkeys(units, 0)
+    free = list(units)
+    while free:
+        unit = free.pop()
+        target = ranking[unit][tried[unit]]
+        tried[unit] += 1
+        held[target].append(unit)
+        if len(held[target]) > cap:
+            held[target].sort(
+                key=lambda u: (-rendezvous_weight(u, targets[target]), units.index(u))
+            )
+            free.append(held[target].pop())
+    owner = {u: t for t, members in held.items() for u in members}
+    return [owner[u] for u in units]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 60), MAX_LOADS, st.text("abc", max_size=3))
+def test_stable_assignment_is_the_gale_shapley_one(
+    targets: int, units: int, max_load: float, prefix: str
+) -> None:
+    target_ids = [f"{prefix}t{i}" for i in range(targets)]
+    unit_ids = [f"{prefix}w/{i}" for i in range(units)]
+    cap = balance.load_cap(units, targets, max_load)
+    fast = balance.stable_assignment(stable_hashes(unit_ids), stable_hashes(target_ids), cap)
+    assert fast.tolist() == gale_shapley(unit_ids, target_ids, cap)
+    assert np.bincount(fast, minlength=targets).max() <= cap
+
+
+@pytest.mark.parametrize(
+    ("units", "targets", "max_load", "cap"),
+    [
+        (100_000, 100, 1.10, 1100),
+        (100_000, 99, 1.10, 1111),  # 1.1 x 1010.1 = 1111.1, rounded down
+        (10, 3, 1.0, 4),  # never below the mean rounded up
+        (5, 3, 1.1, 2),
+        (7, 1, 1.5, 10),
+    ],
+)
+def test_load_cap(units: int, targets: int, max_load: float, cap: int) -> None:
+    assert balance.load_cap(units, targets, max_load) == cap
+
+
+def _loads(owners: np.ndarray, targets: int) -> np.ndarray:
+    return np.bincount(owners, minlength=targets)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(2, 12), st.integers(1, 400), MAX_LOADS, st.data())
+def test_losing_targets_moves_only_their_units_and_keeps_the_cap(
+    targets: int, units: int, max_load: float, data: st.DataObject
+) -> None:
+    unit_hashes = stable_hashes([f"w/{i}" for i in range(units)])
+    target_hashes = stable_hashes([f"t{i}" for i in range(targets)])
+    owners = balance.stable_assignment(
+        unit_hashes, target_hashes, balance.load_cap(units, targets, max_load)
+    )
+    lost = data.draw(st.sets(st.integers(0, targets - 1), min_size=1, max_size=targets - 1))
+    live = np.array([t not in lost for t in range(targets)])
+    slot = np.cumsum(live) - 1
+    previous = np.where(live[owners], slot[owners], balance.UNPLACED)
+    cap = balance.load_cap(units, int(live.sum()), max_load)
+    after = balance.repair(
+        unit_hashes, target_hashes[live], previous, np.zeros(int(live.sum()), bool), cap
+    )
+    kept = previous != balance.UNPLACED
+    assert (after[kept] == previous[kept]).all()
+    assert _loads(after, int(live.sum())).max() <= cap
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 10), st.integers(1, 400), MAX_LOADS, st.data())
+def test_joining_targets_take_units_and_nothing_else_moves(
+    targets: int, units: int, max_load: float, data: st.DataObject
+) -> None:
+    joining = data.draw(st.integers(1, 4))
+    unit_hashes = stable_hashes([f"w/{i}" for i in range(units)])
+    target_hashes = stable_hashes([f"t{i}" for i in range(targets + joining)])
+    owners = balance.stable_assignment(
+        unit_hashes, target_hashes[:targets], balance.load_cap(units, targets, max_load)
+    )
+    joined = np.arange(targets + joining) >= targets
+    cap = balance.load_cap(units, targets + joining, max_load)
+    after = balance.repair(unit_hashes, target_hashes, owners, joined, cap)
+    moved = after != owners
+    assert joined[after[moved]].all()
+    loads = _loads(after, targets + joining)
+    # The cap holds, unless the joining targets are full themselves (rounding can leave
+    # them too little room for the surplus).
+    assert loads.max() <= cap or (loads[joined] == cap).all()
+    # Joining targets take the units that now rank them first, so they are not idle.
+    first, _ = balance.first_choices(unit_hashes, target_hashes)
+    assert loads[joined].sum() >= min(int(joined[first].sum()), cap)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 10), st.integers(1, 300), MAX_LOADS)
+def test_a_unit_whose_first_choice_has_room_gets_it(
+    targets: int, units: int, max_load: float
+) -> None:
+    unit_hashes = stable_hashes([f"w/{i}" for i in range(units)])
+    target_hashes = stable_hashes([f"t{i}" for i in range(targets)])
+    cap = balance.load_cap(units, targets, max_load)
+    owners = balance.stable_assignment(unit_hashes, target_hashes, cap)
+    first, _ = balance.first_choices(unit_hashes, target_hashes)
+    full = _loads(owners, targets) == cap
+    # Stability: a unit off its first choice was turned away by a full target.
+    assert full[first[owners != first]].all()
+    if _loads(first, targets).max() <= cap:
+        assert (owners == first).all()
+
+
+def _bounded(spec: Spec) -> bool:
+    return any(w.max_load is not None for w in spec.workloads)
+
+
+def _owners(spec: Spec) -> dict[str, str | None]:
+    return {
+        o.unit: (o.target if isinstance(o, Placement) else None)
+        for o in Planner(spec).plan().outcomes
+    }
+
+
+@settings(max_examples=150, deadline=None)
+@given(specs(modes=("mapping",), min_targets=1), st.data())
+def test_simulated_changes_keep_every_bounded_workload_under_its_cap(
+    spec: Spec, data: st.DataObject
+) -> None:
+    assume(_bounded(spec))
+    ids = [t.id for t in spec.inventory.targets]
+    down = data.draw(st.lists(st.sampled_from(ids), unique=True, max_size=2))
+    up = [
+        i
+        for i in data.draw(st.lists(st.sampled_from(ids), unique=True, max_size=2))
+        if i not in down
+    ]
+    result = simulate(Planner(spec), down, up)
+    for workload in spec.workloads:
+        if workload.max_load is None:
+            continue
+        placed = [o for o in result.after.placements if o.workload == workload.name]
+        if not placed:
+            continue
+        counts: dict[str, int] = {}
+        for p in placed:
+            counts[p.target] = counts.get(p.target, 0) + 1
+        cap = placed[0].cap
+        if cap is None:  # one candidate target: nothing to balance
+            assert len(counts) == 1
+            continue
+        joined_full = all(counts.get(t, 0) == cap for t in up if t in counts)
+        assert max(counts.values()) <= cap or (up and joined_full)
+
+
+def _nodes_spec(units: int, conductors: int, max_load: float | None) -> Spec:
+    roots = tuple(Location(id=f"conductor{i}", kind="conductor") for i in range(conductors))
+    workload = Workload(name="nodes", units=units, mode="mapping", max_load=max_load)
+    return Spec(Inventory.from_roots(roots), (workload,), Settings())
+
+
+def test_max_load_caps_what_plain_mapping_overloads() -> None:
+    plain = _nodes_spec(2_000, 10, None)
+    loads: dict[str | None, int] = {}
+    for target in _owners(plain).values():
+        loads[target] = loads.get(target, 0) + 1
+    assert max(loads.values()) > 205  # plain mapping: some conductor is over 1.025 x mean
+    bounded = _nodes_spec(2_000, 10, 1.025)
+    capped: dict[str | None, int] = {}
+    for target in _owners(bounded).values():
+        capped[target] = capped.get(target, 0) + 1
+    assert max(capped.values()) == 205
+
+
+def test_fast_bounded_mapping_matches_the_reference() -> None:
+    spec = _nodes_spec(500, 7, 1.02)
+    fast = [(o.unit, o.target) for o in Planner(spec).plan().outcomes if isinstance(o, Placement)]
+    assert fast == [(o.unit, o.target) for o in reference_plan(spec)]
+
+
+def test_reason_names_the_full_targets_a_unit_passed_over() -> None:
+    spec = _nodes_spec(30, 3, 1.0)
+    planner = Planner(spec)
+    later = [p for p in planner.plan().placements if p.choice > 1]
+    assert later
+    reason = planner.reason(later[0])
+    assert "at most 10 units per target (max_load)" in reason
+    assert f"ranked higher but {'was' if later[0].choice == 2 else 'were'} full" in reason
+    assert later[0].ahead[0] in reason
+
+
+def test_max_load_outside_mapping_mode_is_a_spec_error() -> None:
+    text = "inventory:\n  - {id: a, kind: host}\nworkloads:\n  - name: web\n    max_load: 1.1\n"
+    with pytest.raises(SpecError) as failure:
+        load_spec_text(text, "spec.yaml")
+    message = str(failure.value)
+    assert "spec.yaml:5:15" in message
+    assert "max_load balances mapping workloads" in message
+
+
+def test_max_load_below_one_is_a_spec_error() -> None:
+    text = (
+        "inventory:\n  - {id: a, kind: host}\nworkloads:\n"
+        "  - {name: n, mode: mapping, max_load: 0.9}\n"
+    )
+    with pytest.raises(SpecError) as failure:
+        load_spec_text(text, "spec.yaml")
+    assert "spec.yaml:4:40: workloads[0].max_load: must be at least 1.0, got 0.9" in str(
+        failure.value
+    )
