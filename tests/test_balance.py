@@ -4,11 +4,18 @@ Gale-Shapley oracle finds."""
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
+from placed.cli.main import app
 from placed.engine import balance
 from placed.engine.planner import Placement, Planner
 from placed.engine.rebalance import simulate
@@ -239,3 +246,44 @@ def test_max_load_below_one_is_a_spec_error() -> None:
     assert "spec.yaml:4:40: workloads[0].max_load: must be at least 1.0, got 0.9" in str(
         failure.value
     )
+
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "balanced-conductors.yaml"
+
+
+def _cli_json(*args: str) -> dict[str, Any]:
+    result = CliRunner().invoke(app, [*args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def _per_target(placements: list[dict[str, Any]], workload: str) -> dict[str, int]:
+    return dict(Counter(p["target"] for p in placements if p["workload"] == workload))
+
+
+def test_example_max_load_evens_out_what_plain_mapping_leaves_uneven() -> None:
+    plan = _cli_json("plan", str(EXAMPLE))
+    plain = _per_target(plan["placements"], "baremetal")
+    assert max(plain.values()) > 10  # the hash alone leaves conductors uneven here
+    assert _per_target(plan["placements"], "baremetal-balanced") == {
+        f"conductor{i}": 10 for i in range(1, 5)
+    }
+
+
+def test_example_losing_a_conductor_moves_only_its_nodes_and_keeps_the_cap() -> None:
+    before = _cli_json("plan", str(EXAMPLE))["placements"]
+    owned = {p["unit"] for p in before if p["target"] == "conductor2"}
+    moves = _cli_json("simulate", str(EXAMPLE), "--down", "conductor2")["moves"]
+    assert {m["unit"] for m in moves} == owned
+    assert all(m["from"] == "conductor2" and m["to"] for m in moves)
+    after = {p["unit"]: p["target"] for p in before}
+    after.update({m["unit"]: m["to"] for m in moves})
+    balanced = Counter(t for u, t in after.items() if u.startswith("baremetal-balanced/"))
+    assert max(balanced.values()) <= 14  # 40 units on 3 conductors: the cap is 14
+
+
+def test_example_a_returning_conductor_takes_its_share_and_only_it_gains() -> None:
+    moves = _cli_json("simulate", str(EXAMPLE), "--up", "conductor5")["moves"]
+    assert moves and all(m["to"] == "conductor5" for m in moves)
+    taken = Counter(m["workload"] for m in moves)
+    assert taken["baremetal-balanced"] == 8  # five conductors of at most 8 for 40 nodes

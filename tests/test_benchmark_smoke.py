@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -77,7 +78,21 @@ def test_fast_engine_agrees_with_the_reference(quick_run: tuple[int, str, str]) 
 
 def test_losing_a_target_moves_only_its_units(quick_run: tuple[int, str, str]) -> None:
     _, report, _ = quick_run
-    assert "| mapping moves exactly the lost target's units | yes | PASS |" in report
+    for mode in ("max_load 1.1", "plain"):
+        row = re.search(
+            rf"\| mapping \({mode}\): moves exactly the lost target's units \| (.*) \|", report
+        )
+        assert row is not None, mode
+        assert row.group(1).endswith("| PASS")
+
+
+def test_max_load_holds_the_balance_bound(quick_run: tuple[int, str, str]) -> None:
+    _, report, _ = quick_run
+    row = re.search(r"\| mapping \(max_load 1.1\): max/mean load <= 1.10 \| (.*) \|", report)
+    assert row is not None
+    measured, verdict = row.group(1).split(" | ")
+    assert verdict == "PASS"
+    assert float(measured.split(",")[0]) <= 1.10
 
 
 def test_constraint_fast_path_agrees_with_the_reference(quick_run: tuple[int, str, str]) -> None:
