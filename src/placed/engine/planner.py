@@ -228,6 +228,8 @@ class Planner:
         top = top_candidates(keep, request.score)
         if top.size == 0:
             return self._all_unplaced(request, keys, after)
+        if top.size == 1:  # one candidate: nothing to balance, as in place_mapped
+            return self._mapped(request, keys, keep, top, np.zeros(len(keys), dtype=np.intp))
         cap = balance.load_cap(len(keys), top.size, workload.max_load or 1.0)
         old_top = top_candidates(self.pipeline.feasible(request, before), request.score)
         joined = ~np.isin(top, old_top)
