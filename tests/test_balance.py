@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,17 @@ from placed.spec import load_spec_text
 from placed.spec.errors import SpecError
 
 from .strategies import specs
+
+
+@contextmanager
+def one_at_a_time_below(tail: int) -> Iterator[None]:
+    saved = balance._TAIL
+    balance._TAIL = tail
+    try:
+        yield
+    finally:
+        balance._TAIL = saved
+
 
 MAX_LOADS = st.sampled_from([1.0, 1.05, 1.1, 1.25, 2.0])
 
@@ -61,9 +74,26 @@ def test_stable_assignment_is_the_gale_shapley_one(
     target_ids = [f"{prefix}t{i}" for i in range(targets)]
     unit_ids = [f"{prefix}w/{i}" for i in range(units)]
     cap = balance.load_cap(units, targets, max_load)
-    fast = balance.stable_assignment(stable_hashes(unit_ids), stable_hashes(target_ids), cap)
-    assert fast.tolist() == gale_shapley(unit_ids, target_ids, cap)
-    assert np.bincount(fast, minlength=targets).max() <= cap
+    expected = gale_shapley(unit_ids, target_ids, cap)
+    # Both phases of the fast path: rounds over whole arrays, and one proposal at a time.
+    for tail in (0, 1 << 30):
+        with one_at_a_time_below(tail):
+            fast = balance.stable_assignment(
+                stable_hashes(unit_ids), stable_hashes(target_ids), cap
+            )
+        assert fast.tolist() == expected
+        assert np.bincount(fast, minlength=targets).max() <= cap
+
+
+def test_rounds_and_one_at_a_time_agree_on_a_large_assignment() -> None:
+    unit_hashes = stable_hashes([f"n/{i}" for i in range(20_000)])
+    target_hashes = stable_hashes([f"c{i}" for i in range(300)])
+    found = []
+    for tail in (0, 1 << 30, 512):
+        with one_at_a_time_below(tail):
+            found.append(balance.stable_assignment(unit_hashes, target_hashes, 67))
+    assert (found[0] == found[1]).all() and (found[0] == found[2]).all()
+    assert np.bincount(found[0]).max() == 67
 
 
 @pytest.mark.parametrize(
@@ -140,8 +170,13 @@ def test_a_unit_whose_first_choice_has_room_gets_it(
     unit_hashes = stable_hashes([f"w/{i}" for i in range(units)])
     target_hashes = stable_hashes([f"t{i}" for i in range(targets)])
     cap = balance.load_cap(units, targets, max_load)
-    owners = balance.stable_assignment(unit_hashes, target_hashes, cap)
+    owners, passed = balance.stable_assignment_passes(unit_hashes, target_hashes, cap)
     first, _ = balance.first_choices(unit_hashes, target_hashes)
+    # The planner explains only the units marked as passed over: the mark must be exact.
+    assert (passed == (owners != first)).all()
+    assert (
+        (balance.choice_ranks(unit_hashes, target_hashes, owners) > 0) == (owners != first)
+    ).all()
     full = _loads(owners, targets) == cap
     # Stability: a unit off its first choice was turned away by a full target.
     assert full[first[owners != first]].all()

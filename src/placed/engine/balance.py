@@ -28,17 +28,15 @@ runs over targets, and the loops over rounds end after a handful of rounds.
 
 from __future__ import annotations
 
+import heapq
 import math
 
 import numpy as np
 from numpy.typing import NDArray
 
-from placed.engine.selection import U64, rendezvous_weights
+from placed.engine.selection import U64, rendezvous_weights, unit_blocks
 
 Positions = NDArray[np.intp]
-# Weight blocks are (batch x candidates) uint64; this many units per block keeps a block
-# of 10,000 candidates under a gigabyte and of 100 candidates near 6 MB.
-_BATCH = 8192
 UNPLACED = -1
 
 
@@ -54,39 +52,59 @@ def first_choices(unit_hashes: U64, target_hashes: U64) -> tuple[Positions, U64]
     """Each unit's top target (an index into target_hashes) and its weight there."""
     owners = np.empty(unit_hashes.size, dtype=np.intp)
     weights = np.empty(unit_hashes.size, dtype=np.uint64)
-    for start in range(0, unit_hashes.size, _BATCH):
-        block = rendezvous_weights(unit_hashes[start : start + _BATCH], target_hashes)
+    for rows in unit_blocks(unit_hashes.size, target_hashes.size):
+        block = rendezvous_weights(unit_hashes[rows], target_hashes)
         best = np.argmax(block, axis=1)
-        owners[start : start + best.size] = best
-        weights[start : start + best.size] = block[np.arange(best.size), best]
+        owners[rows] = best
+        weights[rows] = block[np.arange(best.size), best]
     return owners, weights
 
 
-def _ranked_choice(
-    unit_hashes: U64, target_hashes: U64, ranks: Positions, allowed: NDArray[np.bool_]
+# "No choice made yet": every target comes after it in a ranking.
+_BEFORE_ALL = np.uint64(np.iinfo(np.uint64).max)
+
+
+def _next_choice(
+    unit_hashes: U64,
+    target_hashes: U64,
+    after_weight: U64,
+    after_target: Positions,
+    allowed: NDArray[np.bool_],
 ) -> tuple[Positions, U64]:
-    """Each unit's choice at `ranks` (0 = best) among the allowed targets, or UNPLACED
-    for a unit that has run out of allowed targets."""
+    """Each unit's next allowed target in its ranking, after the one it was turned away
+    by (weight after_weight at target after_target; UNPLACED for none yet), or UNPLACED
+    when it has run out. A ranking orders targets by weight, heaviest first, and equal
+    weights by target index: one pass over the block, no sort."""
     owners = np.full(unit_hashes.size, UNPLACED, dtype=np.intp)
     weights = np.zeros(unit_hashes.size, dtype=np.uint64)
     columns = np.flatnonzero(allowed)
-    for start in range(0, unit_hashes.size, _BATCH):
-        block = rendezvous_weights(unit_hashes[start : start + _BATCH], target_hashes[columns])
-        order = np.argsort(~block, axis=1, kind="stable")  # ~w sorts weights descending
-        rank = ranks[start : start + block.shape[0]]
-        inside = rank < columns.size
-        rows = np.flatnonzero(inside)
-        picked = order[rows, rank[rows]]
-        owners[start + rows] = columns[picked]
-        weights[start + rows] = block[rows, picked]
+    for rows in unit_blocks(unit_hashes.size, columns.size):
+        block = rendezvous_weights(unit_hashes[rows], target_hashes[columns])
+        last = after_weight[rows][:, None]
+        later = (block < last) | (
+            (block == last) & (columns[None, :] > after_target[rows][:, None])
+        )
+        masked = np.where(later, block, np.uint64(0))
+        best = np.argmax(masked, axis=1)
+        line = np.arange(best.size)
+        # A zero maximum is either "nothing left" or (one chance in 2**64) a real weight 0.
+        zero = masked[line, best] == 0
+        if zero.any():
+            best[zero] = np.argmax(later[zero] & (block[zero] == 0), axis=1)
+        found = later[line, best]
+        owners[rows.start + line[found]] = columns[best[found]]
+        weights[rows.start + line[found]] = block[line[found], best[found]]
     return owners, weights
 
 
-def _keep_strongest(owners: Positions, weights: U64, limit: NDArray[np.intp]) -> Positions:
-    """Units to turn away: for each target t, all but the limit[t] heaviest units of those
-    in `owners` that name t (ties, which need equal 64-bit weights, go to the lower unit).
-    Entries equal to UNPLACED are ignored."""
-    present = np.flatnonzero(owners != UNPLACED)
+def _keep_strongest(
+    owners: Positions, weights: U64, limit: NDArray[np.intp], among: Positions | None = None
+) -> Positions:
+    """Units to turn away: for each target t, all but the limit[t] heaviest units that name
+    t in `owners` (ties, which need equal 64-bit weights, go to the lower unit). Only the
+    units `among` are looked at (default all); entries equal to UNPLACED are ignored."""
+    present = np.flatnonzero(owners != UNPLACED) if among is None else among
+    present = present[owners[present] != UNPLACED]
     if present.size == 0:
         return present
     order = present[np.lexsort((present, ~weights[present], owners[present]))]
@@ -97,27 +115,126 @@ def _keep_strongest(owners: Positions, weights: U64, limit: NDArray[np.intp]) ->
 
 
 def stable_assignment(unit_hashes: U64, target_hashes: U64, cap: int) -> Positions:
-    """The unit-proposing stable assignment with at most `cap` units per target.
+    """The unit-proposing stable assignment with at most `cap` units per target: each
+    unit's owner, an index into target_hashes."""
+    return stable_assignment_passes(unit_hashes, target_hashes, cap)[0]
+
+
+def stable_assignment_passes(
+    unit_hashes: U64, target_hashes: U64, cap: int
+) -> tuple[Positions, NDArray[np.bool_]]:
+    """stable_assignment, and which units a full target sent past their first choice.
 
     Rounds of deferred acceptance: every unit turned away proposes to the next target of
-    its ranking, and every target keeps the `cap` heaviest of the units it holds or is
-    offered. Needs cap x targets >= units.
+    its ranking, and every target offered a unit keeps the `cap` heaviest of the units
+    it holds or is offered. Needs cap x targets >= units.
     """
     targets = target_hashes.size
     if cap * targets < unit_hashes.size:
         raise ValueError(f"{unit_hashes.size} units do not fit {targets} targets of {cap}")
     owners, weights = first_choices(unit_hashes, target_hashes)
-    ranks = np.zeros(unit_hashes.size, dtype=np.intp)
     limit = np.full(targets, cap, dtype=np.intp)
     everywhere = np.ones(targets, dtype=bool)
+    touched = np.zeros(targets, dtype=bool)
+    # Deferred acceptance never takes a unit back to a target that turned it away, so a
+    # unit turned away once is off its first choice for good.
+    passed = np.zeros(unit_hashes.size, dtype=bool)
+    among: Positions | None = None
     while True:
-        rejected = _keep_strongest(owners, weights, limit)
+        rejected = _keep_strongest(owners, weights, limit, among)
+        passed[rejected] = True
         if rejected.size == 0:
-            return owners
-        ranks[rejected] += 1
-        owners[rejected], weights[rejected] = _ranked_choice(
-            unit_hashes[rejected], target_hashes, ranks[rejected], everywhere
+            return owners, passed
+        if rejected.size <= _TAIL:
+            # The last rounds are long chains of one unit bumping the next: one proposal
+            # at a time is far cheaper there than a round over whole arrays each.
+            _propose_one_at_a_time(
+                rejected, owners, weights, unit_hashes, target_hashes, cap, passed
+            )
+            return owners, passed
+        owners[rejected], weights[rejected] = _next_choice(
+            unit_hashes[rejected], target_hashes, weights[rejected], owners[rejected], everywhere
         )
+        # Only targets offered a unit this round can turn anyone away next round.
+        touched[:] = False
+        touched[owners[rejected]] = True
+        among = np.flatnonzero(touched[owners])
+
+
+# Below this many units turned away in a round, the rest of the assignment proposes one
+# unit at a time (the result is the same: deferred acceptance does not depend on order).
+_TAIL = 4096
+# How many of its next choices a unit turned away in the one-at-a-time phase keeps at hand.
+_LOOKAHEAD = 16
+
+
+def _propose_one_at_a_time(
+    waiting: Positions,
+    owners: Positions,
+    weights: U64,
+    unit_hashes: U64,
+    target_hashes: U64,
+    cap: int,
+    passed: NDArray[np.bool_],
+) -> None:
+    """Finish deferred acceptance with a queue: `waiting` units were just turned away by
+    owners[u] at weights[u]. Each target's holders sit in a heap, lightest on top."""
+    holders: dict[int, list[tuple[int, int]]] = {}
+    order = np.argsort(owners, kind="stable")
+    sorted_owners = owners[order]
+    is_waiting = np.zeros(owners.size, dtype=bool)
+    is_waiting[waiting] = True
+
+    def heap(target: int) -> list[tuple[int, int]]:
+        found = holders.get(target)
+        if found is None:
+            lo, hi = np.searchsorted(sorted_owners, [target, target + 1])
+            members = [int(u) for u in order[lo:hi] if not is_waiting[u]]
+            # Lightest first; among equal weights the higher unit is the lighter.
+            found = [(int(weights[u]), -u) for u in members]
+            heapq.heapify(found)
+            holders[target] = found
+        return found
+
+    upcoming: dict[int, list[tuple[int, int]]] = {}
+
+    def next_choice(unit: int) -> tuple[int, int]:
+        queue = upcoming.get(unit)
+        if not queue:
+            queue = upcoming[unit] = _choices_after(
+                int(unit_hashes[unit]), target_hashes, int(weights[unit]), int(owners[unit])
+            )
+        return queue.pop()
+
+    pending = [int(u) for u in waiting]
+    while pending:
+        unit = pending.pop()
+        target, weight = next_choice(unit)
+        owners[unit], weights[unit] = target, weight
+        held = heap(target)
+        if len(held) < cap:
+            heapq.heappush(held, (weight, -unit))
+        elif (weight, -unit) > held[0]:
+            bumped = -heapq.heapreplace(held, (weight, -unit))[1]
+            passed[bumped] = True
+            pending.append(bumped)
+        else:
+            pending.append(unit)
+
+
+def _choices_after(
+    unit_hash: int, target_hashes: U64, after_weight: int, after_target: int
+) -> list[tuple[int, int]]:
+    """The next _LOOKAHEAD (target, weight) of one unit's ranking after the given choice,
+    last first so that list.pop() gives the next."""
+    row = rendezvous_weights(np.array([unit_hash], dtype=np.uint64), target_hashes)[0]
+    columns = np.arange(row.size)
+    last = np.uint64(after_weight)
+    later = np.flatnonzero((row < last) | ((row == last) & (columns > after_target)))
+    if later.size > _LOOKAHEAD:
+        later = later[np.argpartition(~row[later], _LOOKAHEAD - 1)[:_LOOKAHEAD]]
+    ranked = later[np.lexsort((later, ~row[later]))]
+    return [(int(t), int(row[t])) for t in ranked[::-1]]
 
 
 def _fill(
@@ -135,14 +252,19 @@ def _fill(
     that ran out of allowed targets (none when the allowed targets have room for all).
     Writes into `owners`.
     """
-    ranks = np.zeros(units.size, dtype=np.intp)
+    after_weight = np.full(units.size, _BEFORE_ALL, dtype=np.uint64)
+    after_target = np.full(units.size, UNPLACED, dtype=np.intp)
     waiting = np.arange(units.size)
     stranded: list[Positions] = []
     while waiting.size:
         held = owners[owners != UNPLACED]
         room = cap - np.bincount(held, minlength=target_hashes.size)
-        offers, weights = _ranked_choice(
-            unit_hashes[units[waiting]], target_hashes, ranks[waiting], allowed
+        offers, weights = _next_choice(
+            unit_hashes[units[waiting]],
+            target_hashes,
+            after_weight[waiting],
+            after_target[waiting],
+            allowed,
         )
         out_of_targets = offers == UNPLACED
         stranded.append(units[waiting[out_of_targets]])
@@ -151,8 +273,10 @@ def _fill(
         accepted[turned_away] = False
         accepted &= ~out_of_targets
         owners[units[waiting[accepted]]] = offers[accepted]
-        waiting = waiting[~accepted & ~out_of_targets]
-        ranks[waiting] += 1
+        retry = ~accepted & ~out_of_targets
+        after_weight[waiting[retry]] = weights[retry]
+        after_target[waiting[retry]] = offers[retry]
+        waiting = waiting[retry]
     return np.concatenate(stranded) if stranded else np.empty(0, dtype=np.intp)
 
 
@@ -194,10 +318,9 @@ def _shed_surplus(
     """Targets over the (now lower) cap pass their lightest units to joining targets."""
     units = np.arange(owners.size)
     weights = np.empty(owners.size, dtype=np.uint64)
-    for start in range(0, owners.size, _BATCH):
-        block = rendezvous_weights(unit_hashes[start : start + _BATCH], target_hashes)
-        rows = np.arange(block.shape[0])
-        weights[start : start + rows.size] = block[rows, owners[start : start + rows.size]]
+    for rows in unit_blocks(owners.size, target_hashes.size):
+        block = rendezvous_weights(unit_hashes[rows], target_hashes)
+        weights[rows] = block[np.arange(block.shape[0]), owners[rows]]
     limit = np.where(joined, np.iinfo(np.intp).max, cap).astype(np.intp)
     surplus = _keep_strongest(owners, weights, limit)
     if surplus.size == 0:
@@ -210,20 +333,26 @@ def _shed_surplus(
     owners[surplus[back]] = was[back]
 
 
-def choice_ranks(unit_hashes: U64, target_hashes: U64, owners: Positions) -> Positions:
-    """How many targets each unit ranks above its owner (0: it has its first choice)."""
-    ranks = np.empty(owners.size, dtype=np.intp)
-    for start in range(0, owners.size, _BATCH):
-        block = rendezvous_weights(unit_hashes[start : start + _BATCH], target_hashes)
-        rows = np.arange(block.shape[0])
-        held = block[rows, owners[start : start + rows.size]]
-        ranks[start : start + rows.size] = np.count_nonzero(block > held[:, None], axis=1)
+def choice_ranks(
+    unit_hashes: U64, target_hashes: U64, owners: Positions, only: NDArray[np.bool_] | None = None
+) -> Positions:
+    """How many targets each unit ranks above its owner (0: it has its first choice).
+    With `only`, the others are taken to have their first choice and are not computed."""
+    ranks = np.zeros(owners.size, dtype=np.intp)
+    units = np.arange(owners.size) if only is None else np.flatnonzero(only)
+    columns = np.arange(target_hashes.size)[None, :]
+    for rows in unit_blocks(units.size, target_hashes.size):
+        picked = units[rows]
+        block = rendezvous_weights(unit_hashes[picked], target_hashes)
+        held = block[np.arange(block.shape[0]), owners[picked]][:, None]
+        above = (block > held) | ((block == held) & (columns < owners[picked][:, None]))
+        ranks[picked] = np.count_nonzero(above, axis=1)
     return ranks
 
 
 def ranked_above(unit_hash: int, target_hashes: U64, owner: int, limit: int) -> list[int]:
     """The targets (indices) one unit ranks above its owner, best first, at most `limit`."""
     row = rendezvous_weights(np.array([unit_hash], dtype=np.uint64), target_hashes)[0]
-    order = np.argsort(~row, kind="stable")
-    above = order[row[order] > row[owner]]
+    order = np.argsort(~row, kind="stable")  # the ranking: heaviest first, ties by index
+    above = order[: int(np.flatnonzero(order == owner)[0])]
     return [int(i) for i in above[:limit]]

@@ -19,6 +19,7 @@ from placed.engine.selection import (
     stable_hash64,
     stable_hashes,
     top_candidates,
+    unit_blocks,
 )
 from placed.model import Notice, Spec, Workload
 from placed.policy.base import TargetState
@@ -26,9 +27,6 @@ from placed.policy.lint import lint
 from placed.policy.namespaces import deployment_namespace
 
 Progress = Callable[[int, int], None]
-# Mapping units are placed in batches of this many: one (units x tied targets) weight
-# matrix per batch keeps memory flat for a million units.
-_MAPPING_BATCH = 8192
 _COMPILED_KEPT = 16
 
 
@@ -203,13 +201,14 @@ class Planner:
         if workload.max_load is not None and top.size > 1:
             cap = balance.load_cap(len(keys), top.size, workload.max_load)
             unit_hashes = stable_hashes(keys)
-            chosen = balance.stable_assignment(unit_hashes, self.index.hashes[top], cap)
-            return self._mapped(request, keys, keep, top, chosen, cap, unit_hashes)
+            chosen, passed = balance.stable_assignment_passes(
+                unit_hashes, self.index.hashes[top], cap
+            )
+            return self._mapped(request, keys, keep, top, chosen, cap, unit_hashes, passed)
         chosen = np.empty(len(keys), dtype=np.intp)
-        for start in range(0, len(keys), _MAPPING_BATCH):
-            batch = keys[start : start + _MAPPING_BATCH]
-            picked = break_ties(stable_hashes(batch), top, self.index.hashes)
-            chosen[start : start + len(batch)] = np.searchsorted(top, picked)
+        for rows in unit_blocks(len(keys), top.size):
+            picked = break_ties(stable_hashes(keys[rows]), top, self.index.hashes)
+            chosen[rows] = np.searchsorted(top, picked)
         return self._mapped(request, keys, keep, top, chosen)
 
     def remap_bounded(
@@ -256,6 +255,7 @@ class Planner:
         chosen: Any,
         cap: int | None = None,
         unit_hashes: Any = None,
+        passed: Any = None,
     ) -> list[Outcome]:
         """Placements for mapping units; `chosen` indexes `top` per unit."""
         feasible = int(np.count_nonzero(keep))
@@ -269,7 +269,9 @@ class Planner:
                 for key, c in zip(keys, chosen.tolist(), strict=True)
             ]
         candidate_hashes = self.index.hashes[top]
-        ranks = balance.choice_ranks(unit_hashes, candidate_hashes, chosen)
+        # After a plan only units a full target turned away can be off their first choice;
+        # after a repair any unit can (a target that joined may now outrank its owner).
+        ranks = balance.choice_ranks(unit_hashes, candidate_hashes, chosen, passed)
         outcomes: list[Outcome] = []
         for i, (key, c, rank) in enumerate(zip(keys, chosen.tolist(), ranks.tolist(), strict=True)):
             ahead: tuple[str, ...] = ()

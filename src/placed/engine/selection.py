@@ -11,6 +11,7 @@ first, with no ring to rebuild.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 
 import numpy as np
 from numpy.typing import NDArray
@@ -67,6 +68,18 @@ def break_tie(unit_hash: int, top: NDArray[np.intp], target_hashes: U64) -> int:
         return int(top[0])
     weights = mix64(target_hashes[top] ^ np.uint64(unit_hash))
     return int(top[int(np.argmax(weights))])
+
+
+# A weight block is (units x targets) uint64. About a million cells (8 MB) per block
+# keeps memory flat whether a workload has 3 candidate targets or 10,000.
+BLOCK_CELLS = 1 << 20
+
+
+def unit_blocks(units: int, targets: int) -> Iterator[slice]:
+    """Slices of the units small enough for one weight block over `targets` targets."""
+    rows = max(1, BLOCK_CELLS // max(1, targets))
+    for start in range(0, units, rows):
+        yield slice(start, min(start + rows, units))
 
 
 def rendezvous_weights(unit_hashes: U64, target_hashes: U64) -> U64:
