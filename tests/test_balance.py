@@ -322,3 +322,23 @@ def test_example_a_returning_conductor_takes_its_share_and_only_it_gains() -> No
     assert moves and all(m["to"] == "conductor5" for m in moves)
     taken = Counter(m["workload"] for m in moves)
     assert taken["baremetal-balanced"] == 8  # five conductors of at most 8 for 40 nodes
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 12), st.integers(1, 40), st.integers(1, 6), st.data())
+def test_ranked_above_lists_the_ranking_up_to_the_owner(
+    targets: int, units: int, limit: int, data: st.DataObject
+) -> None:
+    unit_ids = [f"w/{i}" for i in range(units)]
+    target_ids = [f"t{i}" for i in range(targets)]
+    owners = np.array(
+        data.draw(st.lists(st.integers(0, targets - 1), min_size=units, max_size=units))
+    )
+    asked = np.arange(units)
+    found = balance.ranked_above(
+        stable_hashes(unit_ids), stable_hashes(target_ids), owners, asked, limit
+    )
+    for unit, row in zip(unit_ids, found.tolist(), strict=True):
+        ranking = sorted(range(targets), key=lambda t: (-rendezvous_weight(unit, target_ids[t]), t))
+        above = ranking[: ranking.index(int(owners[unit_ids.index(unit)]))][:limit]
+        assert row == above + [balance.UNPLACED] * (limit - len(above))

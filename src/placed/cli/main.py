@@ -197,10 +197,12 @@ def simulate_command(
     """Take targets down or bring them up, and show which units move, where, and why.
 
     mapping units move only if their target went down or a target that came up now ranks
-    first; allocation units move only if their target went down. Exit code 1 when a unit
-    is left unplaced afterwards.
+    first (with max_load, a target that came up also takes the surplus of targets over the
+    new cap); allocation units move only if their target went down. Exit code 1 when a
+    unit is left unplaced afterwards.
 
     Example: placed simulate examples/ironic-affinity.yaml --down conductor1
+    Example: placed simulate examples/balanced-conductors.yaml --up conductor5
     """
     if not down and not up:
         _fail("nothing to simulate: give at least one --down TARGET or --up TARGET")

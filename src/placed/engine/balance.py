@@ -3,9 +3,9 @@
 Plain mapping gives each unit the first target of its rendezvous ranking. That owner is a
 pure function of (unit, live targets), and it is the only kind that moves nothing but a
 lost target's units for every possible loss: such a function must follow a fixed ranking
-per unit. The loads are then the counts of independent draws: with 1,000 units per
-target the fullest of 100 targets averages 8% over the mean and passes 10% about one
-time in thirteen, whatever the hash.
+per unit. With unit keys hashed independently, the loads are then counts of independent
+draws, whatever the rankings: with 1,000 units per target the fullest of 100 targets
+averages 8% over the mean and passes 10% about one time in thirteen.
 
 A workload with `max_load` trades purity after a change for a hard cap:
 
@@ -22,8 +22,9 @@ A workload with `max_load` trades purity after a change for a hard cap:
   joining targets are full themselves, which rounding alone can cause).
 
 The price: after several changes the owners depend on the order the changes came in.
-Everything here is numpy over (units x candidate targets) weight blocks; no Python loop
-runs over targets, and the loops over rounds end after a handful of rounds.
+Rounds of proposals are numpy over (units x candidate targets) weight blocks; no Python
+loop runs over targets. The last, long chains of a tight cap (one unit bumping the next)
+go one proposal at a time, each unit keeping its next few choices at hand.
 """
 
 from __future__ import annotations
@@ -350,9 +351,28 @@ def choice_ranks(
     return ranks
 
 
-def ranked_above(unit_hash: int, target_hashes: U64, owner: int, limit: int) -> list[int]:
-    """The targets (indices) one unit ranks above its owner, best first, at most `limit`."""
-    row = rendezvous_weights(np.array([unit_hash], dtype=np.uint64), target_hashes)[0]
-    order = np.argsort(~row, kind="stable")  # the ranking: heaviest first, ties by index
-    above = order[: int(np.flatnonzero(order == owner)[0])]
-    return [int(i) for i in above[:limit]]
+def ranked_above(
+    unit_hashes: U64, target_hashes: U64, owners: Positions, units: Positions, limit: int
+) -> NDArray[np.intp]:
+    """For each of `units`, the first `limit` targets of its ranking that come before its
+    owner (indices, best first), padded with UNPLACED: one row per unit."""
+    found = np.full((units.size, limit), UNPLACED, dtype=np.intp)
+    columns = np.arange(target_hashes.size)[None, :]
+    for rows in unit_blocks(units.size, target_hashes.size):
+        picked = units[rows]
+        block = rendezvous_weights(unit_hashes[picked], target_hashes)
+        line = np.arange(block.shape[0])[:, None]
+        held = block[line[:, 0], owners[picked]][:, None]
+        above = (block > held) | ((block == held) & (columns < owners[picked][:, None]))
+        masked = np.where(above, block, np.uint64(0))
+        take = min(limit, target_hashes.size)
+        if take < target_hashes.size:
+            best = np.argpartition(~masked, take - 1, axis=1)[:, :take]
+        else:
+            best = np.broadcast_to(columns, block.shape).copy()
+        # Heaviest first, equal weights by target index: the ranking's order.
+        order = np.lexsort((best, ~masked[line, best]), axis=1)
+        best = np.take_along_axis(best, order, axis=1)[:, :limit]
+        best = np.where(above[line, best], best, UNPLACED)
+        found[rows, : best.shape[1]] = best
+    return found

@@ -28,6 +28,8 @@ from placed.policy.namespaces import deployment_namespace
 
 Progress = Callable[[int, int], None]
 _COMPILED_KEPT = 16
+# A reason names at most this many targets a unit ranked above the one it got.
+_NAMED = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,12 +274,14 @@ class Planner:
         # After a plan only units a full target turned away can be off their first choice;
         # after a repair any unit can (a target that joined may now outrank its owner).
         ranks = balance.choice_ranks(unit_hashes, candidate_hashes, chosen, passed)
+        later = np.flatnonzero(ranks)
+        above = balance.ranked_above(unit_hashes, candidate_hashes, chosen, later, _NAMED)
+        ahead: dict[int, tuple[str, ...]] = {
+            int(u): tuple(ids[a] for a in row if a != balance.UNPLACED)
+            for u, row in zip(later.tolist(), above.tolist(), strict=True)
+        }
         outcomes: list[Outcome] = []
         for i, (key, c, rank) in enumerate(zip(keys, chosen.tolist(), ranks.tolist(), strict=True)):
-            ahead: tuple[str, ...] = ()
-            if rank:
-                above = balance.ranked_above(int(unit_hashes[i]), candidate_hashes, c, 5)
-                ahead = tuple(ids[a] for a in above)
             outcomes.append(
                 Placement(
                     name,
@@ -289,7 +293,7 @@ class Planner:
                     tied,
                     cap=cap,
                     choice=rank + 1,
-                    ahead=ahead,
+                    ahead=ahead.get(i, ()),
                 )
             )
         return outcomes

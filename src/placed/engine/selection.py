@@ -33,12 +33,21 @@ def stable_hashes(keys: list[str]) -> U64:
 
 def mix64(values: U64) -> U64:
     """splitmix64's finalizer over an array; uint64 arithmetic wraps modulo 2**64."""
-    z = values.astype(np.uint64, copy=True)
-    z ^= z >> np.uint64(30)
+    return _mix_in_place(values.astype(np.uint64, copy=True))
+
+
+def _mix_in_place(z: U64) -> U64:
+    # One scratch array for the shifts instead of a new temporary per step: on a block of
+    # a million weights the allocations cost as much as the arithmetic.
+    shifted = np.empty_like(z)
+    np.right_shift(z, np.uint64(30), out=shifted)
+    z ^= shifted
     z *= np.uint64(_M1)
-    z ^= z >> np.uint64(27)
+    np.right_shift(z, np.uint64(27), out=shifted)
+    z ^= shifted
     z *= np.uint64(_M2)
-    z ^= z >> np.uint64(31)
+    np.right_shift(z, np.uint64(31), out=shifted)
+    z ^= shifted
     return z
 
 
@@ -84,7 +93,7 @@ def unit_blocks(units: int, targets: int) -> Iterator[slice]:
 
 def rendezvous_weights(unit_hashes: U64, target_hashes: U64) -> U64:
     """The (units x targets) matrix of rendezvous weights."""
-    return mix64(unit_hashes[:, None] ^ target_hashes[None, :])
+    return _mix_in_place(unit_hashes[:, None] ^ target_hashes[None, :])
 
 
 def break_ties(unit_hashes: U64, top: NDArray[np.intp], target_hashes: U64) -> NDArray[np.intp]:
