@@ -342,3 +342,16 @@ def test_ranked_above_lists_the_ranking_up_to_the_owner(
         ranking = sorted(range(targets), key=lambda t: (-rendezvous_weight(unit, target_ids[t]), t))
         above = ranking[: ranking.index(int(owners[unit_ids.index(unit)]))][:limit]
         assert row == above + [balance.UNPLACED] * (limit - len(above))
+
+
+@pytest.mark.parametrize(("text", "shown"), [(".inf", "inf"), (".nan", "nan")])
+def test_max_load_must_be_finite(text: str, shown: str) -> None:
+    spec = (
+        "inventory:\n  - {id: a, kind: host}\nworkloads:\n"
+        f"  - {{name: n, mode: mapping, max_load: {text}}}\n"
+    )
+    with pytest.raises(SpecError) as failure:
+        load_spec_text(spec, "spec.yaml")
+    assert f"spec.yaml:4:40: workloads[0].max_load: must be a finite number, got {shown}" in str(
+        failure.value
+    )

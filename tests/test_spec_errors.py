@@ -939,6 +939,33 @@ def test_negative_capacity() -> None:
     assert at(problem) == (3, 15)
 
 
+def test_infinite_capacity_is_an_error_not_a_crash() -> None:
+    # .inf once reached the openhorizon.cpu built-in and raised a traceback there.
+    problem = only(
+        """
+        inventory:
+          - id: h1
+            capacity: {cpu: .inf, memory: -.inf}
+        """
+    )
+    assert problem.message == "capacity amounts must be finite numbers: cpu (inf), memory (-inf)"
+    assert at(problem) == (3, 15)
+
+
+def test_nan_resources_are_an_error() -> None:
+    problem = only(
+        """
+        inventory:
+          - id: h1
+        workloads:
+          - name: web
+            resources: {cpu: .nan}
+        """
+    )
+    assert problem.message == "resource amounts must be finite numbers: cpu (nan)"
+    assert at(problem) == (5, 16)
+
+
 def test_model_problems_are_all_reported() -> None:
     found = problems(
         """

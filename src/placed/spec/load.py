@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import types
 import typing
 from pathlib import Path as FilePath
@@ -182,6 +183,8 @@ def _problem(error: Any, sources: SourceMap) -> Problem:
         )
     if kind == "greater_than_equal":
         return Problem(f"must be at least {error['ctx']['ge']}, got {value!r}", key, position)
+    if kind == "finite_number":
+        return Problem(f"must be a finite number, got {value!r}", key, position)
     if kind == "literal_error":
         allowed = error.get("ctx", {}).get("expected", "")
         return Problem(f"got {value!r}; expected one of {allowed}", key, position)
@@ -228,7 +231,7 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
                     sources.value((*path, "capacity")),
                 )
             )
-        _no_negative(spec.capacity or {}, "capacity", (*path, "capacity"), out)
+        _check_amounts(spec.capacity or {}, "capacity", (*path, "capacity"), out)
         children = tuple(
             location(child, (*path, "children", i)) for i, child in enumerate(spec.children)
         )
@@ -301,7 +304,7 @@ def _workload(
                 sources.value((*path, "resources")),
             )
         )
-    _no_negative(spec.resources, "resource", (*path, "resources"), out)
+    _check_amounts(spec.resources, "resource", (*path, "resources"), out)
     if spec.max_load is not None and mode != "mapping":
         out.add(
             f"max_load balances mapping workloads; this one is in {mode} mode "
@@ -344,7 +347,16 @@ def _workload(
     )
 
 
-def _no_negative(amounts: dict[str, float], what: str, path: Path, out: policies.Collector) -> None:
-    negative = [name for name, amount in amounts.items() if amount < 0]
+def _check_amounts(
+    amounts: dict[str, float], what: str, path: Path, out: policies.Collector
+) -> None:
+    # inf and nan parse as YAML floats; inf - 1 is still inf, so they would break the
+    # arithmetic of capacity (and nan every comparison) rather than mean "unlimited".
+    infinite = [
+        f"{name} ({amount})" for name, amount in amounts.items() if not math.isfinite(amount)
+    ]
+    if infinite:
+        out.add(f"{what} amounts must be finite numbers: {', '.join(infinite)}", path)
+    negative = [name for name, amount in amounts.items() if math.isfinite(amount) and amount < 0]
     if negative:
         out.add(f"{what} amounts may not be negative: {', '.join(negative)}", path)

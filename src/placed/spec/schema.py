@@ -154,6 +154,7 @@ class WorkloadSpec(_Strict):
     max_load: float | None = Field(
         None,
         ge=1.0,
+        allow_inf_nan=False,
         description="mapping only: no target holds more than max_load times the mean number "
         "of units (rounded down, never below the mean rounded up). A unit whose first "
         "choice is full takes its next. Changes still move only a lost target's units, "
