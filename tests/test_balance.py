@@ -303,6 +303,15 @@ def test_example_max_load_evens_out_what_plain_mapping_leaves_uneven() -> None:
     assert _per_target(plan["placements"], "baremetal-balanced") == {
         f"conductor{i}": 10 for i in range(1, 5)
     }
+    balanced = [p for p in plan["placements"] if p["workload"] == "baremetal-balanced"]
+    assert all(p["balance"]["cap"] == 10 for p in balanced)
+    later = [p for p in balanced if p["balance"]["choice"] > 1]
+    assert later, "some node should have been passed to a later choice"
+    for p in later:
+        passed = p["balance"]["ranked_higher"]
+        assert len(passed) == min(p["balance"]["choice"] - 1, 5)
+        assert p["target"] not in passed
+    assert all("balance" not in p for p in plan["placements"] if p["workload"] == "baremetal")
 
 
 def test_example_losing_a_conductor_moves_only_its_nodes_and_keeps_the_cap() -> None:

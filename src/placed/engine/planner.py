@@ -359,6 +359,12 @@ class Planner:
             "via": placement.via,
             "reason": self.reason(placement),
         }
+        if placement.cap is not None:
+            data["balance"] = {
+                "cap": placement.cap,
+                "choice": placement.choice,
+                "ranked_higher": list(placement.ahead),
+            }
         workload = self.workloads[placement.workload]
         if workload.services or workload.cluster_namespace:
             target = self.index.targets[self.index.position[placement.target]]
