@@ -15,11 +15,9 @@ from placed.engine.index import TargetIndex
 from placed.engine.pipeline import CompiledRequest, Pipeline
 from placed.engine.selection import (
     break_tie,
-    break_ties,
     stable_hash64,
     stable_hashes,
     top_candidates,
-    unit_blocks,
 )
 from placed.model import Notice, Spec, Workload
 from placed.policy.base import TargetState
@@ -207,10 +205,7 @@ class Planner:
                 unit_hashes, self.index.hashes[top], cap
             )
             return self._mapped(request, keys, keep, top, chosen, cap, unit_hashes, passed)
-        chosen = np.empty(len(keys), dtype=np.intp)
-        for rows in unit_blocks(len(keys), top.size):
-            picked = break_ties(stable_hashes(keys[rows]), top, self.index.hashes)
-            chosen[rows] = np.searchsorted(top, picked)
+        chosen, _ = balance.first_choices(stable_hashes(keys), self.index.hashes[top])
         return self._mapped(request, keys, keep, top, chosen)
 
     def remap_bounded(

@@ -144,8 +144,8 @@ def _moves(
         if source in went_down:
             causes.append(f"{source} is down")
         if destination in came_up:
-            first = not isinstance(new, Placement) or new.choice == 1
-            if first:
+            # `new` is a Placement here: an unplaced unit has no destination.
+            if not isinstance(new, Placement) or new.choice == 1:
                 causes.append(f"{destination} is up and ranks first")
             elif source is not None and source not in went_down:
                 causes.append(f"{destination} is up and {source} is over the cap")

@@ -5,9 +5,9 @@ against it. Nothing in the product calls it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from placed.engine.balance import load_cap
 from placed.engine.explain import Rejection, summarize
 from placed.engine.selection import rendezvous_weight
 from placed.model import Spec, Target, Workload
@@ -66,6 +66,24 @@ def judge(
     return None, score
 
 
+def _judge_all(
+    workload: Workload,
+    targets: tuple[Target, ...],
+    alive: dict[str, bool],
+    free: dict[str, dict[str, float]],
+) -> tuple[dict[str, float], list[Rejection]]:
+    """(score of each valid target, the rejection of each other one)."""
+    valid: dict[str, float] = {}
+    rejections: list[Rejection] = []
+    for position, target in enumerate(targets):
+        reason, score = judge(workload, target, alive[target.id], free[target.id])
+        if reason is None:
+            valid[target.id] = score
+        else:
+            rejections.append(Rejection(position, reason))
+    return valid, rejections
+
+
 def reference_plan(spec: Spec, up: dict[str, bool] | None = None) -> list[ReferenceOutcome]:
     targets = spec.inventory.targets
     alive = {t.id: (up or {}).get(t.id, t.up) for t in targets}
@@ -80,14 +98,7 @@ def reference_plan(spec: Spec, up: dict[str, bool] | None = None) -> list[Refere
             continue
         for index in range(workload.units):
             unit = workload.unit_key(index)
-            valid: dict[str, float] = {}
-            rejections: list[Rejection] = []
-            for position, target in enumerate(targets):
-                reason, score = judge(workload, target, alive[target.id], free[target.id])
-                if reason is None:
-                    valid[target.id] = score
-                else:
-                    rejections.append(Rejection(position, reason))
+            valid, rejections = _judge_all(workload, targets, alive, free)
             if not valid:
                 summary = summarize(len(targets), 0, rejections)
                 outcomes.append(ReferenceOutcome(workload.name, unit, None, None, summary))
@@ -110,24 +121,14 @@ def _bounded_mapping(
 ) -> list[ReferenceOutcome]:
     """Gale and Shapley, one proposal at a time: a free unit proposes to the next target
     of its rendezvous ranking; a target over its cap turns away its lightest unit."""
-    valid: dict[str, float] = {}
-    rejections: list[Rejection] = []
-    for position, target in enumerate(targets):
-        reason, score = judge(workload, target, alive[target.id], free[target.id])
-        if reason is None:
-            valid[target.id] = score
-        else:
-            rejections.append(Rejection(position, reason))
+    valid, rejections = _judge_all(workload, targets, alive, free)
     units = [workload.unit_key(index) for index in range(workload.units)]
     if not valid:
         summary = summarize(len(targets), 0, rejections)
         return [ReferenceOutcome(workload.name, unit, None, None, summary) for unit in units]
     best = max(valid.values())
     highest = [target_id for target_id, score in valid.items() if score == best]
-    cap = max(
-        math.ceil(len(units) / len(highest)),
-        math.floor(float(workload.max_load or 1.0) * len(units) / len(highest) + 1e-9),
-    )
+    cap = load_cap(len(units), len(highest), workload.max_load or 1.0)
     ranking = {
         unit: sorted(highest, key=lambda target_id: -rendezvous_weight(unit, target_id))
         for unit in units

@@ -94,10 +94,3 @@ def unit_blocks(units: int, targets: int) -> Iterator[slice]:
 def rendezvous_weights(unit_hashes: U64, target_hashes: U64) -> U64:
     """The (units x targets) matrix of rendezvous weights."""
     return _mix_in_place(unit_hashes[:, None] ^ target_hashes[None, :])
-
-
-def break_ties(unit_hashes: U64, top: NDArray[np.intp], target_hashes: U64) -> NDArray[np.intp]:
-    """break_tie for many units at once: one (units x candidates) weight matrix."""
-    if top.size == 1:
-        return np.full(unit_hashes.size, top[0], dtype=np.intp)
-    return top[np.argmax(rendezvous_weights(unit_hashes, target_hashes[top]), axis=1)]
