@@ -1,132 +1,242 @@
 """Bad specs: every problem is a SpecError naming the key at fault and its line:column.
 
-Spec texts are written flush left with `text()`, so line 1 of the spec is the first line
-inside the triple quotes, and columns are as they read.
+Most cases are data in tests/data/spec_errors.yaml (its header says how a case reads),
+each run by `test_spec_error`. The tests that read files, load a good spec or check the
+rendered text stay functions below; their spec texts are written flush left with `text()`,
+so line 1 of the spec is the first line inside the triple quotes.
 """
 
 from __future__ import annotations
 
+import re
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from placed.spec import SpecError, load_spec, load_spec_text, load_specs_text
 from placed.spec.errors import Problem
+
+CASES_FILE = Path(__file__).parent / "data" / "spec_errors.yaml"
 
 
 def text(spec: str) -> str:
     return textwrap.dedent(spec).lstrip("\n")
 
 
-def problems(spec: str) -> list[Problem]:
-    with pytest.raises(SpecError) as caught:
-        load_specs_text(text(spec), source="spec.yaml")
-    assert caught.value.source == "spec.yaml"
-    return caught.value.problems
+# -- the cases in tests/data/spec_errors.yaml ---------------------------------------------
 
 
-def only(spec: str) -> Problem:
-    found = problems(spec)
-    assert len(found) == 1, found
-    return found[0]
+class CaseError(ValueError):
+    """A case the runner cannot trust to check what its author meant."""
 
 
-def at(problem: Problem) -> tuple[int, int]:
+@dataclass(frozen=True)
+class Expected:
+    """One problem a case expects. A check left as None (or empty) is not made."""
+
+    at: tuple[int, int]
+    key: str | None = None
+    message: str | None = None
+    message_starts: str | None = None
+    message_ends: str | None = None
+    message_contains: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    spec: str
+    problems: tuple[Expected, ...]
+
+
+CASE_KEYS = frozenset({"name", "spec", "problems"})
+PROBLEM_KEYS = frozenset(
+    {"at", "key", "message", "message_starts", "message_ends", "message_contains"}
+)
+NAME = re.compile(r"[a-z0-9_]+(-[a-z0-9_]+)?")
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader keeps the last of two equal keys, which would drop an expectation unseen."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if key in seen:
+            line = key_node.start_mark.line + 1
+            raise CaseError(f"line {line}: duplicate key {key!r}")
+        seen.add(key)
+    return loader.construct_mapping(node)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _keys(raw: object, allowed: frozenset[str], where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise CaseError(f"{where}: expected a mapping, got {raw!r}")
+    unknown = sorted(set(raw) - allowed, key=str)
+    if unknown:
+        raise CaseError(
+            f"{where}: unknown key {unknown[0]!r}; allowed keys: {', '.join(sorted(allowed))}"
+        )
+    return raw
+
+
+def _text(raw: dict[str, Any], key: str, where: str) -> str | None:
+    value = raw.get(key)
+    if value is not None and not isinstance(value, str):
+        raise CaseError(f"{where}: {key} must be a string, got {value!r}")
+    return value
+
+
+def _expected(raw: object, where: str) -> Expected:
+    fields = _keys(raw, PROBLEM_KEYS, where)
+    if "at" not in fields:
+        raise CaseError(f"{where}: missing 'at'")
+    at = fields["at"]
+    # bool is an int to isinstance, and `at: [yes, 1]` is no position.
+    if not (isinstance(at, list) and len(at) == 2 and all(type(n) is int and n >= 1 for n in at)):
+        raise CaseError(f"{where}: at must be [line, column], both at least 1, got {at!r}")
+    if fields.keys() == {"at"}:
+        raise CaseError(f"{where}: checks nothing but the position; add a key or a message")
+    contains = fields.get("message_contains", [])
+    if "message_contains" in fields and not (
+        isinstance(contains, list) and contains and all(isinstance(p, str) for p in contains)
+    ):
+        raise CaseError(f"{where}: message_contains must be a non-empty list of strings")
+    return Expected(
+        at=(at[0], at[1]),
+        key=_text(fields, "key", where),
+        message=_text(fields, "message", where),
+        message_starts=_text(fields, "message_starts", where),
+        message_ends=_text(fields, "message_ends", where),
+        message_contains=tuple(contains),
+    )
+
+
+def _case(raw: object, index: int) -> Case:
+    where = f"case {index + 1}"
+    fields = _keys(raw, CASE_KEYS, where)
+    name = fields.get("name")
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise CaseError(f"{where}: name must match {NAME.pattern}, got {name!r}")
+    where = f"case {name!r}"
+    missing = sorted(CASE_KEYS - fields.keys())
+    if missing:
+        raise CaseError(f"{where}: missing {', '.join(map(repr, missing))}")
+    spec = _text(fields, "spec", where)
+    expected = fields["problems"]
+    if spec is None or not isinstance(expected, list) or not expected:
+        raise CaseError(f"{where}: needs a spec string and a non-empty list of problems")
+    return Case(
+        name=name,
+        spec=spec,
+        problems=tuple(
+            _expected(item, f"{where}, problem {i + 1}") for i, item in enumerate(expected)
+        ),
+    )
+
+
+def load_cases(source: str) -> list[Case]:
+    raw = yaml.load(source, Loader=_StrictLoader)
+    if not isinstance(raw, list) or not raw:
+        raise CaseError("the cases file must be a non-empty list of cases")
+    cases = [_case(item, i) for i, item in enumerate(raw)]
+    names = [case.name for case in cases]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise CaseError(f"case names must be unique; repeated: {', '.join(twice)}")
+    return cases
+
+
+# A bad case file fails collection of this whole module, loudly, rather than one case.
+CASES = load_cases(CASES_FILE.read_text(encoding="utf-8"))
+
+
+def check(problem: Problem, expected: Expected) -> None:
     assert problem.position is not None, problem
-    return problem.position.line, problem.position.column
+    assert (problem.position.line, problem.position.column) == expected.at, problem
+    if expected.key is not None:
+        assert problem.key == expected.key, problem
+    if expected.message is not None:
+        assert problem.message == expected.message
+    if expected.message_starts is not None:
+        assert problem.message.startswith(expected.message_starts), problem.message
+    if expected.message_ends is not None:
+        assert problem.message.endswith(expected.message_ends), problem.message
+    for part in expected.message_contains:
+        assert part in problem.message
+
+
+@pytest.mark.parametrize("case", [pytest.param(case, id=case.name) for case in CASES])
+def test_spec_error(case: Case) -> None:
+    with pytest.raises(SpecError) as caught:
+        load_specs_text(case.spec, source="spec.yaml")
+    assert caught.value.source == "spec.yaml"
+    found = caught.value.problems
+    assert len(found) == len(case.problems), found
+    for problem, expected in zip(found, case.problems, strict=True):
+        check(problem, expected)
+
+
+CASE_HEAD = "- name: a\n  spec: x\n  problems:\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "complaint"),
+    [
+        pytest.param(
+            CASE_HEAD + "    - {at: [1, 1], key: k}\n  expect: []\n",
+            "unknown key 'expect'",
+            id="unknown_case_key",
+        ),
+        pytest.param(
+            CASE_HEAD + "    - {at: [1, 1], mesage: m}\n",
+            "unknown key 'mesage'",
+            id="unknown_problem_key",
+        ),
+        pytest.param(
+            CASE_HEAD + "    - {at: [1, 1], key: k, key: j}\n",
+            "duplicate key 'key'",
+            id="duplicate_key",
+        ),
+        pytest.param(CASE_HEAD + "    - {key: k}\n", "missing 'at'", id="no_position"),
+        pytest.param(
+            CASE_HEAD + "    - {at: [1], key: k}\n",
+            "at must be [line, column]",
+            id="short_position",
+        ),
+        pytest.param(
+            CASE_HEAD + "    - {at: [1, 1]}\n",
+            "checks nothing but the position",
+            id="position_only",
+        ),
+        pytest.param(
+            CASE_HEAD + "    - {at: [1, 1], message_contains: m}\n",
+            "message_contains must be a non-empty list",
+            id="contains_not_a_list",
+        ),
+        pytest.param("- name: a\n  spec: x\n", "missing 'problems'", id="no_problems"),
+        pytest.param(
+            CASE_HEAD + "    - {at: [1, 1], key: k}\n" + CASE_HEAD + "    - {at: [1, 1], key: k}\n",
+            "repeated: a",
+            id="repeated_name",
+        ),
+    ],
+)
+def test_case_schema_refuses(source: str, complaint: str) -> None:
+    with pytest.raises(CaseError, match=re.escape(complaint)):
+        load_cases(source)
 
 
 # -- YAML and JSON syntax -------------------------------------------------------------
-
-
-def test_unclosed_bracket_points_at_the_error_and_where_the_list_began() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: a
-            tags: [rack10, network1
-        workloads: []
-        """
-    )
-    assert problem.message.startswith("not valid YAML: expected ',' or ']'")
-    assert "flow sequence at line 3, column 11" in problem.message
-    assert at(problem) == (4, 10)
-
-
-def test_bracket_closed_by_a_brace() -> None:
-    problem = only(
-        """
-        inventory:
-          - {id: a, tags: [rack10}
-        """
-    )
-    assert "expected ',' or ']', but got '}'" in problem.message
-    assert "flow sequence at line 2, column 19" in problem.message
-    assert at(problem) == (2, 26)
-
-
-def test_bad_indentation() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: a
-           kind: host
-        """
-    )
-    assert problem.message.startswith("not valid YAML: expected <block end>")
-    assert "at line 2, column 3" in problem.message
-    assert at(problem) == (3, 4)
-    assert problem.key == ""
-
-
-def test_tab_indentation_in_yaml() -> None:
-    problem = only("inventory:\n\t- id: a\n")
-    assert "'\\t'" in problem.message
-    assert at(problem) == (2, 1)
-
-
-def test_malformed_json_missing_comma() -> None:
-    problem = only(
-        """
-        {
-          "inventory": [
-            {"id": "a" "kind": "rack"}
-          ]
-        }
-        """
-    )
-    assert problem.message.startswith("not valid YAML: expected ',' or '}'")
-    assert at(problem) == (3, 16)
-
-
-def test_malformed_json_unclosed_object() -> None:
-    problem = only(
-        """
-        {
-          "inventory": [
-            {"id": "a"
-          ]
-        }
-        """
-    )
-    assert "expected ',' or '}', but got ']'" in problem.message
-    assert "flow mapping at line 3, column 5" in problem.message
-    assert at(problem) == (4, 3)
-
-
-def test_json_spec_errors_have_positions_too() -> None:
-    problem = only(
-        """
-        {
-          "inventory": [
-            {"id": "a", "status": "sideways"}
-          ]
-        }
-        """
-    )
-    assert problem.key == "inventory[0].status"
-    assert at(problem) == (3, 27)
 
 
 def test_json_indented_with_tabs_is_a_valid_spec() -> None:
@@ -134,149 +244,12 @@ def test_json_indented_with_tabs_is_a_valid_spec() -> None:
     assert [t.id for t in spec.inventory.targets] == ["a"]
 
 
-def test_json_indented_with_tabs_keeps_its_columns() -> None:
-    problem = only('{\n\t"inventory": [\n\t\t{"id": "a", "kind": 3}\n\t]\n}\n')
-    assert problem.key == "inventory[0].kind"
-    assert at(problem) == (3, 23)
-
-
-def test_undefined_alias() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: a
-            tags: *common
-        """
-    )
-    assert problem.message == "not valid YAML: found undefined alias 'common'"
-    assert at(problem) == (3, 11)
-
-
-def test_alias_to_a_node_that_contains_it() -> None:
-    problem = only(
-        """
-        inventory:
-          - &loop
-            id: a
-            children: [*loop]
-        """
-    )
-    assert "alias refers to a node that contains it" in problem.message
-    assert problem.key == "inventory[0].children[0]"
-    assert at(problem) == (4, 15)
-
-
-def test_merge_keys_are_refused_clearly() -> None:
-    problem = only(
-        """
-        inventory:
-          - <<: {kind: rack}
-            id: a
-        """
-    )
-    assert problem.message == "YAML merge keys (<<) are not supported; write the keys out"
-    assert problem.key == "inventory[0]"
-    assert at(problem) == (2, 5)
-
-
-def test_unknown_yaml_tag_on_a_value() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: !host a
-        """
-    )
-    assert problem.message == "could not determine a constructor for the tag '!host'"
-    assert at(problem) == (2, 9)
-
-
-def test_unknown_yaml_tag_on_a_key() -> None:
-    problem = only(
-        """
-        inventory:
-          - !host id: a
-        """
-    )
-    assert problem.message == "could not determine a constructor for the tag '!host'"
-    assert at(problem) == (2, 5)
-
-
 # -- the shape of a document ----------------------------------------------------------
-
-
-@pytest.mark.parametrize("spec", ["", "\n\n", "# only a comment\n", "---\n", "---\n---\n"])
-def test_empty_spec(spec: str) -> None:
-    problem = only(spec)
-    assert problem.message == "the spec is empty; it needs at least an inventory"
-    assert at(problem) == (1, 1)
-
-
-def test_a_list_instead_of_a_mapping() -> None:
-    problem = only(
-        """
-        # a comment first
-        - id: a
-        - id: b
-        """
-    )
-    assert problem.message == "the spec must be a mapping with an inventory, got a list"
-    assert at(problem) == (2, 1)
-
-
-def test_a_scalar_instead_of_a_mapping() -> None:
-    problem = only("conductor1\n")
-    assert problem.message == (
-        "the spec must be a mapping with an inventory, got a string 'conductor1'"
-    )
-    assert at(problem) == (1, 1)
-
-
-def test_null_document() -> None:
-    problem = only("~\n")
-    assert problem.message.endswith("got nothing (null)")
-    assert at(problem) == (1, 1)
 
 
 def test_trailing_document_separator_is_not_a_document() -> None:
     specs = load_specs_text("name: a\ninventory:\n  - id: x\n---\n", source="spec.yaml")
     assert [s.name for s in specs] == ["a"]
-
-
-def test_non_string_keys_must_be_quoted() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: a
-            capacity: {8: cpu}
-        """
-    )
-    assert problem.message == "a key must be text, but '8' reads as 8; quote it"
-    assert problem.key == "inventory[0].capacity"
-    assert at(problem) == (3, 16)
-
-
-def test_yes_as_a_key_reads_as_a_boolean() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: a
-            yes: 1
-        """
-    )
-    assert problem.message == "a key must be text, but 'yes' reads as True; quote it"
-    assert at(problem) == (3, 5)
-
-
-def test_a_list_as_a_key() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: a
-            [x]: 1
-        """
-    )
-    assert problem.message == "a mapping key must be a plain value"
-    assert at(problem) == (3, 5)
 
 
 # -- files -------------------------------------------------------------------------------
@@ -327,437 +300,7 @@ def test_load_spec_refuses_several_documents(tmp_path: Path) -> None:
     assert caught.value.problems[0].message == "holds 2 documents; expected one"
 
 
-# -- wrong types: nothing is coerced ------------------------------------------------------
-
-
-def test_units_as_a_string_is_not_coerced() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: a
-        workloads:
-          - name: web
-            units: "3"
-        """
-    )
-    assert problem.message == "expected an integer, got a string '3'"
-    assert problem.key == "workloads[0].units"
-    assert at(problem) == (5, 12)
-
-
-@pytest.mark.parametrize("units", ["0", "-2"])
-def test_units_below_one(units: str) -> None:
-    problem = only(
-        f"""
-        inventory:
-          - id: a
-        workloads:
-          - name: web
-            units: {units}
-        """
-    )
-    assert problem.message == f"must be at least 1, got {units}"
-    assert problem.key == "workloads[0].units"
-    assert at(problem) == (5, 12)
-
-
-@pytest.mark.parametrize(
-    ("units", "message"),
-    [
-        ("2.5", "expected an integer, got a number 2.5"),
-        ("true", "expected an integer, got a boolean True"),
-        ("", "expected an integer, got nothing (null)"),
-    ],
-)
-def test_units_of_other_types(units: str, message: str) -> None:
-    problem = only(f"inventory: [{{id: a}}]\nworkloads:\n  - name: web\n    units: {units}\n")
-    assert problem.message == message
-    assert problem.key == "workloads[0].units"
-    # A missing value stands where its key ends.
-    assert at(problem) == ((4, 11) if units == "" else (4, 12))
-
-
-def test_capacity_as_a_string_is_not_coerced() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: host1
-            capacity: {cpu: "8", memory: 32}
-        """
-    )
-    assert problem.message == "expected a number, got a string '8'"
-    assert problem.key == "inventory[0].capacity.cpu"
-    assert at(problem) == (3, 21)
-
-
-def test_capacity_as_a_list() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: host1
-            capacity: [cpu, 8]
-        """
-    )
-    assert problem.message == "expected a mapping, got a list"
-    assert problem.key == "inventory[0].capacity"
-    assert at(problem) == (3, 15)
-
-
-def test_status_sideways() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: host1
-            status: sideways
-        """
-    )
-    assert problem.message == "got 'sideways'; expected one of 'up' or 'down'"
-    assert problem.key == "inventory[0].status"
-    assert at(problem) == (3, 13)
-
-
-def test_mode_mapped() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: c1
-        workloads:
-          - name: node1
-            mode: mapped
-        """
-    )
-    assert problem.message == "got 'mapped'; expected one of 'allocation', 'mapping' or 'every'"
-    assert problem.key == "workloads[0].mode"
-    assert at(problem) == (5, 11)
-
-
-def test_settings_default_mode_mapped() -> None:
-    problem = only(
-        """
-        settings:
-          default_mode: mapped
-        inventory:
-          - id: c1
-        """
-    )
-    assert problem.key == "settings.default_mode"
-    assert problem.message.startswith("got 'mapped'; expected one of")
-    assert at(problem) == (2, 17)
-
-
-def test_unsupported_version() -> None:
-    problem = only("version: 2\ninventory: [{id: a}]\n")
-    assert problem.message == "got 2; expected one of 1"
-    assert problem.key == "version"
-    assert at(problem) == (1, 10)
-
-
-def test_id_as_a_number() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: 17
-        """
-    )
-    assert problem.message == "expected a string, got an integer 17"
-    assert problem.key == "inventory[0].id"
-    assert at(problem) == (2, 9)
-
-
-def test_id_with_a_space() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: host 1
-        """
-    )
-    assert problem.message == "'host 1' may not contain spaces or slashes"
-    assert at(problem) == (2, 9)
-
-
-def test_missing_id_points_at_the_location() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: a
-          - kind: host
-            tags: [x]
-        """
-    )
-    assert problem.message == "missing required key 'id'"
-    assert problem.key == "inventory[1]"
-    assert at(problem) == (3, 5)
-
-
-def test_inventory_as_a_mapping() -> None:
-    problem = only(
-        """
-        inventory:
-          host1: {kind: host}
-        """
-    )
-    assert problem.message == "expected a list, got a mapping"
-    assert problem.key == "inventory"
-    assert at(problem) == (2, 3)
-
-
-def test_property_value_that_fits_no_kind_is_one_problem() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: a
-            properties:
-              arch: x86
-              disk: {size: 100}
-        """
-    )
-    assert problem.message == (
-        "expected a string, a number, a boolean or a list of strings, got a mapping"
-    )
-    assert problem.key == "inventory[0].properties.disk"
-    assert at(problem) == (5, 13)
-
-
-def test_property_list_item_that_is_not_a_string() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: a
-            properties:
-              zones: [east, 3]
-        """
-    )
-    assert problem.message == "expected a string, got an integer 3"
-    assert problem.key == "inventory[0].properties.zones[1]"
-    assert at(problem) == (4, 21)
-
-
-def test_every_type_problem_is_reported_at_once() -> None:
-    found = problems(
-        """
-        inventory:
-          - id: a
-            status: sideways
-        workloads:
-          - name: web
-            units: "3"
-        """
-    )
-    assert [(p.key, at(p)) for p in found] == [
-        ("inventory[0].status", (3, 13)),
-        ("workloads[0].units", (6, 12)),
-    ]
-
-
-# -- unknown keys --------------------------------------------------------------------------
-
-
-def test_unknown_top_level_key() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: a
-        workload:
-          - name: web
-        """
-    )
-    assert problem.message == "unknown key 'workload'; did you mean 'workloads'?"
-    assert problem.key == "workload"
-    assert at(problem) == (3, 1)
-
-
-def test_unknown_key_in_a_location() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: conductor2
-            hard-anti-affinity: [network3]
-        """
-    )
-    assert problem.message == (
-        "unknown key 'hard-anti-affinity'; did you mean 'hard_anti_affinity'?"
-    )
-    assert problem.key == "inventory[0].hard-anti-affinity"
-    assert at(problem) == (3, 5)
-
-
-def test_unknown_key_in_a_nested_child() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: dc1
-            kind: zone
-            children:
-              - id: rack1
-                kind: rack
-                children:
-                  - id: conductor2
-                    anti-tags: [customer1]
-        """
-    )
-    assert problem.message == "unknown key 'anti-tags'; did you mean 'anti_tags'?"
-    assert problem.key == "inventory[0].children[0].children[0].anti-tags"
-    assert at(problem) == (9, 13)
-
-
-def test_unknown_key_in_a_workload() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: a
-        workloads:
-          - name: node1
-            tag: [rack10]
-        """
-    )
-    assert problem.message == "unknown key 'tag'; did you mean 'tags'?"
-    assert problem.key == "workloads[0].tag"
-    assert at(problem) == (5, 5)
-
-
-def test_unknown_key_in_settings() -> None:
-    problem = only(
-        """
-        settings:
-          default-mode: mapping
-        inventory:
-          - id: a
-        """
-    )
-    assert problem.message == "unknown key 'default-mode'; did you mean 'default_mode'?"
-    assert problem.key == "settings.default-mode"
-    assert at(problem) == (2, 3)
-
-
-def test_unknown_key_with_nothing_close_lists_the_allowed_keys() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: a
-        workloads:
-          - name: web
-            flavour: small
-        """
-    )
-    assert problem.message == (
-        "unknown key 'flavour'; allowed keys: cluster_namespace, constraints, max_load, mode, "
-        "name, pattern, properties, resources, service, services, tags, units"
-    )
-    assert at(problem) == (5, 5)
-
-
-def test_unknown_key_points_at_the_key_not_its_value() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: a
-            colour:
-              - red
-        """
-    )
-    assert problem.key == "inventory[0].colour"
-    assert at(problem) == (3, 5)
-
-
 # -- duplicates ---------------------------------------------------------------------------
-
-
-def test_duplicate_sibling_ids() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: c1
-          - id: c1
-        """
-    )
-    assert problem.message == (
-        "duplicate target id 'c1' (first at line 2); ids must be unique across the inventory"
-    )
-    assert problem.key == "inventory[1].id"
-    assert at(problem) == (3, 9)
-
-
-def test_duplicate_ids_across_subtrees_name_the_first() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: zone1
-            children:
-              - id: rack1
-                children:
-                  - id: host1
-          - id: zone2
-            children:
-              - id: host1
-        """
-    )
-    assert problem.message.startswith("duplicate target id 'host1' (first at line 6)")
-    assert problem.key == "inventory[1].children[0].id"
-    assert at(problem) == (9, 13)
-
-
-def test_a_location_and_a_target_may_not_share_an_id() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: rack1
-            children:
-              - id: rack1
-        """
-    )
-    assert problem.message.startswith("duplicate target id 'rack1' (first at line 2)")
-    assert at(problem) == (4, 13)
-
-
-def test_duplicate_workload_names() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: a
-        workloads:
-          - name: web
-            units: 2
-          - name: db
-          - name: web
-        """
-    )
-    assert problem.message == "duplicate workload name 'web' (first is workloads[0])"
-    assert problem.key == "workloads[2].name"
-    assert at(problem) == (7, 11)
-
-
-def test_duplicate_yaml_key_in_one_mapping() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: a
-            tags: [x]
-            kind: rack
-            tags: [y]
-        """
-    )
-    assert problem.message == "duplicate key 'tags' (first at line 3)"
-    assert problem.key == "inventory[0].tags"
-    assert at(problem) == (5, 5)
-
-
-def test_duplicate_top_level_key() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: a
-        inventory:
-          - id: b
-        """
-    )
-    assert problem.message == "duplicate key 'inventory' (first at line 1)"
-    assert at(problem) == (3, 1)
-
-
-def test_duplicate_json_key() -> None:
-    problem = only('{"inventory": [{"id": "a", "id": "b"}]}\n')
-    assert problem.message == "duplicate key 'id' (first at line 1)"
-    assert at(problem) == (1, 28)
 
 
 def test_same_key_in_different_mappings_is_fine() -> None:
@@ -765,308 +308,7 @@ def test_same_key_in_different_mappings_is_fine() -> None:
     assert {t.id for t in spec.inventory.targets} == {"a", "b"}
 
 
-# -- tags ---------------------------------------------------------------------------------
-
-
-def test_tags_written_as_a_string() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: conductor1
-            tags: rack10, network1
-        """
-    )
-    assert problem.message == (
-        "expected a list, got a string 'rack10, network1' "
-        "(write tags as a YAML list, e.g. [rack10, network1])"
-    )
-    assert problem.key == "inventory[0].tags"
-    assert at(problem) == (3, 11)
-
-
-def test_rule_list_written_as_a_string() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: conductor1
-            hard_affinity: datacenter1
-        """
-    )
-    assert problem.message.startswith("expected a list, got a string 'datacenter1'")
-    assert problem.message.endswith("(write tags as a YAML list, e.g. [rack10, network1])")
-    assert at(problem) == (3, 20)
-
-
-def test_workload_tags_written_as_a_string() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: conductor1
-        workloads:
-          - name: node1
-            tags: rack10
-        """
-    )
-    assert problem.key == "workloads[0].tags"
-    assert "write tags as a YAML list" in problem.message
-    assert at(problem) == (5, 11)
-
-
-def test_tag_with_a_comma_inside_a_list() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: conductor1
-            tags: ["rack10, network1"]
-        """
-    )
-    assert problem.message.startswith("tag 'rack10, network1' contains a comma or a space")
-    assert "[rack10, network1]" in problem.message
-    assert problem.key == "inventory[0].tags[0]"
-    assert at(problem) == (3, 12)
-
-
-def test_tag_with_a_space_in_a_workload() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: conductor1
-        workloads:
-          - name: node1
-            tags:
-              - rack10
-              - network 1
-        """
-    )
-    assert problem.message.startswith("tag 'network 1' contains a comma or a space")
-    assert problem.key == "workloads[0].tags[1]"
-    assert at(problem) == (7, 9)
-
-
-def test_empty_tag() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: a
-            anti_tags: [""]
-        """
-    )
-    assert problem.message == "may not be empty"
-    assert problem.key == "inventory[0].anti_tags[0]"
-    assert at(problem) == (3, 17)
-
-
-# -- what the model forbids ------------------------------------------------------------
-
-
-def test_capacity_on_a_location_with_children() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: rack1
-            kind: rack
-            capacity: {cpu: 64}
-            children:
-              - id: host1
-              - id: host2
-        """
-    )
-    assert problem.message == (
-        "capacity belongs on targets (locations without children); 'rack1' has 2 children"
-    )
-    assert problem.key == "inventory[0].capacity"
-    assert at(problem) == (4, 15)
-
-
-def test_resources_on_a_mapping_workload() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: c1
-        workloads:
-          - name: node1
-            mode: mapping
-            resources: {cpu: 1}
-        """
-    )
-    assert problem.message.startswith("a mapping workload consumes no capacity")
-    assert problem.message.endswith("use mode: allocation")
-    assert problem.key == "workloads[0].resources"
-    assert at(problem) == (6, 16)
-
-
-def test_resources_on_a_workload_mapped_by_default() -> None:
-    problem = only(
-        """
-        settings: {default_mode: mapping}
-        inventory:
-          - id: c1
-        workloads:
-          - name: node1
-            resources:
-              cpu: 1
-        """
-    )
-    assert problem.message.startswith("a mapping workload consumes no capacity")
-    assert at(problem) == (7, 7)
-
-
-def test_negative_resources() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: h1
-        workloads:
-          - name: web
-            resources: {cpu: 1, memory: -2}
-        """
-    )
-    assert problem.message == "resource amounts may not be negative: memory"
-    assert problem.key == "workloads[0].resources"
-    assert at(problem) == (5, 16)
-
-
-def test_negative_capacity() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: h1
-            capacity: {cpu: -8}
-        """
-    )
-    assert problem.message == "capacity amounts may not be negative: cpu"
-    assert problem.key == "inventory[0].capacity"
-    assert at(problem) == (3, 15)
-
-
-def test_infinite_capacity_is_an_error_not_a_crash() -> None:
-    # .inf once reached the openhorizon.cpu built-in and raised a traceback there.
-    problem = only(
-        """
-        inventory:
-          - id: h1
-            capacity: {cpu: .inf, memory: -.inf}
-        """
-    )
-    assert problem.message == "capacity amounts must be finite numbers: cpu (inf), memory (-inf)"
-    assert at(problem) == (3, 15)
-
-
-def test_nan_resources_are_an_error() -> None:
-    problem = only(
-        """
-        inventory:
-          - id: h1
-        workloads:
-          - name: web
-            resources: {cpu: .nan}
-        """
-    )
-    assert problem.message == "resource amounts must be finite numbers: cpu (nan)"
-    assert at(problem) == (5, 16)
-
-
-def test_model_problems_are_all_reported() -> None:
-    found = problems(
-        """
-        inventory:
-          - id: a
-          - id: a
-        workloads:
-          - name: w
-          - name: w
-            resources: {cpu: -1}
-        """
-    )
-    assert [(p.key, at(p)) for p in found] == [
-        ("inventory[1].id", (3, 9)),
-        ("workloads[1].name", (6, 11)),
-        ("workloads[1].resources", (7, 16)),
-    ]
-
-
 # -- several documents ----------------------------------------------------------------------
-
-
-def test_two_documents_with_the_same_name() -> None:
-    problem = only(
-        """
-        name: ironic
-        inventory: [{id: c1}]
-        ---
-        name: ironic
-        inventory: [{id: c2}]
-        """
-    )
-    assert problem.message == (
-        "duplicate document name 'ironic' (first at line 1); "
-        "the documents in one file need distinct names"
-    )
-    assert problem.key == "name"
-    assert at(problem) == (4, 7)
-
-
-def test_two_unnamed_documents_are_both_named_after_the_file() -> None:
-    problem = only(
-        """
-        inventory: [{id: c1}]
-        ---
-        # the second scenario
-        inventory: [{id: c2}]
-        """
-    )
-    assert problem.message.startswith(
-        "this document has no name, so it is named 'spec' after the file, "
-        "like the document at line 1"
-    )
-    assert at(problem) == (4, 1)
-
-
-def test_an_error_in_the_second_document_counts_lines_from_the_top_of_the_file() -> None:
-    problem = only(
-        """
-        name: first
-        inventory:
-          - id: c1
-        ---
-        name: second
-        inventory:
-          - id: c1
-            status: sideways
-        """
-    )
-    assert problem.key == "inventory[0].status"
-    assert at(problem) == (8, 13)
-
-
-def test_unknown_key_in_the_third_document() -> None:
-    problem = only(
-        """
-        name: a
-        inventory: [{id: x}]
-        ---
-        name: b
-        inventory: [{id: x}]
-        ---
-        name: c
-        inventory: [{id: x, tag: [t]}]
-        """
-    )
-    assert problem.message == "unknown key 'tag'; did you mean 'tags'?"
-    assert at(problem) == (8, 21)
-
-
-def test_second_document_that_is_a_list() -> None:
-    problem = only(
-        """
-        name: a
-        inventory: [{id: x}]
-        ---
-        - id: y
-        """
-    )
-    assert problem.message == "the spec must be a mapping with an inventory, got a list"
-    assert at(problem) == (4, 1)
 
 
 def test_documents_with_distinct_names_load() -> None:
