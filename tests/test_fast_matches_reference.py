@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 
 from placed.engine.explain import first_rejections
+from placed.engine.pipeline import StateWorld
 from placed.engine.planner import Placement, Planner
-from placed.engine.reference import judge, reference_plan
+from placed.engine.reference import ReferenceJudge, reference_plan
 from placed.model import Spec
 from placed.policy import tags
 
@@ -36,12 +37,13 @@ def test_same_placements_and_summaries(spec: Spec) -> None:
 def test_same_reason_for_every_rejected_target(spec: Spec) -> None:
     planner = Planner(spec)
     state = planner.initial_state()
+    oracle = ReferenceJudge(planner.index)
     for workload in spec.workloads:
         _, rejections = first_rejections(planner.pipeline, planner.request(workload), state)
         fast = {r.position: r.reason for r in rejections}
         reference = {}
         for position, target in enumerate(spec.inventory.targets):
-            reason, _ = judge(workload, target, target.up, dict(target.capacity))
+            reason, _ = oracle.judge(workload, target, StateWorld(state))
             if reason is not None:
                 reference[position] = reason
         assert fast == reference
@@ -54,6 +56,6 @@ def test_posting_lists_give_the_same_answers_as_dense_rows(spec: Spec) -> None:
     dense = fast_outcomes(spec)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(tags, "DENSE_CELLS", 0)
-        columns = Planner(spec).index.tags
+        columns = Planner(spec).pipeline.filter("hard-anti-affinity").columns  # type: ignore[attr-defined]
         assert not columns.scoring.dense or not (columns.size and columns.vocabulary)
         assert fast_outcomes(spec) == dense

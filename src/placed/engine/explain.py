@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from placed.engine.pipeline import CompiledRequest, Pipeline
-from placed.policy.base import Reason, TargetState
+from placed.engine.state import PlanState
+from placed.policy.base import Reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,23 +34,20 @@ class Verdict:
 
 
 def first_rejections(
-    pipeline: Pipeline, request: CompiledRequest, state: TargetState
+    pipeline: Pipeline, request: CompiledRequest, state: PlanState
 ) -> tuple[int, list[Rejection]]:
     """(number of available targets, the first failing filter's reason per rejected one)."""
     masks = pipeline.masks(request, state)
-    size = len(pipeline.index)
+    size = state.size
     if not masks or size == 0:
         return size, []
     stack = np.vstack(masks)
     keep = stack.all(axis=0)
     first_failing = np.argmin(stack, axis=0)  # index of the first False in each column
-    workload, targets = request.workload, pipeline.index.targets
     rejections = [
         Rejection(
             int(position),
-            pipeline.filters[first_failing[position]].reason(
-                workload, targets[position], int(position), state
-            ),
+            pipeline.reason(request, int(first_failing[position]), int(position), state),
         )
         for position in np.flatnonzero(~keep)
     ]
@@ -72,16 +70,17 @@ def filtered_counts(rejections: list[Rejection]) -> dict[str, int]:
     return dict(Counter(r.reason.filter for r in rejections))
 
 
-def verdicts(pipeline: Pipeline, request: CompiledRequest, state: TargetState) -> list[Verdict]:
+def verdicts(pipeline: Pipeline, request: CompiledRequest, state: PlanState) -> list[Verdict]:
     masks = pipeline.masks(request, state)
-    workload, index = request.workload, pipeline.index
+    scores = pipeline.scores(request, state)
     result = []
-    for position, target in enumerate(index.targets):
+    for position in range(state.size):
         # The per-target loop is fine here: `check` reports on every target by design.
         reasons = tuple(
-            f.reason(workload, target, position, state)
-            for f, mask in zip(pipeline.filters, masks, strict=True)
+            pipeline.reason(request, i, position, state)
+            for i, mask in enumerate(masks)
             if not mask[position]
         )
-        result.append(Verdict(target.id, not reasons, reasons, float(request.score[position])))
+        target_id = state.target_id(position)
+        result.append(Verdict(target_id, not reasons, reasons, float(scores[position])))
     return result

@@ -1,19 +1,74 @@
-"""The columnar view of an inventory's targets that every filter and scorer reads."""
+"""The columnar view of an inventory's targets that every family binds its columns to.
+
+Besides ids, hashes, capacity and status, the index holds one **topology column** per
+level: for every `kind` the inventory uses (zone, pod, cluster, rack, host, ...) and for
+the reserved level `target` (each target itself), each target's nearest ancestor (or
+itself) of that kind as an integer code, 0 where it has none. "Same rack as unit X" is
+then `column == code`, and counts per rack are `bincount(column)`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from placed.engine.selection import stable_hashes
 from placed.model import Spec, Target
-from placed.policy.base import TargetState
 from placed.policy.capacity import capacity_matrix, resource_names
-from placed.policy.tags import TagColumns
+
+# The level every inventory has: each target is its own value there.
+TARGET_LEVEL = "target"
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyLevel:
+    name: str
+    ids: tuple[str | None, ...]  # code -> location id; code 0 is "none"
+    codes: dict[str, int]  # location id -> code
+    column: NDArray[np.intp]  # per target
+
+
+def topology(targets: Sequence[Target]) -> dict[str, TopologyLevel]:
+    """One level per kind found among the targets and their ancestors, plus `target`."""
+    ids: dict[str, list[str | None]] = {}
+    codes: dict[str, dict[str, int]] = {}
+    columns: dict[str, list[int]] = {}
+    size = len(targets)
+    for position, target in enumerate(targets):
+        # Outermost first, the target itself last: the nearest of a kind is written last.
+        for kind, location_id in (*target.ancestors, (target.kind, target.id)):
+            level_codes = codes.get(kind)
+            if level_codes is None:
+                level_codes = codes[kind] = {}
+                ids[kind] = [None]
+                columns[kind] = [0] * size
+            code = level_codes.get(location_id)
+            if code is None:
+                code = level_codes[location_id] = len(ids[kind])
+                ids[kind].append(location_id)
+            columns[kind][position] = code
+    levels = {
+        kind: TopologyLevel(kind, tuple(ids[kind]), codes[kind], np.array(columns[kind], np.intp))
+        for kind in sorted(codes)
+        if kind != TARGET_LEVEL
+    }
+    every = [target.id for target in targets]
+    levels[TARGET_LEVEL] = TopologyLevel(
+        TARGET_LEVEL,
+        (None, *every),
+        {target_id: code for code, target_id in enumerate(every, start=1)},
+        np.arange(1, size + 1, dtype=np.intp),
+    )
+    return levels
 
 
 class TargetIndex:
+    """The targets a spec declares, as columns. It never changes during a plan: targets
+    created while planning live in the plan state (engine/state.py)."""
+
     def __init__(self, targets: Sequence[Target], resources: Sequence[str]) -> None:
         self.targets = tuple(targets)
         self.ids = [target.id for target in self.targets]
@@ -22,7 +77,7 @@ class TargetIndex:
         self.resources = tuple(resources)
         self.capacity = capacity_matrix(self.targets, self.resources)
         self.up = np.array([target.up for target in self.targets], dtype=bool)
-        self.tags = TagColumns(self.targets)
+        self.levels = topology(self.targets)
 
     @classmethod
     def for_spec(cls, spec: Spec) -> TargetIndex:
@@ -32,5 +87,5 @@ class TargetIndex:
     def __len__(self) -> int:
         return len(self.targets)
 
-    def initial_state(self) -> TargetState:
-        return TargetState(self.up.copy(), self.capacity.copy(), self.resources)
+    def level(self, name: str) -> TopologyLevel | None:
+        return self.levels.get(name)

@@ -1,23 +1,58 @@
 """One pipeline for every policy family: filters produce masks, scorers add up, and the
 selector takes the best. Nomad's feasibility stack and kube-scheduler's framework have
-the same shape."""
+the same shape; the families and their order come from policy/registry.py.
+
+Static filters and scorers are computed once per workload over the index's columns.
+Targets created during a plan are not in those columns: each family judges them one at
+a time (its `judge`, the same rule the reference uses), once per workload and created
+target, so a plan that creates nothing pays nothing for the possibility.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from placed.engine.index import TargetIndex
-from placed.model import Workload
-from placed.policy.base import BoolArray, Consumer, Filter, FloatArray, Scorer, TargetState
-from placed.policy.capacity import ResourcesFit
-from placed.policy.constraints import TargetConstraint, WorkloadConstraint
-from placed.policy.namespaces import NamespaceScope
-from placed.policy.status import TargetUp
-from placed.policy.tags import HardAffinity, HardAntiAffinity, SoftAffinity
+from placed.engine.state import PlanState
+from placed.model import Target, Workload
+from placed.policy.base import BoolArray, Consumer, Family, Filter, FloatArray, Reason, Scorer
+from placed.policy.registry import FAMILIES
+
+
+class StateWorld:
+    """policy.base.World over a plan state: one target's surroundings, in plain Python."""
+
+    def __init__(self, state: PlanState) -> None:
+        self.state = state
+
+    def _position(self, target: Target) -> int:
+        position = self.state.position(target.id)
+        assert position is not None, f"{target.id} is not in this plan"
+        return position
+
+    def is_up(self, target: Target) -> bool:
+        return bool(self.state.up[self._position(target)])
+
+    def free(self, target: Target) -> Mapping[str, float]:
+        return self.state.free_at(self._position(target))
+
+    def placed(self, group: str) -> Sequence[tuple[str, Target]]:
+        state = self.state
+        return [(unit, state.target(state.units[unit][1])) for unit in state.placed(group)]
+
+
+@dataclass(slots=True)
+class _Judged:
+    """One created target as one workload sees it, judged by the static rules."""
+
+    target: Target
+    reasons: list[Reason | None]  # per static filter that checks something
+    score: float
 
 
 @dataclass(slots=True)
@@ -25,82 +60,145 @@ class CompiledRequest:
     """A workload prepared against one index: what every unit of it reuses."""
 
     workload: Workload
-    prepared: list[Any]  # one entry per filter, in pipeline order
-    static_masks: dict[int, BoolArray]  # filter position -> mask, for static filters
+    prepared: list[Any]  # one entry per filter, in pipeline order; None: nothing to check
+    static_masks: dict[int, BoolArray]  # filter position -> mask over the index
     static_keep: BoolArray
     score: FloatArray
+    dynamic: list[int]  # positions of the filters that read the plan state
+    consumers: list[int]
+    created: list[_Judged] = field(default_factory=list)
 
 
 class Pipeline:
-    def __init__(self, index: TargetIndex, filters: list[Filter], scorers: list[Scorer]) -> None:
+    def __init__(self, index: TargetIndex, families: Sequence[Family] = FAMILIES) -> None:
         self.index = index
-        self.filters = filters
-        self.scorers = scorers
+        self.families = tuple(families)
+        bound = [family.bind(index) for family in self.families]
+        self.filters: list[Filter] = [f for b in bound for f in b.filters]
+        self.scorers: list[Scorer] = [s for b in bound for s in b.scorers]
 
     @classmethod
     def default(cls, index: TargetIndex) -> Pipeline:
-        # Order matters for explanations: a target is charged to the first filter that
-        # rejects it, so policy that can never change (tags) comes before capacity, which
-        # changes as units land.
-        return cls(
-            index,
-            filters=[
-                TargetUp(),
-                NamespaceScope(index.targets),
-                HardAntiAffinity(index.tags),
-                HardAffinity(index.tags),
-                WorkloadConstraint(index.targets),
-                TargetConstraint(index.targets),
-                ResourcesFit(index.resources),
-            ],
-            scorers=[SoftAffinity(index.tags)],
-        )
+        return cls(index)
+
+    def filter(self, name: str) -> Filter:
+        for f in self.filters:
+            if f.name == name:
+                return f
+        raise KeyError(name)
 
     def compile(self, workload: Workload) -> CompiledRequest:
         size = len(self.index)
         prepared = [f.prepare(workload) for f in self.filters]
         static_masks: dict[int, BoolArray] = {}
         keep = np.ones(size, dtype=bool)
+        dynamic: list[int] = []
+        consumers: list[int] = []
         for position, (f, part) in enumerate(zip(self.filters, prepared, strict=True)):
+            # A filter with nothing to check for this workload (no constraints, no
+            # namespace, no resources) prepares None and costs nothing per unit, as
+            # kube-scheduler plugins skip themselves in PreFilter.
+            if part is None:
+                continue
             if f.static:
-                # A static filter with nothing to check for this workload (no constraints,
-                # no namespace) prepares None and costs nothing per unit, as kube-scheduler
-                # plugins skip themselves in PreFilter.
-                mask = _ALL if part is None else f.keep(part, _NO_STATE)
+                mask = f.keep(part, _NO_STATE)
                 static_masks[position] = mask
-                if part is not None:
-                    keep &= mask
+                keep &= mask
+            else:
+                dynamic.append(position)
+            if isinstance(f, Consumer):
+                consumers.append(position)
         score = np.zeros(size, dtype=np.float64)
         for scorer in self.scorers:
-            score += scorer.score(scorer.prepare(workload))
-        return CompiledRequest(workload, prepared, static_masks, keep, score)
+            part = scorer.prepare(workload)
+            if part is not None:
+                score += scorer.score(part)
+        return CompiledRequest(workload, prepared, static_masks, keep, score, dynamic, consumers)
 
-    def feasible(self, request: CompiledRequest, state: TargetState) -> BoolArray:
-        keep = request.static_keep
-        for position, f in enumerate(self.filters):
-            if not f.static:
-                keep = keep & f.keep(request.prepared[position], state)
+    def _created(self, request: CompiledRequest, state: PlanState) -> list[_Judged]:
+        """The static verdicts on the state's created targets (judged once per request
+        and created target; a fork that created other targets is judged anew)."""
+        judged = request.created
+        world = StateWorld(state)
+        for i, made in enumerate(state.created):
+            if i < len(judged) and judged[i].target is made.target:
+                continue
+            del judged[i:]
+            reasons = [
+                self.filters[p].judge(request.workload, made.target, world)
+                for p in request.static_masks
+            ]
+            score = sum(s.judge(request.workload, made.target) for s in self.scorers)
+            judged.append(_Judged(made.target, reasons, float(score)))
+        del judged[len(state.created) :]
+        return judged
+
+    def static_keep(self, request: CompiledRequest, state: PlanState) -> BoolArray:
+        if not state.created:
+            return request.static_keep
+        extra = [all(r is None for r in j.reasons) for j in self._created(request, state)]
+        return np.concatenate([request.static_keep, np.array(extra, dtype=bool)])
+
+    def scores(self, request: CompiledRequest, state: PlanState) -> FloatArray:
+        if not state.created:
+            return request.score
+        extra = [j.score for j in self._created(request, state)]
+        return np.concatenate([request.score, np.array(extra, dtype=np.float64)])
+
+    def feasible(self, request: CompiledRequest, state: PlanState) -> BoolArray:
+        keep = self.static_keep(request, state)
+        for position in request.dynamic:
+            keep = keep & self.filters[position].keep(request.prepared[position], state)
         return keep
 
     def reserve(
-        self, request: CompiledRequest, state: TargetState, positions: int | NDArray[np.intp]
+        self, request: CompiledRequest, state: PlanState, positions: int | NDArray[np.intp]
     ) -> None:
-        for f, part in zip(self.filters, request.prepared, strict=True):
-            if isinstance(f, Consumer):
-                f.reserve(part, state, positions)
+        for position in request.consumers:
+            f = self.filters[position]
+            assert isinstance(f, Consumer)
+            f.reserve(request.prepared[position], state, positions)
 
-    def masks(self, request: CompiledRequest, state: TargetState) -> list[BoolArray]:
+    def masks(self, request: CompiledRequest, state: PlanState) -> list[BoolArray]:
         """Every filter's own mask, in pipeline order (for explanations, not the hot path)."""
-        size = len(self.index)
-        return [
-            (np.ones(size, dtype=bool) if mask is _ALL else mask)
-            if (mask := request.static_masks.get(position)) is not None
-            else f.keep(request.prepared[position], state)
-            for position, f in enumerate(self.filters)
-        ]
+        size = state.size
+        created = self._created(request, state) if state.created else []
+        masks = []
+        static_order = {p: i for i, p in enumerate(request.static_masks)}
+        for position, f in enumerate(self.filters):
+            part = request.prepared[position]
+            if part is None:
+                masks.append(np.ones(size, dtype=bool))
+            elif position in request.static_masks:
+                mask = request.static_masks[position]
+                if created:
+                    i = static_order[position]
+                    extra = np.array([j.reasons[i] is None for j in created], dtype=bool)
+                    mask = np.concatenate([mask, extra])
+                masks.append(mask)
+            else:
+                masks.append(f.keep(part, state))
+        return masks
+
+    def reason(
+        self, request: CompiledRequest, filter_position: int, position: int, state: PlanState
+    ) -> Reason:
+        """Why filter `filter_position` rejects the target at `position`."""
+        f = self.filters[filter_position]
+        target = state.target(position)
+        if position >= len(self.index) and f.static:
+            # Created targets have no row in the static columns: ask the one-target rule.
+            found = f.judge(request.workload, target, StateWorld(state))
+            assert found is not None
+            return found
+        return f.reason(request.workload, target, position, state)
 
 
-# Static filters never read state; this placeholder makes that visible if one ever does.
-_NO_STATE = TargetState(np.zeros(0, dtype=bool), np.zeros((0, 0)), ())
-# Stands for "keeps every target" without allocating a mask per workload.
-_ALL = np.ones(0, dtype=bool)
+class _NoState:
+    """Static filters never read the plan state; this makes that visible if one does."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"a static filter read the plan state ({name})")
+
+
+_NO_STATE: Any = _NoState()

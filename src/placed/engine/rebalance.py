@@ -13,7 +13,10 @@ import difflib
 from dataclasses import dataclass
 from typing import Any
 
-from placed.engine.planner import Outcome, Placement, Planner, PlanResult, Unplaced
+from placed.engine import loop
+from placed.engine.outcomes import Outcome, Placement, PlanResult, Unplaced
+from placed.engine.planner import Planner
+from placed.engine.report import Explainer
 
 
 class UnknownTargetError(ValueError):
@@ -87,39 +90,29 @@ def simulate(planner: Planner, down: list[str], up: list[str]) -> Simulation:
     for target_id in coming_up:
         state.up[position[target_id]] = True
 
-    # Placed allocation and every units on live targets stay, and hold their capacity.
-    kept: dict[str, Placement] = {}
-    for outcome in before.outcomes:
-        if planner.workloads[outcome.workload].mode == "mapping":
-            continue
-        if isinstance(outcome, Placement) and state.up[position[outcome.target]]:
-            kept[outcome.unit] = outcome
-            planner.reserve(outcome, state)
+    # What runs on live targets stays and holds its capacity: allocation and every units
+    # load into the state as they are. Mapping units own nothing to load: their owners
+    # are derived again (or, under max_load, repaired from `before`).
+    kept = [
+        outcome
+        for outcome in before.placements
+        if planner.workloads[outcome.workload].mode != "mapping"
+        and state.up[position[outcome.target]]
+    ]
+    planner.load(state, kept)
 
-    after = PlanResult(planner, warnings=before.warnings)
-    for workload in planner.spec.workloads:
-        previous = [o for o in before.outcomes if o.workload == workload.name]
-        if workload.mode == "mapping":
-            keys = [workload.unit_key(i) for i in range(workload.units)]
-            if workload.max_load is None:
-                after.outcomes.extend(planner.place_mapped(workload, keys, state))
-            else:
-                owners = {o.unit: o.target for o in previous if isinstance(o, Placement)}
-                after.outcomes.extend(
-                    planner.remap_bounded(workload, keys, owners, planner.initial_state(), state)
-                )
-        elif workload.mode == "every":
-            staying = [kept[o.unit] for o in previous if o.unit in kept]
-            after.outcomes.extend(staying)
-            after.outcomes.extend(
-                planner.place_everywhere(workload, state, [p.target for p in staying])
-            )
-        else:
-            lost = [o.unit for o in previous if o.unit not in kept]
-            replaced = {o.unit: o for o in planner.place_allocated(workload, lost, state)}
-            after.outcomes.extend(kept.get(o.unit) or replaced[o.unit] for o in previous)
-
-    moves = _moves(planner, before.by_unit(), after.by_unit(), set(going_down), set(coming_up))
+    after = PlanResult(planner.spec, planner.families, warnings=before.warnings)
+    context = loop.Context(
+        planner.judge,
+        state,
+        after,
+        previous=before.by_unit(),
+        before=planner.initial_state(),
+    )
+    after.outcomes = loop.run(context, planner.spec.workloads)
+    after.new_targets = list(state.created)
+    explainer = Explainer(planner.spec, planner.families)
+    moves = _moves(explainer, before.by_unit(), after.by_unit(), set(going_down), set(coming_up))
     return Simulation(going_down, coming_up, before, after, moves)
 
 
@@ -128,7 +121,7 @@ def _target(outcome: Outcome | None) -> str | None:
 
 
 def _moves(
-    planner: Planner,
+    explainer: Explainer,
     before: dict[str, Outcome],
     after: dict[str, Outcome],
     went_down: set[str],
@@ -152,7 +145,7 @@ def _moves(
             else:
                 causes.append(f"{destination} is up")
         if isinstance(new, Placement):
-            causes.append(f"now on {destination}: {planner.reason(new)}")
+            causes.append(f"now on {destination}: {explainer.reason(new)}")
         elif isinstance(new, Unplaced):
             causes.append(new.summary)
         workload = (old or new).workload  # type: ignore[union-attr]

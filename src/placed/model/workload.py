@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from placed.model.properties import Property
 
 Mode = Literal["allocation", "mapping", "every"]
+Request = TypeVar("Request")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,15 @@ class Workload:
     cluster_namespace: str | None = None
     # mapping only: no target holds more than max_load x the mean number of units.
     max_load: float | None = None
+    # What each newer policy family asks of the targets, one typed object per family
+    # (policy/distinct.py's Distinct, ...): a family finds its own with request().
+    requests: tuple[object, ...] = ()
+
+    def request(self, kind: type[Request]) -> Request | None:
+        for found in self.requests:
+            if isinstance(found, kind):
+                return found
+        return None
 
     def unit_key(self, index: int) -> str:
         return f"{self.name}/{index}"

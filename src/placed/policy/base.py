@@ -1,15 +1,23 @@
-"""What every policy family plugs into: filters, scorers, reasons, mutable target state.
+"""What every policy family plugs into.
 
-A filter looks at one workload and all targets at once and returns a boolean mask (True
-keeps the target); a scorer returns a float array. Both are numpy over columns. For a
-rejected target a filter can also say why, in words a person reads.
+A family is one module in `policy/` that declares a `Family`: the filters that remove
+targets, the scorers that rank the rest, and (optionally) a fallback for a unit nothing
+can take. `policy/registry.py` lists the families in order; the pipeline, the reference
+oracle, `placed check` and the README's filter table all read that list.
+
+A filter sees one workload and all targets at once and returns a boolean mask (True keeps
+the target); a scorer returns a float array. Both are numpy over columns. Each also
+judges one target in plain Python (`judge`), written next to the fast path: the reference
+oracle uses those judgements, and so do targets created during a plan, which the columns
+built at bind time do not cover. For a rejected target a filter says why, in words.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,6 +26,8 @@ from placed.model import Target, Workload
 
 BoolArray = NDArray[np.bool_]
 FloatArray = NDArray[np.float64]
+Codes = NDArray[np.intp]
+Counts = NDArray[np.int32]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +37,7 @@ class Reason:
     `singular` and `plural` carry the same phrase for one target ("lacks required tag
     datacenter1") and for a count of them ("4 lack required tag datacenter1"), so that
     summaries read like kube-scheduler's. Targets whose phrases are equal are grouped;
-    `detail` holds the numbers that would split groups ("needs 8 cpu, 2 free").
+    `detail` holds what would split groups ("needs 8 cpu, 2 free").
     """
 
     filter: str
@@ -40,62 +50,180 @@ class Reason:
         return f"{self.singular} ({self.detail})" if self.detail else self.singular
 
 
-@dataclass(slots=True)
-class TargetState:
-    """What changes while a plan runs: which targets are up and what capacity is free."""
+class Level(Protocol):
+    """One topology level (a `kind` of location, or "target"): each target's ancestor of
+    that kind as an integer code. Code 0 means "no ancestor of that kind"."""
 
-    up: BoolArray
-    free: FloatArray  # one row per resource name, one column per target
-    resources: tuple[str, ...]
+    name: str
+    ids: Sequence[str | None]  # code -> location id; ids[0] is None
 
-    def copy(self) -> TargetState:
-        return TargetState(self.up.copy(), self.free.copy(), self.resources)
+    @property
+    def column(self) -> Codes: ...
+
+
+class IndexView(Protocol):
+    """What a family binds its columns to: the targets the inventory declares."""
+
+    @property
+    def targets(self) -> Sequence[Target]: ...
+
+    @property
+    def resources(self) -> tuple[str, ...]: ...
+
+    def level(self, name: str) -> Level | None: ...
+
+
+class PlanView(Protocol):
+    """What a filter or scorer may read of the plan state while a plan runs. Arrays cover
+    every target, those created during the plan included."""
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def up(self) -> BoolArray: ...
+
+    @property
+    def free(self) -> FloatArray: ...  # one row per resource name, one column per target
+
+    @property
+    def resources(self) -> tuple[str, ...]: ...
+
+    def level_column(self, level: str) -> Codes: ...
+
+    def level_id(self, level: str, code: int) -> str | None: ...
+
+    def counts(self, group: str, level: str) -> Counts:
+        """Units of `group` per value code of `level` (index 0 is always 0)."""
+        ...
+
+    def first_unit(self, group: str, level: str, code: int) -> str | None:
+        """The first unit of `group` that landed under that value, if any is there."""
+        ...
+
+    @property
+    def owner(self) -> Codes: ...  # each target's owner code, -1 for none
+
+    def set_owner(self, position: int, owner: int) -> None: ...
+
+
+class World(Protocol):
+    """One target's surroundings, read in plain Python (the reference oracle's view)."""
+
+    def is_up(self, target: Target) -> bool: ...
+
+    def free(self, target: Target) -> Mapping[str, float]: ...
+
+    def placed(self, group: str) -> Sequence[tuple[str, Target]]:
+        """(unit, target) of every unit of `group` placed so far, in the order placed."""
+        ...
 
 
 class Filter(ABC):
-    """Removes targets. `prepare` runs once per workload; `keep` once per unit."""
+    """Removes targets. `prepare` runs once per workload (None: nothing to check for it,
+    at no cost per unit); `keep` once per unit, or once per workload if `static`."""
 
     name: ClassVar[str]
-    # A static filter's mask depends only on the workload, never on TargetState, so the
-    # pipeline computes it once per workload instead of once per unit.
+    summary: ClassVar[str]  # one line for the README's table of filters
+    # A static filter's mask depends only on the workload, never on the plan state, so
+    # the pipeline computes it once per workload instead of once per unit.
     static: ClassVar[bool] = False
 
     @abstractmethod
-    def prepare(self, workload: Workload) -> Any: ...
+    def prepare(self, workload: Workload) -> Any | None: ...
 
     @abstractmethod
-    def keep(self, prepared: Any, state: TargetState) -> BoolArray: ...
+    def keep(self, prepared: Any, state: PlanView) -> BoolArray: ...
 
     @abstractmethod
-    def reason(
-        self, workload: Workload, target: Target, position: int, state: TargetState
-    ) -> Reason:
-        """Why this filter rejects `target` (only called for targets it rejected)."""
+    def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
+        """Why this filter rejects the target at `position` (called only for those)."""
+
+    @abstractmethod
+    def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
+        """The same rule for one target, in plain Python: None keeps it."""
 
 
 class Consumer(ABC):
     """A filter whose units use something up on the target they land on."""
 
     @abstractmethod
-    def reserve(
-        self, prepared: Any, state: TargetState, positions: int | NDArray[np.intp]
-    ) -> None: ...
+    def reserve(self, prepared: Any, state: Any, positions: int | NDArray[np.intp]) -> None:
+        """Take a unit's share at `positions` from the plan state's columns."""
 
 
 class Scorer(ABC):
     """Ranks the targets the filters kept; higher is better."""
 
     name: ClassVar[str]
+    summary: ClassVar[str]
 
     @abstractmethod
-    def prepare(self, workload: Workload) -> Any: ...
+    def prepare(self, workload: Workload) -> Any | None: ...
 
     @abstractmethod
     def score(self, prepared: Any) -> FloatArray: ...
 
     @abstractmethod
+    def judge(self, workload: Workload, target: Target) -> float:
+        """The same score for one target, in plain Python."""
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    """A target a fallback asks the planner to create, and the unit it is created for."""
+
+    target: Target
+    constraints: str = ""  # what the target was created to satisfy, for new_targets
+    via: str = "fallback"
+    parent: str | None = None  # the machine a container is created on
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """A fallback changed the plan state (CloudStack's implicit dedication makes an empty
+    host the requester's own): judge the unit again, once."""
+
+    why: str
+
+
+Fallback = Created | Retry
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """A family bound to one index: its filters and scorers in pipeline order."""
+
+    filters: tuple[Filter, ...] = ()
+    scorers: tuple[Scorer, ...] = ()
+
+
+class Family(ABC):
+    """A policy family: one module, one entry in the registry."""
+
+    name: ClassVar[str]
+    seed: ClassVar[str]  # the design document it comes from ("001"), or "core"
+    filter_types: ClassVar[tuple[type[Filter], ...]] = ()
+    scorer_types: ClassVar[tuple[type[Scorer], ...]] = ()
+
+    @abstractmethod
+    def bind(self, index: IndexView) -> Bound:
+        """Build this family's columns over the index's targets."""
+
     def explain(self, workload: Workload, target: Target) -> str:
-        """The terms that make up one target's score, e.g. "+rack10 +network1 -rack20"."""
+        """The terms this family adds to one target's score, for a placement's reason
+        ("+rack10 -rack20"); empty when it scores nothing. Plain Python: a plan result
+        explains itself with the families alone, without their columns."""
+        return ""
+
+    def fallback(
+        self, workload: Workload, unit: str, state: PlanView, created: int
+    ) -> Fallback | None:
+        """Called when no target can take `unit`: a target to create for it (Juju's new
+        machine), a change to the state after which to judge again (implicit
+        dedication), or None. `created` is how many targets the plan has created so far,
+        for naming. The default: no fallback."""
+        return None
 
 
 def plural_noun(noun: str, items: list[str]) -> str:

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from placed.model import Target, Workload
-from placed.policy.base import BoolArray, Consumer, Filter, Reason, TargetState
+from placed.policy.base import (
+    BoolArray,
+    Bound,
+    Consumer,
+    Family,
+    Filter,
+    IndexView,
+    PlanView,
+    Reason,
+    World,
+)
+
+Asked = tuple[NDArray[np.intp], NDArray[np.float64]]
 
 
 def resource_names(targets: Sequence[Target], workloads: Sequence[Workload]) -> tuple[str, ...]:
@@ -42,42 +55,49 @@ def insufficient_reason(requested: Mapping[str, float], free: Mapping[str, float
 
 class ResourcesFit(Filter, Consumer):
     name = "capacity"
+    summary = "a resource the unit asks for is not free in that amount"
 
     def __init__(self, resources: Sequence[str]) -> None:
         self._row = {name: row for row, name in enumerate(resources)}
 
-    def prepare(self, workload: Workload) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    def prepare(self, workload: Workload) -> Asked | None:
+        if not workload.resources:
+            return None  # asks for nothing: nothing to check and nothing to take
         asked = [(self._row[name], amount) for name, amount in sorted(workload.resources.items())]
         rows = np.array([row for row, _ in asked], dtype=np.intp)
         amounts = np.array([amount for _, amount in asked], dtype=np.float64)
         return rows, amounts
 
-    def keep(
-        self, prepared: tuple[NDArray[np.intp], NDArray[np.float64]], state: TargetState
-    ) -> BoolArray:
+    def keep(self, prepared: Asked, state: PlanView) -> BoolArray:
         rows, amounts = prepared
-        if rows.size == 0:
-            return np.ones(state.up.shape, dtype=bool)
+        free = state.free
         if rows.size == 1:
-            return state.free[rows[0]] >= amounts[0]
-        return np.all(state.free[rows] >= amounts[:, None], axis=0)
+            return free[rows[0]] >= amounts[0]
+        return np.all(free[rows] >= amounts[:, None], axis=0)
 
-    def reserve(
-        self,
-        prepared: tuple[NDArray[np.intp], NDArray[np.float64]],
-        state: TargetState,
-        positions: int | NDArray[np.intp],
-    ) -> None:
+    def reserve(self, prepared: Asked, state: Any, positions: int | NDArray[np.intp]) -> None:
         rows, amounts = prepared
-        if rows.size == 0:
-            return
+        free = state.free
         if isinstance(positions, int):
-            state.free[rows, positions] -= amounts
+            free[rows, positions] -= amounts
         else:
-            state.free[np.ix_(rows, positions)] -= amounts[:, None]
+            free[np.ix_(rows, positions)] -= amounts[:, None]
 
-    def reason(
-        self, workload: Workload, target: Target, position: int, state: TargetState
-    ) -> Reason:
+    def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
         free = {name: float(state.free[row, position]) for name, row in self._row.items()}
         return insufficient_reason(workload.resources, free)
+
+    def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
+        free = world.free(target)
+        if any(free.get(name, 0.0) < amount for name, amount in workload.resources.items()):
+            return insufficient_reason(workload.resources, free)
+        return None
+
+
+class Capacity(Family):
+    name = "capacity"
+    seed = "core"
+    filter_types: ClassVar[tuple[type[Filter], ...]] = (ResourcesFit,)
+
+    def bind(self, index: IndexView) -> Bound:
+        return Bound(filters=(ResourcesFit(index.resources),))

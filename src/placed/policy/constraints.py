@@ -4,12 +4,13 @@ on the target's properties, and the target's constraints on the workload's prope
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from placed.model import Property, Target, Workload
-from placed.policy.base import BoolArray, Filter, Reason, TargetState
+from placed.policy.base import BoolArray, Bound, Family, Filter, IndexView, PlanView, Reason, World
 from placed.policy.builtins import node_properties, workload_constraints, workload_properties
 from placed.policy.expressions import All, Comparison, Constraint, parse_constraint
 from placed.policy.expressions.columns import PropertyColumns
@@ -87,6 +88,7 @@ class WorkloadConstraint(Filter):
     """The workload's (deployment and service policy) constraints, on each target."""
 
     name = "constraint"
+    summary = "the workload's constraints (its policy's and its services') are false on the target"
     static = True
 
     def __init__(self, targets: Sequence[Target]) -> None:
@@ -97,13 +99,20 @@ class WorkloadConstraint(Filter):
         texts = workload_constraints(workload)
         return self.columns.satisfied(parse_constraint(texts)) if texts else None
 
-    def keep(self, prepared: BoolArray, state: TargetState) -> BoolArray:
+    def keep(self, prepared: BoolArray, state: PlanView) -> BoolArray:
         return prepared
 
-    def reason(
-        self, workload: Workload, target: Target, position: int, state: TargetState
-    ) -> Reason:
+    def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
         return workload_constraint_reason(workload, self.properties[position])
+
+    def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
+        wanted = workload_constraints(workload)
+        if not wanted:
+            return None
+        node = node_properties(target)
+        if satisfied(parse_constraint(wanted), node):
+            return None
+        return workload_constraint_reason(workload, node)
 
 
 class TargetConstraint(Filter):
@@ -111,6 +120,7 @@ class TargetConstraint(Filter):
     share one evaluation: the cost grows with distinct constraints, not with targets."""
 
     name = "target-constraint"
+    summary = "the target's constraints (its own and its ancestors') are false on the workload"
     static = True
 
     def __init__(self, targets: Sequence[Target]) -> None:
@@ -130,10 +140,28 @@ class TargetConstraint(Filter):
         )
         return verdicts[self.group] if self.group.size else np.zeros(0, dtype=bool)
 
-    def keep(self, prepared: BoolArray, state: TargetState) -> BoolArray:
+    def keep(self, prepared: BoolArray, state: PlanView) -> BoolArray:
         return prepared
 
-    def reason(
-        self, workload: Workload, target: Target, position: int, state: TargetState
-    ) -> Reason:
+    def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
         return target_constraint_reason(self.constraints[self.group[position]], workload)
+
+    def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
+        if not target.constraints:
+            return None
+        own = parse_constraint(list(target.constraints))
+        if satisfied(own, workload_properties(workload)):
+            return None
+        return target_constraint_reason(own, workload)
+
+
+class Constraints(Family):
+    """Seed 002: constraint expressions, both ways (the workload's on the target's
+    properties, the target's on the workload's)."""
+
+    name = "constraints"
+    seed = "002"
+    filter_types: ClassVar[tuple[type[Filter], ...]] = (WorkloadConstraint, TargetConstraint)
+
+    def bind(self, index: IndexView) -> Bound:
+        return Bound(filters=(WorkloadConstraint(index.targets), TargetConstraint(index.targets)))

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from placed.model import Target, Workload
 from placed.model.properties import make_property
-from placed.policy.base import BoolArray, Filter, Reason, TargetState
+from placed.policy.base import BoolArray, Bound, Family, Filter, IndexView, PlanView, Reason, World
 from placed.policy.builtins import NAMESPACE, workload_constraints
 from placed.policy.expressions import parse_constraint
 from placed.policy.expressions.evaluate import holds_if_known
@@ -47,6 +48,7 @@ def deployment_namespace(workload: Workload, target: Target) -> str | None:
 
 class NamespaceScope(Filter):
     name = "namespace"
+    summary = "the target's agent does not accept the deployment's cluster namespace"
     static = True
 
     def __init__(self, targets: Sequence[Target]) -> None:
@@ -72,13 +74,25 @@ class NamespaceScope(Filter):
             return np.ones(self.scope.shape, dtype=bool)
         return (self.scope != NAMESPACED) | in_wanted
 
-    def keep(self, prepared: BoolArray, state: TargetState) -> BoolArray:
+    def keep(self, prepared: BoolArray, state: PlanView) -> BoolArray:
         return prepared
 
-    def reason(
-        self, workload: Workload, target: Target, position: int, state: TargetState
-    ) -> Reason:
+    def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
         return namespace_reason(workload, target)
+
+    def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
+        return None if accepts(workload, target) else namespace_reason(workload, target)
+
+
+class Namespaces(Family):
+    """Seed 002: cluster namespaces decide which edge cluster agents accept a deployment."""
+
+    name = "namespaces"
+    seed = "002"
+    filter_types: ClassVar[tuple[type[Filter], ...]] = (NamespaceScope,)
+
+    def bind(self, index: IndexView) -> Bound:
+        return Bound(filters=(NamespaceScope(index.targets),))
 
 
 def accepts(workload: Workload, target: Target) -> bool:

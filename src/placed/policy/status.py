@@ -1,21 +1,45 @@
-"""Only targets that are up take work."""
+"""Only targets that are up take work (a location that is down takes its subtree out)."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from placed.model import Target, Workload
-from placed.policy.base import BoolArray, Filter, Reason, TargetState
+from placed.policy.base import (
+    BoolArray,
+    Bound,
+    Family,
+    Filter,
+    IndexView,
+    PlanView,
+    Reason,
+    World,
+)
+
+_DOWN = Reason("status", "is down", "are down")
 
 
 class TargetUp(Filter):
     name = "status"
+    summary = "the target (or a location above it) is down"
 
-    def prepare(self, workload: Workload) -> None:
-        return None
+    def prepare(self, workload: Workload) -> bool:
+        return True
 
-    def keep(self, prepared: None, state: TargetState) -> BoolArray:
+    def keep(self, prepared: bool, state: PlanView) -> BoolArray:
         return state.up
 
-    def reason(
-        self, workload: Workload, target: Target, position: int, state: TargetState
-    ) -> Reason:
-        return Reason(self.name, "is down", "are down")
+    def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
+        return _DOWN
+
+    def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
+        return None if world.is_up(target) else _DOWN
+
+
+class Status(Family):
+    name = "status"
+    seed = "core"
+    filter_types: ClassVar[tuple[type[Filter], ...]] = (TargetUp,)
+
+    def bind(self, index: IndexView) -> Bound:
+        return Bound(filters=(TargetUp(),))

@@ -9,6 +9,7 @@ a tag set per target.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -16,11 +17,15 @@ from numpy.typing import NDArray
 from placed.model import Target, Workload
 from placed.policy.base import (
     BoolArray,
+    Bound,
+    Family,
     Filter,
     FloatArray,
+    IndexView,
+    PlanView,
     Reason,
     Scorer,
-    TargetState,
+    World,
     plural_noun,
 )
 
@@ -160,60 +165,110 @@ class HardAntiAffinity(Filter):
     """A target whose hard-anti-affinity list shares any tag with the workload is removed."""
 
     name = "hard-anti-affinity"
+    summary = "the target's hard-anti-affinity list shares a tag with the workload"
     static = True
 
     def __init__(self, columns: TagColumns) -> None:
         self.columns = columns
 
-    def prepare(self, workload: Workload) -> NDArray[np.int16]:
-        return self.columns.forbidding.total(self.columns.codes(workload.tags))
+    def prepare(self, workload: Workload) -> NDArray[np.int16] | None:
+        codes = self.columns.codes(workload.tags)
+        if not self.columns.forbidding.used[codes].any():
+            return None  # no tag of the workload is forbidden anywhere
+        return self.columns.forbidding.total(codes)
 
-    def keep(self, prepared: NDArray[np.int16], state: TargetState) -> BoolArray:
+    def keep(self, prepared: NDArray[np.int16], state: PlanView) -> BoolArray:
         return prepared == 0
 
-    def reason(
-        self, workload: Workload, target: Target, position: int, state: TargetState
-    ) -> Reason:
+    def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
         return forbidden_reason(forbidden_tags(target, workload.tags))
+
+    def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
+        # The seed: "if any node.affinity_tags in conductor.hard_anti_affinity_tags".
+        if any(tag in target.rules.hard_anti_affinity for tag in workload.tags):
+            return forbidden_reason(forbidden_tags(target, workload.tags))
+        return None
 
 
 class HardAffinity(Filter):
     """A target is kept only if the workload carries every tag in its hard-affinity list."""
 
     name = "hard-affinity"
+    summary = "the workload lacks a tag of the target's hard-affinity list"
     static = True
 
     def __init__(self, columns: TagColumns) -> None:
         self.columns = columns
+        self.anywhere = bool(columns.required_count.any())
 
-    def prepare(self, workload: Workload) -> NDArray[np.int16]:
+    def prepare(self, workload: Workload) -> NDArray[np.int16] | None:
+        if not self.anywhere:
+            return None  # no target requires a tag
         return self.columns.requiring.total(self.columns.codes(workload.tags))
 
-    def keep(self, prepared: NDArray[np.int16], state: TargetState) -> BoolArray:
+    def keep(self, prepared: NDArray[np.int16], state: PlanView) -> BoolArray:
         # Each workload tag appears at most once per target list, so a target is satisfied
         # exactly when the number of its required tags the workload carries equals its count.
         return prepared == self.columns.required_count
 
-    def reason(
-        self, workload: Workload, target: Target, position: int, state: TargetState
-    ) -> Reason:
+    def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
         return missing_reason(missing_required_tags(target, workload.tags))
+
+    def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
+        # The seed: "if any conductor.hard_affinity_tags not in node.affinity_tags".
+        if any(tag not in workload.tags for tag in target.rules.hard_affinity):
+            return missing_reason(missing_required_tags(target, workload.tags))
+        return None
 
 
 class SoftAffinity(Scorer):
     """+1 per workload tag the target favours, -1 per tag it disfavours."""
 
     name = "soft-affinity"
+    summary = (
+        "+1 per workload tag in the target's tags or soft_affinity, -1 per tag in its "
+        "soft_anti_affinity"
+    )
 
     def __init__(self, columns: TagColumns) -> None:
         self.columns = columns
 
-    def prepare(self, workload: Workload) -> NDArray[np.int16]:
-        return self.columns.scoring.total(self.columns.codes(workload.tags))
+    def prepare(self, workload: Workload) -> NDArray[np.int16] | None:
+        codes = self.columns.codes(workload.tags)
+        if not self.columns.scoring.used[codes].any():
+            return None
+        return self.columns.scoring.total(codes)
 
     def score(self, prepared: NDArray[np.int16]) -> FloatArray:
         return prepared.astype(np.float64)
 
+    def judge(self, workload: Workload, target: Target) -> float:
+        # The seed's pseudo-code: anti-affinity is checked first, so a tag in both lists
+        # counts -1; the target's own tags count as soft affinity (its first form).
+        score = 0.0
+        for tag in workload.tags:
+            if tag in target.rules.soft_anti_affinity:
+                score -= 1
+            elif tag in target.tags or tag in target.rules.soft_affinity:
+                score += 1
+        return score
+
+
+class Tags(Family):
+    """Seed 001: tag affinity between targets (conductors) and workloads (nodes)."""
+
+    name = "tags"
+    seed = "001"
+    filter_types: ClassVar[tuple[type[Filter], ...]] = (HardAntiAffinity, HardAffinity)
+    scorer_types: ClassVar[tuple[type[Scorer], ...]] = (SoftAffinity,)
+
     def explain(self, workload: Workload, target: Target) -> str:
         plus, minus = soft_terms(target, workload.tags)
         return " ".join([*(f"+{tag}" for tag in plus), *(f"-{tag}" for tag in minus)])
+
+    def bind(self, index: IndexView) -> Bound:
+        columns = TagColumns(index.targets)
+        return Bound(
+            filters=(HardAntiAffinity(columns), HardAffinity(columns)),
+            scorers=(SoftAffinity(columns),),
+        )

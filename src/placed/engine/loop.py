@@ -1,0 +1,365 @@
+"""One loop for every mode: workloads in order, each placed by its mode's strategy.
+
+A plan, a simulation (`placed simulate`) and the reference oracle all run this loop. What
+differs is the **judge**: the pipeline (numpy over columns, with rendezvous selection
+over arrays) or the reference (every rule one target at a time, as the seeds'
+pseudo-code reads). The strategies own the bookkeeping that must be the same for both:
+which units stay after a change, what lands in the plan state, when a fallback is
+asked, how an unplaced unit is reported.
+
+- allocation: one unit at a time; each consumes capacity and lands in the plan state,
+  so later units see it (capacity, `distinct`). Nothing feasible: the families'
+  fallbacks may create a target or change the state, and the unit is judged again.
+- mapping: units consume nothing, so one judgement serves every unit of a workload and
+  only the rendezvous ranking differs; `max_load` makes it a stable assignment under a
+  cap (engine/balance.py), and after a change a repair of the previous owners.
+- every: one unit on every compatible target.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from placed.engine import balance
+from placed.engine.outcomes import Outcome, Placement, PlanResult, Unplaced
+from placed.engine.selection import U64, top_candidates
+from placed.engine.state import PlanState
+from placed.model import Workload
+from placed.policy.base import BoolArray, Created, Family, FloatArray, Retry
+
+Progress = Callable[[int, int], None]
+Positions = NDArray[np.intp]
+# A reason names at most this many targets a unit ranked above the one it got.
+_NAMED = 5
+
+
+class Judge(Protocol):
+    """How a unit's candidates are judged and chosen: the pipeline or the reference."""
+
+    families: tuple[Family, ...]
+
+    def request(self, workload: Workload) -> Any: ...
+
+    def feasible(self, request: Any, state: PlanState) -> BoolArray: ...
+
+    def scores(self, request: Any, state: PlanState) -> FloatArray: ...
+
+    def reserve(self, request: Any, state: PlanState, positions: int | Positions) -> None: ...
+
+    def choose(self, unit: str, top: Positions, state: PlanState) -> int:
+        """The position, among the top-scoring `top`, that the unit goes to."""
+        ...
+
+    def choose_each(self, units: list[str], top: Positions, state: PlanState) -> Positions:
+        """Plain mapping: for each unit, an index into `top`."""
+        ...
+
+    def assign_bounded(
+        self, units: list[str], top: Positions, cap: int, state: PlanState
+    ) -> tuple[Positions, NDArray[np.bool_] | None]:
+        """max_load: each unit's index into `top`, and (if known) which units a full
+        target sent past their first choice."""
+        ...
+
+    def repair(
+        self,
+        units: list[str],
+        top: Positions,
+        previous: Positions,
+        joined: NDArray[np.bool_],
+        cap: int,
+        state: PlanState,
+    ) -> Positions: ...
+
+    def unplaced(self, request: Any, unit: str, state: PlanState) -> Unplaced: ...
+
+    def unit_hashes(self, units: list[str]) -> U64: ...
+
+
+@dataclass
+class Context:
+    judge: Judge
+    state: PlanState
+    result: PlanResult
+    # A simulation: the outcomes before the change, and the state before it.
+    previous: dict[str, Outcome] = field(default_factory=dict)
+    before: PlanState | None = None
+    progress: Progress | None = None
+    done: int = 0
+    total: int = 0
+
+
+class Strategy(ABC):
+    @abstractmethod
+    def place(self, workload: Workload, context: Context) -> list[Outcome]: ...
+
+
+def few(ids: Iterable[str], limit: int = _NAMED) -> tuple[str, ...]:
+    # Enough names to read in a reason; one name past the limit tells `reason` to add "...".
+    out = []
+    for target_id in ids:
+        out.append(target_id)
+        if len(out) > limit:
+            break
+    return tuple(out)
+
+
+def _placement(
+    workload: Workload,
+    unit: str,
+    position: int,
+    keep: BoolArray,
+    top: Positions,
+    score: FloatArray,
+    state: PlanState,
+    via: str = "policy",
+) -> Placement:
+    return Placement(
+        workload.name,
+        unit,
+        state.target_id(position),
+        float(score[position]),
+        int(np.count_nonzero(keep)),
+        state.size,
+        few(state.target_id(int(p)) for p in top) if top.size > 1 else (),
+        via=via,
+    )
+
+
+def _all_unplaced(context: Context, request: Any, keys: list[str]) -> list[Outcome]:
+    if not keys:
+        return []
+    failed = context.judge.unplaced(request, keys[0], context.state)
+    return [Unplaced(failed.workload, key, failed.summary, failed.filtered) for key in keys]
+
+
+class Allocation(Strategy):
+    def place(self, workload: Workload, context: Context) -> list[Outcome]:
+        judge, state = context.judge, context.state
+        request = judge.request(workload)
+        outcomes: list[Outcome] = []
+        failed: Unplaced | None = None
+        for count, key in enumerate(workload.unit_key(i) for i in range(workload.units)):
+            kept = context.previous.get(key)
+            if isinstance(kept, Placement) and key in state.units:
+                outcomes.append(kept)  # a simulation: it stays where it is
+                continue
+            if failed is not None:
+                # Nothing changed since a unit of this workload failed with no fallback,
+                # so it fails for the same reasons: explain once, reuse the summary.
+                outcomes.append(Unplaced(workload.name, key, failed.summary, failed.filtered))
+                continue
+            outcome, fell_back = self._one(workload, request, key, context)
+            if isinstance(outcome, Unplaced) and not fell_back:
+                failed = outcome
+            outcomes.append(outcome)
+            if context.progress is not None and count % 256 == 255:
+                context.progress(context.done + count + 1, context.total)
+        return outcomes
+
+    @staticmethod
+    def _one(workload: Workload, request: Any, key: str, context: Context) -> tuple[Outcome, bool]:
+        """(where the unit went, whether a fallback was tried)."""
+        judge, state = context.judge, context.state
+        via = "policy"
+        fell_back = False
+        while True:
+            keep = judge.feasible(request, state)
+            score = judge.scores(request, state)
+            top = top_candidates(keep, score)
+            if top.size:
+                position = judge.choose(key, top, state)
+                state.place(key, workload.name, position)
+                judge.reserve(request, state, position)
+                return _placement(workload, key, position, keep, top, score, state, via), fell_back
+            if fell_back:
+                break
+            fell_back = True
+            found = _fallback(judge.families, workload, key, state)
+            if found is None:
+                break
+            if isinstance(found, Created):
+                state.create(found.target, key, found.constraints, found.parent)
+                via = found.via
+        return judge.unplaced(request, key, state), fell_back
+
+
+def _fallback(
+    families: tuple[Family, ...], workload: Workload, key: str, state: PlanState
+) -> Created | Retry | None:
+    for family in families:
+        found = family.fallback(workload, key, state, len(state.created))
+        if found is not None:
+            return found
+    return None
+
+
+class Mapping(Strategy):
+    def place(self, workload: Workload, context: Context) -> list[Outcome]:
+        judge, state = context.judge, context.state
+        request = judge.request(workload)
+        keys = [workload.unit_key(i) for i in range(workload.units)]
+        keep = judge.feasible(request, state)
+        score = judge.scores(request, state)
+        top = top_candidates(keep, score)
+        if top.size == 0:
+            return _all_unplaced(context, request, keys)
+        if workload.max_load is None or top.size == 1:
+            # One candidate: nothing to balance.
+            chosen = (
+                judge.choose_each(keys, top, state)
+                if top.size > 1
+                else np.zeros(len(keys), dtype=np.intp)
+            )
+            return self._placements(judge, workload, keys, keep, top, score, chosen, state)
+        cap = balance.load_cap(len(keys), top.size, workload.max_load)
+        passed: NDArray[np.bool_] | None = None
+        if context.before is None:
+            chosen, passed = judge.assign_bounded(keys, top, cap, state)
+        else:
+            chosen = self._repair(workload, request, keys, top, cap, context)
+        return self._placements(judge, workload, keys, keep, top, score, chosen, state, cap, passed)
+
+    @staticmethod
+    def _repair(
+        workload: Workload,
+        request: Any,
+        keys: list[str],
+        top: Positions,
+        cap: int,
+        context: Context,
+    ) -> Positions:
+        """After a change: repair the owners before it rather than plan afresh, so that
+        only units of lost targets, or units going to joining targets, move."""
+        judge, state, before = context.judge, context.state, context.before
+        assert before is not None
+        old_top = top_candidates(judge.feasible(request, before), judge.scores(request, before))
+        joined = ~np.isin(top, old_top)
+        slot = {state.target_id(int(p)): i for i, p in enumerate(top.tolist())}
+        previous = np.array(
+            [
+                slot.get(kept.target, balance.UNPLACED)
+                if isinstance(kept := context.previous.get(key), Placement)
+                else balance.UNPLACED
+                for key in keys
+            ],
+            dtype=np.intp,
+        )
+        return judge.repair(keys, top, previous, joined, cap, state)
+
+    @staticmethod
+    def _placements(
+        judge: Judge,
+        workload: Workload,
+        keys: list[str],
+        keep: BoolArray,
+        top: Positions,
+        score: FloatArray,
+        chosen: Positions,
+        state: PlanState,
+        cap: int | None = None,
+        passed: NDArray[np.bool_] | None = None,
+    ) -> list[Outcome]:
+        """Placements for mapping units; `chosen` indexes `top` per unit."""
+        feasible = int(np.count_nonzero(keep))
+        tied = few(state.target_id(int(p)) for p in top) if top.size > 1 else ()
+        best = float(score[top[0]])
+        ids = [state.target_id(p) for p in top.tolist()]
+        name, total = workload.name, state.size
+        if cap is None:
+            return [
+                Placement(name, key, ids[c], best, feasible, total, tied)
+                for key, c in zip(keys, chosen.tolist(), strict=True)
+            ]
+        unit_hashes = judge.unit_hashes(keys)
+        candidate_hashes = state.hashes[top]
+        # After a plan only units a full target turned away can be off their first choice;
+        # after a repair any unit can (a target that joined may now outrank its owner).
+        ranks = balance.choice_ranks(unit_hashes, candidate_hashes, chosen, passed)
+        later = np.flatnonzero(ranks)
+        above = balance.ranked_above(unit_hashes, candidate_hashes, chosen, later, _NAMED)
+        ahead: dict[int, tuple[str, ...]] = {
+            int(u): tuple(ids[a] for a in row if a != balance.UNPLACED)
+            for u, row in zip(later.tolist(), above.tolist(), strict=True)
+        }
+        return [
+            Placement(
+                name,
+                key,
+                ids[c],
+                best,
+                feasible,
+                total,
+                tied,
+                cap=cap,
+                choice=rank + 1,
+                ahead=ahead.get(i, ()),
+            )
+            for i, (key, c, rank) in enumerate(
+                zip(keys, chosen.tolist(), ranks.tolist(), strict=True)
+            )
+        ]
+
+
+class Every(Strategy):
+    def place(self, workload: Workload, context: Context) -> list[Outcome]:
+        judge, state = context.judge, context.state
+        request = judge.request(workload)
+        keep = judge.feasible(request, state)
+        staying = [
+            kept
+            for kept in context.previous.values()
+            if kept.workload == workload.name
+            and isinstance(kept, Placement)
+            and kept.unit in state.units
+        ]
+        if staying:
+            keep = keep.copy()
+            for kept in staying:
+                keep[state.units[kept.unit][1]] = False
+        positions = np.flatnonzero(keep)
+        if positions.size == 0:
+            if staying:
+                return list(staying)
+            return [judge.unplaced(request, f"{workload.name}/*", state)]
+        judge.reserve(request, state, positions)
+        score = judge.scores(request, state)
+        feasible, total = int(positions.size), state.size
+        outcomes: list[Outcome] = list(staying)
+        for p in positions.tolist():
+            target_id = state.target_id(p)
+            unit = f"{workload.name}/{target_id}"
+            state.place(unit, workload.name, p)
+            outcomes.append(
+                Placement(
+                    workload.name, unit, target_id, float(score[p]), feasible, total, (), "every"
+                )
+            )
+        return outcomes
+
+
+STRATEGIES: dict[str, Strategy] = {
+    "allocation": Allocation(),
+    "mapping": Mapping(),
+    "every": Every(),
+}
+
+
+def run(context: Context, workloads: Iterable[Workload]) -> list[Outcome]:
+    """Place every workload in order, each by its mode's strategy."""
+    chosen = list(workloads)
+    context.total = sum(w.units for w in chosen if w.mode != "every")
+    outcomes: list[Outcome] = []
+    for workload in chosen:
+        outcomes.extend(STRATEGIES[workload.mode].place(workload, context))
+        if workload.mode != "every":
+            context.done += workload.units
+            if context.progress is not None:
+                context.progress(context.done, context.total)
+    return outcomes

@@ -1,0 +1,272 @@
+"""The plan state: everything that changes while a plan runs, in one object.
+
+Which targets are up, free capacity, where each unit is, units per group (a workload, for
+now) per topology value, an owner per target, and the targets created so far. Policies
+read it through `policy.base.PlanView`; the planner changes it as units land. It is
+Nomad's "proposed allocations" (existing + planned) and kube-scheduler's cycle state:
+
+- **incremental**: placing a unit touches its target's columns and the counts it
+  changes, never a recount; counts for a (group, level) are built once, from the units
+  placed so far, the first time a policy asks for them;
+- **forkable**: `fork()` is a copy to try things on (what-if, simulate) that leaves the
+  original as it was;
+- **growable**: `create()` appends a target (a new machine, a container on a machine);
+  arrays grow by doubling, so creating k targets costs O(k) amortised, and nothing at
+  all when none is created.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from placed.engine.index import TARGET_LEVEL, TargetIndex
+from placed.engine.selection import stable_hash64
+from placed.model import Target
+
+NO_OWNER = -1
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedTarget:
+    """A target created during a plan: what it is, and what it was created for."""
+
+    target: Target
+    position: int
+    unit: str  # the unit it was created for
+    constraints: str
+    parent: str | None  # the machine a container sits on
+
+
+def _room(array: NDArray[np.generic], needed: int, axis: int = -1) -> NDArray[np.generic]:
+    """`array` with room for at least `needed` entries along `axis` (doubling)."""
+    have = array.shape[axis]
+    if needed <= have:
+        return array
+    shape = list(array.shape)
+    shape[axis] = max(needed, 2 * have, 8)
+    grown = np.zeros(shape, dtype=array.dtype)
+    index = [slice(None)] * array.ndim
+    index[axis] = slice(0, have)
+    grown[tuple(index)] = array
+    return grown
+
+
+class PlanState:
+    def __init__(self, index: TargetIndex) -> None:
+        self.index = index
+        self._size = len(index)
+        self._up = index.up.copy()
+        self._free = index.capacity.copy()
+        self._owner = np.full(self._size, NO_OWNER, dtype=np.intp)
+        self.resources = index.resources
+        self.created: list[CreatedTarget] = []
+        self._created_position: dict[str, int] = {}
+        self._hashes = index.hashes
+        # Created targets' codes per level, and the ids of values they brought.
+        self._extra_codes: dict[str, list[int]] = {}
+        self._extra_ids: dict[str, list[str]] = {}
+        self._columns: dict[str, NDArray[np.intp]] = {}
+        # unit -> (group, position), and each group's units in the order they landed.
+        self.units: dict[str, tuple[str, int]] = {}
+        self._by_group: dict[str, list[str]] = {}
+        self._counts: dict[tuple[str, str], NDArray[np.int32]] = {}
+        self._first: dict[tuple[str, str], dict[int, str]] = {}
+        self._tracked: dict[str, list[str]] = {}
+
+    # -- reading (policy.base.PlanView) ---------------------------------------------
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def up(self) -> NDArray[np.bool_]:
+        return self._up[: self._size]
+
+    @property
+    def free(self) -> NDArray[np.float64]:
+        return self._free[:, : self._size]
+
+    @property
+    def owner(self) -> NDArray[np.intp]:
+        return self._owner[: self._size]
+
+    @property
+    def hashes(self) -> NDArray[np.uint64]:
+        return self._hashes[: self._size]
+
+    def set_owner(self, position: int, owner: int) -> None:
+        self._owner[position] = owner
+
+    def target(self, position: int) -> Target:
+        base = len(self.index)
+        if position < base:
+            return self.index.targets[position]
+        return self.created[position - base].target
+
+    def target_id(self, position: int) -> str:
+        base = len(self.index)
+        if position < base:
+            return self.index.ids[position]
+        return self.created[position - base].target.id
+
+    def position(self, target_id: str) -> int | None:
+        found = self.index.position.get(target_id)
+        return found if found is not None else self._created_position.get(target_id)
+
+    def targets(self) -> Iterator[Target]:
+        yield from self.index.targets
+        for created in self.created:
+            yield created.target
+
+    def level_column(self, level: str) -> NDArray[np.intp]:
+        found = self.index.levels.get(level)
+        if found is None:
+            raise KeyError(f"no topology level {level!r}")
+        if not self.created:
+            return found.column
+        column = self._columns.get(level)
+        if column is None or column.size != self._size:
+            column = np.concatenate(
+                [found.column, np.array(self._extra_codes.get(level, []), dtype=np.intp)]
+            )
+            self._columns[level] = column
+        return column
+
+    def level_id(self, level: str, code: int) -> str | None:
+        known = self.index.levels[level].ids
+        if code < len(known):
+            return known[code]
+        return self._extra_ids[level][code - len(known)]
+
+    def counts(self, group: str, level: str) -> NDArray[np.int32]:
+        key = (group, level)
+        found = self._counts.get(key)
+        if found is None:
+            # First asked for: count the group's units once; from now on, incrementally.
+            column = self.level_column(level)
+            positions = np.array(
+                [self.units[unit][1] for unit in self._by_group.get(group, [])], dtype=np.intp
+            )
+            values = self._level_size(level)
+            found = np.bincount(column[positions], minlength=values).astype(np.int32)
+            found[0] = 0  # a unit under no value of this level counts nowhere
+            self._counts[key] = found
+            first: dict[int, str] = {}
+            for unit in self._by_group.get(group, []):
+                code = int(column[self.units[unit][1]])
+                if code:
+                    first.setdefault(code, unit)
+            self._first[key] = first
+            self._tracked.setdefault(group, []).append(level)
+        return found
+
+    def first_unit(self, group: str, level: str, code: int) -> str | None:
+        self.counts(group, level)
+        return self._first[(group, level)].get(code)
+
+    def placed(self, group: str) -> Sequence[str]:
+        return self._by_group.get(group, ())
+
+    # -- changing ----------------------------------------------------------------------
+
+    def place(self, unit: str, group: str, position: int) -> None:
+        """Record that `unit` of `group` landed at `position` (capacity is the capacity
+        family's to take, through the pipeline's reserve)."""
+        self.units[unit] = (group, position)
+        self._by_group.setdefault(group, []).append(unit)
+        for level in self._tracked.get(group, ()):
+            code = int(self.level_column(level)[position])
+            if code:
+                self._counts[(group, level)][code] += 1
+                self._first[(group, level)].setdefault(code, unit)
+
+    def remove(self, unit: str) -> int:
+        """Forget where `unit` is; returns the position it had."""
+        group, position = self.units.pop(unit)
+        self._by_group[group].remove(unit)
+        for level in self._tracked.get(group, ()):
+            code = int(self.level_column(level)[position])
+            if not code:
+                continue
+            self._counts[(group, level)][code] -= 1
+            first = self._first[(group, level)]
+            if first.get(code) == unit:
+                del first[code]
+                column = self.level_column(level)
+                for other in self._by_group[group]:
+                    if int(column[self.units[other][1]]) == code:
+                        first[code] = other
+                        break
+        return position
+
+    def create(
+        self, target: Target, unit: str, constraints: str = "", parent: str | None = None
+    ) -> int:
+        """Append a target made during the plan; returns its position."""
+        position = self._size
+        needed = position + 1
+        self._up = _room(self._up, needed)
+        self._free = _room(self._free, needed, axis=1)
+        self._owner = _room(self._owner, needed)
+        self._owner[position] = NO_OWNER
+        self._hashes = _room(self._hashes, needed)
+        self._up[position] = target.up
+        for row, name in enumerate(self.resources):
+            self._free[row, position] = target.capacity.get(name, 0.0)
+        self._hashes[position] = np.uint64(stable_hash64(target.id))
+        chain = dict((*target.ancestors, (target.kind, target.id)))
+        chain[TARGET_LEVEL] = target.id
+        for level in self.index.levels.values():
+            location_id = chain.get(level.name)
+            code = 0
+            if location_id is not None:
+                code = level.codes.get(location_id, 0) or self._extra_code(level.name, location_id)
+            self._extra_codes.setdefault(level.name, []).append(code)
+            for (group, tracked), counts in self._counts.items():
+                if tracked == level.name and code >= counts.size:
+                    self._counts[(group, tracked)] = _room(counts, code + 1)
+        self._size = needed
+        self.created.append(CreatedTarget(target, position, unit, constraints, parent))
+        self._created_position[target.id] = position
+        return position
+
+    def _extra_code(self, level: str, location_id: str) -> int:
+        extra = self._extra_ids.setdefault(level, [])
+        known = len(self.index.levels[level].ids)
+        if location_id in extra:
+            return known + extra.index(location_id)
+        extra.append(location_id)
+        return known + len(extra) - 1
+
+    def _level_size(self, level: str) -> int:
+        return len(self.index.levels[level].ids) + len(self._extra_ids.get(level, ()))
+
+    def fork(self) -> PlanState:
+        """A copy to try things on; changing it leaves this state as it was."""
+        other = PlanState.__new__(PlanState)
+        other.index = self.index
+        other._size = self._size
+        other._up = self._up.copy()
+        other._free = self._free.copy()
+        other._owner = self._owner.copy()
+        other.resources = self.resources
+        other.created = list(self.created)
+        other._created_position = dict(self._created_position)
+        other._hashes = self._hashes.copy() if self.created else self._hashes
+        other._extra_codes = {k: list(v) for k, v in self._extra_codes.items()}
+        other._extra_ids = {k: list(v) for k, v in self._extra_ids.items()}
+        other._columns = dict(self._columns)
+        other.units = dict(self.units)
+        other._by_group = {k: list(v) for k, v in self._by_group.items()}
+        other._counts = {k: v.copy() for k, v in self._counts.items()}
+        other._first = {k: dict(v) for k, v in self._first.items()}
+        other._tracked = {k: list(v) for k, v in self._tracked.items()}
+        return other
+
+    def free_at(self, position: int) -> Mapping[str, float]:
+        return {name: float(self._free[row, position]) for row, name in enumerate(self.resources)}
