@@ -15,15 +15,21 @@ from types import ModuleType
 
 import pytest
 
-RUN_PY = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+RUN_PY = BENCHMARKS / "run.py"
 
 
 def load_benchmark() -> ModuleType:
+    # run.py imports its siblings (harness, inventories, scenarios) by top-level name, as
+    # `python benchmarks/run.py` finds them in the script's own directory; loaded by path
+    # here, that directory has to be put on sys.path by hand.
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location("placed_benchmark_run", RUN_PY)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    # dataclasses resolve annotations through sys.modules, so the module must be there
-    # before its body runs.
+    # dataclasses resolve annotations through sys.modules, so a module that defines one
+    # must be there before its body runs.
     sys.modules[spec.name] = module
     try:
         spec.loader.exec_module(module)
