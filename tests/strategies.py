@@ -16,6 +16,7 @@ from placed.model import (
     Workload,
     validate_properties,
 )
+from placed.policy.distinct import Distinct
 
 TAGS = [f"t{i}" for i in range(8)]
 tag_sets = st.frozensets(st.sampled_from(TAGS), max_size=4)
@@ -104,6 +105,10 @@ def inventories(draw: st.DrawFn, min_targets: int = 0, max_targets: int = 10) ->
             )
     placed_ids = {leaf.id for root in roots for leaf in root.children}
     roots.extend(t for t in targets if t.id not in placed_ids)
+    # Sometimes the racks sit in a zone, so that `distinct` has a level above the rack
+    # that not every target has.
+    if len(roots) > 1 and draw(st.booleans()):
+        roots = [Location(id="zone0", kind="zone", children=tuple(roots[:2])), *roots[2:]]
     return Inventory.from_roots(tuple(roots))
 
 
@@ -117,6 +122,11 @@ def workloads(draw: st.DrawFn, name: str, modes: tuple[Mode, ...]) -> Workload:
     )
     pattern = draw(st.booleans())
     found = tuple(draw(st.lists(services(), max_size=2 if pattern else 1)))
+    distinct = (
+        draw(st.sampled_from([None, None, "rack", "zone", "conductor", "target"]))
+        if mode == "allocation"
+        else None
+    )
     # Bounded mapping needs more units than targets before a cap binds.
     max_load = draw(st.sampled_from([None, 1.0, 1.25, 1.5])) if mode == "mapping" else None
     return Workload(
@@ -131,6 +141,7 @@ def workloads(draw: st.DrawFn, name: str, modes: tuple[Mode, ...]) -> Workload:
         pattern=pattern,
         cluster_namespace=draw(st.sampled_from(NAMESPACES)),
         max_load=max_load,
+        requests=(Distinct(distinct),) if distinct else (),
     )
 
 

@@ -21,13 +21,16 @@ from placed.cli.render import (
     check_table,
     combine,
     emit_data,
+    explain_table,
     plan_table,
     simulate_table,
     validate_table,
 )
 from placed.engine.check import deploy_check
-from placed.engine.planner import Planner
+from placed.engine.planner import Placement, Planner
 from placed.engine.rebalance import UnknownTargetError, simulate
+from placed.engine.report import trace_document
+from placed.engine.trace import UnknownUnitError, trace
 from placed.model import PropertyError, Spec, Workload, validate_properties
 from placed.policy.expressions import All, ExpressionError, parse_constraint
 from placed.policy.expressions.evaluate import holds, satisfied
@@ -178,6 +181,46 @@ def _chosen_workloads(
         if mine:
             chosen.append((document, mine))
     return chosen
+
+
+@app.command()
+def explain(
+    spec: SpecArgument,
+    unit: Annotated[
+        str, typer.Argument(help="The unit, as plan names it: web/2.", show_default=False)
+    ],
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Why one unit went where it did: every target, judged as the plan judged it.
+
+    The plan is replayed up to the unit, and each target is judged in the state the unit
+    saw (the units placed before it, the capacity they took), with every failing filter
+    listed, e.g. "distinct: is in a rack that already holds a unit of web (rack r2
+    already holds web/0)". Exit code 1 when the unit is unplaced.
+
+    Example: placed explain examples/distinct-racks.yaml web/3
+    """
+    documents = []
+    failed = False
+    specs = _load(spec)
+    for document in specs:
+        planner = Planner(document)
+        try:
+            found = trace(planner, unit)
+        except UnknownUnitError:
+            continue
+        failed = failed or not isinstance(found.outcome, Placement)
+        documents.append((document.name, trace_document(found)))
+    if not documents:
+        known = {
+            w.unit_key(i) if w.mode != "every" else f"{w.name}/*"
+            for document in specs
+            for w in document.workloads
+            for i in range(min(w.units, 1000))
+        }
+        _fail(f"{specs[0].source}: no unit named {unit}{_did_you_mean([unit], known)}")
+    _emit(documents, fmt, explain_table)
+    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
 
 
 @app.command(name="simulate")

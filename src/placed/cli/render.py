@@ -130,3 +130,27 @@ def validate_table(console: Console, documents: list[tuple[str, dict[str, Any]]]
             f"[green]ok[/green] {name}: {data['targets']} targets, {data['workloads']} workloads"
         )
         _warnings(console, data["warnings"])
+
+
+def explain_table(console: Console, documents: list[tuple[str, dict[str, Any]]]) -> None:
+    for name, data in documents:
+        _heading(console, name, len(documents) > 1)
+        if data["placed"]:
+            title = f"{data['unit']} -> {data['target']}: {data['reason']}"
+        else:
+            title = f"{data['unit']} unplaced: {data['summary']}"
+        table = Table(title=title, title_justify="left", show_edge=False, header_style="bold")
+        for column in ("target", "compatible", "score", "reasons"):
+            table.add_column(column, overflow="fold")
+        for verdict in data["targets"]:
+            ok = verdict["compatible"]
+            chosen = data["placed"] and verdict["target"] == data["target"]
+            table.add_row(
+                verdict["target"],
+                Text("chosen" if chosen else "yes", style="bold green" if chosen else "green")
+                if ok
+                else Text("no", style="red"),
+                f"{verdict['score']:g}" if ok else "",
+                "; ".join(f"{r['filter']}: {r['message']}" for r in verdict["reasons"]),
+            )
+        console.print(table)

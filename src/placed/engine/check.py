@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from placed.engine.explain import verdicts
 from placed.engine.planner import Planner
+from placed.engine.state import PlanState
 from placed.model import Workload
+from placed.policy.distinct import Distinct
 from placed.policy.lint import lint
 from placed.policy.namespaces import namespace_findings
 
@@ -26,6 +30,19 @@ def service_label(workload: Workload) -> str:
         + (f"_{service.version}" if service.version else "")
         + (f"_{service.arch}" if service.arch else "")
     )
+
+
+def _distinct(
+    workload: Workload, compatible: list[bool], state: PlanState
+) -> dict[str, Any] | None:
+    """How many values of its `distinct` level the workload's compatible targets span
+    (None when one of them has no ancestor of that kind: then there is no limit)."""
+    wanted = workload.request(Distinct)
+    if wanted is None:
+        return None
+    codes = state.level_column(wanted.level)[np.array(compatible, dtype=bool)]
+    values = None if (codes == 0).any() else int(np.unique(codes).size)
+    return {"level": wanted.level, "values": values}
 
 
 def deploy_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str, Any], bool]:
@@ -54,14 +71,28 @@ def deploy_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str,
                     "reason": {key: "; ".join(texts) for key, texts in by_service.items()},
                 }
             )
-        rows.append(
-            {
-                "workload": workload.name,
-                "compatible_targets": compatible,
-                "summary": f"{compatible}/{len(found)} targets compatible",
-                "targets": targets,
-            }
-        )
+        row: dict[str, Any] = {
+            "workload": workload.name,
+            "compatible_targets": compatible,
+            "summary": f"{compatible}/{len(found)} targets compatible",
+            "targets": targets,
+        }
+        spread = _distinct(workload, [v.compatible for v in found], state)
+        if spread is not None:
+            row["distinct"] = spread
+            if spread["values"] is not None and spread["values"] < workload.units:
+                conflicts.append(
+                    {
+                        "code": "distinct-too-few-values",
+                        "workload": workload.name,
+                        "message": f"{workload.name} asks for {workload.units} units on "
+                        f"distinct {spread['level']}s, but its compatible targets span "
+                        f"{spread['values']}; {workload.units - spread['values']} would "
+                        "stay unplaced",
+                        "real": True,
+                    }
+                )
+        rows.append(row)
         findings = [f for f in namespace_findings(workload) if f.code.startswith("namespace-")]
         conflicts.extend(
             {"code": f.code, "workload": f.workload, "message": f.message, "real": True}

@@ -77,7 +77,7 @@ class TargetIndex:
         self.resources = tuple(resources)
         self.capacity = capacity_matrix(self.targets, self.resources)
         self.up = np.array([target.up for target in self.targets], dtype=bool)
-        self.levels = topology(self.targets)
+        self._levels: dict[str, TopologyLevel] | None = None
 
     @classmethod
     def for_spec(cls, spec: Spec) -> TargetIndex:
@@ -86,6 +86,13 @@ class TargetIndex:
 
     def __len__(self) -> int:
         return len(self.targets)
+
+    @property
+    def levels(self) -> dict[str, TopologyLevel]:
+        # Built on first use: a plan that no family asks about topology pays nothing.
+        if self._levels is None:
+            self._levels = topology(self.targets)
+        return self._levels
 
     def level(self, name: str) -> TopologyLevel | None:
         return self.levels.get(name)

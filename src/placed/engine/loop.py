@@ -93,6 +93,19 @@ class Context:
     progress: Progress | None = None
     done: int = 0
     total: int = 0
+    # `placed explain`: the unit to watch, and the state it was judged in when reached.
+    watch: str | None = None
+    seen: PlanState | None = None
+
+    def look(self, unit: str | None = None, workload: Workload | None = None) -> None:
+        """Keep a copy of the state if the watched unit is about to be judged (a unit of
+        a mapping or every workload: all are judged in the state before the first)."""
+        if self.watch is None or self.seen is not None:
+            return
+        if unit == self.watch or (
+            workload is not None and self.watch.startswith(f"{workload.name}/")
+        ):
+            self.seen = self.state.fork()
 
 
 class Strategy(ABC):
@@ -150,6 +163,7 @@ class Allocation(Strategy):
             if isinstance(kept, Placement) and key in state.units:
                 outcomes.append(kept)  # a simulation: it stays where it is
                 continue
+            context.look(key)
             if failed is not None:
                 # Nothing changed since a unit of this workload failed with no fallback,
                 # so it fails for the same reasons: explain once, reuse the summary.
@@ -203,6 +217,7 @@ def _fallback(
 class Mapping(Strategy):
     def place(self, workload: Workload, context: Context) -> list[Outcome]:
         judge, state = context.judge, context.state
+        context.look(workload=workload)
         request = judge.request(workload)
         keys = [workload.unit_key(i) for i in range(workload.units)]
         keep = judge.feasible(request, state)
@@ -310,6 +325,7 @@ class Mapping(Strategy):
 class Every(Strategy):
     def place(self, workload: Workload, context: Context) -> list[Outcome]:
         judge, state = context.judge, context.state
+        context.look(workload=workload)
         request = judge.request(workload)
         keep = judge.feasible(request, state)
         staying = [

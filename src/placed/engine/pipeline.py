@@ -66,6 +66,10 @@ class CompiledRequest:
     score: FloatArray
     dynamic: list[int]  # positions of the filters that read the plan state
     consumers: list[int]
+    # (keep, prepared) of each dynamic filter and (reserve, prepared) of each consumer:
+    # the per-unit loop calls these and nothing else.
+    checks: list[tuple[Any, Any]] = field(default_factory=list)
+    takes: list[tuple[Any, Any]] = field(default_factory=list)
     created: list[_Judged] = field(default_factory=list)
 
 
@@ -76,6 +80,7 @@ class Pipeline:
         bound = [family.bind(index) for family in self.families]
         self.filters: list[Filter] = [f for b in bound for f in b.filters]
         self.scorers: list[Scorer] = [s for b in bound for s in b.scorers]
+        self._consumers = [isinstance(f, Consumer) for f in self.filters]
 
     @classmethod
     def default(cls, index: TargetIndex) -> Pipeline:
@@ -94,6 +99,8 @@ class Pipeline:
         keep = np.ones(size, dtype=bool)
         dynamic: list[int] = []
         consumers: list[int] = []
+        checks: list[tuple[Any, Any]] = []
+        takes: list[tuple[Any, Any]] = []
         for position, (f, part) in enumerate(zip(self.filters, prepared, strict=True)):
             # A filter with nothing to check for this workload (no constraints, no
             # namespace, no resources) prepares None and costs nothing per unit, as
@@ -106,14 +113,18 @@ class Pipeline:
                 keep &= mask
             else:
                 dynamic.append(position)
-            if isinstance(f, Consumer):
+                checks.append((f.keep, part))
+            if self._consumers[position]:
                 consumers.append(position)
+                takes.append((f.reserve, part))  # type: ignore[attr-defined]
         score = np.zeros(size, dtype=np.float64)
         for scorer in self.scorers:
             part = scorer.prepare(workload)
             if part is not None:
                 score += scorer.score(part)
-        return CompiledRequest(workload, prepared, static_masks, keep, score, dynamic, consumers)
+        return CompiledRequest(
+            workload, prepared, static_masks, keep, score, dynamic, consumers, checks, takes
+        )
 
     def _created(self, request: CompiledRequest, state: PlanState) -> list[_Judged]:
         """The static verdicts on the state's created targets (judged once per request
@@ -140,24 +151,22 @@ class Pipeline:
         return np.concatenate([request.static_keep, np.array(extra, dtype=bool)])
 
     def scores(self, request: CompiledRequest, state: PlanState) -> FloatArray:
-        if not state.created:
+        if not state.created:  # the usual case: nothing created, nothing to add
             return request.score
         extra = [j.score for j in self._created(request, state)]
         return np.concatenate([request.score, np.array(extra, dtype=np.float64)])
 
     def feasible(self, request: CompiledRequest, state: PlanState) -> BoolArray:
-        keep = self.static_keep(request, state)
-        for position in request.dynamic:
-            keep = keep & self.filters[position].keep(request.prepared[position], state)
+        keep = request.static_keep if not state.created else self.static_keep(request, state)
+        for check, part in request.checks:
+            keep = keep & check(part, state)
         return keep
 
     def reserve(
         self, request: CompiledRequest, state: PlanState, positions: int | NDArray[np.intp]
     ) -> None:
-        for position in request.consumers:
-            f = self.filters[position]
-            assert isinstance(f, Consumer)
-            f.reserve(request.prepared[position], state, positions)
+        for take, part in request.takes:
+            take(part, state, positions)
 
     def masks(self, request: CompiledRequest, state: PlanState) -> list[BoolArray]:
         """Every filter's own mask, in pipeline order (for explanations, not the hot path)."""

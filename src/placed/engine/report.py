@@ -6,12 +6,15 @@ Everything here reads plain records (engine/outcomes.py) and the spec, never a p
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from placed.engine.outcomes import Placement, PlanResult
 from placed.model import Spec, Target
 from placed.policy.base import Family
 from placed.policy.namespaces import deployment_namespace
+
+if TYPE_CHECKING:  # trace runs plans, and the planner explains through this module
+    from placed.engine.trace import UnitTrace
 
 
 def ordinal(n: int) -> str:
@@ -126,3 +129,26 @@ def plan_document(result: PlanResult) -> dict[str, Any]:
             for d in result.dedications_created
         ],
     }
+
+
+def trace_document(found: UnitTrace) -> dict[str, Any]:
+    """`placed explain`: the unit's outcome and every target's verdict when it was judged."""
+    outcome = found.outcome
+    data: dict[str, Any] = {"unit": outcome.unit, "workload": outcome.workload}
+    if isinstance(outcome, Placement):
+        explainer = Explainer(
+            found.result.spec, found.result.families, [m.target for m in found.result.new_targets]
+        )
+        data.update(placed=True, target=outcome.target, reason=explainer.reason(outcome))
+    else:
+        data.update(placed=False, summary=outcome.summary, filtered=outcome.filtered)
+    data["targets"] = [
+        {
+            "target": verdict.target,
+            "compatible": verdict.compatible,
+            "score": verdict.score,
+            "reasons": [{"filter": r.filter, "message": r.text} for r in verdict.reasons],
+        }
+        for verdict in found.verdicts
+    ]
+    return data

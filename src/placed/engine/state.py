@@ -126,7 +126,8 @@ class PlanState:
     def level_column(self, level: str) -> NDArray[np.intp]:
         found = self.index.levels.get(level)
         if found is None:
-            raise KeyError(f"no topology level {level!r}")
+            # A kind no location has: no target sits under any value of it.
+            return np.zeros(self._size, dtype=np.intp)
         if not self.created:
             return found.column
         column = self._columns.get(level)
@@ -138,6 +139,8 @@ class PlanState:
         return column
 
     def level_id(self, level: str, code: int) -> str | None:
+        if level not in self.index.levels:
+            return None
         known = self.index.levels[level].ids
         if code < len(known):
             return known[code]
@@ -244,7 +247,8 @@ class PlanState:
         return known + len(extra) - 1
 
     def _level_size(self, level: str) -> int:
-        return len(self.index.levels[level].ids) + len(self._extra_ids.get(level, ()))
+        found = self.index.levels.get(level)
+        return (len(found.ids) if found else 1) + len(self._extra_ids.get(level, ()))
 
     def fork(self) -> PlanState:
         """A copy to try things on; changing it leaves this state as it was."""

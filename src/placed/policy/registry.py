@@ -25,3 +25,30 @@ FAMILIES: tuple[Family, ...] = (
     DistinctFamily(),
     Capacity(),
 )
+
+
+def markdown_table(families: tuple[Family, ...] = FAMILIES) -> str:
+    """The README's table of filters and scorers, in pipeline order (a test holds the
+    README to it; print it with `python -m placed.policy.registry`)."""
+    seeds = {"core": "all", "001": "001 Ironic", "002": "002 Open Horizon"}
+    rows = [
+        "| step | name | family | seed | rejects a target when (filter), or scores (scorer) |",
+        "|---|---|---|---|---|",
+    ]
+    for family in families:
+        for f in family.filter_types:
+            rows.append(
+                f"| filter | `{f.name}` | {family.name} | {seeds.get(family.seed, family.seed)} "
+                f"| {f.summary} |"
+            )
+    for family in families:
+        for s in family.scorer_types:
+            rows.append(
+                f"| scorer | `{s.name}` | {family.name} | {seeds.get(family.seed, family.seed)} "
+                f"| {s.summary} |"
+            )
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(markdown_table())

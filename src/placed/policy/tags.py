@@ -102,9 +102,15 @@ class TagRows:
             self.positions = where[order]
             self.weights = amount[order].astype(np.float64)
 
+    def rows(self, codes: NDArray[np.intp]) -> list[int]:
+        """The rows of the workload's tags that some target lists."""
+        return codes[self.used[codes]].tolist() if codes.size else []
+
     def total(self, codes: NDArray[np.intp]) -> NDArray[np.int16]:
+        return self.total_of(self.rows(codes))
+
+    def total_of(self, rows: list[int]) -> NDArray[np.int16]:
         # A Python loop over the workload's tags (tens), never over targets.
-        rows = [int(code) for code in codes if self.used[code]]
         if self.dense:
             # Each row adds at most 1 in magnitude, so fewer than 128 rows cannot overflow
             # int8, and int8 + int8 runs three times as fast as int16 + int8.
@@ -172,10 +178,10 @@ class HardAntiAffinity(Filter):
         self.columns = columns
 
     def prepare(self, workload: Workload) -> NDArray[np.int16] | None:
-        codes = self.columns.codes(workload.tags)
-        if not self.columns.forbidding.used[codes].any():
+        rows = self.columns.forbidding.rows(self.columns.codes(workload.tags))
+        if not rows:
             return None  # no tag of the workload is forbidden anywhere
-        return self.columns.forbidding.total(codes)
+        return self.columns.forbidding.total_of(rows)
 
     def keep(self, prepared: NDArray[np.int16], state: PlanView) -> BoolArray:
         return prepared == 0
@@ -234,10 +240,10 @@ class SoftAffinity(Scorer):
         self.columns = columns
 
     def prepare(self, workload: Workload) -> NDArray[np.int16] | None:
-        codes = self.columns.codes(workload.tags)
-        if not self.columns.scoring.used[codes].any():
+        rows = self.columns.scoring.rows(self.columns.codes(workload.tags))
+        if not rows:
             return None
-        return self.columns.scoring.total(codes)
+        return self.columns.scoring.total_of(rows)
 
     def score(self, prepared: NDArray[np.int16]) -> FloatArray:
         return prepared.astype(np.float64)

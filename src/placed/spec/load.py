@@ -11,8 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from placed.model import Agent, Inventory, Location, Settings, Spec, TagRules, Workload
-from placed.spec import policies
+from placed.model import Inventory, Location, Settings, Spec, TagRules, Workload
+from placed.spec import distinct, openhorizon
+from placed.spec.collect import Collector
 from placed.spec.errors import Problem, SourcePosition, SpecError
 from placed.spec.schema import LocationSpec, SpecDocument, WorkloadSpec
 from placed.spec.source import Path, SourceMap, dotted, parse
@@ -204,7 +205,7 @@ def _is_tags(path: Path) -> bool:
 
 def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
     problems: list[Problem] = []
-    out = policies.Collector(sources, problems)
+    out = Collector(sources, problems)
     seen: dict[str, Path] = {}
 
     def location(spec: LocationSpec, path: Path) -> Location:
@@ -241,26 +242,13 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
             soft_affinity=frozenset(spec.soft_affinity),
             soft_anti_affinity=frozenset(spec.soft_anti_affinity),
         )
-        agent_fields = (spec.namespace, spec.kubernetes_version)
-        if spec.scope in (None, "device") and any(agent_fields):
-            out.add(
-                "namespace and kubernetes_version belong to cluster agents; set scope: "
-                "cluster or scope: namespace",
-                path,
-            )
         return Location(
             id=spec.id,
             kind=spec.kind,
             tags=frozenset(spec.tags),
-            properties=policies.properties(spec.properties, (*path, "properties"), "node", out),
-            constraints=policies.constraints(spec.constraints, (*path, "constraints"), out),
-            agent=Agent(
-                scope=spec.scope or "device",
-                namespace=spec.namespace,
-                arch=spec.arch,
-                hardware_id=spec.hardware_id,
-                kubernetes_version=spec.kubernetes_version,
-            ),
+            properties=openhorizon.properties(spec.properties, (*path, "properties"), "node", out),
+            constraints=openhorizon.constraints(spec.constraints, (*path, "constraints"), out),
+            agent=openhorizon.agent(spec, path, out),
             rules=rules,
             capacity=dict(spec.capacity) if spec.capacity is not None else None,
             status=spec.status,
@@ -268,6 +256,7 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
         )
 
     roots = tuple(location(root, ("inventory", i)) for i, root in enumerate(document.inventory))
+    kinds = {node.kind for root in roots for node in root.walk()}
     settings = Settings(default_mode=document.settings.default_mode)
     names: dict[str, int] = {}
     workloads = []
@@ -283,7 +272,7 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
                 )
             )
         names.setdefault(spec.name, i)
-        workloads.append(_workload(spec, settings, path, out))
+        workloads.append(_workload(spec, settings, path, out, kinds))
     if problems:
         raise SpecError(source, problems)
     name = document.name or FilePath(source).stem
@@ -291,7 +280,7 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
 
 
 def _workload(
-    spec: WorkloadSpec, settings: Settings, path: Path, out: policies.Collector
+    spec: WorkloadSpec, settings: Settings, path: Path, out: Collector, kinds: set[str]
 ) -> Workload:
     sources, problems = out.sources, out.problems
     mode = spec.mode or settings.default_mode
@@ -311,45 +300,27 @@ def _workload(
             "(set mode: mapping, or drop max_load)",
             (*path, "max_load"),
         )
-    if spec.service is not None and spec.services:
-        out.add("give either service (a policy) or services (a pattern), not both", path)
-    if len(spec.services) > 1 and not spec.pattern:
-        out.add(
-            "a deployment policy deploys one service; set pattern: true for several",
-            (*path, "services"),
-        )
-    found = [spec.service] if spec.service is not None else spec.services
-    key = "service" if spec.service is not None else "services"
-    services = tuple(
-        policies.service(s, (*path, key) if key == "service" else (*path, key, i), out)
-        for i, s in enumerate(found)
-    )
-    embedded = sorted({s.namespace for s in services if s.namespace})
-    if spec.pattern and not spec.cluster_namespace and len(embedded) > 1:
-        out.add(
-            f"the pattern's services embed different namespaces ({', '.join(embedded)}) and "
-            "the pattern sets no cluster_namespace, so they cannot deploy to one namespace; "
-            "set cluster_namespace",
-            (*path, "services"),
-        )
     return Workload(
         name=spec.name,
         units=spec.units,
         mode=mode,
         tags=frozenset(spec.tags),
         resources=dict(spec.resources),
-        properties=policies.properties(spec.properties, (*path, "properties"), "deployment", out),
-        constraints=policies.constraints(spec.constraints, (*path, "constraints"), out),
-        services=services,
+        properties=openhorizon.properties(
+            spec.properties, (*path, "properties"), "deployment", out
+        ),
+        constraints=openhorizon.constraints(spec.constraints, (*path, "constraints"), out),
+        services=openhorizon.services(spec, path, out),
         pattern=spec.pattern,
         cluster_namespace=spec.cluster_namespace,
         max_load=spec.max_load,
+        requests=tuple(
+            found for found in (distinct.request(spec, mode, path, out, kinds),) if found
+        ),
     )
 
 
-def _check_amounts(
-    amounts: dict[str, float], what: str, path: Path, out: policies.Collector
-) -> None:
+def _check_amounts(amounts: dict[str, float], what: str, path: Path, out: Collector) -> None:
     # inf and nan parse as YAML floats; inf - 1 is still inf, so they would break the
     # arithmetic of capacity (and nan every comparison) rather than mean "unlimited".
     infinite = [

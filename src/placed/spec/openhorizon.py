@@ -1,30 +1,19 @@
-"""Reading the Open Horizon parts of a spec: typed properties, constraint expressions and
-services, each problem reported at its place in the file."""
+"""The Open Horizon sections of a spec (seed 002): typed properties, constraint
+expressions, services and patterns, and agent fields on locations, each problem
+reported at its place in the file."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from placed.model import Property, PropertyError, Service
+from placed.model import Agent, Property, PropertyError, Service
 from placed.model.properties import make_property
 from placed.policy.builtins import read_only_reason
 from placed.policy.expressions import ExpressionError, parse
-from placed.spec.errors import Problem
-from placed.spec.schema import ServiceSpec
-from placed.spec.source import Path, SourceMap, dotted
-
-
-class Collector:
-    """Gathers problems with their positions, so that every problem is reported at once."""
-
-    def __init__(self, sources: SourceMap, problems: list[Problem]) -> None:
-        self.sources = sources
-        self.problems = problems
-
-    def add(self, message: str, path: Path, key: bool = False) -> None:
-        position = self.sources.key(path) if key else self.sources.value(path)
-        self.problems.append(Problem(message, dotted(path), position))
+from placed.spec.collect import Collector
+from placed.spec.schema import LocationSpec, ServiceSpec, WorkloadSpec
+from placed.spec.source import Path
 
 
 def _kind(value: Any) -> str:
@@ -121,3 +110,46 @@ def service(spec: ServiceSpec, path: Path, out: Collector) -> Service:
         properties=properties(spec.properties, (*path, "properties"), "service", out),
         constraints=constraints(spec.constraints, (*path, "constraints"), out),
     )
+
+
+def agent(spec: LocationSpec, path: Path, out: Collector) -> Agent:
+    """What the location's agent reports about itself."""
+    if spec.scope in (None, "device") and any((spec.namespace, spec.kubernetes_version)):
+        out.add(
+            "namespace and kubernetes_version belong to cluster agents; set scope: "
+            "cluster or scope: namespace",
+            path,
+        )
+    return Agent(
+        scope=spec.scope or "device",
+        namespace=spec.namespace,
+        arch=spec.arch,
+        hardware_id=spec.hardware_id,
+        kubernetes_version=spec.kubernetes_version,
+    )
+
+
+def services(spec: WorkloadSpec, path: Path, out: Collector) -> tuple[Service, ...]:
+    """The service a deployment policy deploys, or a pattern's services."""
+    if spec.service is not None and spec.services:
+        out.add("give either service (a policy) or services (a pattern), not both", path)
+    if len(spec.services) > 1 and not spec.pattern:
+        out.add(
+            "a deployment policy deploys one service; set pattern: true for several",
+            (*path, "services"),
+        )
+    found = [spec.service] if spec.service is not None else spec.services
+    key = "service" if spec.service is not None else "services"
+    result = tuple(
+        service(s, (*path, key) if key == "service" else (*path, key, i), out)
+        for i, s in enumerate(found)
+    )
+    embedded = sorted({s.namespace for s in result if s.namespace})
+    if spec.pattern and not spec.cluster_namespace and len(embedded) > 1:
+        out.add(
+            f"the pattern's services embed different namespaces ({', '.join(embedded)}) and "
+            "the pattern sets no cluster_namespace, so they cannot deploy to one namespace; "
+            "set cluster_namespace",
+            (*path, "services"),
+        )
+    return result

@@ -151,6 +151,12 @@ class WorkloadSpec(_Strict):
     cluster_namespace: str | None = Field(
         None, description="Where the service goes on a cluster (Open Horizon clusterNamespace)."
     )
+    distinct: Identifier | None = Field(
+        None,
+        description="allocation only: no two units under the same location of this kind "
+        "(host, rack, zone, any kind the inventory uses, or target for each target "
+        "itself). A hard rule: units that find no free value stay unplaced.",
+    )
     max_load: float | None = Field(
         None,
         ge=1.0,

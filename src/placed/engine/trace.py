@@ -1,0 +1,42 @@
+"""`placed explain`: one unit's decision, target by target, as the plan saw it.
+
+The plan is replayed up to the unit; the state just before it was judged (the units
+placed before it, the capacity they took, what `distinct` counts) is kept, and every
+target is judged in it with every failing filter listed, not only the first. That is
+where "rack r2 already holds web/0" shows: a per-target reason that depends on what the
+plan had done by then.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from placed.engine import loop
+from placed.engine.explain import Verdict, verdicts
+from placed.engine.outcomes import Outcome, PlanResult
+from placed.engine.planner import Planner
+from placed.policy.lint import lint
+
+
+class UnknownUnitError(ValueError):
+    """A unit the plan does not have."""
+
+
+@dataclass(frozen=True, slots=True)
+class UnitTrace:
+    outcome: Outcome
+    result: PlanResult
+    verdicts: list[Verdict]
+
+
+def trace(planner: Planner, unit: str) -> UnitTrace:
+    result = PlanResult(planner.spec, planner.families, warnings=lint(planner.spec))
+    context = loop.Context(planner.judge, planner.initial_state(), result, watch=unit)
+    result.outcomes = loop.run(context, planner.spec.workloads)
+    result.new_targets = list(context.state.created)
+    outcome = result.by_unit().get(unit)
+    if outcome is None or context.seen is None:
+        raise UnknownUnitError(unit)
+    workload = planner.workloads[outcome.workload]
+    found = verdicts(planner.pipeline, planner.request(workload), context.seen)
+    return UnitTrace(outcome, result, found)

@@ -1,0 +1,18 @@
+"""Gathering problems with their place in the file, so that all are reported at once."""
+
+from __future__ import annotations
+
+from placed.spec.errors import Problem
+from placed.spec.source import Path, SourceMap, dotted
+
+
+class Collector:
+    """Gathers problems with their positions, so that every problem is reported at once."""
+
+    def __init__(self, sources: SourceMap, problems: list[Problem]) -> None:
+        self.sources = sources
+        self.problems = problems
+
+    def add(self, message: str, path: Path, key: bool = False) -> None:
+        position = self.sources.key(path) if key else self.sources.value(path)
+        self.problems.append(Problem(message, dotted(path), position))

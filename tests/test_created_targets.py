@@ -1,0 +1,117 @@
+"""Targets created during a plan, through a family's fallback: the hook Juju's "new
+machine" will use. A family defined here creates a machine sized for a unit that fits
+nowhere; later units may land on it, the output lists it, and the reference agrees."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from placed.engine.planner import Placement, Planner
+from placed.engine.reference import reference_plan
+from placed.model import TagRules, Target, Workload
+from placed.policy.base import Bound, Created, Family, IndexView, PlanView
+from placed.policy.registry import FAMILIES
+from placed.spec import load_spec_text
+
+
+class NewMachine(Family):
+    """A unit that fits nowhere gets a new machine with twice what it asks for."""
+
+    name = "new-machine"
+    seed = "test"
+
+    def bind(self, index: IndexView) -> Bound:
+        return Bound()
+
+    def fallback(
+        self, workload: Workload, unit: str, state: PlanView, created: int
+    ) -> Created | None:
+        if "no-new" in workload.tags:
+            return None
+        size = {name: 2 * amount for name, amount in workload.resources.items()}
+        machine = Target(
+            f"new-{created + 1}",
+            "machine",
+            frozenset({"fresh"}),
+            {},
+            TagRules(soft_affinity=frozenset({"fresh"})),
+            size,
+            True,
+            ancestors=(("zone", "z1"),),
+        )
+        wanted = " ".join(f"{k}={v:g}" for k, v in sorted(size.items()))
+        return Created(machine, constraints=wanted, via="new-machine")
+
+
+FAMILIES_WITH_FALLBACK = (*FAMILIES, NewMachine())
+
+SPEC = """
+inventory:
+  - id: z1
+    kind: zone
+    children: [{id: m0, kind: machine, capacity: {cpu: 4}}]
+workloads:
+  - {name: big, units: 3, resources: {cpu: 3}}
+  - {name: small, units: 2, resources: {cpu: 2}, tags: [fresh]}
+  - {name: stuck, units: 1, resources: {cpu: 99}, tags: [no-new]}
+"""
+
+
+def test_a_fallback_creates_targets_that_later_units_use() -> None:
+    spec = load_spec_text(SPEC)
+    result = Planner(spec, FAMILIES_WITH_FALLBACK).plan()
+    where = {o.unit: o.target for o in result.placements}
+    # big/0 fits m0; big/1 gets new-1 (6 cpu), big/2 fits what new-1 has left.
+    assert where["big/0"] == "m0"
+    assert where["big/1"] == "new-1"
+    assert where["big/2"] == "new-1"
+    # small scores +1 on the created machines (soft affinity); new-1 has no room left,
+    # so small/0 gets a machine of its own and small/1 lands beside it.
+    assert where["small/0"] == "new-2" and where["small/1"] == "new-2"
+    vias = {o.unit: o.via for o in result.placements}
+    assert vias["big/1"] == "new-machine" and vias["big/2"] == "policy"
+    (stuck,) = result.unplaced
+    assert stuck.summary == "0/3 targets available: 3 have insufficient cpu"
+
+    data = result.to_dict()
+    assert data["new_targets"] == [
+        {"id": "new-1", "kind": "machine", "for": "big/1", "constraints": "cpu=6"},
+        {"id": "new-2", "kind": "machine", "for": "small/0", "constraints": "cpu=4"},
+    ]
+    reasons = {p["unit"]: p["reason"] for p in data["placements"]}
+    assert reasons["big/1"].endswith("created for it (new-machine)")
+    assert reasons["small/1"].startswith("score 1 (+fresh)")
+    json.dumps(data)
+
+
+def test_the_reference_creates_the_same_targets() -> None:
+    spec = load_spec_text(SPEC)
+    fast = [
+        (o.unit, o.target if isinstance(o, Placement) else None, getattr(o, "summary", None))
+        for o in Planner(spec, FAMILIES_WITH_FALLBACK).plan().outcomes
+    ]
+    expected = [
+        (o.unit, o.target, o.summary) for o in reference_plan(spec, families=FAMILIES_WITH_FALLBACK)
+    ]
+    assert fast == expected
+
+
+def test_created_targets_are_judged_by_the_static_rules_too() -> None:
+    # A constraint on the workload: the created machine (no properties) fails it, so the
+    # unit stays unplaced even after the fallback, and the summary counts both targets.
+    spec = load_spec_text(SPEC)
+    (big, *_) = spec.workloads
+    picky = replace(big, name="picky", units=1, constraints=('purpose == "lab"',))
+    spec = replace(spec, workloads=(picky,))
+    result = Planner(spec, FAMILIES_WITH_FALLBACK).plan()
+    (unplaced,) = result.unplaced
+    assert unplaced.filtered == {"constraint": 2}
+    assert unplaced.summary.startswith("0/2 targets available: 2 fail purpose == ")
+    assert [made.target.id for made in result.new_targets] == ["new-1"]
+
+
+def test_without_a_fallback_nothing_is_created() -> None:
+    result = Planner(load_spec_text(SPEC)).plan()
+    assert result.new_targets == [] and result.to_dict()["new_targets"] == []
+    assert [o.unit for o in result.unplaced] == ["big/1", "big/2", "small/0", "small/1", "stuck/0"]
