@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Literal
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
 
 from placed.model.properties import Property
 
@@ -41,8 +41,6 @@ class TagRules:
     soft_anti_affinity: frozenset[str] = frozenset()
 
     def merged(self, child: TagRules) -> TagRules:
-        # Rules accumulate down the tree: a rack that refuses network3 refuses it for every
-        # conductor inside it, and a child cannot take an ancestor's rule back.
         return TagRules(
             self.hard_affinity | child.hard_affinity,
             self.hard_anti_affinity | child.hard_anti_affinity,
@@ -51,25 +49,74 @@ class TagRules:
         )
 
 
+def _union(above: frozenset[str], own: frozenset[str]) -> frozenset[str]:
+    return above | own
+
+
+def _nearest_wins(
+    above: Mapping[str, Property], own: Mapping[str, Property]
+) -> dict[str, Property]:
+    return {**above, **own}
+
+
+def _all_hold(above: tuple[str, ...], own: tuple[str, ...]) -> tuple[str, ...]:
+    return (*above, *own)
+
+
+def _rules(above: TagRules, own: TagRules) -> TagRules:
+    # Rules accumulate down the tree: a rack that refuses network3 refuses it for every
+    # conductor inside it, and a child cannot take an ancestor's rule back.
+    return above.merged(own)
+
+
+def _all_up(above: Status, own: Status) -> Status:
+    return "up" if above == "up" and own == "up" else "down"
+
+
+def inherit(rule: Callable[[Any, Any], Any], start: Any) -> Any:
+    """Declares how a location attribute passes down the tree: `rule(what the ancestors
+    give, the location's own)`, starting from `start` above the roots."""
+    return {"inherit": rule, "start": start}
+
+
 @dataclass(frozen=True, slots=True)
 class Location:
-    """A node of the inventory tree as the spec declares it (nothing inherited yet)."""
+    """A node of the inventory tree as the spec declares it (nothing inherited yet).
+
+    Each attribute that passes down the tree says how in its field's metadata (union for
+    tags, nearest-wins per property name, every ancestor's constraints ANDed...); the
+    rest (capacity, the agent) belong to the location alone. The owner a dedication
+    gives (seed 004) will be one more: nearest wins.
+    """
 
     id: str
     kind: str
-    tags: frozenset[str] = frozenset()
-    properties: Mapping[str, Property] = field(default_factory=dict)
-    constraints: tuple[str, ...] = ()
+    tags: frozenset[str] = field(default=frozenset(), metadata=inherit(_union, frozenset()))
+    properties: Mapping[str, Property] = field(
+        default_factory=dict, metadata=inherit(_nearest_wins, {})
+    )
+    constraints: tuple[str, ...] = field(default=(), metadata=inherit(_all_hold, ()))
     agent: Agent = Agent()
-    rules: TagRules = TagRules()
+    rules: TagRules = field(default=TagRules(), metadata=inherit(_rules, TagRules()))
     capacity: Mapping[str, float] | None = None
-    status: Status = "up"
+    status: Status = field(default="up", metadata=inherit(_all_up, "up"))
     children: tuple[Location, ...] = ()
 
     def walk(self) -> Iterator[Location]:
-        yield self
-        for child in self.children:
-            yield from child.walk()
+        # Depth first, without recursion: a tree may be deeper than Python's stack.
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
+
+
+# The attributes that pass down the tree, with their rule and their value above a root.
+INHERITED: tuple[tuple[str, Callable[[Any, Any], Any], Any], ...] = tuple(
+    (f.name, f.metadata["inherit"], f.metadata["start"])
+    for f in fields(Location)
+    if "inherit" in f.metadata
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +156,32 @@ class Inventory:
     @classmethod
     def from_roots(cls, roots: tuple[Location, ...]) -> Inventory:
         targets: list[Target] = []
-        for root in roots:
-            _resolve(root, (), frozenset(), {}, (), TagRules(), True, targets)
+        start = {name: first for name, _, first in INHERITED}
+        # Depth first with an explicit stack (no recursion), leaves in document order.
+        stack: list[tuple[Location, dict[str, Any], tuple[tuple[str, str], ...]]] = [
+            (root, start, ()) for root in reversed(roots)
+        ]
+        while stack:
+            location, above, ancestors = stack.pop()
+            here = {name: rule(above[name], getattr(location, name)) for name, rule, _ in INHERITED}
+            if location.children:
+                inside = (*ancestors, (location.kind, location.id))
+                stack.extend((child, here, inside) for child in reversed(location.children))
+                continue
+            targets.append(
+                Target(
+                    id=location.id,
+                    kind=location.kind,
+                    tags=here["tags"],
+                    properties=here["properties"],
+                    rules=here["rules"],
+                    capacity=dict(location.capacity or {}),
+                    up=here["status"] == "up",
+                    ancestors=ancestors,
+                    constraints=here["constraints"],
+                    agent=location.agent,
+                )
+            )
         return cls(roots=roots, targets=tuple(targets))
 
     def locations(self) -> Iterator[Location]:
@@ -123,47 +194,3 @@ class Inventory:
             if location.id == location_id:
                 return [node.id for node in location.walk() if not node.children]
         return []
-
-
-def _resolve(
-    location: Location,
-    ancestors: tuple[tuple[str, str], ...],
-    tags: frozenset[str],
-    properties: dict[str, Property],
-    constraints: tuple[str, ...],
-    rules: TagRules,
-    up: bool,
-    out: list[Target],
-) -> None:
-    tags = tags | location.tags
-    properties = {**properties, **location.properties}
-    constraints = (*constraints, *location.constraints)
-    rules = rules.merged(location.rules)
-    up = up and location.status == "up"
-    if not location.children:
-        out.append(
-            Target(
-                id=location.id,
-                kind=location.kind,
-                tags=tags,
-                properties=properties,
-                rules=rules,
-                capacity=dict(location.capacity or {}),
-                up=up,
-                ancestors=ancestors,
-                constraints=constraints,
-                agent=location.agent,
-            )
-        )
-        return
-    for child in location.children:
-        _resolve(
-            child,
-            (*ancestors, (location.kind, location.id)),
-            tags,
-            properties,
-            constraints,
-            rules,
-            up,
-            out,
-        )
