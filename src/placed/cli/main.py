@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 import yaml
@@ -90,7 +90,7 @@ def _load(path: Path) -> list[Spec]:
         _fail(error.render())
 
 
-def _fail(message: str) -> typer.Exit:
+def _fail(message: str) -> NoReturn:
     # The message quotes the spec, whose [brackets] are not markup.
     err.print(
         f"[bold red]error:[/bold red] {escape(message)}",
@@ -374,7 +374,7 @@ def expr(
         if isinstance(constraint.tree, All)
         else ((constraint.tree,) if constraint.tree is not None else ())
     )
-    data = {
+    data: dict[str, Any] = {
         "expression": str(constraint),
         "result": result,
         "terms": [{"term": str(t), "result": holds(t, properties)} for t in terms],

@@ -6,7 +6,14 @@ import time
 from types import TracebackType
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
 
 
 class DelayedProgress:
@@ -18,7 +25,7 @@ class DelayedProgress:
         self.console = console or Console(stderr=True)
         self.started = time.monotonic()
         self._bar: Progress | None = None
-        self._task = 0
+        self._task = TaskID(0)
 
     @property
     def shown(self) -> bool:

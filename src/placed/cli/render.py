@@ -63,8 +63,8 @@ def plan_table(console: Console, documents: list[tuple[str, dict[str, Any]]]) ->
             table.add_row(p["unit"], p["target"], *extra, f"{p['score']:g}", p["reason"])
         for u in data["unplaced"]:
             extra = ("",) if namespaces else ()
-            unplaced = Text("unplaced", style="bold red")
-            table.add_row(u["unit"], unplaced, *extra, "", u["summary"])
+            marker = Text("unplaced", style="bold red")
+            table.add_row(u["unit"], marker, *extra, "", u["summary"])
         console.print(table)
         placed, unplaced = len(data["placements"]), len(data["unplaced"])
         status = f"{placed} placed" + (f", [red]{unplaced} unplaced[/red]" if unplaced else "")

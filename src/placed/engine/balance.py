@@ -107,12 +107,13 @@ def _keep_strongest(
     present = np.flatnonzero(owners != UNPLACED) if among is None else among
     present = present[owners[present] != UNPLACED]
     if present.size == 0:
-        return present
-    order = present[np.lexsort((present, ~weights[present], owners[present]))]
+        return np.asarray(present, dtype=np.intp)
+    order: Positions = present[np.lexsort((present, ~weights[present], owners[present]))]
     grouped = owners[order]
     first_of_group = np.searchsorted(grouped, grouped, side="left")
     place_in_group = np.arange(order.size) - first_of_group
-    return order[place_in_group >= limit[grouped]]
+    turned_away: Positions = order[place_in_group >= limit[grouped]]
+    return turned_away
 
 
 def stable_assignment(unit_hashes: U64, target_hashes: U64, cap: int) -> Positions:

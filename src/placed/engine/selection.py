@@ -69,7 +69,8 @@ def top_candidates(keep: NDArray[np.bool_], scores: NDArray[np.float64]) -> NDAr
     if candidates.size <= 1:
         return candidates
     candidate_scores = scores[candidates]
-    return candidates[candidate_scores == candidate_scores.max()]
+    best: NDArray[np.intp] = candidates[candidate_scores == candidate_scores.max()]
+    return best
 
 
 def break_tie(unit_hash: int, top: NDArray[np.intp], target_hashes: U64) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,7 +42,10 @@ class CreatedTarget:
     parent: str | None  # the machine a container sits on
 
 
-def _room(array: NDArray[np.generic], needed: int, axis: int = -1) -> NDArray[np.generic]:
+Column = TypeVar("Column", bound=NDArray[Any])
+
+
+def _room(array: Column, needed: int, axis: int = -1) -> Column:
     """`array` with room for at least `needed` entries along `axis` (doubling)."""
     have = array.shape[axis]
     if needed <= have:
@@ -52,7 +56,7 @@ def _room(array: NDArray[np.generic], needed: int, axis: int = -1) -> NDArray[np
     index = [slice(None)] * array.ndim
     index[axis] = slice(0, have)
     grown[tuple(index)] = array
-    return grown
+    return cast(Column, grown)
 
 
 class PlanState:

@@ -54,8 +54,11 @@ class Level(Protocol):
     """One topology level (a `kind` of location, or "target"): each target's ancestor of
     that kind as an integer code. Code 0 means "no ancestor of that kind"."""
 
-    name: str
-    ids: Sequence[str | None]  # code -> location id; ids[0] is None
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def ids(self) -> Sequence[str | None]: ...  # code -> location id; ids[0] is None
 
     @property
     def column(self) -> Codes: ...

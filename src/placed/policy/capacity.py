@@ -71,9 +71,12 @@ class ResourcesFit(Filter, Consumer):
     def keep(self, prepared: Asked, state: PlanView) -> BoolArray:
         rows, amounts = prepared
         free = state.free
+        fits: BoolArray
         if rows.size == 1:
-            return free[rows[0]] >= amounts[0]
-        return np.all(free[rows] >= amounts[:, None], axis=0)
+            fits = free[rows[0]] >= amounts[0]
+        else:
+            fits = np.all(free[rows] >= amounts[:, None], axis=0)
+        return fits
 
     def reserve(self, prepared: Asked, state: Any, positions: int | NDArray[np.intp]) -> None:
         rows, amounts = prepared

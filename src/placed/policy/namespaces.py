@@ -66,13 +66,17 @@ class NamespaceScope(Filter):
         wanted = requested_namespace(workload)
         code = self.codes.get(wanted, -1)
         in_wanted: NDArray[np.bool_] = self.namespace == code
+        mask: BoolArray
         if workload.pattern:
             if wanted is None:
-                return self.scope != NAMESPACED
-            return (self.scope == DEVICE) | ((self.scope == NAMESPACED) & in_wanted)
-        if wanted is None:
-            return np.ones(self.scope.shape, dtype=bool)
-        return (self.scope != NAMESPACED) | in_wanted
+                mask = self.scope != NAMESPACED
+            else:
+                mask = (self.scope == DEVICE) | ((self.scope == NAMESPACED) & in_wanted)
+        elif wanted is None:
+            mask = np.ones(self.scope.shape, dtype=bool)
+        else:
+            mask = (self.scope != NAMESPACED) | in_wanted
+        return mask
 
     def keep(self, prepared: BoolArray, state: PlanView) -> BoolArray:
         return prepared

@@ -62,6 +62,9 @@ def missing_reason(tags: list[str]) -> Reason:
 # over all targets; posting lists keep memory proportional to the rules a big fleet has.
 DENSE_CELLS = 1 << 26
 
+# A workload's summed rows: int8 while few enough rows cannot overflow it, else int16.
+Totals = NDArray[np.int8] | NDArray[np.int16]
+
 
 class TagRows:
     """One rule list as a row per tag over all targets: the weight the tag carries on each
@@ -106,15 +109,19 @@ class TagRows:
         """The rows of the workload's tags that some target lists."""
         return codes[self.used[codes]].tolist() if codes.size else []
 
-    def total(self, codes: NDArray[np.intp]) -> NDArray[np.int16]:
+    def total(self, codes: NDArray[np.intp]) -> Totals:
         return self.total_of(self.rows(codes))
 
-    def total_of(self, rows: list[int]) -> NDArray[np.int16]:
+    def total_of(self, rows: list[int]) -> Totals:
         # A Python loop over the workload's tags (tens), never over targets.
+        total: Totals
         if self.dense:
             # Each row adds at most 1 in magnitude, so fewer than 128 rows cannot overflow
             # int8, and int8 + int8 runs three times as fast as int16 + int8.
-            total = np.zeros(self.size, dtype=np.int8 if len(rows) < 128 else np.int16)
+            if len(rows) < 128:
+                total = np.zeros(self.size, dtype=np.int8)
+            else:
+                total = np.zeros(self.size, dtype=np.int16)
             for row in rows:
                 total += self.matrix[row]
             return total
@@ -177,14 +184,15 @@ class HardAntiAffinity(Filter):
     def __init__(self, columns: TagColumns) -> None:
         self.columns = columns
 
-    def prepare(self, workload: Workload) -> NDArray[np.int16] | None:
+    def prepare(self, workload: Workload) -> Totals | None:
         rows = self.columns.forbidding.rows(self.columns.codes(workload.tags))
         if not rows:
             return None  # no tag of the workload is forbidden anywhere
         return self.columns.forbidding.total_of(rows)
 
-    def keep(self, prepared: NDArray[np.int16], state: PlanView) -> BoolArray:
-        return prepared == 0
+    def keep(self, prepared: Totals, state: PlanView) -> BoolArray:
+        kept: BoolArray = prepared == 0
+        return kept
 
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
         return forbidden_reason(forbidden_tags(target, workload.tags))
@@ -207,15 +215,16 @@ class HardAffinity(Filter):
         self.columns = columns
         self.anywhere = bool(columns.required_count.any())
 
-    def prepare(self, workload: Workload) -> NDArray[np.int16] | None:
+    def prepare(self, workload: Workload) -> Totals | None:
         if not self.anywhere:
             return None  # no target requires a tag
         return self.columns.requiring.total(self.columns.codes(workload.tags))
 
-    def keep(self, prepared: NDArray[np.int16], state: PlanView) -> BoolArray:
+    def keep(self, prepared: Totals, state: PlanView) -> BoolArray:
         # Each workload tag appears at most once per target list, so a target is satisfied
         # exactly when the number of its required tags the workload carries equals its count.
-        return prepared == self.columns.required_count
+        kept: BoolArray = prepared == self.columns.required_count
+        return kept
 
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
         return missing_reason(missing_required_tags(target, workload.tags))
@@ -239,13 +248,13 @@ class SoftAffinity(Scorer):
     def __init__(self, columns: TagColumns) -> None:
         self.columns = columns
 
-    def prepare(self, workload: Workload) -> NDArray[np.int16] | None:
+    def prepare(self, workload: Workload) -> Totals | None:
         rows = self.columns.scoring.rows(self.columns.codes(workload.tags))
         if not rows:
             return None
         return self.columns.scoring.total_of(rows)
 
-    def score(self, prepared: NDArray[np.int16]) -> FloatArray:
+    def score(self, prepared: Totals) -> FloatArray:
         return prepared.astype(np.float64)
 
     def judge(self, workload: Workload, target: Target) -> float:

@@ -4,6 +4,7 @@ stood so that any later error can name file:line:column."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,9 +97,10 @@ _SCALARS = yaml.SafeLoader("")
 def _scalar(node: yaml.Node, source: str) -> Any:
     # Calling the tag's constructor directly keeps no per-node bookkeeping in the shared
     # loader (construct_object would remember every scalar, forever, in every thread).
-    constructor = yaml.SafeLoader.yaml_constructors.get(
-        node.tag, yaml.SafeLoader.yaml_constructors[None]
-    )
+    # The stubs leave the constructors' type open; every one takes a loader and a node.
+    constructors: dict[str | None, Callable[[yaml.SafeLoader, yaml.Node], Any]]
+    constructors = yaml.SafeLoader.yaml_constructors
+    constructor = constructors.get(node.tag, constructors[None])
     try:
         return constructor(_SCALARS, node)
     except yaml.YAMLError as error:

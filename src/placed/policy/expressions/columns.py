@@ -91,7 +91,8 @@ class PropertyColumns:
             return self.compare(node)
         parts = [self.holds(term) for term in node.terms]
         reduce = np.logical_and.reduce if isinstance(node, All) else np.logical_or.reduce
-        return reduce(parts)
+        mask: BoolArray = reduce(parts)
+        return mask
 
     def satisfied(self, constraint: Constraint) -> BoolArray:
         return self.holds(constraint.tree)

@@ -62,7 +62,9 @@ def compare(comparison: Comparison, prop: Property | None) -> bool:
     if op in ORDERING:
         return False
     text = literal.text if literal.quoted else trim(literal.text)
-    elements = prop.value if kind == "list" else split_list(str(prop.value))
+    # A declared list is the one kind held as a tuple (make_property builds it so).
+    value = prop.value
+    elements = value if isinstance(value, tuple) else split_list(str(value))
     if op == "==":
         return text in elements or (kind != "list" and trim(str(prop.value)) == text)
     if op == "!=":

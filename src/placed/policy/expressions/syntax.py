@@ -352,6 +352,8 @@ def _syntax_error(text: str, error: lark.exceptions.UnexpectedInput) -> Expressi
 
 def _range(token: Token, text: str) -> Range:
     body = token.value.strip()
+    start = token.start_pos
+    assert start is not None, "the lexer places every token it makes"
     low_inclusive, high_inclusive = body[0] == "[", body[-1] == "]"
     low_text, high_text = (part.strip() for part in body[1:-1].split(","))
     low = parse_version(low_text)
@@ -359,14 +361,14 @@ def _range(token: Token, text: str) -> Range:
     if low is None:
         raise ExpressionError(
             f"{low_text!r} is not a version (1 to 3 numbers, e.g. 1.0.0)",
-            token.start_pos + 1 + body.index(low_text),
+            start + 1 + body.index(low_text),
             "literal",
             text,
         )
     if high is None and high_text != "INFINITY":
         raise ExpressionError(
             f"{high_text!r} is not a version or INFINITY",
-            token.start_pos + 1 + body.rindex(high_text),
+            start + 1 + body.rindex(high_text),
             "literal",
             text,
         )
