@@ -112,7 +112,7 @@ def deploy_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str,
     chosen = {workload.name for workload in workloads}
     warnings = [
         notice.to_dict()
-        for notice in lint(planner.spec)
+        for notice in lint(planner.spec, planner.families)
         if notice.workload is None or notice.workload in chosen
     ]
     return {"workloads": rows, "conflicts": conflicts, "warnings": warnings}, failed

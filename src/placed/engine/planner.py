@@ -123,7 +123,7 @@ class Planner:
         self, state: PlanState | None = None, progress: loop.Progress | None = None
     ) -> PlanResult:
         state = state if state is not None else self.initial_state()
-        result = PlanResult(self.spec, self.families, warnings=lint(self.spec))
+        result = PlanResult(self.spec, self.families, warnings=lint(self.spec, self.families))
         context = loop.Context(self.judge, state, result, progress=progress)
         result.outcomes = loop.run(context, self.spec.workloads)
         result.new_targets = list(state.created)

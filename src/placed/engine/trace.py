@@ -30,7 +30,9 @@ class UnitTrace:
 
 
 def trace(planner: Planner, unit: str) -> UnitTrace:
-    result = PlanResult(planner.spec, planner.families, warnings=lint(planner.spec))
+    result = PlanResult(
+        planner.spec, planner.families, warnings=lint(planner.spec, planner.families)
+    )
     context = loop.Context(planner.judge, planner.initial_state(), result, watch=unit)
     result.outcomes = loop.run(context, planner.spec.workloads)
     result.new_targets = list(context.state.created)

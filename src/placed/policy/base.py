@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from placed.model import Target, Workload
+from placed.model import Notice, Spec, Target, Workload
 
 BoolArray = NDArray[np.bool_]
 FloatArray = NDArray[np.float64]
@@ -218,6 +218,11 @@ class Family(ABC):
         ("+rack10 -rack20"); empty when it scores nothing. Plain Python: a plan result
         explains itself with the families alone, without their columns."""
         return ""
+
+    def lint(self, spec: Spec) -> list[Notice]:
+        """What is valid in this family's terms but probably not what the author meant
+        (`placed validate` and every plan's warnings). The default: nothing."""
+        return []
 
     def fallback(
         self, workload: Workload, unit: str, state: PlanView, created: int

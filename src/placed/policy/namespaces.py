@@ -18,7 +18,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from placed.model import Target, Workload
+from placed.model import Notice, Spec, Target, Workload
 from placed.model.properties import make_property
 from placed.policy.base import BoolArray, Bound, Family, Filter, IndexView, PlanView, Reason, World
 from placed.policy.builtins import NAMESPACE, workload_constraints
@@ -97,6 +97,13 @@ class Namespaces(Family):
 
     def bind(self, index: IndexView) -> Bound:
         return Bound(filters=(NamespaceScope(index.targets),))
+
+    def lint(self, spec: Spec) -> list[Notice]:
+        return [
+            Notice(finding.code, finding.message, workload=finding.workload)
+            for workload in spec.workloads
+            for finding in namespace_findings(workload)
+        ]
 
 
 def accepts(workload: Workload, target: Target) -> bool:

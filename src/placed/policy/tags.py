@@ -8,13 +8,14 @@ a tag set per target.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from placed.model import Target, Workload
+from placed.model import Notice, Spec, Target, Workload
 from placed.policy.base import (
     BoolArray,
     Bound,
@@ -277,6 +278,43 @@ class Tags(Family):
     filter_types: ClassVar[tuple[type[Filter], ...]] = (HardAntiAffinity, HardAffinity)
     scorer_types: ClassVar[tuple[type[Scorer], ...]] = (SoftAffinity,)
 
+    def lint(self, spec: Spec) -> list[Notice]:
+        notices: list[Notice] = []
+        known: set[str] = set()
+        for target in spec.inventory.targets:
+            rules = target.rules
+            known |= target.tags | rules.hard_affinity | rules.hard_anti_affinity
+            known |= rules.soft_affinity | rules.soft_anti_affinity
+            both = sorted(rules.soft_affinity & rules.soft_anti_affinity)
+            if both:
+                notices.append(
+                    Notice(
+                        "tag-in-both-soft-lists",
+                        f"{', '.join(both)} is in both soft_affinity and soft_anti_affinity; "
+                        "it scores -1 (anti-affinity is checked first)",
+                        target=target.id,
+                    )
+                )
+        vocabulary = sorted(known)
+        for workload in spec.workloads:
+            for tag in sorted(workload.tags - known):
+                # A tag no target mentions is normal (it simply scores nothing); one that
+                # is a near miss of a tag that does exist is probably a typo.
+                close = [
+                    other
+                    for other in difflib.get_close_matches(tag, vocabulary, n=3, cutoff=0.8)
+                    if _letters(other) != _letters(tag)  # network1 is no typo of network3
+                ][:1]
+                if close:
+                    notices.append(
+                        Notice(
+                            "tag-matches-nothing",
+                            f"tag {tag!r} appears on no target; did you mean {close[0]!r}?",
+                            workload=workload.name,
+                        )
+                    )
+        return notices
+
     def explain(self, workload: Workload, target: Target) -> str:
         plus, minus = soft_terms(target, workload.tags)
         return " ".join([*(f"+{tag}" for tag in plus), *(f"-{tag}" for tag in minus)])
@@ -287,3 +325,7 @@ class Tags(Family):
             filters=(HardAntiAffinity(columns), HardAffinity(columns)),
             scorers=(SoftAffinity(columns),),
         )
+
+
+def _letters(tag: str) -> str:
+    return "".join(c for c in tag if not c.isdigit())
