@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -166,7 +167,7 @@ def make_workloads(
         seen.add(tags)
         drawn[row] = tags
     workloads = tuple(
-        Workload(name=f"w{row:05d}", units=1, mode="allocation", tags=tags, resources={"cpu": 1.0})
+        workload(name=f"w{row:05d}", units=1, mode="allocation", tags=tags, resources={"cpu": 1.0})
         for row, tags in enumerate(drawn)
     )
     return workloads, len(seen)
@@ -195,10 +196,10 @@ def make_mapping_spec(
         for position in range(targets)
     )
     inventory = Inventory.from_roots((Location(id="region", kind="region", children=leaves),))
-    workload = Workload(
+    mapped = workload(
         name=name, units=units, mode="mapping", tags=frozenset({"conductor"}), max_load=max_load
     )
-    return Spec(inventory, (workload,), Settings(default_mode="mapping"), name="mapping")
+    return Spec(inventory, (mapped,), Settings(default_mode="mapping"), name="mapping")
 
 
 def make_edge_nodes(rng: np.random.Generator, count: int) -> list[EdgeNode]:
@@ -284,7 +285,7 @@ def make_deploy_spec(rng: np.random.Generator, count: int) -> tuple[Spec, Worklo
         if len(leaves) == NODES_PER_SITE or i == count - 1:
             sites.append(Location(id=f"site{len(sites):04d}", kind="site", children=tuple(leaves)))
             leaves = []
-    workload = Workload(
+    deployed = workload(
         name="lab-inference",
         mode="every",
         constraints=(CONSTRAINT,),
@@ -292,4 +293,26 @@ def make_deploy_spec(rng: np.random.Generator, count: int) -> tuple[Spec, Worklo
         cluster_namespace=DEPLOY_NAMESPACE,
     )
     inventory = Inventory.from_roots(tuple(sites))
-    return Spec(inventory, (workload,), Settings(default_mode="every"), name="deploy"), workload
+    return Spec(inventory, (deployed,), Settings(default_mode="every"), name="deploy"), deployed
+
+
+_DEPLOYMENT_FIELDS = ("properties", "constraints", "services", "pattern", "cluster_namespace")
+
+
+def workload(**fields: Any) -> Workload:
+    """A Workload from the fields every version of placed has had. Since the engine
+    reshape a workload carries each family's part as a request object; compare.py also
+    runs this harness against trees from before it, where they were plain fields."""
+    if "requests" not in Workload.__dataclass_fields__:
+        return Workload(**fields)
+    from placed.policy.deployment import Deployment
+    from placed.policy.tags import Tagged
+
+    requests: list[object] = []
+    tags = fields.pop("tags", None)
+    if tags:
+        requests.append(Tagged(frozenset(tags)))
+    deployment = {name: fields.pop(name) for name in _DEPLOYMENT_FIELDS if name in fields}
+    if deployment:
+        requests.append(Deployment(**deployment))
+    return Workload(**fields, requests=tuple(requests))

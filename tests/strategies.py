@@ -16,7 +16,9 @@ from placed.model import (
     Workload,
     validate_properties,
 )
+from placed.policy.deployment import Deployment
 from placed.policy.distinct import Distinct
+from placed.policy.tags import Tagged
 
 TAGS = [f"t{i}" for i in range(8)]
 tag_sets = st.frozensets(st.sampled_from(TAGS), max_size=4)
@@ -129,19 +131,25 @@ def workloads(draw: st.DrawFn, name: str, modes: tuple[Mode, ...]) -> Workload:
     )
     # Bounded mapping needs more units than targets before a cap binds.
     max_load = draw(st.sampled_from([None, 1.0, 1.25, 1.5])) if mode == "mapping" else None
+    requests: list[object] = [
+        Tagged(draw(st.frozensets(st.sampled_from(TAGS), max_size=5))),
+        Deployment(
+            properties=draw(property_maps),
+            constraints=draw(constraint_lists),
+            services=found,
+            pattern=pattern,
+            cluster_namespace=draw(st.sampled_from(NAMESPACES)),
+        ),
+    ]
+    if distinct:
+        requests.append(Distinct(distinct))
     return Workload(
         name=name,
         units=draw(st.integers(1, 12 if max_load is not None else 4)),
         mode=mode,
-        tags=draw(st.frozensets(st.sampled_from(TAGS), max_size=5)),
         resources=resources,
-        properties=draw(property_maps),
-        constraints=draw(constraint_lists),
-        services=found,
-        pattern=pattern,
-        cluster_namespace=draw(st.sampled_from(NAMESPACES)),
         max_load=max_load,
-        requests=(Distinct(distinct),) if distinct else (),
+        requests=tuple(requests),
     )
 
 

@@ -11,7 +11,9 @@ from placed.engine.planner import Placement, Planner
 from placed.engine.reference import reference_plan
 from placed.model import TagRules, Target, Workload
 from placed.policy.base import Bound, Created, Family, IndexView, PlanView
+from placed.policy.deployment import Deployment
 from placed.policy.registry import FAMILIES
+from placed.policy.tags import tags_of
 from placed.spec import load_spec_text
 
 
@@ -27,7 +29,7 @@ class NewMachine(Family):
     def fallback(
         self, workload: Workload, unit: str, state: PlanView, created: int
     ) -> Created | None:
-        if "no-new" in workload.tags:
+        if "no-new" in tags_of(workload):
             return None
         size = {name: 2 * amount for name, amount in workload.resources.items()}
         machine = Target(
@@ -102,7 +104,8 @@ def test_created_targets_are_judged_by_the_static_rules_too() -> None:
     # unit stays unplaced even after the fallback, and the summary counts both targets.
     spec = load_spec_text(SPEC)
     (big, *_) = spec.workloads
-    picky = replace(big, name="picky", units=1, constraints=('purpose == "lab"',))
+    wanted = Deployment(constraints=('purpose == "lab"',))
+    picky = replace(big, name="picky", units=1, requests=(*big.requests, wanted))
     spec = replace(spec, workloads=(picky,))
     result = Planner(spec, FAMILIES_WITH_FALLBACK).plan()
     (unplaced,) = result.unplaced

@@ -11,6 +11,7 @@ from placed.engine.explain import verdicts
 from placed.engine.planner import Planner
 from placed.engine.state import PlanState
 from placed.model import Workload
+from placed.policy.deployment import deployment_of
 from placed.policy.distinct import Distinct
 from placed.policy.lint import lint
 from placed.policy.namespaces import namespace_findings
@@ -21,9 +22,10 @@ _SERVICE_FILTERS = {"namespace", "constraint", "target-constraint"}
 
 
 def service_label(workload: Workload) -> str:
-    if len(workload.services) != 1:
+    services = deployment_of(workload).services
+    if len(services) != 1:
         return "general"
-    service = workload.services[0]
+    service = services[0]
     label = f"{service.org}/{service.url}" if service.org else service.url
     return (
         label

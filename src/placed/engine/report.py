@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from placed.engine.outcomes import Placement, PlanResult
 from placed.model import Spec, Target
 from placed.policy.base import Family
+from placed.policy.deployment import deployment_of
 from placed.policy.namespaces import deployment_namespace
 
 if TYPE_CHECKING:  # trace runs plans, and the planner explains through this module
@@ -61,7 +62,8 @@ class Explainer:
                 "ranked_higher": list(placement.ahead),
             }
         workload = self.workloads[placement.workload]
-        if workload.services or workload.cluster_namespace:
+        deployment = deployment_of(workload)
+        if deployment.services or deployment.cluster_namespace:
             namespace = deployment_namespace(workload, self.target(placement.target))
             if namespace is not None:
                 data["namespace"] = namespace

@@ -35,24 +35,18 @@ class Workload:
       mapping: no capacity; a unit's owner is a pure function of (unit, live targets),
         unless max_load caps the load (see engine/balance.py).
       every: one unit on every compatible target, like a DaemonSet or a Nomad system job.
+
+    The fields here are what every workload has. What it asks of one policy family
+    (its tags, its Open Horizon deployment policy, `distinct`...) is that family's
+    request object in `requests`, found with `request(Kind)`.
     """
 
     name: str
     units: int = 1
     mode: Mode = "allocation"
-    tags: frozenset[str] = frozenset()
     resources: Mapping[str, float] = field(default_factory=dict)
-    # Open Horizon: the deployment policy's own properties and constraints, the services
-    # it deploys (one for a policy, several for a pattern) and the namespace it asks for.
-    properties: Mapping[str, Property] = field(default_factory=dict)
-    constraints: tuple[str, ...] = ()
-    services: tuple[Service, ...] = ()
-    pattern: bool = False
-    cluster_namespace: str | None = None
     # mapping only: no target holds more than max_load x the mean number of units.
     max_load: float | None = None
-    # What each newer policy family asks of the targets, one typed object per family
-    # (policy/distinct.py's Distinct, ...): a family finds its own with request().
     requests: tuple[object, ...] = ()
 
     def request(self, kind: type[Request]) -> Request | None:

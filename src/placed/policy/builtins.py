@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from placed.model import Property, Target, Workload
 from placed.model.properties import ALLOW_PRIVILEGED, make_property
+from placed.policy.deployment import deployment_of
 
 NAMESPACE = "openhorizon.kubernetesNamespace"
 NODE_BUILTINS = (
@@ -74,9 +75,10 @@ def node_properties(target: Target) -> dict[str, Property]:
 
 
 def service_builtins(workload: Workload) -> dict[str, Property]:
-    if len(workload.services) != 1:
+    services = deployment_of(workload).services
+    if len(services) != 1:
         return {}
-    service = workload.services[0]
+    service = services[0]
     values = {
         "openhorizon.service.url": service.url,
         "openhorizon.service.name": service.url,
@@ -90,19 +92,21 @@ def service_builtins(workload: Workload) -> dict[str, Property]:
 def workload_properties(workload: Workload) -> dict[str, Property]:
     """What target constraints see: service policies (first service wins on a clash), the
     service built-ins, and the deployment policy over all (it wins on a clash)."""
+    deployment = deployment_of(workload)
     merged: dict[str, Property] = {}
-    for service in workload.services:
+    for service in deployment.services:
         for name, prop in service.properties.items():
             merged.setdefault(name, prop)
     merged.update(service_builtins(workload))
-    merged.update(workload.properties)
+    merged.update(deployment.properties)
     return merged
 
 
 def workload_constraints(workload: Workload) -> tuple[str, ...]:
     """The deployment policy's constraints ANDed with each service policy's."""
-    texts = list(workload.constraints)
-    for service in workload.services:
+    deployment = deployment_of(workload)
+    texts = list(deployment.constraints)
+    for service in deployment.services:
         texts.extend(service.constraints)
     return tuple(texts)
 

@@ -22,6 +22,7 @@ from placed.model import Notice, Spec, Target, Workload
 from placed.model.properties import make_property
 from placed.policy.base import BoolArray, Bound, Family, Filter, IndexView, PlanView, Reason, World
 from placed.policy.builtins import NAMESPACE, workload_constraints
+from placed.policy.deployment import deployment_of
 from placed.policy.expressions import parse_constraint
 from placed.policy.expressions.evaluate import holds_if_known
 
@@ -31,11 +32,12 @@ _SCOPES = {"device": DEVICE, "cluster": CLUSTER, "namespace": NAMESPACED}
 
 def requested_namespace(workload: Workload) -> str | None:
     """The namespace a workload asks for, before the target's own is considered."""
-    if workload.cluster_namespace:
-        return workload.cluster_namespace
-    if workload.pattern:
+    deployment = deployment_of(workload)
+    if deployment.cluster_namespace:
+        return deployment.cluster_namespace
+    if deployment.pattern:
         return None
-    embedded = [s.namespace for s in workload.services if s.namespace]
+    embedded = [s.namespace for s in deployment.services if s.namespace]
     return embedded[0] if embedded else None
 
 
@@ -67,7 +69,7 @@ class NamespaceScope(Filter):
         code = self.codes.get(wanted, -1)
         in_wanted: NDArray[np.bool_] = self.namespace == code
         mask: BoolArray
-        if workload.pattern:
+        if deployment_of(workload).pattern:
             if wanted is None:
                 mask = self.scope != NAMESPACED
             else:
@@ -111,7 +113,7 @@ def accepts(workload: Workload, target: Target) -> bool:
     scope, wanted = target.agent.scope, requested_namespace(workload)
     if scope == "device":
         return True
-    if workload.pattern:
+    if deployment_of(workload).pattern:
         if scope == "cluster":
             return wanted is None
         return wanted is not None and wanted == target.agent.agent_namespace
@@ -155,7 +157,7 @@ def namespace_findings(workload: Workload) -> list[Finding]:
     a policy that picks a namespace and also constrains openhorizon.kubernetesNamespace,
     and a service that embeds its namespace."""
     findings = []
-    for service in workload.services:
+    for service in deployment_of(workload).services:
         if service.namespace:
             findings.append(
                 Finding(
@@ -184,7 +186,9 @@ def namespace_findings(workload: Workload) -> list[Finding]:
         },
     )
     source = (
-        "cluster_namespace" if workload.cluster_namespace else "its service's embedded namespace"
+        "cluster_namespace"
+        if deployment_of(workload).cluster_namespace
+        else "its service's embedded namespace"
     )
     head = (
         f"sets {source} {wanted} and also constrains {NAMESPACE}: this may result in no "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -29,6 +30,21 @@ from placed.policy.base import (
     World,
     plural_noun,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Tagged:
+    """A workload's request in this family: its tags (seed 001's node.affinity_tags)."""
+
+    tags: frozenset[str]
+
+
+_UNTAGGED: frozenset[str] = frozenset()
+
+
+def tags_of(workload: Workload) -> frozenset[str]:
+    found = workload.request(Tagged)
+    return found.tags if found is not None else _UNTAGGED
 
 
 # The rule semantics in plain Python, one target at a time. The reference oracle and the
@@ -186,7 +202,7 @@ class HardAntiAffinity(Filter):
         self.columns = columns
 
     def prepare(self, workload: Workload) -> Totals | None:
-        rows = self.columns.forbidding.rows(self.columns.codes(workload.tags))
+        rows = self.columns.forbidding.rows(self.columns.codes(tags_of(workload)))
         if not rows:
             return None  # no tag of the workload is forbidden anywhere
         return self.columns.forbidding.total_of(rows)
@@ -196,12 +212,12 @@ class HardAntiAffinity(Filter):
         return kept
 
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
-        return forbidden_reason(forbidden_tags(target, workload.tags))
+        return forbidden_reason(forbidden_tags(target, tags_of(workload)))
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         # The seed: "if any node.affinity_tags in conductor.hard_anti_affinity_tags".
-        if any(tag in target.rules.hard_anti_affinity for tag in workload.tags):
-            return forbidden_reason(forbidden_tags(target, workload.tags))
+        if any(tag in target.rules.hard_anti_affinity for tag in tags_of(workload)):
+            return forbidden_reason(forbidden_tags(target, tags_of(workload)))
         return None
 
 
@@ -219,7 +235,7 @@ class HardAffinity(Filter):
     def prepare(self, workload: Workload) -> Totals | None:
         if not self.anywhere:
             return None  # no target requires a tag
-        return self.columns.requiring.total(self.columns.codes(workload.tags))
+        return self.columns.requiring.total(self.columns.codes(tags_of(workload)))
 
     def keep(self, prepared: Totals, state: PlanView) -> BoolArray:
         # Each workload tag appears at most once per target list, so a target is satisfied
@@ -228,12 +244,12 @@ class HardAffinity(Filter):
         return kept
 
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
-        return missing_reason(missing_required_tags(target, workload.tags))
+        return missing_reason(missing_required_tags(target, tags_of(workload)))
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         # The seed: "if any conductor.hard_affinity_tags not in node.affinity_tags".
-        if any(tag not in workload.tags for tag in target.rules.hard_affinity):
-            return missing_reason(missing_required_tags(target, workload.tags))
+        if any(tag not in tags_of(workload) for tag in target.rules.hard_affinity):
+            return missing_reason(missing_required_tags(target, tags_of(workload)))
         return None
 
 
@@ -250,7 +266,7 @@ class SoftAffinity(Scorer):
         self.columns = columns
 
     def prepare(self, workload: Workload) -> Totals | None:
-        rows = self.columns.scoring.rows(self.columns.codes(workload.tags))
+        rows = self.columns.scoring.rows(self.columns.codes(tags_of(workload)))
         if not rows:
             return None
         return self.columns.scoring.total_of(rows)
@@ -262,7 +278,7 @@ class SoftAffinity(Scorer):
         # The seed's pseudo-code: anti-affinity is checked first, so a tag in both lists
         # counts -1; the target's own tags count as soft affinity (its first form).
         score = 0.0
-        for tag in workload.tags:
+        for tag in tags_of(workload):
             if tag in target.rules.soft_anti_affinity:
                 score -= 1
             elif tag in target.tags or tag in target.rules.soft_affinity:
@@ -297,7 +313,7 @@ class Tags(Family):
                 )
         vocabulary = sorted(known)
         for workload in spec.workloads:
-            for tag in sorted(workload.tags - known):
+            for tag in sorted(tags_of(workload) - known):
                 # A tag no target mentions is normal (it simply scores nothing); one that
                 # is a near miss of a tag that does exist is probably a typo.
                 close = [
@@ -316,7 +332,7 @@ class Tags(Family):
         return notices
 
     def explain(self, workload: Workload, target: Target) -> str:
-        plus, minus = soft_terms(target, workload.tags)
+        plus, minus = soft_terms(target, tags_of(workload))
         return " ".join([*(f"+{tag}" for tag in plus), *(f"-{tag}" for tag in minus)])
 
     def bind(self, index: IndexView) -> Bound:

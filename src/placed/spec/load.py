@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from placed.model import Inventory, Location, Settings, Spec, TagRules, Workload
+from placed.policy.tags import Tagged
 from placed.spec import distinct, openhorizon
 from placed.spec.collect import Collector
 from placed.spec.errors import Problem, SourcePosition, SpecError
@@ -304,18 +305,17 @@ def _workload(
         name=spec.name,
         units=spec.units,
         mode=mode,
-        tags=frozenset(spec.tags),
         resources=dict(spec.resources),
-        properties=openhorizon.properties(
-            spec.properties, (*path, "properties"), "deployment", out
-        ),
-        constraints=openhorizon.constraints(spec.constraints, (*path, "constraints"), out),
-        services=openhorizon.services(spec, path, out),
-        pattern=spec.pattern,
-        cluster_namespace=spec.cluster_namespace,
         max_load=spec.max_load,
+        # Each family's section of the workload, read by that family's spec module.
         requests=tuple(
-            found for found in (distinct.request(spec, mode, path, out, kinds),) if found
+            found
+            for found in (
+                Tagged(frozenset(spec.tags)) if spec.tags else None,
+                openhorizon.deployment(spec, path, out),
+                distinct.request(spec, mode, path, out, kinds),
+            )
+            if found is not None
         ),
     )
 

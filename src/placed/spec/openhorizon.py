@@ -10,6 +10,7 @@ from typing import Any
 from placed.model import Agent, Property, PropertyError, Service
 from placed.model.properties import make_property
 from placed.policy.builtins import read_only_reason
+from placed.policy.deployment import NONE, Deployment
 from placed.policy.expressions import ExpressionError, parse
 from placed.spec.collect import Collector
 from placed.spec.schema import LocationSpec, ServiceSpec, WorkloadSpec
@@ -153,3 +154,15 @@ def services(spec: WorkloadSpec, path: Path, out: Collector) -> tuple[Service, .
             (*path, "services"),
         )
     return result
+
+
+def deployment(spec: WorkloadSpec, path: Path, out: Collector) -> Deployment | None:
+    """The workload's Open Horizon deployment policy or pattern, if it is one."""
+    found = Deployment(
+        properties=properties(spec.properties, (*path, "properties"), "deployment", out),
+        constraints=constraints(spec.constraints, (*path, "constraints"), out),
+        services=services(spec, path, out),
+        pattern=spec.pattern,
+        cluster_namespace=spec.cluster_namespace,
+    )
+    return None if found == NONE else found
