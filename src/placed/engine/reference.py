@@ -11,7 +11,7 @@ proposal at a time.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +25,7 @@ from placed.engine.pipeline import Pipeline, StateWorld
 from placed.engine.selection import U64, rendezvous_weight, stable_hashes
 from placed.engine.state import PlanState
 from placed.model import Spec, Target, Workload
-from placed.policy.base import BoolArray, Family, FloatArray, Reason
+from placed.policy.base import BoolArray, Family, FloatArray, Reason, World
 from placed.policy.registry import FAMILIES
 
 Positions = NDArray[np.intp]
@@ -40,12 +40,44 @@ class ReferenceOutcome:
     summary: str | None
 
 
+class _Snapshot:
+    """policy.base.World over the plan state as plain Python values, read once per unit
+    (a unit's judgement reads every target, and nothing changes while it does)."""
+
+    def __init__(self, state: PlanState) -> None:
+        self._state = state
+        self._up: list[bool] = state.up.tolist()
+        self._free: list[list[float]] = state.free.T.tolist()
+        self._placed: dict[str, list[tuple[str, Target]]] = {}
+        self._positions = state.index.position
+
+    def _position(self, target: Target) -> int:
+        found = self._positions.get(target.id)
+        if found is None:
+            found = self._state.position(target.id)
+            assert found is not None, f"{target.id} is not in this plan"
+        return found
+
+    def is_up(self, target: Target) -> bool:
+        return self._up[self._position(target)]
+
+    def free(self, target: Target) -> Mapping[str, float]:
+        return dict(zip(self._state.resources, self._free[self._position(target)], strict=True))
+
+    def placed(self, group: str) -> Sequence[tuple[str, Target]]:
+        found = self._placed.get(group)
+        if found is None:
+            found = self._placed[group] = list(StateWorld(self._state).placed(group))
+        return found
+
+
 class ReferenceJudge:
     """loop.Judge, one target at a time."""
 
     def __init__(self, index: TargetIndex, families: Sequence[Family] = FAMILIES) -> None:
-        # Bound only to reach each family's filters and scorers; their columns go unused.
-        pipeline = Pipeline(index, families)
+        # Bound only to reach each family's filters and scorers, whose one-target `judge`
+        # reads no columns: an index without targets makes binding cost nothing.
+        pipeline = Pipeline(TargetIndex((), index.resources), families)
         self.families = pipeline.families
         self.filters = pipeline.filters
         self.scorers = pipeline.scorers
@@ -55,7 +87,7 @@ class ReferenceJudge:
         return workload
 
     def judge(
-        self, workload: Workload, target: Target, world: StateWorld
+        self, workload: Workload, target: Target, world: World
     ) -> tuple[Reason | None, float]:
         """(first failing rule or None, score) for one workload on one target."""
         for f in self.filters:
@@ -67,9 +99,24 @@ class ReferenceJudge:
     def _judge_all(
         self, workload: Workload, state: PlanState
     ) -> tuple[list[tuple[Reason | None, float]], list[Target]]:
-        world = StateWorld(state)
+        """`judge` on every target, written out: this loop is all the reference does."""
+        world = _Snapshot(state)
         targets = list(state.targets())
-        return [self.judge(workload, target, world) for target in targets], targets
+        rules = [f.judge for f in self.filters]
+        scores = [s.judge for s in self.scorers]
+        verdicts: list[tuple[Reason | None, float]] = []
+        for target in targets:
+            for rule in rules:
+                reason = rule(workload, target, world)
+                if reason is not None:
+                    verdicts.append((reason, 0.0))
+                    break
+            else:
+                score = 0.0
+                for scored in scores:
+                    score += scored(workload, target)
+                verdicts.append((None, score))
+        return verdicts, targets
 
     def feasible(self, request: Workload, state: PlanState) -> BoolArray:
         verdicts, _ = self._judge_all(request, state)

@@ -48,12 +48,18 @@ class Workload:
     # mapping only: no target holds more than max_load x the mean number of units.
     max_load: float | None = None
     requests: tuple[object, ...] = ()
+    # The requests by their exact type: families look theirs up for every target the
+    # reference judges, so the lookup is one dict access.
+    _by_kind: dict[type, object] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_kind", {type(found): found for found in self.requests})
 
     def request(self, kind: type[Request]) -> Request | None:
-        for found in self.requests:
-            if isinstance(found, kind):
-                return found
-        return None
+        """This workload's request of that (exact) type, if it has one."""
+        # Keyed by the exact type, so what is found is a `kind` (no cast(): this runs for
+        # every target the reference judges, and a call is most of its cost).
+        return self._by_kind.get(kind)  # type: ignore[return-value]
 
     def unit_key(self, index: int) -> str:
         return f"{self.name}/{index}"

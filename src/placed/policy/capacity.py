@@ -91,6 +91,8 @@ class ResourcesFit(Filter, Consumer):
         return insufficient_reason(workload.resources, free)
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
+        if not workload.resources:
+            return None
         free = world.free(target)
         if any(free.get(name, 0.0) < amount for name, amount in workload.resources.items()):
             return insufficient_reason(workload.resources, free)

@@ -110,9 +110,10 @@ class Namespaces(Family):
 
 def accepts(workload: Workload, target: Target) -> bool:
     """The rule for one target, in plain words (the reference oracle uses this)."""
-    scope, wanted = target.agent.scope, requested_namespace(workload)
+    scope = target.agent.scope
     if scope == "device":
-        return True
+        return True  # a device ignores namespaces
+    wanted = requested_namespace(workload)
     if deployment_of(workload).pattern:
         if scope == "cluster":
             return wanted is None

@@ -44,7 +44,7 @@ _UNTAGGED: frozenset[str] = frozenset()
 
 def tags_of(workload: Workload) -> frozenset[str]:
     found = workload.request(Tagged)
-    return found.tags if found is not None else _UNTAGGED
+    return _UNTAGGED if found is None else found.tags
 
 
 # The rule semantics in plain Python, one target at a time. The reference oracle and the
@@ -216,8 +216,9 @@ class HardAntiAffinity(Filter):
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         # The seed: "if any node.affinity_tags in conductor.hard_anti_affinity_tags".
-        if any(tag in target.rules.hard_anti_affinity for tag in tags_of(workload)):
-            return forbidden_reason(forbidden_tags(target, tags_of(workload)))
+        node_tags = tags_of(workload)
+        if any(tag in target.rules.hard_anti_affinity for tag in node_tags):
+            return forbidden_reason(forbidden_tags(target, node_tags))
         return None
 
 
@@ -248,8 +249,9 @@ class HardAffinity(Filter):
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         # The seed: "if any conductor.hard_affinity_tags not in node.affinity_tags".
-        if any(tag not in tags_of(workload) for tag in target.rules.hard_affinity):
-            return missing_reason(missing_required_tags(target, tags_of(workload)))
+        node_tags = tags_of(workload)
+        if any(tag not in node_tags for tag in target.rules.hard_affinity):
+            return missing_reason(missing_required_tags(target, node_tags))
         return None
 
 
