@@ -158,12 +158,15 @@ class Allocation(Strategy):
         request = judge.request(workload)
         outcomes: list[Outcome] = []
         failed: Unplaced | None = None
+        previous, watching = context.previous, context.watch is not None
         for count, key in enumerate(workload.unit_key(i) for i in range(workload.units)):
-            kept = context.previous.get(key)
-            if isinstance(kept, Placement) and key in state.units:
-                outcomes.append(kept)  # a simulation: it stays where it is
-                continue
-            context.look(key)
+            if previous:
+                kept = previous.get(key)
+                if isinstance(kept, Placement) and key in state.units:
+                    outcomes.append(kept)  # a simulation: it stays where it is
+                    continue
+            if watching:
+                context.look(key)
             if failed is not None:
                 # Nothing changed since a unit of this workload failed with no fallback,
                 # so it fails for the same reasons: explain once, reuse the summary.

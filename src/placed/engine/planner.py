@@ -19,7 +19,7 @@ from placed.engine.report import Explainer
 from placed.engine.selection import U64, break_tie, stable_hash64, stable_hashes
 from placed.engine.state import PlanState
 from placed.model import Spec, Workload
-from placed.policy.base import BoolArray, Family, FloatArray
+from placed.policy.base import Family
 from placed.policy.lint import lint
 from placed.policy.registry import FAMILIES
 
@@ -38,6 +38,10 @@ class FastJudge:
         self.families = pipeline.families
         self._compiled: OrderedDict[str, CompiledRequest] = OrderedDict()
         self._unit_hashes: tuple[list[str], U64] | None = None
+        # The pipeline's own methods, not wrappers: these run once per unit.
+        self.feasible = pipeline.feasible
+        self.scores = pipeline.scores
+        self.reserve = pipeline.reserve
 
     def request(self, workload: Workload) -> CompiledRequest:
         compiled = self._compiled.get(workload.name)
@@ -51,17 +55,6 @@ class FastJudge:
         else:
             self._compiled.move_to_end(workload.name)
         return compiled
-
-    def feasible(self, request: CompiledRequest, state: PlanState) -> BoolArray:
-        return self.pipeline.feasible(request, state)
-
-    def scores(self, request: CompiledRequest, state: PlanState) -> FloatArray:
-        return self.pipeline.scores(request, state)
-
-    def reserve(
-        self, request: CompiledRequest, state: PlanState, positions: int | Positions
-    ) -> None:
-        self.pipeline.reserve(request, state, positions)
 
     def choose(self, unit: str, top: Positions, state: PlanState) -> int:
         return break_tie(stable_hash64(unit), top, state.hashes)
