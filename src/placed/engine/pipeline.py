@@ -64,10 +64,8 @@ class CompiledRequest:
     static_masks: dict[int, BoolArray]  # filter position -> mask over the index
     static_keep: BoolArray
     score: FloatArray
-    dynamic: list[int]  # positions of the filters that read the plan state
-    consumers: list[int]
-    # (keep, prepared) of each dynamic filter and (reserve, prepared) of each consumer:
-    # the per-unit loop calls these and nothing else.
+    # (keep, prepared) of each filter that reads the plan state, and (reserve, prepared)
+    # of each consumer: the per-unit loop calls these and nothing else.
     checks: list[tuple[Any, Any]] = field(default_factory=list)
     takes: list[tuple[Any, Any]] = field(default_factory=list)
     created: list[_Judged] = field(default_factory=list)
@@ -82,10 +80,6 @@ class Pipeline:
         self.scorers: list[Scorer] = [s for b in bound for s in b.scorers]
         self._consumers = [isinstance(f, Consumer) for f in self.filters]
 
-    @classmethod
-    def default(cls, index: TargetIndex) -> Pipeline:
-        return cls(index)
-
     def filter(self, name: str) -> Filter:
         for f in self.filters:
             if f.name == name:
@@ -94,11 +88,14 @@ class Pipeline:
 
     def compile(self, workload: Workload) -> CompiledRequest:
         size = len(self.index)
-        prepared = [f.prepare(workload) for f in self.filters]
+        prepared = [
+            None
+            if f.needs is not None and workload.request(f.needs) is None
+            else f.prepare(workload)
+            for f in self.filters
+        ]
         static_masks: dict[int, BoolArray] = {}
         keep = np.ones(size, dtype=bool)
-        dynamic: list[int] = []
-        consumers: list[int] = []
         checks: list[tuple[Any, Any]] = []
         takes: list[tuple[Any, Any]] = []
         for position, (f, part) in enumerate(zip(self.filters, prepared, strict=True)):
@@ -112,19 +109,17 @@ class Pipeline:
                 static_masks[position] = mask
                 keep &= mask
             else:
-                dynamic.append(position)
                 checks.append((f.keep, part))
             if self._consumers[position]:
-                consumers.append(position)
                 takes.append((f.reserve, part))  # type: ignore[attr-defined]
         score = np.zeros(size, dtype=np.float64)
         for scorer in self.scorers:
+            if scorer.needs is not None and workload.request(scorer.needs) is None:
+                continue
             part = scorer.prepare(workload)
             if part is not None:
                 score += scorer.score(part)
-        return CompiledRequest(
-            workload, prepared, static_masks, keep, score, dynamic, consumers, checks, takes
-        )
+        return CompiledRequest(workload, prepared, static_masks, keep, score, checks, takes)
 
     def _created(self, request: CompiledRequest, state: PlanState) -> list[_Judged]:
         """The static verdicts on the state's created targets (judged once per request

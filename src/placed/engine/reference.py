@@ -40,6 +40,10 @@ class ReferenceOutcome:
     summary: str | None
 
 
+def _asks(workload: Workload, needs: type | None) -> bool:
+    return needs is None or workload.request(needs) is not None
+
+
 class _Snapshot:
     """policy.base.World over the plan state as plain Python values, read once per unit
     (a unit's judgement reads every target, and nothing changes while it does)."""
@@ -102,8 +106,9 @@ class ReferenceJudge:
         """`judge` on every target, written out: this loop is all the reference does."""
         world = _Snapshot(state)
         targets = list(state.targets())
-        rules = [f.judge for f in self.filters]
-        scores = [s.judge for s in self.scorers]
+        # A rule whose request the workload lacks passes every target (Filter.needs).
+        rules = [f.judge for f in self.filters if _asks(workload, f.needs)]
+        scores = [s.judge for s in self.scorers if _asks(workload, s.needs)]
         verdicts: list[tuple[Reason | None, float]] = []
         for target in targets:
             for rule in rules:

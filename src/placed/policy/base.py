@@ -131,6 +131,9 @@ class Filter(ABC):
     # A static filter's mask depends only on the workload, never on the plan state, so
     # the pipeline computes it once per workload instead of once per unit.
     static: ClassVar[bool] = False
+    # The request type without which a workload passes every target (no tags: nothing
+    # is forbidden). The pipeline and the reference skip the filter for such workloads.
+    needs: ClassVar[type | None] = None
 
     @abstractmethod
     def prepare(self, workload: Workload) -> Any | None: ...
@@ -160,6 +163,8 @@ class Scorer(ABC):
 
     name: ClassVar[str]
     summary: ClassVar[str]
+    # The request type without which a workload scores 0 everywhere.
+    needs: ClassVar[type | None] = None
 
     @abstractmethod
     def prepare(self, workload: Workload) -> Any | None: ...

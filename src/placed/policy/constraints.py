@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 from placed.model import Property, Target, Workload
 from placed.policy.base import BoolArray, Bound, Family, Filter, IndexView, PlanView, Reason, World
 from placed.policy.builtins import node_properties, workload_constraints, workload_properties
+from placed.policy.deployment import Deployment
 from placed.policy.expressions import All, Comparison, Constraint, parse_constraint
 from placed.policy.expressions.columns import PropertyColumns
 from placed.policy.expressions.evaluate import holds, satisfied
@@ -90,6 +91,7 @@ class WorkloadConstraint(Filter):
     name = "constraint"
     summary = "the workload's constraints (its policy's and its services') are false on the target"
     static = True
+    needs = Deployment
 
     def __init__(self, targets: Sequence[Target]) -> None:
         self.properties = [node_properties(target) for target in targets]

@@ -69,6 +69,7 @@ def taken_reason(workload: str, level: str, location: str, unit: str, itself: bo
 class DistinctLevel(Filter):
     name = "distinct"
     summary = "`distinct: LEVEL`: the target's LEVEL (rack, zone, ...) already holds a unit"
+    needs = Distinct
 
     def prepare(self, workload: Workload) -> tuple[str, str] | None:
         wanted = workload.request(Distinct)

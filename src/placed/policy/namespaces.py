@@ -22,7 +22,7 @@ from placed.model import Notice, Spec, Target, Workload
 from placed.model.properties import make_property
 from placed.policy.base import BoolArray, Bound, Family, Filter, IndexView, PlanView, Reason, World
 from placed.policy.builtins import NAMESPACE, workload_constraints
-from placed.policy.deployment import deployment_of
+from placed.policy.deployment import Deployment, deployment_of
 from placed.policy.expressions import parse_constraint
 from placed.policy.expressions.evaluate import holds_if_known
 
@@ -52,6 +52,7 @@ class NamespaceScope(Filter):
     name = "namespace"
     summary = "the target's agent does not accept the deployment's cluster namespace"
     static = True
+    needs = Deployment
 
     def __init__(self, targets: Sequence[Target]) -> None:
         self.scope = np.array([_SCOPES[t.agent.scope] for t in targets], dtype=np.int8)

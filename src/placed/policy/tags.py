@@ -197,6 +197,7 @@ class HardAntiAffinity(Filter):
     name = "hard-anti-affinity"
     summary = "the target's hard-anti-affinity list shares a tag with the workload"
     static = True
+    needs = Tagged
 
     def __init__(self, columns: TagColumns) -> None:
         self.columns = columns
@@ -217,7 +218,7 @@ class HardAntiAffinity(Filter):
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         # The seed: "if any node.affinity_tags in conductor.hard_anti_affinity_tags".
         node_tags = tags_of(workload)
-        if any(tag in target.rules.hard_anti_affinity for tag in node_tags):
+        if not node_tags.isdisjoint(target.rules.hard_anti_affinity):
             return forbidden_reason(forbidden_tags(target, node_tags))
         return None
 
@@ -250,7 +251,7 @@ class HardAffinity(Filter):
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         # The seed: "if any conductor.hard_affinity_tags not in node.affinity_tags".
         node_tags = tags_of(workload)
-        if any(tag not in node_tags for tag in target.rules.hard_affinity):
+        if not target.rules.hard_affinity <= node_tags:
             return missing_reason(missing_required_tags(target, node_tags))
         return None
 
@@ -263,6 +264,7 @@ class SoftAffinity(Scorer):
         "+1 per workload tag in the target's tags or soft_affinity, -1 per tag in its "
         "soft_anti_affinity"
     )
+    needs = Tagged
 
     def __init__(self, columns: TagColumns) -> None:
         self.columns = columns
@@ -280,10 +282,11 @@ class SoftAffinity(Scorer):
         # The seed's pseudo-code: anti-affinity is checked first, so a tag in both lists
         # counts -1; the target's own tags count as soft affinity (its first form).
         score = 0.0
+        rules = target.rules
         for tag in tags_of(workload):
-            if tag in target.rules.soft_anti_affinity:
+            if tag in rules.soft_anti_affinity:
                 score -= 1
-            elif tag in target.tags or tag in target.rules.soft_affinity:
+            elif tag in target.tags or tag in rules.soft_affinity:
                 score += 1
         return score
 
