@@ -58,9 +58,12 @@ def services(draw: st.DrawFn) -> Service:
     return Service(
         url="svc",
         version=draw(st.sampled_from(["", "1.2.0", "2.0.0"])),
+        arch=draw(st.sampled_from(["", "", "*", "amd64", "arm64"])),
         namespace=draw(st.sampled_from(NAMESPACES)),
         properties=draw(property_maps),
         constraints=draw(constraint_lists),
+        privileged=draw(st.booleans()),
+        runs_on=draw(st.sampled_from([("device", "cluster"), ("device",), ("cluster",)])),
     )
 
 

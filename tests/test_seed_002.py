@@ -4,13 +4,17 @@ publish warning and deploy-check conflict of scenario 4."""
 
 from __future__ import annotations
 
+import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from placed.cli.main import app
+from placed.cli.render import plan_table
 from placed.engine.check import deploy_check
 from placed.engine.planner import Planner
 from placed.model import Spec
@@ -106,9 +110,23 @@ def test_check_reports_the_real_conflict_of_scenario_4(spec: Spec) -> None:
     ]
     ns4 = next(t for t in report["workloads"][0]["targets"] if t["target"] == "ns-4")
     assert ns4["compatible"] is False
-    assert ns4["reason"] == {
-        "example/com.example.web_1.0.0": "fails openhorizon.kubernetesNamespace == XYZ "
-        '(openhorizon.kubernetesNamespace is "ABC")'
+    # Issue 11: one policy-level reason naming the conflict, as hzn deploycheck reports
+    # it, instead of a constraint failure under the service.
+    conflict = (
+        "policy conflict: the policy deploys to namespace ABC but requires "
+        "openhorizon.kubernetesNamespace == XYZ; on a namespace-scoped node "
+        "openhorizon.kubernetesNamespace is the deployment's namespace, so no such node can "
+        "run it"
+    )
+    assert ns4["reason"] == {"general": conflict}
+    assert ns4["reasons"] == [{"filter": "namespace", "message": conflict}]
+    assert ns4["namespace"] == "ABC"
+    # A cluster-scoped node is refused for what it is (its scenario), not for the conflict.
+    c1 = next(t for t in report["workloads"][0]["targets"] if t["target"] == "cluster-1")
+    assert c1["reason"] == {
+        "example/com.example.web_1.0.0": "fails scenario == n4 AND "
+        'openhorizon.kubernetesNamespace == XYZ (scenario is "c1", '
+        'openhorizon.kubernetesNamespace is "openhorizon-agent")'
     }
 
 
@@ -174,16 +192,45 @@ def test_cluster_scoped_nodes_take_only_patterns_without_a_namespace() -> None:
     assert deployed(plan, "abc-pattern") == [("ns-abc", "ABC"), ("device", None)]
 
 
-def test_a_pattern_whose_services_embed_different_namespaces_is_an_error() -> None:
-    from placed.spec import SpecError
-
+def test_a_pattern_whose_services_embed_different_namespaces_deploys_each_to_its_own() -> None:
+    # Issue 11 (it was an error before): on a cluster-scoped node each service goes to the
+    # namespace its operator embeds, or the agent's; the output says so per service.
     text = PATTERNS.replace(
         "cluster_namespace: ABC\n    services: [{url: a, namespace: XYZ}, {url: b}]",
-        "services: [{url: a, namespace: XYZ}, {url: b, namespace: QRS}]",
+        "services: [{url: a, namespace: XYZ}, {url: b, namespace: QRS}, {url: c}]",
     )
-    with pytest.raises(SpecError) as caught:
-        load_spec_text(text, "patterns.yaml")
-    (problem,) = caught.value.problems
-    assert "embed different namespaces (QRS, XYZ)" in problem.message
-    assert problem.key == "workloads[1].services"
-    assert problem.position is not None and problem.position.line == 13
+    spec = load_spec_text(text, "patterns.yaml")
+    plan = Planner(spec).plan().to_dict()
+    (on_cluster,) = [
+        p for p in plan["placements"] if p["workload"] == "abc-pattern" and p["target"] == "cluster"
+    ]
+    assert "namespace" not in on_cluster
+    assert on_cluster["namespaces"] == {"a": "XYZ", "b": "QRS", "c": "openhorizon-agent"}
+    # A namespace-scoped node never takes a pattern without a cluster namespace.
+    assert "ns-abc" not in [p for p, _ in deployed(plan, "abc-pattern")]
+    codes = [n.code for n in lint(spec) if n.workload == "abc-pattern"]
+    assert "pattern-namespaces-differ" in codes
+
+
+def test_the_plan_table_shows_each_services_namespace(tmp_path: Path) -> None:
+    path = tmp_path / "patterns.yaml"
+    path.write_text(
+        PATTERNS.replace(
+            "cluster_namespace: ABC\n    services: [{url: a, namespace: XYZ}, {url: b}]",
+            "services: [{url: a, namespace: XYZ}, {url: b}]",
+        )
+    )
+    result = CliRunner().invoke(app, ["plan", str(path), "-f", "json"])
+    document = json.loads(result.stdout)
+    wide = Console(file=io.StringIO(), width=240)
+    plan_table(wide, [(document["name"], document)])
+    assert "a: XYZ, b: openhorizon-agent" in wide.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_a_pattern_with_one_embedded_namespace_deploys_there_on_a_cluster() -> None:
+    text = PATTERNS.replace(
+        "cluster_namespace: ABC\n    services: [{url: a, namespace: XYZ}, {url: b}]",
+        "services: [{url: a, namespace: XYZ}]",
+    )
+    plan = Planner(load_spec_text(text)).plan().to_dict()
+    assert ("cluster", "XYZ") in deployed(plan, "abc-pattern")

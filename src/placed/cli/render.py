@@ -49,17 +49,24 @@ def _warnings(console: Console, warnings: list[dict[str, Any]]) -> None:
         )
 
 
+def _namespace(placement: dict[str, Any]) -> str:
+    """One namespace, or where each service of a pattern goes when they differ."""
+    if "namespaces" in placement:
+        return ", ".join(f"{url}: {ns}" for url, ns in placement["namespaces"].items())
+    return str(placement.get("namespace") or "-")
+
+
 def plan_table(console: Console, documents: list[tuple[str, dict[str, Any]]]) -> None:
     for name, data in documents:
         _heading(console, name, len(documents) > 1)
         # The unit names its workload (web/2), so no workload column: the reasons get room.
         table = Table(show_edge=False, header_style="bold")
-        namespaces = any("namespace" in p for p in data["placements"])
+        namespaces = any("namespace" in p or "namespaces" in p for p in data["placements"])
         middle = ("namespace",) if namespaces else ()
         for column in ("unit", "target", *middle, "score", "why"):
             table.add_column(column, overflow="fold", ratio=3 if column == "why" else None)
         for p in data["placements"]:
-            extra = (p.get("namespace") or "-",) if namespaces else ()
+            extra = (_namespace(p),) if namespaces else ()
             table.add_row(p["unit"], p["target"], *extra, f"{p['score']:g}", p["reason"])
         for u in data["unplaced"]:
             extra = ("",) if namespaces else ()
@@ -82,12 +89,18 @@ def check_table(console: Console, documents: list[tuple[str, dict[str, Any]]]) -
                 show_edge=False,
                 header_style="bold",
             )
-            for column in ("target", "compatible", "score", "reasons"):
+            # The node's own namespace, where any node has one (seed 002: shown in node
+            # commands), so a namespace refusal can be read off the row.
+            spaced = any(v.get("namespace") for v in workload["targets"])
+            middle = ("namespace",) if spaced else ()
+            for column in ("target", *middle, "compatible", "score", "reasons"):
                 table.add_column(column, overflow="fold")
             for verdict in workload["targets"]:
                 ok = verdict["compatible"]
+                extra = (verdict.get("namespace") or "-",) if spaced else ()
                 table.add_row(
                     verdict["target"],
+                    *extra,
                     Text("yes", style="green") if ok else Text("no", style="red"),
                     f"{verdict['score']:g}" if ok else "",
                     "; ".join(f"{r['filter']}: {r['message']}" for r in verdict["reasons"]),

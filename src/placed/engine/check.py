@@ -11,18 +11,25 @@ from placed.engine.explain import verdicts
 from placed.engine.planner import Planner
 from placed.engine.state import PlanState
 from placed.model import Workload
+from placed.policy.builtins import NAMESPACE, workload_constraints
 from placed.policy.deployment import deployment_of
 from placed.policy.distinct import Distinct
+from placed.policy.expressions import All, parse_constraint
+from placed.policy.expressions.syntax import comparisons
 from placed.policy.lint import lint
-from placed.policy.namespaces import namespace_findings
+from placed.policy.namespaces import namespace_findings, requested_namespace
 
 # Filters whose verdict concerns the service being deployed rather than the target in
 # general; hzn deploycheck reports those per service and the rest as "general".
-_SERVICE_FILTERS = {"namespace", "constraint", "target-constraint"}
+_SERVICE_FILTERS = {"namespace", "constraint", "target-constraint", "service"}
 
 
 def service_label(workload: Workload) -> str:
-    services = deployment_of(workload).services
+    deployment = deployment_of(workload)
+    if deployment.pattern:
+        # hzn deploycheck reports a pattern's refusals under the pattern.
+        return f"pattern {workload.name}"
+    services = deployment.services
     if len(services) != 1:
         return "general"
     service = services[0]
@@ -47,6 +54,24 @@ def _distinct(
     return {"level": wanted.level, "values": values}
 
 
+def _real_conflict(workload: Workload) -> str | None:
+    """The policy-level reason a namespace-scoped node refuses a policy that contradicts
+    itself (its namespace against its openhorizon.kubernetesNamespace constraint)."""
+    for finding in namespace_findings(workload):
+        if finding.code == "namespace-conflict":
+            wanted = requested_namespace(workload)
+            tree = parse_constraint(workload_constraints(workload)).tree
+            terms = tree.terms if isinstance(tree, All) else (tree,) if tree else ()
+            named = [t for t in terms if any(c.name == NAMESPACE for c in comparisons(t))]
+            text = " AND ".join(str(t) for t in named)
+            return (
+                f"policy conflict: the policy deploys to namespace {wanted} but requires "
+                f"{text}; on a namespace-scoped node {NAMESPACE} is the deployment's "
+                "namespace, so no such node can run it"
+            )
+    return None
+
+
 def deploy_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str, Any], bool]:
     """(the check document, whether some workload has no compatible target at all)."""
     state = planner.initial_state()
@@ -58,22 +83,33 @@ def deploy_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str,
         compatible = sum(v.compatible for v in found)
         failed = failed or compatible == 0
         label = service_label(workload)
+        conflict = _real_conflict(workload)
         targets = []
-        for verdict in found:
+        for position, verdict in enumerate(found):  # verdicts come in target order
+            target = state.target(position)
+            reasons = [{"filter": r.filter, "message": r.text} for r in verdict.reasons]
             by_service: dict[str, list[str]] = {}
-            for reason in verdict.reasons:
-                key = label if reason.filter in _SERVICE_FILTERS else "general"
-                by_service.setdefault(key, []).append(reason.text)
-            targets.append(
-                {
-                    "target": verdict.target,
-                    "compatible": verdict.compatible,
-                    "score": verdict.score,
-                    "reasons": [{"filter": r.filter, "message": r.text} for r in verdict.reasons],
-                    "reason": {key: "; ".join(texts) for key, texts in by_service.items()},
-                }
+            if conflict is not None and reasons and target.agent.scope == "namespace":
+                # On a namespace-scoped node the policy contradicts itself: one
+                # policy-level reason, as hzn deploycheck gives it, not a constraint
+                # failure under the service.
+                reasons = [{"filter": "namespace", "message": conflict}]
+                by_service["general"] = [conflict]
+            else:
+                for reason in verdict.reasons:
+                    key = label if reason.filter in _SERVICE_FILTERS else "general"
+                    by_service.setdefault(key, []).append(reason.text)
+            row: dict[str, Any] = {"target": verdict.target}
+            if target.agent.agent_namespace is not None:
+                row["namespace"] = target.agent.agent_namespace  # an edge cluster's agent
+            row.update(
+                compatible=verdict.compatible,
+                score=verdict.score,
+                reasons=reasons,
+                reason={key: "; ".join(texts) for key, texts in by_service.items()},
             )
-        row: dict[str, Any] = {
+            targets.append(row)
+        summary: dict[str, Any] = {
             "workload": workload.name,
             "compatible_targets": compatible,
             "summary": f"{compatible}/{len(found)} targets compatible",
@@ -81,7 +117,7 @@ def deploy_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str,
         }
         spread = _distinct(workload, [v.compatible for v in found], state)
         if spread is not None:
-            row["distinct"] = spread
+            summary["distinct"] = spread
             if spread["values"] is not None and spread["values"] < workload.units:
                 conflicts.append(
                     {
@@ -94,7 +130,7 @@ def deploy_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str,
                         "real": True,
                     }
                 )
-        rows.append(row)
+        rows.append(summary)
         findings = [f for f in namespace_findings(workload) if f.code.startswith("namespace-")]
         conflicts.extend(
             {"code": f.code, "workload": f.workload, "message": f.message, "real": True}

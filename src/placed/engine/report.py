@@ -12,7 +12,7 @@ from placed.engine.outcomes import Placement, PlanResult
 from placed.model import Spec, Target
 from placed.policy.base import Family
 from placed.policy.deployment import deployment_of
-from placed.policy.namespaces import deployment_namespace
+from placed.policy.namespaces import deployment_namespace, service_namespaces
 
 if TYPE_CHECKING:  # trace runs plans, and the planner explains through this module
     from placed.engine.trace import UnitTrace
@@ -64,9 +64,13 @@ class Explainer:
         workload = self.workloads[placement.workload]
         deployment = deployment_of(workload)
         if deployment.services or deployment.cluster_namespace:
-            namespace = deployment_namespace(workload, self.target(placement.target))
+            target = self.target(placement.target)
+            namespace = deployment_namespace(workload, target)
             if namespace is not None:
                 data["namespace"] = namespace
+            elif target.agent.scope != "device":
+                # A pattern whose services go to different namespaces: say where each goes.
+                data["namespaces"] = service_namespaces(workload, target)
         return data
 
     def reason(self, placement: Placement) -> str:

@@ -24,6 +24,11 @@ class Service:
     namespace: str | None = None
     properties: Mapping[str, Property] = field(default_factory=dict)
     constraints: tuple[str, ...] = ()
+    # Needs privileged mode (a node that does not allow it refuses the service).
+    privileged: bool = False
+    # Where it has a deployment: "device" (Open Horizon's `deployment`), "cluster"
+    # (`clusterDeployment`).
+    runs_on: tuple[str, ...] = ("device", "cluster")
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,9 +39,24 @@ def read_only_reason(name: str, owner: str) -> str | None:
         return f"{name} is a built-in property set by placed; it cannot be set"
     if owner == "node" and name in NODE_BUILTINS and name != ALLOW_PRIVILEGED:
         return f"{name} is a read-only built-in property that placed sets from the target"
+    if name == NAMESPACE:
+        # Seed 002: "always set by the OH runtime and is not settable by any user role".
+        return (
+            f"{name} is the node agent's namespace, set by placed from the target; no "
+            "policy or service may set it"
+        )
     if owner != "node" and name in SERVICE_BUILTINS:
         return f"{name} is a read-only built-in property that placed sets from the service"
     return None
+
+
+def node_allows_privileged(target: Target) -> bool:
+    """openhorizon.allowPrivileged as node_properties gives it: a cluster agent always
+    can; a device only if its owner said so."""
+    if target.agent.scope != "device":
+        return True
+    setting = target.properties.get(ALLOW_PRIVILEGED)
+    return bool(setting.value) if setting else False
 
 
 def node_properties(target: Target) -> dict[str, Property]:
@@ -63,11 +78,7 @@ def node_properties(target: Target) -> dict[str, Property]:
         builtin["openhorizon.kubernetesNamespaceScoped"] = agent.scope == "namespace"
         if agent.kubernetes_version:
             builtin["openhorizon.kubernetesVersion"] = agent.kubernetes_version
-        # A cluster agent can always run privileged workloads.
-        builtin[ALLOW_PRIVILEGED] = True
-    else:
-        owner_setting = props.get(ALLOW_PRIVILEGED)
-        builtin[ALLOW_PRIVILEGED] = bool(owner_setting.value) if owner_setting else False
+    builtin[ALLOW_PRIVILEGED] = node_allows_privileged(target)
     props.pop(ALLOW_PRIVILEGED, None)
     for name, value in builtin.items():
         props[name] = make_property(name, value)

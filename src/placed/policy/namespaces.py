@@ -42,10 +42,33 @@ def requested_namespace(workload: Workload) -> str | None:
 
 
 def deployment_namespace(workload: Workload, target: Target) -> str | None:
-    """Where the workload runs on this target; None on a device."""
+    """Where the workload runs on this target; None on a device, and None when the
+    services of a pattern go to different namespaces (see service_namespaces)."""
+    spread = service_namespaces(workload, target)
+    if not spread:
+        if target.agent.scope == "device":
+            return None
+        return requested_namespace(workload) or target.agent.agent_namespace
+    found = set(spread.values())
+    return found.pop() if len(found) == 1 else None
+
+
+def service_namespaces(workload: Workload, target: Target) -> dict[str, str]:
+    """Where each service of the workload runs on this target ({} on a device).
+
+    A policy's cluster_namespace, or a pattern's, puts every service there. A pattern
+    without one deploys each service into the namespace its operator embeds, or the
+    agent's own (issue 11; the seed's rule for policies, applied per service); a policy
+    deploys its one service to what requested_namespace says.
+    """
     if target.agent.scope == "device":
-        return None
-    return requested_namespace(workload) or target.agent.agent_namespace
+        return {}
+    deployment = deployment_of(workload)
+    own = target.agent.agent_namespace or ""
+    if deployment.pattern and not deployment.cluster_namespace:
+        return {s.url: s.namespace or own for s in deployment.services}
+    where = requested_namespace(workload) or own
+    return {s.url: where for s in deployment.services}
 
 
 class NamespaceScope(Filter):
@@ -159,7 +182,21 @@ def namespace_findings(workload: Workload) -> list[Finding]:
     a policy that picks a namespace and also constrains openhorizon.kubernetesNamespace,
     and a service that embeds its namespace."""
     findings = []
-    for service in deployment_of(workload).services:
+    deployment = deployment_of(workload)
+    embedded = sorted({s.namespace for s in deployment.services if s.namespace})
+    if deployment.pattern and not deployment.cluster_namespace and len(embedded) > 1:
+        findings.append(
+            Finding(
+                "pattern-namespaces-differ",
+                workload.name,
+                f"the pattern's services embed different namespaces ({', '.join(embedded)}) "
+                "and the pattern sets no cluster_namespace: on an edge cluster each service "
+                "deploys to its own, and no namespace-scoped node can run the pattern; set "
+                "cluster_namespace to deploy them together",
+                False,
+            )
+        )
+    for service in deployment.services:
         if service.namespace:
             findings.append(
                 Finding(

@@ -14,6 +14,7 @@ from placed.policy.capacity import Capacity
 from placed.policy.constraints import Constraints
 from placed.policy.distinct import DistinctFamily
 from placed.policy.namespaces import Namespaces
+from placed.policy.services import Services
 from placed.policy.status import Status
 from placed.policy.tags import Tags
 
@@ -22,6 +23,7 @@ FAMILIES: tuple[Family, ...] = (
     Namespaces(),
     Tags(),
     Constraints(),
+    Services(),
     DistinctFamily(),
     Capacity(),
 )

@@ -110,6 +110,8 @@ def service(spec: ServiceSpec, path: Path, out: Collector) -> Service:
         namespace=spec.namespace,
         properties=properties(spec.properties, (*path, "properties"), "service", out),
         constraints=constraints(spec.constraints, (*path, "constraints"), out),
+        privileged=spec.privileged,
+        runs_on=tuple(dict.fromkeys(spec.runs_on)),
     )
 
 
@@ -145,14 +147,9 @@ def services(spec: WorkloadSpec, path: Path, out: Collector) -> tuple[Service, .
         service(s, (*path, key) if key == "service" else (*path, key, i), out)
         for i, s in enumerate(found)
     )
-    embedded = sorted({s.namespace for s in result if s.namespace})
-    if spec.pattern and not spec.cluster_namespace and len(embedded) > 1:
-        out.add(
-            f"the pattern's services embed different namespaces ({', '.join(embedded)}) and "
-            "the pattern sets no cluster_namespace, so they cannot deploy to one namespace; "
-            "set cluster_namespace",
-            (*path, "services"),
-        )
+    # A pattern whose services embed different namespaces is legal (issue 11): on a
+    # cluster-scoped node each service goes to its own, and a namespace-scoped node never
+    # takes a pattern without a cluster_namespace. `placed validate` warns about it.
     return result
 
 

@@ -65,6 +65,10 @@ Constraints = Annotated[
 ]
 
 
+NodeKind = Literal["device", "cluster"]
+NODE_KINDS: tuple[NodeKind, ...] = ("device", "cluster")
+
+
 class _Strict(BaseModel):
     # Unknown keys are errors (with a "did you mean"), and nothing is silently coerced:
     # "8" is not a number.
@@ -177,6 +181,16 @@ class ServiceSpec(_Strict):
     arch: str = ""
     namespace: str | None = Field(
         None, description="A namespace embedded in the operator definition (not best practice)."
+    )
+    privileged: bool = Field(
+        False,
+        description="The service needs privileged mode: a node whose "
+        "openhorizon.allowPrivileged is false refuses it.",
+    )
+    runs_on: list[NodeKind] = Field(
+        default_factory=lambda: list(NODE_KINDS),
+        description="Where the service has a deployment: device (Open Horizon's "
+        "`deployment`), cluster (`clusterDeployment`), or both.",
     )
     properties: Properties = Field(default_factory=dict)
     constraints: Constraints = Field(default_factory=list)

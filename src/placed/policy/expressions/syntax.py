@@ -8,6 +8,7 @@ offending token.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib.resources import files
@@ -31,8 +32,21 @@ class ExpressionError(ValueError):
         super().__init__(self.render())
 
     def render(self) -> str:
-        caret = " " * (self.column - 1) + "^"
+        # The column counts characters; the caret moves by their width on a terminal,
+        # where a CJK or full-width character takes two cells.
+        caret = " " * display_width(self.text[: self.column - 1]) + "^"
         return f"{self.message} (column {self.column})\n  {self.text}\n  {caret}"
+
+
+def display_width(text: str) -> int:
+    return sum(
+        0
+        if unicodedata.combining(char)
+        else 2
+        if unicodedata.east_asian_width(char) in ("W", "F")
+        else 1
+        for char in text
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +215,7 @@ def comparisons(node: Node) -> list[Comparison]:
 _OPERATOR_RUN = re.compile(r"~?[=!<>]+~?")
 _VALID_OPERATORS = {"==", "!=", "<=", ">=", "=>", "=<", "=", "<", ">"}
 _DANGLING = re.compile(r"(?:(?<=[\s)])|^)(AND|OR)\s*$|(&&|\|\|)\s*$")
-_NOT = re.compile(r"(?:^|(?<=[\s(]))(NOT|not|Not)(?:\s+(?=[A-Za-z_(])|(?=\())")
+_NOT = re.compile(r"(?:^|(?<=[\s(]))(NOT|not|Not)(?:\s+(?=[^\W\d]|\()|(?=\())")
 
 
 def _unquoted(text: str) -> str:
@@ -286,7 +300,7 @@ def _glued_in(text: str, error: lark.exceptions.UnexpectedInput) -> tuple[str, i
     if error.token.type not in ("STRING", "RANGE", "VERSION"):
         return None
     before = text[: error.token.start_pos].rstrip()
-    name = re.search(r"[A-Za-z_][A-Za-z0-9_.\-/]*$", before)
+    name = re.search(r"[^\W\d][\w.\-/]*$", before)
     if name is None or not name.group(0).endswith("in") or len(name.group(0)) <= 3:
         return None
     cut = name.end() - 2

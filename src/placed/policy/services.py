@@ -1,0 +1,157 @@
+"""What an Open Horizon service needs of the node it runs on (seed 002 and Open Horizon's
+compatibility check, anax compcheck/): a deployment for the node's kind (a device runs
+only services with a `deployment`, an edge cluster only services with a
+`clusterDeployment`), the node's architecture (or `*`), and privileged mode where the
+service asks for it (a node whose `openhorizon.allowPrivileged` is false refuses it).
+
+The user writes none of this as a constraint: it follows from the service definition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from placed.model import Service, Target, Workload
+from placed.policy.base import (
+    BoolArray,
+    Bound,
+    Family,
+    Filter,
+    IndexView,
+    PlanView,
+    Reason,
+    World,
+)
+from placed.policy.builtins import node_allows_privileged
+from placed.policy.deployment import Deployment, deployment_of
+
+# Architectures a service may name to run anywhere.
+ANY_ARCH = ("", "*")
+
+
+def node_kind(target: Target) -> str:
+    """ "device" or "cluster": which of a service's deployments the node would run."""
+    return "device" if target.agent.scope == "device" else "cluster"
+
+
+def service_name(service: Service) -> str:
+    return f"{service.org}/{service.url}" if service.org else service.url
+
+
+def refusal(service: Service, target: Target) -> Reason | None:
+    """Why this node cannot run this service, or None: the rule in plain words."""
+    kind = node_kind(target)
+    name = service_name(service)
+    if kind not in service.runs_on:
+        what = "deployment" if kind == "device" else "clusterDeployment"
+        return Reason(
+            ServiceFits.name,
+            f"is {'a device' if kind == 'device' else 'an edge cluster'} and the service has "
+            f"no {what}",
+            f"are {'devices' if kind == 'device' else 'edge clusters'} and the service has "
+            f"no {what}",
+            f"{name} runs on {', '.join(service.runs_on) or 'nothing'}",
+        )
+    arch = target.agent.arch
+    if service.arch not in ANY_ARCH and arch and service.arch != arch:
+        return Reason(
+            ServiceFits.name,
+            f"has another architecture than {name} ({service.arch})",
+            f"have another architecture than {name} ({service.arch})",
+            f"the node is {arch}",
+        )
+    if service.privileged and not node_allows_privileged(target):
+        return Reason(
+            ServiceFits.name,
+            f"does not allow privileged mode, which {name} needs",
+            f"do not allow privileged mode, which {name} needs",
+            "openhorizon.allowPrivileged is false",
+        )
+    return None
+
+
+class ServiceFits(Filter):
+    name = "service"
+    summary = (
+        "the node cannot run a service of the workload: no deployment for its kind "
+        "(device or cluster), another architecture, or privileged mode not allowed"
+    )
+    static = True
+    needs = Deployment
+
+    def __init__(self, targets: Sequence[Target]) -> None:
+        self.device = np.array([node_kind(t) == "device" for t in targets], dtype=bool)
+        codes: dict[str, int] = {}
+        # Code 0: the node does not say its architecture, so no service is refused for it.
+        self.arch = np.array(
+            [
+                codes.setdefault(t.agent.arch, len(codes) + 1) if t.agent.arch else 0
+                for t in targets
+            ],
+            dtype=np.intp,
+        )
+        self.arch_codes = codes
+        self.privileged = np.array([node_allows_privileged(t) for t in targets], dtype=bool)
+
+    def prepare(self, workload: Workload) -> BoolArray | None:
+        services = deployment_of(workload).services
+        if not services:
+            return None
+        keep = np.ones(self.device.shape, dtype=bool)
+        # A loop over the workload's services (one, or a pattern's few), never over targets.
+        for service in services:
+            if "device" not in service.runs_on:
+                keep &= ~self.device
+            if "cluster" not in service.runs_on:
+                keep &= self.device
+            if service.arch not in ANY_ARCH:
+                code = self.arch_codes.get(service.arch, -1)
+                keep &= (self.arch == 0) | (self.arch == code)
+            if service.privileged:
+                keep &= self.privileged
+        return keep
+
+    def keep(self, prepared: BoolArray, state: PlanView) -> BoolArray:
+        return prepared
+
+    def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
+        found = self.judge(workload, target, _NOWHERE)
+        assert found is not None, "reason() is only asked of targets this filter rejected"
+        return found
+
+    def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
+        for service in deployment_of(workload).services:
+            found = refusal(service, target)
+            if found is not None:
+                return found
+        return None
+
+
+class _Nowhere:
+    """The judgement above reads nothing of the world; this makes that visible."""
+
+    def is_up(self, target: Target) -> bool:
+        raise AssertionError("the service rule reads no state")
+
+    def free(self, target: Target) -> dict[str, float]:
+        raise AssertionError("the service rule reads no state")
+
+    def placed(self, group: str) -> list[tuple[str, Target]]:
+        raise AssertionError("the service rule reads no state")
+
+
+_NOWHERE = _Nowhere()
+
+
+class Services(Family):
+    """Seed 002 / Open Horizon: a node runs a service only if the service fits it."""
+
+    name = "services"
+    seed = "002"
+    filter_types: ClassVar[tuple[type[Filter], ...]] = (ServiceFits,)
+
+    def bind(self, index: IndexView) -> Bound:
+        return Bound(filters=(ServiceFits(index.targets),))
