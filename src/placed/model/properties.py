@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 PropertyType = Literal["string", "int", "float", "boolean", "version", "list of strings"]
@@ -42,6 +42,9 @@ class Property:
     name: str
     value: str | float | bool | tuple[str, ...]
     declared: PropertyType | None = None
+    # Given as a YAML/JSON list rather than one comma-separated string: placed's
+    # extension, which `placed validate --dialect openhorizon` points out.
+    written_as_list: bool = field(default=False, compare=False)
 
     @property
     def kind(self) -> Literal["number", "boolean", "string", "version", "list"]:
@@ -133,7 +136,7 @@ def make_property(name: Any, value: Any, declared: Any = None) -> Property:
             raise PropertyError(name, f"a list is not a {declared}")
         if not all(isinstance(item, str) for item in value):
             raise PropertyError(name, "a list of strings may hold only strings")
-        return Property(name, tuple(trim(item) for item in value), "list of strings")
+        return Property(name, tuple(trim(item) for item in value), "list of strings", True)
     if isinstance(value, str):
         if declared in ("int", "float", "boolean"):
             raise PropertyError(
