@@ -6,11 +6,25 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import ClassVar
+
+import numpy as np
 
 from placed.engine.planner import Placement, Planner
 from placed.engine.reference import reference_plan
 from placed.model import TagRules, Target, Workload
-from placed.policy.base import Bound, Created, Family, IndexView, PlanView
+from placed.policy.base import (
+    BoolArray,
+    Bound,
+    Created,
+    Family,
+    Filter,
+    IndexView,
+    PlanView,
+    Reason,
+    Retry,
+    World,
+)
 from placed.policy.deployment import Deployment
 from placed.policy.registry import FAMILIES
 from placed.policy.tags import tags_of
@@ -118,3 +132,66 @@ def test_without_a_fallback_nothing_is_created() -> None:
     result = Planner(load_spec_text(SPEC)).plan()
     assert result.new_targets == [] and result.to_dict()["new_targets"] == []
     assert [o.unit for o in result.unplaced] == ["big/1", "big/2", "small/0", "small/1", "stuck/0"]
+
+
+class Owned(Family):
+    """A toy of CloudStack's implicit dedication: a workload may use only targets it owns;
+    when it owns none with room, the fallback makes the first free unowned target its
+    own (an owner in the plan state) and asks for the unit to be judged again."""
+
+    name = "owned"
+    seed = "test"
+
+    class OwnTargets(Filter):
+        name = "owned"
+        summary = "the target belongs to someone else, or to nobody"
+
+        def prepare(self, workload: Workload) -> int:
+            return hash(workload.name) % 1000
+
+        def keep(self, prepared: int, state: PlanView) -> BoolArray:
+            return state.owner == prepared
+
+        def reason(
+            self, workload: Workload, target: Target, position: int, state: PlanView
+        ) -> Reason:
+            return Reason(self.name, "is not the workload's", "are not the workload's")
+
+        def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
+            raise NotImplementedError  # the fast path alone is under test here
+
+    filter_types: ClassVar[tuple[type[Filter], ...]] = (OwnTargets,)
+
+    def bind(self, index: IndexView) -> Bound:
+        return Bound(filters=(Owned.OwnTargets(),))
+
+    def fallback(
+        self, workload: Workload, unit: str, state: PlanView, created: int
+    ) -> Retry | None:
+        free = np.flatnonzero((state.owner == -1) & (state.free[0] >= 1))
+        if free.size == 0:
+            return None
+        state.set_owner(int(free[0]), hash(workload.name) % 1000)
+        return Retry("implicit dedication")
+
+
+def test_a_retry_fallback_changes_the_state_and_the_unit_is_judged_again() -> None:
+    spec = load_spec_text(
+        """
+inventory:
+  - {id: h1, capacity: {cpu: 2}}
+  - {id: h2, capacity: {cpu: 2}}
+workloads:
+  - {name: a, units: 3, resources: {cpu: 1}}
+  - {name: b, units: 2, resources: {cpu: 1}}
+"""
+    )
+    result = Planner(spec, (*FAMILIES, Owned())).plan()
+    where = {o.unit: o.target for o in result.placements}
+    # a takes h1 (2 units), then h2 for its third; b finds nothing left to own.
+    assert where == {"a/0": "h1", "a/1": "h1", "a/2": "h2"}
+    assert [o.unit for o in result.unplaced] == ["b/0", "b/1"]
+    # The new family comes after capacity in this registry: h1 is full, h2 is a's.
+    assert result.unplaced[0].summary == (
+        "0/2 targets available: 1 is not the workload's, 1 has insufficient cpu"
+    )
