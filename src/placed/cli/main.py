@@ -6,6 +6,7 @@ import difflib
 import json
 import sys
 from collections.abc import Callable, Iterable
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -36,6 +37,13 @@ from placed.policy.expressions import All, ExpressionError, parse_constraint
 from placed.policy.expressions.evaluate import holds, satisfied
 from placed.policy.lint import lint
 from placed.spec import SpecError, load_specs
+from placed.spec.errors import Problem
+from placed.spec.hzn import (
+    convert_openhorizon,
+    dump_native,
+    load_openhorizon,
+    looks_like_openhorizon,
+)
 from placed.spec.schema import SpecDocument
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
@@ -67,6 +75,33 @@ FormatOption = Annotated[
 ]
 
 
+class InputFormat(StrEnum):
+    native = "native"
+    openhorizon = "openhorizon"
+    auto = "auto"
+
+
+InputsArgument = Annotated[
+    list[Path],
+    typer.Argument(
+        help="A spec file (YAML or JSON; it may hold several documents separated by ---), "
+        "or Open Horizon's own JSON files: several files, or one directory of them.",
+        metavar="PATH",
+        show_default=False,
+    ),
+]
+InputFormatOption = Annotated[
+    InputFormat,
+    typer.Option(
+        "--input-format",
+        "-i",
+        help="native: a placed spec. openhorizon: the JSON files hzn prints and takes (node "
+        "list, node and deployment policies, patterns, service definitions; see placed "
+        "convert). auto: Open Horizon for a directory or files shaped like hzn's.",
+    ),
+]
+
+
 def _version(value: bool) -> None:
     if value:
         out.print(f"placed {__version__}")
@@ -86,6 +121,28 @@ def main(
 def _load(path: Path) -> list[Spec]:
     try:
         return load_specs(path)
+    except SpecError as error:
+        _fail(error.render())
+
+
+def _read_inputs(paths: list[Path], input_format: InputFormat) -> list[Spec]:
+    """The specs the inputs hold, native or Open Horizon (raises SpecError)."""
+    if input_format is InputFormat.openhorizon or (
+        input_format is InputFormat.auto and looks_like_openhorizon(paths)
+    ):
+        return load_openhorizon(paths)
+    if len(paths) > 1:
+        message = (
+            f"{len(paths)} paths given; a native spec is one file (for Open Horizon files, "
+            "add --input-format openhorizon)"
+        )
+        raise SpecError(str(paths[0]), [Problem(message)])
+    return load_specs(paths[0])
+
+
+def _load_inputs(paths: list[Path], input_format: InputFormat) -> list[Spec]:
+    try:
+        return _read_inputs(paths, input_format)
     except SpecError as error:
         _fail(error.render())
 
@@ -113,7 +170,11 @@ def _emit(
 
 
 @app.command()
-def plan(spec: SpecArgument, fmt: FormatOption = Format.table) -> None:
+def plan(
+    spec: InputsArgument,
+    fmt: FormatOption = Format.table,
+    input_format: InputFormatOption = InputFormat.auto,
+) -> None:
     """Place every unit of every workload and say why each landed where it did.
 
     Units that cannot be placed are listed with a summary such as
@@ -121,11 +182,13 @@ def plan(spec: SpecArgument, fmt: FormatOption = Format.table) -> None:
     Exit code 1 when any unit is unplaced.
 
     Example: placed plan examples/ironic-affinity.yaml --format json
+    Example: placed plan examples/openhorizon/   (Open Horizon's files, as hzn prints them)
     """
     documents = []
     failed = False
+    specs = _load_inputs(spec, input_format)
     with DelayedProgress("placing", console=err) as progress:
-        for document in _load(spec):
+        for document in specs:
             result = Planner(document).plan(progress=progress)
             failed = failed or bool(result.unplaced)
             documents.append((document.name, result.to_dict()))
@@ -135,11 +198,12 @@ def plan(spec: SpecArgument, fmt: FormatOption = Format.table) -> None:
 
 @app.command()
 def check(
-    spec: SpecArgument,
+    spec: InputsArgument,
     workload: Annotated[
         list[str] | None, typer.Option("--workload", "-w", help="Only these workloads.")
     ] = None,
     fmt: FormatOption = Format.table,
+    input_format: InputFormatOption = InputFormat.auto,
 ) -> None:
     """For each workload and each target: compatible or not, and every reason why not.
 
@@ -147,10 +211,11 @@ def check(
     workload has no compatible target at all.
 
     Example: placed check examples/ironic-affinity.yaml -w node2
+    Example: placed check nodes.json web.deployment.policy.json web.service.definition.json
     """
     documents = []
     failed = False
-    for document, wanted in _chosen_workloads(_load(spec), workload):
+    for document, wanted in _chosen_workloads(_load_inputs(spec, input_format), workload):
         report, incompatible = deploy_check(Planner(document), wanted)
         failed = failed or incompatible
         documents.append((document.name, report))
@@ -295,14 +360,19 @@ def _did_you_mean(unknown: list[str], known: Iterable[str]) -> str:
 
 
 @app.command()
-def validate(spec: SpecArgument, fmt: FormatOption = Format.table) -> None:
+def validate(
+    spec: InputsArgument,
+    fmt: FormatOption = Format.table,
+    input_format: InputFormatOption = InputFormat.auto,
+) -> None:
     """Check a spec without placing anything: syntax, types, unknown keys, duplicate ids,
     and warnings for what is valid but probably unintended.
 
     Example: placed validate examples/ironic-affinity.yaml
+    Example: placed validate --input-format openhorizon examples/openhorizon/
     """
     try:
-        specs = load_specs(spec)
+        specs = _read_inputs(spec, input_format)
     except SpecError as error:
         if fmt is not Format.table:
             problems = [
@@ -403,6 +473,45 @@ def _read_props(text: str) -> Any:
         mark = getattr(error, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
         _fail(f"{source}{where}: not valid JSON or YAML: {getattr(error, 'problem', error)}")
+
+
+@app.command()
+def convert(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Open Horizon's JSON files, or one directory of them: the node list (hzn "
+            "exchange node list -l), node policies (NODE.node.policy.json), deployment "
+            "policies, patterns, service definitions or the service list.",
+            metavar="PATH",
+            show_default=False,
+        ),
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the spec to this file instead of printing."),
+    ] = None,
+) -> None:
+    """Convert Open Horizon's files into the equivalent native spec (YAML).
+
+    Each node becomes a target (device or cluster, with its scope, namespace, arch and the
+    deployment view of its node policy), each deployment policy a workload deploying on
+    every compatible node, each pattern a workload only its registered nodes take. plan,
+    check and validate read the same files directly; convert shows what they see.
+
+    Example: placed convert examples/openhorizon/ -o spec.yaml
+    """
+    try:
+        text = dump_native(convert_openhorizon(paths))
+    except SpecError as error:
+        _fail(error.render())
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        _fail(f"{output}: cannot write: {error.strerror or error}")
 
 
 @app.command()

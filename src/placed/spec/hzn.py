@@ -1,0 +1,1049 @@
+"""Open Horizon's own JSON documents (issue 11), read unchanged and converted into one
+native spec document, which then goes through the native pipeline so that every native
+check applies.
+
+The documents, as hzn prints or takes them (field spellings are anax's JSON tags):
+
+- the node list, `hzn exchange node list -l`: {"org/node": exchange.Device}
+  (exchange/node.go: nodeType, arch, clusterNamespace, isNamespaceScoped, pattern);
+- node policies, `hzn policy new` (exchangecommon/nodepolicy.go: properties, constraints,
+  deployment, management); NODE.node.policy.json is node NODE's policy;
+- deployment policies, `hzn exchange deployment addpolicy -f`
+  (businesspolicy/business_policy.go: service {name, org, arch, clusterNamespace,
+  serviceVersions}, properties, constraints);
+- patterns, `hzn exchange pattern publish -f` (common/pattern_file.go: name, org,
+  clusterNamespace, services [{serviceUrl, serviceOrgid, serviceArch, serviceVersions}]);
+- service definitions, `hzn exchange service publish -f` (common/service_file.go: org, url,
+  version, arch, deployment, clusterDeployment), and the service list,
+  `hzn exchange service list -l` ({"org/id": exchange.ServiceDefinition}, exchange/service.go,
+  where deployment and clusterDeployment are JSON text).
+
+Like hzn (cli/cliutils/cliutils.go ReadJsonFile), /* */ comments are removed before
+parsing; unknown keys are ignored, as Go's encoding/json ignores them.
+
+Errors in these files name the hzn file and line:column. Positions come from
+placed.spec.source, computed only when a problem needs one (a big node list would
+otherwise be parsed twice), and the values from json itself (YAML reads JSON's 1e5 as text).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import difflib
+import io
+import json
+import re
+import tarfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from placed.model import Spec
+from placed.model.inventory import DEFAULT_AGENT_NAMESPACE
+from placed.model.properties import ALLOW_PRIVILEGED, PropertyError, make_property, parse_version
+from placed.policy.builtins import read_only_reason
+from placed.spec import openhorizon
+from placed.spec.collect import Collector
+from placed.spec.errors import Problem, SourcePosition, SpecError
+from placed.spec.load import load_specs_text
+from placed.spec.source import Path as KeyPath
+from placed.spec.source import SourceMap, parse
+
+# Bounds on what is read: hzn files are small; a node list of many thousand nodes is a few
+# megabytes, and an operator archive rarely more than one.
+MAX_FILE_BYTES = 32 * 1024 * 1024
+MAX_FILES = 1000
+MAX_TOTAL_BYTES = 256 * 1024 * 1024
+MAX_ARCHIVE_BYTES = 16 * 1024 * 1024  # an operator archive, compressed
+MAX_ARCHIVE_UNPACKED = 32 * 1024 * 1024
+MAX_ARCHIVE_MEMBERS = 1000
+
+# How a node registered with a pattern is tied to it. In Open Horizon such a node runs only
+# its pattern's services and no deployment policy reaches it, and a pattern reaches only
+# the nodes registered with it. The native spec has no such link, so the converter writes
+# it as properties and constraints, both ways round: the node gets the property
+# `hzn.pattern: ID` and the constraint `hzn.pattern == "ID"` (which only a workload carrying
+# the same property satisfies, so deployment policies, which lack it, are refused); the
+# pattern's workload gets the same property and constraint (which only a node registered
+# with the pattern satisfies, since an absent property makes a comparison false).
+PATTERN_PROPERTY = "hzn.pattern"
+
+# Node built-ins a node policy carries as `hzn exchange node listpolicy` prints it
+# (externalpolicy/builtin_properties.go). The native spec sets these itself from the
+# location's fields, so they become those fields instead of properties.
+_CPU, _MEMORY = "openhorizon.cpu", "openhorizon.memory"
+_ARCH, _HARDWARE_ID = "openhorizon.arch", "openhorizon.hardwareId"
+_K8S_VERSION = "openhorizon.kubernetesVersion"
+_K8S_NAMESPACE = "openhorizon.kubernetesNamespace"
+_K8S_SCOPED = "openhorizon.kubernetesNamespaceScoped"
+_NODE_FIELDS = (_CPU, _MEMORY, _ARCH, _HARDWARE_ID, _K8S_VERSION, _K8S_NAMESPACE, _K8S_SCOPED)
+_CLUSTER_FIELDS = (_K8S_VERSION, _K8S_NAMESPACE, _K8S_SCOPED)
+
+_NODE_KEYS = {"nodeType", "isNamespaceScoped", "registeredServices", "publicKey", "pattern"}
+_NODE_POLICY_KEYS = {
+    "label",
+    "description",
+    "properties",
+    "constraints",
+    "deployment",
+    "management",
+    "nodePolicyVersion",  # exchange/policy.go ExchangeNodePolicy, as listpolicy prints it
+    "lastUpdated",
+}
+_SHAPES = (
+    "the node list (hzn exchange node list -l), a node policy (hzn policy new), a "
+    "deployment policy (hzn exchange deployment addpolicy), a pattern (hzn exchange "
+    "pattern publish), a service definition (hzn exchange service publish) or the "
+    "service list (hzn exchange service list -l)"
+)
+_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+_MANIFEST_KIND = re.compile(r"""kind["']?\s*:\s*["']?(Namespace|Deployment)\b""")
+_YAML_SEPARATOR = re.compile(r"^---.*$", re.MULTILINE)
+
+
+# -- reading -----------------------------------------------------------------------------
+
+
+class _LazySourceMap(SourceMap):
+    """Positions of a JSON file, parsed only when a problem asks for one."""
+
+    def __init__(self, text: str, source: str) -> None:
+        super().__init__()
+        self._text: str | None = text
+        self._source = source
+
+    def _load(self) -> None:
+        if self._text is None:
+            return
+        text, self._text = self._text, None
+        try:
+            documents = parse(text, self._source)
+        except (SpecError, RecursionError):
+            return  # JSON that YAML cannot read (a \/ escape): problems go without a place
+        if documents:
+            self.values.update(documents[0][1].values)
+            self.keys.update(documents[0][1].keys)
+
+    def value(self, path: KeyPath) -> SourcePosition | None:
+        self._load()
+        return super().value(path)
+
+    def key(self, path: KeyPath) -> SourcePosition | None:
+        self._load()
+        return super().key(path)
+
+
+@dataclass
+class _File:
+    path: Path
+    data: Any
+    sources: SourceMap
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def source(self) -> str:
+        return str(self.path)
+
+    @property
+    def out(self) -> Collector:
+        return Collector(self.sources, self.problems)
+
+    def add(self, message: str, path: KeyPath = (), key: bool = False) -> None:
+        self.out.add(message, path, key)
+
+    def at(self, path: KeyPath) -> SourcePosition | None:
+        return self.sources.value(path)
+
+
+def _fail(source: str, message: str, position: SourcePosition | None = None) -> SpecError:
+    return SpecError(source, [Problem(message, position=position)])
+
+
+def _files(paths: list[Path]) -> list[Path]:
+    """The files to read: the given files, or the .json files of one directory."""
+    if not paths:
+        raise _fail("<openhorizon>", "no files given")
+    directories = [path for path in paths if path.is_dir()]
+    if directories and len(paths) > 1:
+        raise _fail(str(directories[0]), "give one directory, or files, not both")
+    if directories:
+        try:
+            found = sorted(
+                p for p in directories[0].iterdir() if p.suffix == ".json" and p.is_file()
+            )
+        except OSError as error:
+            raise _fail(str(directories[0]), f"cannot read: {error}") from None
+        # hzn's project configuration (cli/cliconfig/config.go) sits beside the files it
+        # configures; it describes none of the documents read here.
+        found = [p for p in found if p.name != "hzn.json"]
+        if not found:
+            raise _fail(str(directories[0]), f"holds no .json file; expected {_SHAPES}")
+    else:
+        found = list(paths)
+    if len(found) > MAX_FILES:
+        raise _fail(str(paths[0]), f"{len(found)} files; at most {MAX_FILES} are read")
+    return found
+
+
+def _read(path: Path, budget: list[int]) -> _File:
+    source = str(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise _fail(source, f"is {size} bytes; files of at most {MAX_FILE_BYTES} are read")
+        budget[0] -= size
+        if budget[0] < 0:
+            raise _fail(source, f"the files together exceed {MAX_TOTAL_BYTES} bytes")
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise _fail(source, "no such file") from None
+    except IsADirectoryError:
+        raise _fail(source, "is a directory; give one directory, or files") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise _fail(source, f"cannot read: {error}") from None
+    # Blanking comments rather than deleting them keeps every line and column.
+    text = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        position = SourcePosition(error.lineno, error.colno)
+        raise _fail(source, f"not valid JSON: {error.msg}", position) from None
+    except RecursionError:
+        raise _fail(source, "not valid JSON: nested too deeply") from None
+    return _File(path, data, _LazySourceMap(text, source))
+
+
+# -- what each document is ---------------------------------------------------------------
+
+
+def _shape(data: Any, name: str) -> str | None:
+    """Which hzn document `data` is, by its keys (and for policies, the file's name)."""
+    if not isinstance(data, dict):
+        return None
+    if isinstance(data.get("service"), dict):
+        return "deployment-policy"
+    services = data.get("services")
+    if (
+        isinstance(services, list)
+        and "url" not in data
+        and all(isinstance(s, dict) and "serviceUrl" in s for s in services)
+    ):
+        return "pattern"
+    if "url" in data and "version" in data:
+        return "service"
+    if data and all(isinstance(value, dict) for value in data.values()):
+        values = list(data.values())
+        if all(_NODE_KEYS & set(value) for value in values):
+            return "nodes"
+        if all("url" in value and "version" in value for value in values):
+            return "services"
+    lowered = name.lower()
+    if lowered.endswith("service.policy.json"):
+        return "service-policy"
+    if set(data) <= _NODE_POLICY_KEYS and (
+        lowered.endswith("node.policy.json")
+        or set(data) & {"properties", "constraints", "deployment", "management"}
+    ):
+        return "node-policy"
+    return None
+
+
+def looks_like_openhorizon(paths: list[Path]) -> bool:
+    """Whether `paths` are Open Horizon documents: a directory is when it holds .json
+    files, files are when one of them has the shape of an hzn document."""
+    if len(paths) == 1 and paths[0].is_dir():
+        try:
+            return any(
+                p.suffix == ".json" and p.name != "hzn.json" and p.is_file()
+                for p in paths[0].iterdir()
+            )
+        except OSError:
+            return False  # the native reader says what is wrong with the directory
+    for path in paths:
+        try:
+            found = _read(path, [MAX_TOTAL_BYTES])
+        except SpecError:
+            continue
+        if _shape(found.data, path.name) not in (None, "service-policy"):
+            return True
+    return False
+
+
+# -- typed checks at their place ---------------------------------------------------------
+
+
+def _text(
+    file: _File, owner: dict[str, Any], key: str, path: KeyPath, required: bool = False
+) -> str:
+    value = owner.get(key)
+    if value is None:
+        if required:
+            file.add(f"missing required key {key!r}", path)
+        return ""
+    if not isinstance(value, str):
+        file.add(f"expected a string, got {_kind(value)}", (*path, key))
+        return ""
+    if required and not value.strip():
+        file.add("may not be empty", (*path, key))
+    return value
+
+
+def _mapping(file: _File, owner: dict[str, Any], key: str, path: KeyPath) -> dict[str, Any]:
+    value = owner.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        file.add(f"expected an object, got {_kind(value)}", (*path, key))
+        return {}
+    return value
+
+
+def _list(file: _File, owner: dict[str, Any], key: str, path: KeyPath) -> list[Any]:
+    value = owner.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        file.add(f"expected a list, got {_kind(value)}", (*path, key))
+        return []
+    return value
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"a boolean {str(value).lower()}"
+    if isinstance(value, int | float):
+        return f"a number {value!r}"
+    if isinstance(value, str):
+        return f"a string {value!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return "null"
+
+
+@dataclass
+class _Properties:
+    """A property list checked at its place: the entries to write, and the node built-ins
+    it carried (which become location fields)."""
+
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    builtins: dict[str, tuple[Any, KeyPath]] = field(default_factory=dict)
+
+
+def _properties(file: _File, owner: dict[str, Any], path: KeyPath, who: str) -> _Properties:
+    found = _Properties()
+    for index, item in enumerate(_list(file, owner, "properties", path)):
+        where = (*path, "properties", index)
+        if not isinstance(item, dict):
+            file.add(f"expected {{name, value, type}}, got {_kind(item)}", where)
+            continue
+        name, value, declared = item.get("name"), item.get("value"), item.get("type")
+        if not isinstance(name, str) or not name.strip():
+            file.add("a property needs a non-empty name", where)
+            continue
+        if declared == "":
+            declared = None  # Open Horizon's "undeclared" (externalpolicy/property_list.go)
+        try:
+            make_property(name, value, declared)
+        except PropertyError as error:
+            file.add(error.message, (*where, "value"))
+            continue
+        if who == "node" and name in _NODE_FIELDS:
+            found.builtins[name] = (value, (*where, "value"))
+            continue
+        reason = read_only_reason(name, who)
+        if reason:
+            file.add(reason, (*where, "name"))
+        elif name in found.entries:
+            file.add(f"property {name!r} is given twice", (*where, "name"))
+        else:
+            entry: dict[str, Any] = {"name": name, "value": value}
+            if name == ALLOW_PRIVILEGED and isinstance(value, str):
+                # Open Horizon turns "true"/"false" into a boolean here
+                # (externalpolicy/external_policy.go ValidateAndNormalize).
+                entry["value"] = value.strip().lower() == "true"
+            elif declared is not None:
+                entry["type"] = declared
+            found.entries[name] = entry
+    return found
+
+
+def _constraints(file: _File, owner: dict[str, Any], path: KeyPath) -> list[str]:
+    raw = _list(file, owner, "constraints", path)
+    bad = [i for i, text in enumerate(raw) if not isinstance(text, str)]
+    for index in bad:
+        file.add(f"expected a string, got {_kind(raw[index])}", (*path, "constraints", index))
+    if bad:
+        return []
+    return list(openhorizon.constraints(raw, (*path, "constraints"), file.out))
+
+
+def _version(file: _File, text: str, path: KeyPath) -> tuple[int, int, int] | None:
+    parsed = parse_version(text)
+    if parsed is None and text:
+        file.add(f"{text!r} is not a version (1 to 3 dot-separated numbers, such as 1.2.3)", path)
+    return parsed
+
+
+# -- service definitions -----------------------------------------------------------------
+
+
+@dataclass
+class _Definition:
+    url: str
+    org: str  # empty when the publish file leaves it to hzn's -o
+    version: str
+    key: tuple[int, int, int]
+    arch: str
+    runs_on: list[str]
+    privileged: bool
+    namespace: str | None
+    file: _File
+
+
+def _definition(file: _File, data: dict[str, Any], path: KeyPath, org: str) -> _Definition | None:
+    url = _text(file, data, "url", path, required=True)
+    version = _text(file, data, "version", path, required=True)
+    arch = _text(file, data, "arch", path, required=True)
+    org = org or _text(file, data, "org", path)
+    key = _version(file, version, (*path, "version"))
+    deployment = _json_field(file, data, "deployment", path)
+    cluster = _json_field(file, data, "clusterDeployment", path)
+    if not url or not arch or key is None:
+        return None
+    # A device runs a service with a `deployment`, a cluster one with a `clusterDeployment`
+    # (compcheck/comp_check.go CheckTypeCompatibility; empty means null, "" or {}).
+    runs_on = [where for where, found in (("device", deployment), ("cluster", cluster)) if found]
+    return _Definition(
+        url=url,
+        org=org,
+        version=version,
+        key=key,
+        arch=arch,
+        runs_on=runs_on,
+        privileged=_privileged(deployment),
+        namespace=_embedded_namespace(file, cluster, (*path, "clusterDeployment")),
+        file=file,
+    )
+
+
+def _json_field(file: _File, data: dict[str, Any], key: str, path: KeyPath) -> dict[str, Any]:
+    """A deployment section: an object, or the same as JSON text (as the exchange and a
+    pre-signed service keep it)."""
+    value = data.get(key)
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (json.JSONDecodeError, RecursionError) as error:
+            file.add(f"holds text that is not valid JSON: {error}", (*path, key))
+            return {}
+    if not isinstance(value, dict):
+        file.add(f"expected an object (or JSON text of one), got {_kind(value)}", (*path, key))
+        return {}
+    return value
+
+
+def _privileged(deployment: dict[str, Any]) -> bool:
+    """A service needs privileged mode when one of its containers asks for it or for the
+    host network (compcheck/comp_check.go DeploymentRequiresPrivilege)."""
+    services = deployment.get("services")
+    if not isinstance(services, dict):
+        return False
+    return any(
+        isinstance(container, dict)
+        and (container.get("privileged") is True or container.get("network") == "host")
+        for container in services.values()
+    )
+
+
+def _embedded_namespace(file: _File, cluster: dict[str, Any], path: KeyPath) -> str | None:
+    """The namespace a cluster service embeds, as anax finds it
+    (common/deploymentconfig.go GetClusterDeploymentMetadata): metadata.namespace, which
+    `hzn exchange service publish` records, else the operator archive's own."""
+    metadata = cluster.get("metadata")
+    if isinstance(metadata, dict) and isinstance(metadata.get("namespace"), str):
+        return metadata["namespace"] or None
+    archive = cluster.get("operatorYamlArchive")
+    if not isinstance(archive, str) or not archive:
+        return None
+    where = (*path, "operatorYamlArchive")
+    raw = _archive_bytes(file, archive, where)
+    if raw is None:
+        return None
+    try:
+        manifests = list(_manifests(raw))
+    except ValueError as error:
+        file.add(f"the operator archive {error}", where)
+        return None
+    return _operator_namespace(manifests)
+
+
+def _archive_bytes(file: _File, archive: str, where: KeyPath) -> bytes | None:
+    # In a publish file the archive is a path relative to the file
+    # (cli/kube_deployment/kube_deployment.go Sign); once published, base64 of the tar.gz.
+    if len(archive) < 4096 and not archive.endswith("..."):
+        candidate = file.path.parent / archive
+        try:
+            if candidate.is_file():
+                size = candidate.stat().st_size
+                if size > MAX_ARCHIVE_BYTES:
+                    file.add(f"{archive} is {size} bytes; at most {MAX_ARCHIVE_BYTES}", where)
+                    return None
+                return candidate.read_bytes()
+        except OSError as error:
+            file.add(f"cannot read {archive}: {error}", where)
+            return None
+    if archive.endswith("..."):
+        # `hzn exchange service list -l` cuts archives at 100 characters; without the
+        # metadata it records at publish time, the namespace cannot be known.
+        return None
+    if len(archive) > MAX_ARCHIVE_BYTES * 4 // 3 + 4:
+        file.add(f"the operator archive is over {MAX_ARCHIVE_BYTES} bytes", where)
+        return None
+    try:
+        return base64.b64decode(archive, validate=True)
+    except (binascii.Error, ValueError):
+        file.add(
+            f"{archive[:60]!r} is neither a file beside this one nor a base64 tar.gz "
+            "operator archive",
+            where,
+        )
+        return None
+
+
+def _manifests(raw: bytes) -> Iterator[str]:
+    """The text of each file in a tar.gz, bounded in count and size."""
+    left = MAX_ARCHIVE_UNPACKED
+    try:
+        with tarfile.open(fileobj=io.BytesIO(raw), mode="r:gz") as archive:
+            for count, member in enumerate(archive, start=1):
+                if count > MAX_ARCHIVE_MEMBERS:
+                    raise ValueError(f"holds more than {MAX_ARCHIVE_MEMBERS} files")
+                if not member.isfile():
+                    continue
+                left -= member.size
+                if left < 0:
+                    raise ValueError(f"unpacks to more than {MAX_ARCHIVE_UNPACKED} bytes")
+                extracted = archive.extractfile(member)
+                if extracted is not None:
+                    yield extracted.read().decode("utf-8", errors="replace")
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as error:
+        raise ValueError(f"is not a readable tar.gz ({error})") from None
+
+
+def _operator_namespace(manifests: list[str]) -> str | None:
+    """anax's rule (common/deploymentconfig.go getK8sNamespaceObjectFromYaml): the name
+    of a Namespace object (the last one), else the namespace of the first Deployment that
+    sets one. Manifests that do not parse are skipped, as anax skips them."""
+    namespace = ""
+    for text in manifests:
+        for piece in _YAML_SEPARATOR.split(text):
+            # Only the two kinds that matter are parsed; an operator's CRDs are large.
+            if not _MANIFEST_KIND.search(piece):
+                continue
+            try:
+                found = yaml.safe_load(piece)
+            except yaml.YAMLError:
+                continue
+            if not isinstance(found, dict) or not isinstance(found.get("metadata"), dict):
+                continue
+            metadata = found["metadata"]
+            if found.get("kind") == "Namespace" and isinstance(metadata.get("name"), str):
+                namespace = metadata["name"]
+            elif (
+                found.get("kind") == "Deployment"
+                and not namespace
+                and isinstance(metadata.get("namespace"), str)
+            ):
+                namespace = metadata["namespace"]
+    return namespace or None
+
+
+# -- the conversion ----------------------------------------------------------------------
+
+
+@dataclass
+class _Node:
+    id: str
+    key: str  # as the node list names it: org/id
+    kind: str  # device or cluster
+    arch: str = ""
+    namespace: str = ""
+    scoped: bool = False
+    pattern: str = ""
+    file: _File | None = None
+    policy: _File | None = None
+
+
+class _Converter:
+    def __init__(self, files: list[_File]) -> None:
+        self.files = files
+        self.nodes: dict[str, _Node] = {}
+        self.definitions: list[_Definition] = []
+        self.workload_names: dict[str, _File] = {}
+
+    # Problems are reported for the first file that has any, all of that file's at once.
+    def check(self) -> None:
+        for file in self.files:
+            if file.problems:
+                raise SpecError(file.source, file.problems)
+
+    def convert(self, name: str) -> dict[str, Any]:
+        shapes: dict[str, list[_File]] = {}
+        for file in self.files:
+            shape = _shape(file.data, file.path.name)
+            if shape == "service-policy":
+                raise _fail(
+                    file.source,
+                    "service policies are not supported yet; give the service's "
+                    "properties and constraints in the deployment policy",
+                )
+            if shape is None:
+                raise _fail(
+                    file.source,
+                    f"not an Open Horizon document placed reads; expected {_SHAPES}",
+                    file.at(()),
+                )
+            shapes.setdefault(shape, []).append(file)
+        for file in shapes.get("nodes", []):
+            self._node_list(file)
+        for file in shapes.get("service", []):
+            self._add_definition(_definition(file, file.data, (), ""))
+        for file in shapes.get("services", []):
+            for key, data in file.data.items():
+                org = key.rpartition("/")[0]
+                self._add_definition(_definition(file, data, (key,), org))
+        self._node_policies(shapes.get("node-policy", []), bool(shapes.get("nodes")))
+        self.check()
+        patterns = self._pattern_ids(shapes.get("pattern", []))
+        inventory = [self._location(node, patterns) for node in self.nodes.values()]
+        workloads: list[dict[str, Any]] = []
+        for file in shapes.get("deployment-policy", []):
+            workloads.extend(self._policy(file))
+        for file in shapes.get("pattern", []):
+            workloads.extend(self._pattern(file, patterns[id(file)]))
+        self.check()
+        return {"version": 1, "name": name, "inventory": inventory, "workloads": workloads}
+
+    # -- nodes ---------------------------------------------------------------------------
+
+    def _node_list(self, file: _File) -> None:
+        for key, data in file.data.items():
+            path: KeyPath = (key,)
+            node_id = key.rpartition("/")[2]
+            if not node_id.strip() or any(c.isspace() for c in node_id):
+                file.add(f"{key!r} is not a node id", path, key=True)
+                continue
+            kind = _text(file, data, "nodeType", path) or "device"
+            if kind not in ("device", "cluster"):
+                file.add(f"got {kind!r}; expected device or cluster", (*path, "nodeType"))
+            scoped = data.get("isNamespaceScoped", False)
+            if not isinstance(scoped, bool):
+                file.add(f"expected a boolean, got {_kind(scoped)}", (*path, "isNamespaceScoped"))
+                scoped = False
+            node = _Node(
+                id=node_id,
+                key=key,
+                kind=kind,
+                arch=_text(file, data, "arch", path),
+                namespace=_text(file, data, "clusterNamespace", path),
+                scoped=scoped,
+                pattern=_text(file, data, "pattern", path),
+                file=file,
+            )
+            first = self.nodes.get(node_id)
+            if first is not None:
+                file.add(
+                    f"node id {node_id!r} is also {first.key!r}; placed needs ids unique "
+                    "across organisations",
+                    path,
+                    key=True,
+                )
+                continue
+            self.nodes[node_id] = node
+
+    def _node_policies(self, files: list[_File], listed: bool) -> None:
+        unnamed = [f for f in files if _policy_node(f.path.name) is None]
+        for file in files:
+            node_id = _policy_node(file.path.name)
+            if node_id is None:
+                # `hzn deploycheck --node-pol FILE` checks one node with that policy.
+                if listed and len(self.nodes) == 1:
+                    node_id = next(iter(self.nodes))
+                elif listed or len(unnamed) > 1:
+                    raise _fail(
+                        file.source,
+                        "which node's policy is this? name it NODE.node.policy.json "
+                        "after the node it belongs to",
+                    )
+                else:
+                    node_id = "node"
+            node = self.nodes.get(node_id)
+            if node is None and listed:
+                close = difflib.get_close_matches(node_id, list(self.nodes), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise _fail(file.source, f"no node {node_id!r} in the node list{hint}")
+            if node is None:
+                node = self.nodes[node_id] = _Node(id=node_id, key=node_id, kind="device")
+                # Without the node list, only the policy's built-ins say what the node is.
+                builtins = self._builtins(file)
+                if set(builtins) & set(_CLUSTER_FIELDS):
+                    node.kind = "cluster"
+            if node.policy is not None:
+                raise _fail(
+                    file.source, f"node {node_id!r} already has the policy {node.policy.path}"
+                )
+            node.policy = file
+
+    def _builtins(self, file: _File) -> dict[str, tuple[Any, KeyPath]]:
+        found = dict(_properties(_quiet(file), file.data, (), "node").builtins)
+        deployment = file.data.get("deployment")
+        if isinstance(deployment, dict):
+            found.update(_properties(_quiet(file), deployment, ("deployment",), "node").builtins)
+        return found
+
+    def _location(self, node: _Node, patterns: dict[int, str]) -> dict[str, Any]:
+        location: dict[str, Any] = {"id": node.id, "kind": node.kind, "scope": "device"}
+        properties: dict[str, dict[str, Any]] = {}
+        constraints: list[str] = []
+        builtins: dict[str, tuple[Any, KeyPath]] = {}
+        policy = node.policy
+        if policy is not None:
+            top = _properties(policy, policy.data, (), "node")
+            top_constraints = _constraints(policy, policy.data, ())
+            section = _mapping(policy, policy.data, "deployment", ())
+            deployment = _properties(policy, section, ("deployment",), "node")
+            deployment_constraints = _constraints(policy, section, ("deployment",))
+            # For deployment, Open Horizon merges the `deployment` section over the top
+            # level: its properties win on a clash, and its constraints, where it has any,
+            # replace the top level's (exchangecommon/nodepolicy.go GetDeploymentPolicy).
+            # `management` only governs agent upgrades, so placement ignores it.
+            properties = {**top.entries, **deployment.entries}
+            builtins = {**top.builtins, **deployment.builtins}
+            constraints = deployment_constraints if section.get("constraints") else top_constraints
+        if node.kind == "cluster":
+            scoped = node.scoped or _flag(policy, builtins, _K8S_SCOPED)
+            location["scope"] = "namespace" if scoped else "cluster"
+            namespace = node.namespace or _builtin_text(policy, builtins, _K8S_NAMESPACE)
+            location["namespace"] = namespace or DEFAULT_AGENT_NAMESPACE
+        arch = node.arch or _builtin_text(policy, builtins, _ARCH)
+        if arch:
+            location["arch"] = arch
+        hardware_id = _builtin_text(policy, builtins, _HARDWARE_ID)
+        if hardware_id:
+            location["hardware_id"] = hardware_id
+        if node.kind == "cluster":
+            version = _builtin_text(policy, builtins, _K8S_VERSION)
+            if version:
+                location["kubernetes_version"] = version
+        capacity = {
+            resource: value
+            for resource, name in (("cpu", _CPU), ("memory", _MEMORY))
+            if (value := _builtin_number(policy, builtins, name)) is not None
+        }
+        if capacity:
+            location["capacity"] = capacity
+        if node.pattern:
+            pattern_id = _pattern_for(node.pattern, patterns)
+            properties[PATTERN_PROPERTY] = {"name": PATTERN_PROPERTY, "value": pattern_id}
+            # Open Horizon evaluates no node policy constraint for a pattern
+            # (compcheck/comp_check.go deployCompatible checks only privilege, namespace and
+            # user input), so the node's own constraints give way to the pattern's tie.
+            constraints = [f'{PATTERN_PROPERTY} == "{pattern_id}"']
+        if properties:
+            location["properties"] = list(properties.values())
+        if constraints:
+            location["constraints"] = constraints
+        return location
+
+    # -- services ------------------------------------------------------------------------
+
+    def _add_definition(self, found: _Definition | None) -> None:
+        if found is None:
+            return
+        for other in self.definitions:
+            same = (other.url, other.org, other.key, other.arch)
+            if same == (found.url, found.org, found.key, found.arch):
+                found.file.add(
+                    f"service {found.url} {found.version} ({found.arch}) is defined twice "
+                    f"(first in {other.file.path})"
+                )
+                return
+        self.definitions.append(found)
+
+    def _resolve(
+        self, file: _File, url: str, org: str, arch: str, versions: list[Any], path: KeyPath
+    ) -> dict[str, _Definition]:
+        """The definition each architecture deploys for a service reference: where several
+        versions are allowed (serviceVersions), the highest one that has a definition.
+        (The agbot tries them in priority order and falls back on failure; placed plans
+        with the newest.) An arch of "" or "*" means each node's own
+        (agreementbot/agreementworker.go), so every architecture with a definition."""
+        wanted: dict[tuple[int, int, int], str] = {}
+        for index, choice in enumerate(versions):
+            where = (*path, "serviceVersions", index)
+            if not isinstance(choice, dict):
+                file.add(f"expected an object with a version, got {_kind(choice)}", where)
+                continue
+            text = _text(file, choice, "version", where, required=True)
+            key = _version(file, text, (*where, "version"))
+            if key is not None:
+                wanted[key] = text
+        if not versions:
+            file.add("serviceVersions is empty; it needs at least one version", path)
+        if not wanted:
+            return {}
+        chosen: dict[str, _Definition] = {}
+        for definition in self.definitions:
+            if definition.url != url or (definition.org and definition.org != org):
+                continue
+            if definition.key not in wanted or arch not in ("", "*", definition.arch):
+                continue
+            best = chosen.get(definition.arch)
+            if best is None or definition.key > best.key:
+                chosen[definition.arch] = definition
+        if not chosen:
+            names = ", ".join(sorted(wanted.values()))
+            on = f" for arch {arch}" if arch not in ("", "*") else ""
+            file.add(
+                f"no service definition for {org}/{url} version {names}{on}; give its "
+                "`hzn exchange service publish` file or the output of "
+                "`hzn exchange service list -l`",
+                path,
+            )
+        return dict(sorted(chosen.items()))
+
+    def _service(self, definition: _Definition, org: str) -> dict[str, Any]:
+        service: dict[str, Any] = {
+            "url": definition.url,
+            "org": definition.org or org,
+            "version": definition.version,
+            "arch": definition.arch,
+        }
+        if definition.namespace:
+            service["namespace"] = definition.namespace
+        service["privileged"] = definition.privileged
+        service["runs_on"] = definition.runs_on
+        return service
+
+    # -- workloads -----------------------------------------------------------------------
+
+    def _name(self, file: _File, base: str, arch: str, several: bool) -> str:
+        name = f"{base}-{arch}" if several else base
+        name = re.sub(r"[\s/]+", "-", name.strip()) or "policy"
+        first = self.workload_names.get(name)
+        if first is not None:
+            file.add(f"a workload named {name!r} comes from {first.path} already; rename a file")
+        self.workload_names[name] = file
+        return name
+
+    def _policy(self, file: _File) -> list[dict[str, Any]]:
+        data = file.data
+        service = _mapping(file, data, "service", ())
+        path: KeyPath = ("service",)
+        url = _text(file, service, "name", path, required=True)
+        org = _text(file, service, "org", path, required=True)
+        arch = _text(file, service, "arch", path)
+        namespace = _text(file, service, "clusterNamespace", path)
+        versions = _list(file, service, "serviceVersions", path)
+        properties = _properties(file, data, (), "deployment").entries
+        constraints = _constraints(file, data, ())
+        if file.problems or not url:
+            return []
+        chosen = self._resolve(file, url, org, arch, versions, path)
+        workloads = []
+        for service_arch, definition in chosen.items():
+            workload: dict[str, Any] = {
+                "name": self._name(file, _stem(file.path), service_arch, len(chosen) > 1),
+                "mode": "every",
+            }
+            if properties:
+                workload["properties"] = list(properties.values())
+            if constraints:
+                workload["constraints"] = constraints
+            if namespace:
+                workload["cluster_namespace"] = namespace
+            workload["service"] = self._service(definition, org)
+            workloads.append(workload)
+        return workloads
+
+    def _pattern_ids(self, files: list[_File]) -> dict[int, str]:
+        """Each pattern's id, org/name as nodes name it (the name defaults to the file's,
+        as `hzn exchange pattern publish -p` would give it)."""
+        ids: dict[int, str] = {}
+        seen: dict[str, _File] = {}
+        for file in files:
+            name = _text(file, file.data, "name", ()) or _stem(file.path)
+            org = _text(file, file.data, "org", ())
+            pattern_id = f"{org}/{name}" if org else name
+            if '"' in pattern_id:
+                file.add("a pattern name may not contain a double quote", ("name",))
+            if pattern_id in seen:
+                file.add(f"pattern {pattern_id} is also {seen[pattern_id].path}")
+            seen[pattern_id] = file
+            ids[id(file)] = pattern_id
+        self.check()
+        return ids
+
+    def _pattern(self, file: _File, pattern_id: str) -> list[dict[str, Any]]:
+        data = file.data
+        namespace = _text(file, data, "clusterNamespace", ())
+        # Each node takes the pattern's services of its own arch
+        # (compcheck/userinput_check.go getWorkloadsFromPattern), so the pattern becomes one
+        # workload per arch, each with the services that arch runs.
+        by_arch: dict[str, list[dict[str, Any]]] = {}
+        for index, reference in enumerate(_list(file, data, "services", ())):
+            path: KeyPath = ("services", index)
+            if not isinstance(reference, dict):
+                file.add(f"expected an object, got {_kind(reference)}", path)
+                continue
+            url = _text(file, reference, "serviceUrl", path, required=True)
+            org = _text(file, reference, "serviceOrgid", path, required=True)
+            arch = _text(file, reference, "serviceArch", path)
+            versions = _list(file, reference, "serviceVersions", path)
+            if not url:
+                continue
+            for service_arch, definition in self._resolve(
+                file, url, org, arch, versions, path
+            ).items():
+                by_arch.setdefault(service_arch, []).append(self._service(definition, org))
+        if file.problems:
+            return []
+        workloads = []
+        for arch, services in sorted(by_arch.items()):
+            workload: dict[str, Any] = {
+                "name": self._name(file, _stem(file.path), arch, len(by_arch) > 1),
+                "mode": "every",
+                "pattern": True,
+                "properties": [{"name": PATTERN_PROPERTY, "value": pattern_id}],
+                "constraints": [f'{PATTERN_PROPERTY} == "{pattern_id}"'],
+            }
+            if namespace:
+                workload["cluster_namespace"] = namespace
+            workload["services"] = services
+            workloads.append(workload)
+        return workloads
+
+
+def _quiet(file: _File) -> _File:
+    """The same document, its problems kept apart (they are reported by the full pass)."""
+    return _File(file.path, file.data, file.sources)
+
+
+def _policy_node(name: str) -> str | None:
+    """NODE from NODE.node.policy.json."""
+    suffix = ".node.policy.json"
+    if not name.endswith(suffix):
+        return None
+    return name[: -len(suffix)] or None
+
+
+def _stem(path: Path) -> str:
+    """A file's name as the workload's: web.deployment.policy.json -> web."""
+    name = path.name.removesuffix(".json")
+    for suffix in (".deployment.policy", ".policy", ".pattern"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name.removesuffix(suffix)
+    return name
+
+
+def _pattern_for(named: str, patterns: dict[int, str]) -> str:
+    """The id of the pattern a node names (org/name; a pattern file without an org matches
+    on the name), or the node's text when no file gives that pattern."""
+    for pattern_id in patterns.values():
+        if pattern_id == named or (
+            "/" not in pattern_id and named.rpartition("/")[2] == pattern_id
+        ):
+            return pattern_id
+    return named
+
+
+def _builtin_text(policy: _File | None, builtins: dict[str, tuple[Any, KeyPath]], name: str) -> str:
+    if policy is None or name not in builtins:
+        return ""
+    value, where = builtins[name]
+    if not isinstance(value, str):
+        policy.add(f"{name} must be text, got {_kind(value)}", where)
+        return ""
+    return value
+
+
+def _builtin_number(
+    policy: _File | None, builtins: dict[str, tuple[Any, KeyPath]], name: str
+) -> float | int | None:
+    if policy is None or name not in builtins:
+        return None
+    value, where = builtins[name]
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        policy.add(f"{name} must be a number of at least 0, got {_kind(value)}", where)
+        return None
+    return value
+
+
+def _flag(policy: _File | None, builtins: dict[str, tuple[Any, KeyPath]], name: str) -> bool:
+    if policy is None or name not in builtins:
+        return False
+    value, where = builtins[name]
+    if not isinstance(value, bool):
+        policy.add(f"{name} must be true or false, got {_kind(value)}", where)
+        return False
+    return value
+
+
+# -- entry points ------------------------------------------------------------------------
+
+
+def _name_of(paths: list[Path]) -> str:
+    first = paths[0].resolve()
+    return first.name if first.is_dir() else first.parent.name or first.stem
+
+
+def convert_openhorizon(paths: list[Path]) -> dict[str, Any]:
+    """The native spec document (plain data) that the hzn documents at `paths` describe."""
+    budget = [MAX_TOTAL_BYTES]
+    files = [_read(path, budget) for path in _files(paths)]
+    return _Converter(files).convert(_name_of(paths))
+
+
+def dump_native(document: dict[str, Any]) -> str:
+    """The native document as YAML, as `placed convert` prints it."""
+    header = (
+        "# The native placed spec of a set of Open Horizon files, written by placed convert.\n"
+        "# Convert again after changing those files rather than editing this one.\n"
+    )
+    return header + yaml.dump(
+        document,
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=100,
+    )
+
+
+class _Dumper(yaml.SafeDumper):
+    # A definition shared by several workloads would otherwise come out as &id001 anchors.
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def load_openhorizon(paths: list[Path]) -> list[Spec]:
+    """The hzn documents at `paths` as a spec, through the native pipeline."""
+    text = dump_native(convert_openhorizon(paths))
+    source = str(paths[0])
+    try:
+        return load_specs_text(text, source)
+    except SpecError as error:
+        # The files themselves were checked above; what the native checks still find is in
+        # the converted spec, so the message sends the reader to it.
+        raise SpecError(
+            f"{source} (as converted; see `placed convert {source}`)", error.problems
+        ) from None
