@@ -3,10 +3,14 @@ hub rejects is flagged, and nothing a hub accepts is."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from placed.cli.main import app
 from placed.policy.expressions.dialect import extensions
 
 from .test_openhorizon_corpus import CORPUS, PLACED, Accepts, key
@@ -112,3 +116,15 @@ def test_the_spec_check_names_each_place() -> None:
             "fewer than three parts (write 1.0.0)",
         ),
     ]
+
+
+def test_validate_warns_only_with_the_openhorizon_dialect(tmp_path: Path) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_text(SPEC)
+    plain = CliRunner().invoke(app, ["validate", str(path), "-f", "json"])
+    assert plain.exit_code == 0
+    assert not [w for w in json.loads(plain.stdout)["warnings"] if "extension" in w["code"]]
+    hub = CliRunner().invoke(app, ["validate", str(path), "--dialect", "openhorizon", "-f", "json"])
+    assert hub.exit_code == 0
+    codes = [w["code"] for w in json.loads(hub.stdout)["warnings"]]
+    assert codes.count("openhorizon-extension") == 6

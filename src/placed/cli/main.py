@@ -34,6 +34,7 @@ from placed.engine.report import trace_document
 from placed.engine.trace import UnknownUnitError, trace
 from placed.model import PropertyError, Spec, Workload, validate_properties
 from placed.policy.expressions import All, ExpressionError, parse_constraint
+from placed.policy.expressions.dialect import dialect_notices
 from placed.policy.expressions.evaluate import holds, satisfied
 from placed.policy.lint import lint
 from placed.spec import SpecError, load_specs
@@ -359,17 +360,33 @@ def _did_you_mean(unknown: list[str], known: Iterable[str]) -> str:
     return f"; did you mean {close[0]!r}?" if len(unknown) == 1 and close else ""
 
 
+class Dialect(StrEnum):
+    placed = "placed"
+    openhorizon = "openhorizon"
+
+
 @app.command()
 def validate(
     spec: InputsArgument,
     fmt: FormatOption = Format.table,
     input_format: InputFormatOption = InputFormat.auto,
+    dialect: Annotated[
+        Dialect,
+        typer.Option(
+            "--dialect",
+            help="openhorizon: also warn wherever a constraint or property list uses one of "
+            "placed's extensions that an Open Horizon hub would reject (blanks or short "
+            "versions in a range, && without blanks, ':' inside quotes, a YAML list value), "
+            "before a policy goes back to a hub.",
+        ),
+    ] = Dialect.placed,
 ) -> None:
     """Check a spec without placing anything: syntax, types, unknown keys, duplicate ids,
     and warnings for what is valid but probably unintended.
 
     Example: placed validate examples/ironic-affinity.yaml
     Example: placed validate --input-format openhorizon examples/openhorizon/
+    Example: placed validate --dialect openhorizon examples/edge-namespaces.yaml
     """
     try:
         specs = _read_inputs(spec, input_format)
@@ -394,7 +411,13 @@ def validate(
                 "valid": True,
                 "targets": len(document.inventory.targets),
                 "workloads": len(document.workloads),
-                "warnings": [n.to_dict() for n in lint(document)],
+                "warnings": [
+                    n.to_dict()
+                    for n in [
+                        *lint(document),
+                        *(dialect_notices(document) if dialect is Dialect.openhorizon else []),
+                    ]
+                ],
             },
         )
         for document in specs
