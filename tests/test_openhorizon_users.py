@@ -147,3 +147,16 @@ def _fast(spec: Spec) -> list[tuple[str, str | None]]:
 @given(specs())
 def test_the_service_rule_agrees_with_the_reference(spec: Spec) -> None:
     assert _fast(spec) == [(o.unit, o.target) for o in reference_plan(spec)]
+
+
+def test_check_gives_a_self_contradicting_policy_one_general_reason() -> None:
+    example = Path(__file__).resolve().parent.parent / "examples" / "edge-namespaces.yaml"
+    code, out, _ = run("check", str(example), "-w", "namespaced-4-conflict", "-f", "json")
+    assert code == 1
+    (row,) = json.loads(out)["workloads"]
+    scoped = [t for t in row["targets"] if t.get("namespace") == "ABC"]
+    assert len(scoped) == 4
+    for target in scoped:
+        (only,) = target["reason"].items()
+        assert only[0] == "general"
+        assert only[1].startswith("policy conflict: the policy deploys to namespace ABC")
