@@ -279,7 +279,10 @@ def test_file_that_is_not_utf8(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as caught:
         load_spec(path)
     [problem] = caught.value.problems
-    assert problem.message.startswith("cannot read: 'utf-8' codec can't decode byte 0xff")
+    # Issue 8: the bad byte's place, not only that the file cannot be read.
+    assert problem.message.startswith("byte 0xff is not UTF-8")
+    assert problem.position is not None
+    assert (problem.position.line, problem.position.column) == (2, 9)
 
 
 def test_errors_from_a_file_name_it(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ from placed.spec.collect import Collector
 from placed.spec.errors import Problem, SourcePosition, SpecError
 from placed.spec.load import load_specs_text
 from placed.spec.source import Path as KeyPath
-from placed.spec.source import SourceMap, parse
+from placed.spec.source import SourceMap
 
 # Bounds on what is read: hzn files are small; a node list of many thousand nodes is a few
 # megabytes, and an operator archive rarely more than one.
@@ -107,35 +107,6 @@ _YAML_SEPARATOR = re.compile(r"^---.*$", re.MULTILINE)
 
 
 # -- reading -----------------------------------------------------------------------------
-
-
-class _LazySourceMap(SourceMap):
-    """Positions of a JSON file, parsed only when a problem asks for one."""
-
-    def __init__(self, text: str, source: str) -> None:
-        super().__init__()
-        self._text: str | None = text
-        self._source = source
-
-    def _load(self) -> None:
-        if self._text is None:
-            return
-        text, self._text = self._text, None
-        try:
-            documents = parse(text, self._source)
-        except (SpecError, RecursionError):
-            return  # JSON that YAML cannot read (a \/ escape): problems go without a place
-        if documents:
-            self.values.update(documents[0][1].values)
-            self.keys.update(documents[0][1].keys)
-
-    def value(self, path: KeyPath) -> SourcePosition | None:
-        self._load()
-        return super().value(path)
-
-    def key(self, path: KeyPath) -> SourcePosition | None:
-        self._load()
-        return super().key(path)
 
 
 @dataclass
@@ -215,7 +186,8 @@ def _read(path: Path, budget: list[int]) -> _File:
         raise _fail(source, f"not valid JSON: {error.msg}", position) from None
     except RecursionError:
         raise _fail(source, "not valid JSON: nested too deeply") from None
-    return _File(path, data, _LazySourceMap(text, source))
+    # Positions are found only when a problem asks for one.
+    return _File(path, data, SourceMap(text=text))
 
 
 # -- what each document is ---------------------------------------------------------------

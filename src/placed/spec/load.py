@@ -17,7 +17,7 @@ from placed.spec import distinct, openhorizon
 from placed.spec.collect import Collector
 from placed.spec.errors import Problem, SourcePosition, SpecError
 from placed.spec.schema import LocationSpec, SpecDocument, WorkloadSpec
-from placed.spec.source import Path, SourceMap, dotted, parse
+from placed.spec.source import Path, SourceMap, dotted, parse, read_bounded
 
 
 def load_spec(path: str | FilePath) -> Spec:
@@ -33,13 +33,13 @@ def load_specs(path: str | FilePath) -> list[Spec]:
     each a complete, independent spec (several scenarios side by side)."""
     source = str(path)
     try:
-        text = FilePath(path).read_text(encoding="utf-8")
+        text = read_bounded(str(path), source)
     except FileNotFoundError:
         raise SpecError(source, [Problem("no such file")]) from None
     except IsADirectoryError:
         raise SpecError(source, [Problem("is a directory, not a spec file")]) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise SpecError(source, [Problem(f"cannot read: {error}")]) from None
+    except OSError as error:
+        raise SpecError(source, [Problem(f"cannot read: {error.strerror or error}")]) from None
     return load_specs_text(text, source)
 
 

@@ -1,11 +1,20 @@
-"""YAML (and JSON, its subset) read into plain data, remembering where each key and value
-stood so that any later error can name file:line:column."""
+"""YAML (and JSON, its subset) read into plain data, bounded, with every place in the file
+found again when an error needs it.
+
+Speed: JSON goes through the C JSON parser and YAML through libyaml (PyYAML's C
+loader); positions are not recorded while reading. A `SourceMap` keeps the document's
+node tree (composing it from the text only when a problem first asks, for JSON) and walks
+it to a path on demand, so a valid spec pays nothing for positions.
+
+Bounds (each reported with its place): the input's size (MAX_BYTES), how deeply it nests
+(MAX_DEPTH), how many values YAML aliases may expand to (MAX_EXPANDED: a "billion laughs"
+stops here), and integers (at most 18 digits: larger ones are no real amount).
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -14,51 +23,124 @@ from placed.spec.errors import Problem, SourcePosition, SpecError
 
 Path = tuple[str | int, ...]
 
+MAX_BYTES = 128 * 1024 * 1024  # about half a million targets
+MAX_DEPTH = 1000  # levels of nesting (a location's children take two: a list and a map)
+MAX_EXPANDED = 10_000_000  # values, counting each use of an alias in full
+MAX_DIGITS = 18
 
-@dataclass
-class SourceMap:
-    values: dict[Path, SourcePosition] = field(default_factory=dict)
-    keys: dict[Path, SourcePosition] = field(default_factory=dict)
-
-    def value(self, path: Path) -> SourcePosition | None:
-        """Where the value at `path` stands, or the nearest enclosing value that does."""
-        for end in range(len(path), -1, -1):
-            position = self.values.get(path[:end])
-            if position is not None:
-                return position
-        return None
-
-    def key(self, path: Path) -> SourcePosition | None:
-        return self.keys.get(path) or self.value(path)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when installed
+_NULL = "tag:yaml.org,2002:null"
+_MERGE = "tag:yaml.org,2002:merge"
+_INT = "tag:yaml.org,2002:int"
+_SCALARS = yaml.SafeLoader("")
 
 
 def _position(node: yaml.Node) -> SourcePosition:
     return SourcePosition(node.start_mark.line + 1, node.start_mark.column + 1)
 
 
+class SourceMap:
+    """Where each part of one document stands in the file, found when asked."""
+
+    def __init__(self, root: yaml.Node | None = None, text: str | None = None) -> None:
+        self._root = root
+        self._text = text  # JSON read by the fast path: composed on the first question
+
+    def _tree(self) -> yaml.Node | None:
+        if self._root is None and self._text is not None:
+            text, self._text = self._text, None
+            try:
+                roots = _compose(text, "<positions>")
+            except (SpecError, RecursionError):
+                roots = []
+            self._root = roots[0] if roots else None
+        return self._root
+
+    def _walk(self, path: Path) -> tuple[yaml.Node | None, yaml.Node | None, int]:
+        """(the deepest node on the path, the key node that led to it, its depth)."""
+        node, key_node, depth = self._tree(), None, 0
+        for part in path:
+            if node is None:
+                break
+            found: tuple[yaml.Node | None, yaml.Node | None] = (None, None)
+            if isinstance(node, yaml.MappingNode) and isinstance(part, str):
+                for k, v in node.value:
+                    if isinstance(k, yaml.ScalarNode) and k.value == part:
+                        found = (v, k)
+            elif (
+                isinstance(node, yaml.SequenceNode)
+                and isinstance(part, int)
+                and 0 <= part < len(node.value)
+            ):
+                found = (node.value[part], None)
+            if found[0] is None:
+                break
+            node, key_node = found
+            depth += 1
+        return node, key_node, depth
+
+    def value(self, path: Path) -> SourcePosition | None:
+        """Where the value at `path` stands, or the nearest enclosing value that does."""
+        node, _, _ = self._walk(path)
+        return _position(node) if node is not None else None
+
+    def key(self, path: Path) -> SourcePosition | None:
+        """Where the key of the last part of `path` stands (else where its value does)."""
+        node, key_node, depth = self._walk(path)
+        if key_node is not None and depth == len(path):
+            return _position(key_node)
+        return _position(node) if node is not None else None
+
+
+def read_bounded(path: str, source: str) -> str:
+    """A file's text, refusing more than MAX_BYTES and pointing at a byte that is not
+    UTF-8 (a device such as /dev/zero stops at the limit)."""
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise SpecError(
+            source,
+            [Problem(f"is larger than {MAX_BYTES // (1024 * 1024)} MiB, the most placed reads")],
+        )
+    return decode(data, source)
+
+
+def decode(data: bytes, source: str) -> str:
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise SpecError(
+            source,
+            [Problem("is UTF-16 (it starts with a UTF-16 byte order mark); save it as UTF-8")],
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        start = data.rfind(b"\n", 0, error.start) + 1
+        column = len(data[start : error.start].decode("utf-8", errors="replace")) + 1
+        byte = data[error.start : error.start + 1].hex()
+        raise SpecError(
+            source,
+            [
+                Problem(
+                    f"byte 0x{byte} is not UTF-8 (is this a binary file?); a spec is UTF-8 text",
+                    position=SourcePosition(line, column),
+                )
+            ],
+        ) from None
+
+
 def parse(text: str, source: str) -> list[tuple[Any, SourceMap]]:
-    """Each YAML document in `text` as (data, where each part of it stood)."""
+    """Each document in `text` as (data, where each part of it stands)."""
+    if len(text) > MAX_BYTES:
+        raise SpecError(source, [Problem(f"is larger than {MAX_BYTES // (1024 * 1024)} MiB")])
+    fast = _json(text)
+    if fast is not None:
+        return [(fast, SourceMap(text=text))]
     if "\t" in text and _is_json(text):
         # YAML forbids tabs where JSON allows them; outside strings (where JSON has none)
         # a space means the same and keeps every column.
         text = text.replace("\t", " ")
-    try:
-        roots = [
-            root
-            for root in yaml.compose_all(text, Loader=yaml.SafeLoader)
-            if root is not None and not _is_empty(root)
-        ]
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        position = SourcePosition(mark.line + 1, mark.column + 1) if mark else None
-        message = f"not valid YAML: {error.problem or error.context}"
-        if error.problem and error.context and error.context_mark:
-            # Where the unfinished part began, e.g. the bracket an error at the end left open.
-            start = error.context_mark
-            message += f" ({error.context} at line {start.line + 1}, column {start.column + 1})"
-        raise SpecError(source, [Problem(message, position=position)]) from None
-    except yaml.YAMLError as error:
-        raise SpecError(source, [Problem(f"not valid YAML: {error}")]) from None
+    roots = _compose(text, source)
     if not roots:
         raise SpecError(
             source,
@@ -71,17 +153,98 @@ def parse(text: str, source: str) -> list[tuple[Any, SourceMap]]:
         )
     documents = []
     for root in roots:
-        sources = SourceMap()
-        documents.append((_convert(root, (), sources, source, set()), sources))
+        _check_size(root, source)
+        documents.append((_convert(root, source), SourceMap(root)))
     return documents
+
+
+class _NotFast(Exception):
+    """The JSON fast path cannot read this text as it is: YAML reads it, with places."""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise _NotFast  # a duplicate key: the YAML path reports it where it stands
+    return found
+
+
+def _constant(name: str) -> Any:
+    raise _NotFast  # NaN or Infinity
+
+
+def _integer(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_DIGITS:
+        raise _NotFast
+    return int(text)
+
+
+def _json(text: str) -> Any | None:
+    """The data of a JSON document, or None when JSON's parser should not decide."""
+    start = text.lstrip()[:1]
+    if start not in ("{", "["):
+        return None
+    try:
+        return json.loads(
+            text, object_pairs_hook=_pairs, parse_constant=_constant, parse_int=_integer
+        )
+    except (_NotFast, ValueError, RecursionError):
+        return None
 
 
 def _is_json(text: str) -> bool:
     try:
         json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return True
+
+
+# Up to this size, a file libyaml refuses is read again by PyYAML's own parser, whose
+# messages say more ("expected ',' or ']', but got '<scalar>'"); larger ones keep libyaml's.
+_REWORD_BELOW = 16 * 1024 * 1024
+
+
+def _compose(text: str, source: str) -> list[yaml.Node]:
+    try:
+        return _roots(text, _LOADER)
+    except yaml.YAMLError:
+        if _LOADER is yaml.SafeLoader or len(text) > _REWORD_BELOW:
+            return _worded(text, source, _LOADER)
+        return _worded(text, source, yaml.SafeLoader)
+    except RecursionError:
+        raise SpecError(
+            source, [Problem(f"nests more than {MAX_DEPTH} levels deep; placed reads no deeper")]
+        ) from None
+
+
+def _roots(text: str, loader: Any) -> list[yaml.Node]:
+    return [
+        root
+        for root in yaml.compose_all(text, Loader=loader)
+        if root is not None and not _is_empty(root)
+    ]
+
+
+def _worded(text: str, source: str, loader: Any) -> list[yaml.Node]:
+    """The YAML error of `text`, as a SpecError with its place."""
+    try:
+        return _roots(text, loader)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        position = SourcePosition(mark.line + 1, mark.column + 1) if mark else None
+        message = f"not valid YAML: {error.problem or error.context}"
+        if error.problem and error.context and error.context_mark:
+            # Where the unfinished part began, e.g. the bracket an error at the end left open.
+            start = error.context_mark
+            message += f" ({error.context} at line {start.line + 1}, column {start.column + 1})"
+        raise SpecError(source, [Problem(message, position=position)]) from None
+    except yaml.YAMLError as error:
+        raise SpecError(source, [Problem(f"not valid YAML: {error}")]) from None
+    except RecursionError:
+        raise SpecError(
+            source, [Problem(f"nests more than {MAX_DEPTH} levels deep; placed reads no deeper")]
+        ) from None
 
 
 def _is_empty(node: yaml.Node) -> bool:
@@ -89,12 +252,116 @@ def _is_empty(node: yaml.Node) -> bool:
     return isinstance(node, yaml.ScalarNode) and node.tag == _NULL and node.value == ""
 
 
-_NULL = "tag:yaml.org,2002:null"
-_MERGE = "tag:yaml.org,2002:merge"
-_SCALARS = yaml.SafeLoader("")
+def _check_size(root: yaml.Node, source: str) -> None:
+    """Depth and alias expansion, without recursion: a node used through aliases counts
+    in full each time, so a "billion laughs" is refused before anything expands it."""
+    expanded: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, int, bool, yaml.Node | None]] = [(root, 1, False, None)]
+    while stack:
+        node, depth, done, parent = stack.pop()
+        if depth > MAX_DEPTH:
+            raise SpecError(
+                source,
+                [
+                    Problem(
+                        f"nests more than {MAX_DEPTH} levels deep; placed reads no deeper",
+                        position=_position(node),
+                    )
+                ],
+            )
+        if not isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+            expanded[id(node)] = 1
+            continue
+        children = _children(node)
+        if done:
+            on_path.discard(id(node))
+            total = 1 + sum(expanded[id(child)] for child in children)
+            if total > MAX_EXPANDED:
+                raise SpecError(
+                    source,
+                    [
+                        Problem(
+                            f"expands to more than {MAX_EXPANDED:,} values through YAML "
+                            "aliases (a 'billion laughs'?); placed reads no more",
+                            position=_position(node),
+                        )
+                    ],
+                )
+            expanded[id(node)] = total
+            continue
+        if id(node) in expanded:
+            continue  # an alias to a node already counted
+        if id(node) in on_path:
+            assert parent is not None  # the root is on no path before it is entered
+            where = _path_to(root, parent)
+            inside = _children(parent)
+            index = next(i for i, child in enumerate(inside) if child is node)
+            # Point at the key that holds the alias, or at the list it stands in.
+            if isinstance(parent, yaml.MappingNode):
+                key_node = parent.value[index // 2][0]
+                part: str | int = key_node.value
+                position = _position(key_node)
+            else:
+                part, position = index, _position(parent)
+            raise SpecError(
+                source,
+                [
+                    Problem(
+                        "this alias refers to a node that contains it; the data would be endless",
+                        key=dotted((*where, part)),
+                        position=position,
+                    )
+                ],
+            )
+        on_path.add(id(node))
+        stack.append((node, depth, True, parent))
+        stack.extend(
+            (child, depth + 1, False, node) for child in children if id(child) not in expanded
+        )
 
 
-def _scalar(node: yaml.Node, source: str) -> Any:
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    """A collection's nodes in order (a mapping's as key, value, key, value...)."""
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _path_to(root: yaml.Node, target: yaml.Node) -> Path:
+    """The path of `target` in the tree (searched only to word an error)."""
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, Path]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        if node is target:
+            return path
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            stack.extend(
+                (v, (*path, k.value)) for k, v in node.value if isinstance(k, yaml.ScalarNode)
+            )
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, (*path, i)) for i, item in enumerate(node.value))
+    return ()
+
+
+def _scalar(node: yaml.ScalarNode, source: str) -> Any:
+    if node.tag == _INT and len(node.value.lstrip("+-").replace("_", "")) > MAX_DIGITS:
+        raise SpecError(
+            source,
+            [
+                Problem(
+                    f"a number of {len(node.value)} digits; placed takes integers of at most "
+                    f"{MAX_DIGITS} digits",
+                    position=_position(node),
+                )
+            ],
+        )
     # Calling the tag's constructor directly keeps no per-node bookkeeping in the shared
     # loader (construct_object would remember every scalar, forever, in every thread).
     # The stubs leave the constructors' type open; every one takes a loader and a node.
@@ -103,86 +370,90 @@ def _scalar(node: yaml.Node, source: str) -> Any:
     constructor = constructors.get(node.tag, constructors[None])
     try:
         return constructor(_SCALARS, node)
-    except yaml.YAMLError as error:
+    except (yaml.YAMLError, ValueError, OverflowError) as error:
         # A marked error's full text repeats the place as '"<unicode string>", line 2'.
         message = getattr(error, "problem", None) or str(error)
         raise SpecError(source, [Problem(message, position=_position(node))]) from None
 
 
-def _convert(node: yaml.Node, path: Path, sources: SourceMap, source: str, inside: set[int]) -> Any:
-    if id(node) in inside:
-        # An alias to a node that contains it: the data would never end.
+def _convert(root: yaml.Node, source: str) -> Any:
+    try:
+        return _build(root, source)
+    except _Misplaced as error:
+        path = _path_to(root, error.mapping)
+        key = dotted((*path, *error.more))
         raise SpecError(
-            source,
-            [
-                Problem(
-                    "this alias refers to a node that contains it; the data would be endless",
-                    key=dotted(path),
-                    position=sources.key(path),
-                )
-            ],
-        )
-    sources.values[path] = _position(node)
-    if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
-        inside.add(id(node))
-        try:
-            return _collection(node, path, sources, source, inside)
-        finally:
-            inside.discard(id(node))
-    return _scalar(node, source)
+            source, [Problem(error.message, key=key, position=error.position)]
+        ) from None
 
 
-def _collection(
-    node: yaml.MappingNode | yaml.SequenceNode,
-    path: Path,
-    sources: SourceMap,
-    source: str,
-    inside: set[int],
-) -> Any:
-    if isinstance(node, yaml.MappingNode):
+class _Misplaced(Exception):
+    """A problem inside a mapping, to be named by the mapping's path (found only then)."""
+
+    def __init__(
+        self, message: str, mapping: yaml.Node, position: SourcePosition, more: Path = ()
+    ) -> None:
+        self.message, self.mapping, self.position, self.more = message, mapping, position, more
+
+
+def _build(root: yaml.Node, source: str) -> Any:
+    """The node tree as plain data, without recursion (a tree may be deep)."""
+    built: dict[int, Any] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in built:
+            continue
+        if isinstance(node, yaml.ScalarNode):
+            built[id(node)] = _scalar(node, source)
+            continue
+        if not ready:
+            stack.append((node, True))
+            if isinstance(node, yaml.MappingNode):
+                for key_node, _ in node.value:
+                    if key_node.tag == _MERGE:  # before its `<<` is read as a value
+                        raise _Misplaced(
+                            "YAML merge keys (<<) are not supported; write the keys out",
+                            node,
+                            _position(key_node),
+                        )
+                for key_node, value_node in reversed(node.value):
+                    stack.append((value_node, False))
+                    stack.append((key_node, False))
+            else:
+                stack.extend((item, False) for item in reversed(node.value))
+            continue
+        if isinstance(node, yaml.SequenceNode):
+            built[id(node)] = [built[id(item)] for item in node.value]
+            continue
         result: dict[Any, Any] = {}
+        first: dict[Any, yaml.Node] = {}
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE:
-                raise SpecError(
-                    source,
-                    [
-                        Problem(
-                            "YAML merge keys (<<) are not supported; write the keys out",
-                            key=dotted(path),
-                            position=_position(key_node),
-                        )
-                    ],
+                raise _Misplaced(
+                    "YAML merge keys (<<) are not supported; write the keys out",
+                    node,
+                    _position(key_node),
                 )
             if not isinstance(key_node, yaml.ScalarNode):
-                raise SpecError(
-                    source,
-                    [Problem("a mapping key must be a plain value", position=_position(key_node))],
-                )
-            key = _scalar(key_node, source)
+                raise _Misplaced("a mapping key must be a plain value", node, _position(key_node))
+            key = built[id(key_node)]
             if not isinstance(key, str):
                 # Every key of a spec is text; YAML reads yes, 1 or 2024-01-01 otherwise.
                 message = f"a key must be text, but {key_node.value!r} reads as {key!r}; quote it"
-                raise SpecError(
-                    source, [Problem(message, key=dotted(path), position=_position(key_node))]
-                )
+                raise _Misplaced(message, node, _position(key_node))
             if key in result:
-                first = sources.keys[(*path, key)]
-                raise SpecError(
-                    source,
-                    [
-                        Problem(
-                            f"duplicate key {key!r} (first at line {first.line})",
-                            key=dotted((*path, key)),
-                            position=_position(key_node),
-                        )
-                    ],
+                line = _position(first[key]).line
+                raise _Misplaced(
+                    f"duplicate key {key!r} (first at line {line})",
+                    node,
+                    _position(key_node),
+                    (key,),
                 )
-            sources.keys[(*path, key)] = _position(key_node)
-            result[key] = _convert(value_node, (*path, key), sources, source, inside)
-        return result
-    return [
-        _convert(item, (*path, i), sources, source, inside) for i, item in enumerate(node.value)
-    ]
+            first[key] = key_node
+            result[key] = built[id(value_node)]
+        built[id(node)] = result
+    return built[id(root)]
 
 
 def dotted(path: Path) -> str:
