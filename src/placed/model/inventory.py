@@ -40,7 +40,20 @@ class TagRules:
     soft_affinity: frozenset[str] = frozenset()
     soft_anti_affinity: frozenset[str] = frozenset()
 
+    def __bool__(self) -> bool:
+        return bool(
+            self.hard_affinity
+            or self.hard_anti_affinity
+            or self.soft_affinity
+            or self.soft_anti_affinity
+        )
+
     def merged(self, child: TagRules) -> TagRules:
+        # Most locations add no rule: share the ancestors' rules rather than copy them.
+        if not child:
+            return self
+        if not self:
+            return child
         return TagRules(
             self.hard_affinity | child.hard_affinity,
             self.hard_anti_affinity | child.hard_anti_affinity,
@@ -49,18 +62,21 @@ class TagRules:
         )
 
 
+# Each rule shares what it can (an empty side adds nothing): a target of an inventory of
+# a hundred thousand holds its ancestors' values, not copies of them. Nothing changes a
+# resolved value afterwards (Target is frozen; its mappings are only read).
 def _union(above: frozenset[str], own: frozenset[str]) -> frozenset[str]:
-    return above | own
+    return (above | own) if above and own else (own or above)
 
 
 def _nearest_wins(
     above: Mapping[str, Property], own: Mapping[str, Property]
-) -> dict[str, Property]:
-    return {**above, **own}
+) -> Mapping[str, Property]:
+    return {**above, **own} if above and own else (own or above)
 
 
 def _all_hold(above: tuple[str, ...], own: tuple[str, ...]) -> tuple[str, ...]:
-    return (*above, *own)
+    return (*above, *own) if above and own else (own or above)
 
 
 def _rules(above: TagRules, own: TagRules) -> TagRules:

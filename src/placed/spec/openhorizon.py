@@ -4,11 +4,12 @@ reported at its place in the file."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from placed.model import Agent, Property, PropertyError, Service
-from placed.model.properties import make_property
+from placed.model.properties import ALLOW_PRIVILEGED, make_property
 from placed.policy.builtins import read_only_reason
 from placed.policy.deployment import NONE, Deployment
 from placed.policy.expressions import ExpressionError, parse
@@ -37,6 +38,10 @@ def properties(raw: Any, path: Path, owner: str, out: Collector) -> dict[str, Pr
     """A mapping {name: value} or the list form [{name, value, type}], strictly typed."""
     entries: list[tuple[Any, Any, Any, Path]] = []
     if isinstance(raw, Mapping):
+        if all(type(v) in _SCALAR_TYPES for v in raw.values()):
+            fast = _plain_scalars(raw, owner)
+            if fast is not None:
+                return fast
         for name, value in raw.items():
             entries.append((name, value, None, (*path, name)))
     elif isinstance(raw, list):
@@ -60,13 +65,24 @@ def properties(raw: Any, path: Path, owner: str, out: Collector) -> dict[str, Pr
         return {}
     result: dict[str, Property] = {}
     for name, value, declared, where in entries:
-        if not _plain_value(value, where, out):
+        if (
+            type(value) is str
+            and declared is None
+            and type(name) is str
+            and name.strip()
+            and name != ALLOW_PRIVILEGED
+        ):
+            # The common case, as make_property would build it, without its checks for
+            # every other kind of value: inventories hold many thousands of these.
+            prop = Property(name, value)
+        elif not _plain_value(value, where, out):
             continue
-        try:
-            prop = make_property(name, value, declared)
-        except PropertyError as error:
-            out.add(error.message, where)
-            continue
+        else:
+            try:
+                prop = make_property(name, value, declared)
+            except PropertyError as error:
+                out.add(error.message, where)
+                continue
         reason = read_only_reason(prop.name, owner)
         if reason:
             out.add(reason, where)
@@ -74,6 +90,30 @@ def properties(raw: Any, path: Path, owner: str, out: Collector) -> dict[str, Pr
             out.add(f"property {prop.name!r} is given twice", where)
         else:
             result[prop.name] = prop
+    return result
+
+
+_SCALAR_TYPES = (str, bool, int, float)
+
+
+def _plain_scalars(raw: Mapping[Any, Any], owner: str) -> dict[str, Property] | None:
+    """{name: scalar} as make_property types it (no declared type), or None for the
+    general path to handle, and report, anything unusual. Inventories hold many thousands
+    of these, so this skips what only other kinds of value need."""
+    result: dict[str, Property] = {}
+    for name, value in raw.items():
+        if type(name) is not str or not name.strip() or name == ALLOW_PRIVILEGED:
+            return None
+        if read_only_reason(name, owner):
+            return None
+        kind = type(value)
+        if kind is int:
+            if abs(value) > 2**53:
+                return None
+            value = float(value)
+        elif kind is float and not math.isfinite(value):
+            return None
+        result[name] = Property(name, value)
     return result
 
 
