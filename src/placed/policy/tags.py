@@ -8,7 +8,6 @@ a tag set per target.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -30,6 +29,7 @@ from placed.policy.base import (
     World,
     plural_noun,
 )
+from placed.policy.near import NearIndex
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,14 +316,15 @@ class Tags(Family):
                         target=target.id,
                     )
                 )
-        vocabulary = sorted(known)
+        index: NearIndex | None = None
         for workload in spec.workloads:
             for tag in sorted(tags_of(workload) - known):
                 # A tag no target mentions is normal (it simply scores nothing); one that
                 # is a near miss of a tag that does exist is probably a typo.
+                index = index or NearIndex(known)
                 close = [
                     other
-                    for other in difflib.get_close_matches(tag, vocabulary, n=3, cutoff=0.8)
+                    for other in index.close(tag, n=3, cutoff=0.8)
                     if _letters(other) != _letters(tag)  # network1 is no typo of network3
                 ][:1]
                 if close:

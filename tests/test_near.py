@@ -1,0 +1,31 @@
+"""The near-miss index answers as difflib does, for the typos "did you mean" is for."""
+
+from __future__ import annotations
+
+import difflib
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from placed.policy.near import NearIndex
+
+words = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=3, max_size=14)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(words, min_size=1, max_size=60, unique=True), st.data())
+def test_a_typo_of_a_known_word_finds_what_difflib_finds(
+    vocabulary: list[str], data: st.DataObject
+) -> None:
+    word = data.draw(st.sampled_from(vocabulary))
+    position = data.draw(st.integers(0, len(word) - 1))
+    typo = word[:position] + data.draw(st.sampled_from("xyz")) + word[position + 1 :]
+    expected = difflib.get_close_matches(typo, sorted(vocabulary), n=1, cutoff=0.8)
+    assert NearIndex(vocabulary).close(typo, n=1, cutoff=0.8) == expected
+
+
+def test_the_examples_users_see() -> None:
+    index = NearIndex(["datacenter1", "rack10", "network1", "network3"])
+    assert index.close("datacentre1") == ["datacenter1"]
+    assert index.close("rack1O", n=1) == ["rack10"]
+    assert index.close("zzzz") == []
