@@ -28,10 +28,31 @@ MAX_DEPTH = 1000  # levels of nesting (a location's children take two: a list an
 MAX_EXPANDED = 10_000_000  # values, counting each use of an alias in full
 MAX_DIGITS = 18
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when installed
+_BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when installed
+# What a plain scalar's text resolves to (str, int, bool...): the resolver tries a list of
+# regular expressions per scalar, the slowest step of reading a large YAML file, and an
+# inventory repeats its keys and values endlessly.
+_RESOLVED: dict[str, str] = {}
+_RESOLVED_KEPT = 100_000
+
+
+class _Loader(_BASE_LOADER):  # type: ignore[misc]
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is yaml.ScalarNode and implicit[0]:
+            tag = _RESOLVED.get(value)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)
+                if len(_RESOLVED) < _RESOLVED_KEPT:
+                    _RESOLVED[value] = tag
+            return tag
+        return super().resolve(kind, value, implicit)
+
+
+_LOADER: Any = _Loader
 _NULL = "tag:yaml.org,2002:null"
 _MERGE = "tag:yaml.org,2002:merge"
 _INT = "tag:yaml.org,2002:int"
+_STR = "tag:yaml.org,2002:str"
 _SCALARS = yaml.SafeLoader("")
 
 
@@ -153,7 +174,6 @@ def parse(text: str, source: str) -> list[tuple[Any, SourceMap]]:
         )
     documents = []
     for root in roots:
-        _check_size(root, source)
         documents.append((_convert(root, source), SourceMap(root)))
     return documents
 
@@ -209,7 +229,7 @@ def _compose(text: str, source: str) -> list[yaml.Node]:
     try:
         return _roots(text, _LOADER)
     except yaml.YAMLError:
-        if _LOADER is yaml.SafeLoader or len(text) > _REWORD_BELOW:
+        if _BASE_LOADER is yaml.SafeLoader or len(text) > _REWORD_BELOW:
             return _worded(text, source, _LOADER)
         return _worded(text, source, yaml.SafeLoader)
     except RecursionError:
@@ -252,75 +272,6 @@ def _is_empty(node: yaml.Node) -> bool:
     return isinstance(node, yaml.ScalarNode) and node.tag == _NULL and node.value == ""
 
 
-def _check_size(root: yaml.Node, source: str) -> None:
-    """Depth and alias expansion, without recursion: a node used through aliases counts
-    in full each time, so a "billion laughs" is refused before anything expands it."""
-    expanded: dict[int, int] = {}
-    on_path: set[int] = set()
-    stack: list[tuple[yaml.Node, int, bool, yaml.Node | None]] = [(root, 1, False, None)]
-    while stack:
-        node, depth, done, parent = stack.pop()
-        if depth > MAX_DEPTH:
-            raise SpecError(
-                source,
-                [
-                    Problem(
-                        f"nests more than {MAX_DEPTH} levels deep; placed reads no deeper",
-                        position=_position(node),
-                    )
-                ],
-            )
-        if not isinstance(node, yaml.MappingNode | yaml.SequenceNode):
-            expanded[id(node)] = 1
-            continue
-        children = _children(node)
-        if done:
-            on_path.discard(id(node))
-            total = 1 + sum(expanded[id(child)] for child in children)
-            if total > MAX_EXPANDED:
-                raise SpecError(
-                    source,
-                    [
-                        Problem(
-                            f"expands to more than {MAX_EXPANDED:,} values through YAML "
-                            "aliases (a 'billion laughs'?); placed reads no more",
-                            position=_position(node),
-                        )
-                    ],
-                )
-            expanded[id(node)] = total
-            continue
-        if id(node) in expanded:
-            continue  # an alias to a node already counted
-        if id(node) in on_path:
-            assert parent is not None  # the root is on no path before it is entered
-            where = _path_to(root, parent)
-            inside = _children(parent)
-            index = next(i for i, child in enumerate(inside) if child is node)
-            # Point at the key that holds the alias, or at the list it stands in.
-            if isinstance(parent, yaml.MappingNode):
-                key_node = parent.value[index // 2][0]
-                part: str | int = key_node.value
-                position = _position(key_node)
-            else:
-                part, position = index, _position(parent)
-            raise SpecError(
-                source,
-                [
-                    Problem(
-                        "this alias refers to a node that contains it; the data would be endless",
-                        key=dotted((*where, part)),
-                        position=position,
-                    )
-                ],
-            )
-        on_path.add(id(node))
-        stack.append((node, depth, True, parent))
-        stack.extend(
-            (child, depth + 1, False, node) for child in children if id(child) not in expanded
-        )
-
-
 def _children(node: yaml.Node) -> list[yaml.Node]:
     """A collection's nodes in order (a mapping's as key, value, key, value...)."""
     if isinstance(node, yaml.MappingNode):
@@ -351,6 +302,8 @@ def _path_to(root: yaml.Node, target: yaml.Node) -> Path:
 
 
 def _scalar(node: yaml.ScalarNode, source: str) -> Any:
+    if node.tag == _STR:
+        return node.value  # what the str constructor returns, without the call
     if node.tag == _INT and len(node.value.lstrip("+-").replace("_", "")) > MAX_DIGITS:
         raise SpecError(
             source,
@@ -397,18 +350,38 @@ class _Misplaced(Exception):
 
 
 def _build(root: yaml.Node, source: str) -> Any:
-    """The node tree as plain data, without recursion (a tree may be deep)."""
+    """The node tree as plain data, in one pass without recursion (a tree may be deep),
+    refusing what nests too deeply, aliases that contain themselves, and aliases that
+    expand past MAX_EXPANDED values (each use of an alias counts in full)."""
     built: dict[int, Any] = {}
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    size: dict[int, int] = {}
+    entered: set[int] = set()
+    # (node, depth, ready, parent): ready once its children are built.
+    stack: list[tuple[yaml.Node, int, bool, yaml.Node | None]] = [(root, 1, False, None)]
     while stack:
-        node, ready = stack.pop()
-        if id(node) in built:
-            continue
-        if isinstance(node, yaml.ScalarNode):
-            built[id(node)] = _scalar(node, source)
+        node, depth, ready, parent = stack.pop()
+        nid = id(node)
+        if not ready and nid in built:
+            continue  # an alias to a node already built
+        if type(node) is yaml.ScalarNode:
+            built[nid] = _scalar(node, source)
+            size[nid] = 1
             continue
         if not ready:
-            stack.append((node, True))
+            if nid in entered:
+                raise _loop(root, node, parent, source)
+            if depth > MAX_DEPTH:
+                raise SpecError(
+                    source,
+                    [
+                        Problem(
+                            f"nests more than {MAX_DEPTH} levels deep; placed reads no deeper",
+                            position=_position(node),
+                        )
+                    ],
+                )
+            entered.add(nid)
+            stack.append((node, depth, True, parent))
             if isinstance(node, yaml.MappingNode):
                 for key_node, _ in node.value:
                     if key_node.tag == _MERGE:  # before its `<<` is read as a value
@@ -418,27 +391,36 @@ def _build(root: yaml.Node, source: str) -> Any:
                             _position(key_node),
                         )
                 for key_node, value_node in reversed(node.value):
-                    stack.append((value_node, False))
-                    stack.append((key_node, False))
+                    stack.append((value_node, depth + 1, False, node))
+                    stack.append((key_node, depth + 1, False, node))
             else:
-                stack.extend((item, False) for item in reversed(node.value))
+                stack.extend((item, depth + 1, False, node) for item in reversed(node.value))
             continue
+        entered.discard(nid)
+        children = _children(node)
+        total = 1 + sum(size[id(child)] for child in children)
+        if total > MAX_EXPANDED:
+            raise SpecError(
+                source,
+                [
+                    Problem(
+                        f"expands to more than {MAX_EXPANDED:,} values through YAML aliases "
+                        "(a 'billion laughs'?); placed reads no more",
+                        position=_position(node),
+                    )
+                ],
+            )
+        size[nid] = total
         if isinstance(node, yaml.SequenceNode):
-            built[id(node)] = [built[id(item)] for item in node.value]
+            built[nid] = [built[id(item)] for item in node.value]
             continue
         result: dict[Any, Any] = {}
         first: dict[Any, yaml.Node] = {}
         for key_node, value_node in node.value:
-            if key_node.tag == _MERGE:
-                raise _Misplaced(
-                    "YAML merge keys (<<) are not supported; write the keys out",
-                    node,
-                    _position(key_node),
-                )
             if not isinstance(key_node, yaml.ScalarNode):
                 raise _Misplaced("a mapping key must be a plain value", node, _position(key_node))
             key = built[id(key_node)]
-            if not isinstance(key, str):
+            if type(key) is not str:
                 # Every key of a spec is text; YAML reads yes, 1 or 2024-01-01 otherwise.
                 message = f"a key must be text, but {key_node.value!r} reads as {key!r}; quote it"
                 raise _Misplaced(message, node, _position(key_node))
@@ -452,8 +434,32 @@ def _build(root: yaml.Node, source: str) -> Any:
                 )
             first[key] = key_node
             result[key] = built[id(value_node)]
-        built[id(node)] = result
+        built[nid] = result
     return built[id(root)]
+
+
+def _loop(root: yaml.Node, node: yaml.Node, parent: yaml.Node | None, source: str) -> SpecError:
+    """An alias to a node that contains it, pointed at where the alias stands."""
+    assert parent is not None  # the root contains nothing before it is entered
+    where = _path_to(root, parent)
+    index = next(i for i, child in enumerate(_children(parent)) if child is node)
+    # Point at the key that holds the alias, or at the list it stands in.
+    if isinstance(parent, yaml.MappingNode):
+        key_node = parent.value[index // 2][0]
+        part: str | int = key_node.value
+        position = _position(key_node)
+    else:
+        part, position = index, _position(parent)
+    return SpecError(
+        source,
+        [
+            Problem(
+                "this alias refers to a node that contains it; the data would be endless",
+                key=dotted((*where, part)),
+                position=position,
+            )
+        ],
+    )
 
 
 def dotted(path: Path) -> str:
