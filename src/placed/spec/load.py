@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import math
+import re
 import types
 import typing
 from pathlib import Path as FilePath
@@ -94,9 +96,45 @@ def _document(data: Any, sources: SourceMap, source: str) -> Spec:
     try:
         document = SpecDocument.model_validate(data)
     except ValidationError as error:
-        errors = error.errors()
+        errors = _one_per_mistake(error.errors())
         raise SpecError(source, [_problem(e, sources) for e in errors]) from None
     return _build(document, sources, source)
+
+
+# A union's branches show in pydantic's error locations as a last part such as `str` or
+# `list[str]`; a value that fits no branch is one mistake, not one per branch.
+_BRANCH = re.compile(r"^(str|int|float|bool|list\[.*\]|dict\[.*\])$")
+_BRANCH_WORDS = {
+    "str": "a string",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "a boolean",
+    "list[str]": "a list of strings",
+}
+
+
+def _one_per_mistake(errors: list[Any]) -> list[Any]:
+    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+    out: list[Any] = []
+    for error in errors:
+        loc = tuple(error["loc"])
+        if loc and isinstance(loc[-1], str) and _BRANCH.match(loc[-1]):
+            where = loc[:-1]
+            wanted = _BRANCH_WORDS.get(loc[-1], loc[-1])
+            found = merged.get(where)
+            if found is None:
+                found = merged[where] = {
+                    "type": "union_type",
+                    "loc": where,
+                    "input": error.get("input"),
+                    "wanted": [wanted],
+                }
+                out.append(found)
+            elif wanted not in found["wanted"]:
+                found["wanted"].append(wanted)
+            continue
+        out.append(error)
+    return out
 
 
 # -- pydantic errors in words ---------------------------------------------------------
@@ -104,6 +142,8 @@ def _document(data: Any, sources: SourceMap, source: str) -> Spec:
 
 def _kind(value: Any) -> str:
     names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
+    if isinstance(value, datetime.date):
+        return f"a date ({value.isoformat()})"
     if value is None:
         return "nothing (null)"
     if isinstance(value, list):
@@ -151,6 +191,28 @@ def _problem(error: Any, sources: SourceMap) -> Problem:
         hint = f"; did you mean {close[0]!r}?" if close else f"; allowed keys: {', '.join(allowed)}"
         return Problem(f"unknown key {name!r}{hint}", key, sources.key(loc))
     position = sources.value(loc)
+    if kind == "union_type":
+        wanted = " or ".join(error["wanted"])
+        return Problem(f"expected {wanted}, got {_kind(value)}", key, position)
+    if kind == "value_error":
+        # Our own validators' words (an invisible character in an id, ...).
+        return Problem(str(error["ctx"]["error"]), key, position)
+    if kind == "string_type" and not isinstance(value, str | list | dict) and value is not None:
+        text = sources.scalar_text(loc)
+        # Only where YAML changed what was written (0x1F, 2024-01-01, yes): 17 is plain.
+        if text is not None and (text != str(value) or isinstance(value, datetime.date | bool)):
+            return Problem(
+                f"expected a string, but YAML reads {text} as {_kind(value)}; write it in "
+                f'quotes ("{text}")',
+                key,
+                position,
+            )
+    if kind == "literal_error" and isinstance(value, str) and value.strip().isdigit():
+        return Problem(f"write {value.strip()} without quotes: it is a number", key, position)
+    if loc and loc[-1] == "[key]":
+        # A mapping key the schema refused (an empty resource name): name the mapping.
+        what = "may not be empty" if kind == "string_too_short" else error["msg"]
+        return Problem(f"a name in this mapping {what}", dotted(loc[:-2]), position)
     if kind == "missing":
         return Problem(f"missing required key {loc[-1]!r}", dotted(loc[:-1]), position)
     if kind == "list_type":

@@ -2,22 +2,46 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    WithJsonSchema,
+)
 
 from placed.model.properties import TYPES
+
+
+def visible(text: str) -> str:
+    """One Unicode form (NFC), so that the two spellings of "café" are one name, and no
+    invisible or direction-changing character (a name must read as it is)."""
+    text = unicodedata.normalize("NFC", text)
+    hidden = [c for c in text if unicodedata.category(c) in ("Cf", "Cc", "Co", "Cs")]
+    if hidden:
+        names = ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'control')}" for c in hidden[:3])
+        raise ValueError(f"contains a character that does not show ({names}); remove it")
+    return text
+
 
 Tag = Annotated[
     str,
     StringConstraints(min_length=1, pattern=r"^[^\s,]+$"),
+    AfterValidator(visible),
     Field(description="One tag: no spaces or commas. Write several as a YAML list."),
 ]
 Identifier = Annotated[
     str,
     StringConstraints(min_length=1, pattern=r"^[^\s/]+$"),
+    AfterValidator(visible),
     Field(description="An id: no spaces or slashes."),
 ]
+# A name that must say something: a kind, a resource, a namespace.
+Name = Annotated[str, StringConstraints(min_length=1), AfterValidator(visible)]
 TagList = list[Tag]
 
 _PROPERTY_VALUE = {
@@ -81,7 +105,7 @@ class LocationSpec(_Strict):
     inherited by everything below (a child's own property value wins)."""
 
     id: Identifier = Field(description="Unique across the whole inventory.")
-    kind: str = Field("host", description="zone, pod, cluster, rack, host, conductor, node...")
+    kind: Name = Field("host", description="zone, pod, cluster, rack, host, conductor, node...")
     tags: TagList = Field(
         default_factory=list,
         description="What this location is or reaches (rack10, network1). A workload tag "
@@ -113,13 +137,13 @@ class LocationSpec(_Strict):
         description="Open Horizon agent: a device, a cluster-scoped agent, or an agent scoped "
         "to one namespace.",
     )
-    namespace: str | None = Field(
+    namespace: Name | None = Field(
         None, description="The cluster agent's namespace (default openhorizon-agent)."
     )
     arch: str | None = Field(None, description="openhorizon.arch, e.g. amd64.")
     hardware_id: str | None = Field(None, description="openhorizon.hardwareId.")
     kubernetes_version: str | None = Field(None, description="openhorizon.kubernetesVersion.")
-    capacity: dict[str, float] | None = Field(
+    capacity: dict[Name, float] | None = Field(
         None, description="Leaves only: resources units can consume, e.g. {cpu: 8, memory: 32}."
     )
     status: Literal["up", "down"] = Field("up", description="down takes everything below out.")
@@ -138,7 +162,7 @@ class WorkloadSpec(_Strict):
         "target. Default: settings.default_mode.",
     )
     tags: TagList = Field(default_factory=list, description="Matched against target rules.")
-    resources: dict[str, float] = Field(
+    resources: dict[Name, float] = Field(
         default_factory=dict, description="What each unit consumes (allocation and every)."
     )
     properties: Properties = Field(
@@ -152,7 +176,7 @@ class WorkloadSpec(_Strict):
         default_factory=list, description="The services a pattern deploys."
     )
     pattern: bool = Field(False, description="An Open Horizon pattern rather than a policy.")
-    cluster_namespace: str | None = Field(
+    cluster_namespace: Name | None = Field(
         None, description="Where the service goes on a cluster (Open Horizon clusterNamespace)."
     )
     distinct: Identifier | None = Field(

@@ -105,6 +105,13 @@ class SourceMap:
         node, _, _ = self._walk(path)
         return _position(node) if node is not None else None
 
+    def scalar_text(self, path: Path) -> str | None:
+        """The text of the plain value at `path` as written (0x1F, 2024-01-01), if any."""
+        node, _, depth = self._walk(path)
+        if isinstance(node, yaml.ScalarNode) and depth == len(path):
+            return str(node.value)
+        return None
+
     def key(self, path: Path) -> SourcePosition | None:
         """Where the key of the last part of `path` stands (else where its value does)."""
         node, key_node, depth = self._walk(path)

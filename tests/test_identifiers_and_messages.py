@@ -1,0 +1,93 @@
+"""Issue 8, items 7 and 8 (part): identifiers in one Unicode form, invisible characters
+refused, empty names refused, and one error per mistake in the user's words."""
+
+from __future__ import annotations
+
+import pytest
+
+from placed.spec import SpecError, load_spec_text
+
+
+def problems(text: str) -> list[tuple[str, str, tuple[int, int] | None]]:
+    with pytest.raises(SpecError) as caught:
+        load_spec_text(text, "spec.yaml")
+    return [
+        (p.key, p.message, (p.position.line, p.position.column) if p.position else None)
+        for p in caught.value.problems
+    ]
+
+
+def test_two_spellings_of_one_name_are_one_id() -> None:
+    found = problems('inventory: [{id: "caf\\u00e9"}, {id: "cafe\\u0301"}]\n')
+    assert found == [
+        (
+            "inventory[1].id",
+            "duplicate target id 'café' (first at line 1); ids must be unique across the inventory",
+            (1, 37),
+        )
+    ]
+
+
+def test_tags_are_normalised_too() -> None:
+    spec = load_spec_text(
+        'inventory: [{id: a, tags: ["cafe\\u0301"]}]\nworkloads: [{name: w, tags: ["caf\\u00e9"]}]'
+    )
+    (target,) = spec.inventory.targets
+    assert target.tags == frozenset({"café"})
+
+
+@pytest.mark.parametrize("hidden", ["\\u200b", "\\u202e", "\\u2066", "\\u00ad"])
+def test_invisible_and_direction_changing_characters_are_refused(hidden: str) -> None:
+    ((key, message, _),) = problems(f'inventory: [{{id: "a{hidden}b"}}]\n')
+    assert key == "inventory[0].id"
+    assert message.startswith("contains a character that does not show (U+")
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('inventory: [{id: a, kind: ""}]', "inventory[0].kind"),
+        ('inventory: [{id: a, scope: cluster, namespace: ""}]', "inventory[0].namespace"),
+        (
+            'inventory: [{id: a}]\nworkloads: [{name: w, cluster_namespace: ""}]',
+            "workloads[0].cluster_namespace",
+        ),
+    ],
+)
+def test_empty_names_are_refused(text: str, key: str) -> None:
+    ((found_key, message, _),) = problems(text + "\n")
+    assert (found_key, message) == (key, "may not be empty")
+
+
+def test_an_empty_resource_name_names_its_mapping() -> None:
+    ((key, message, _),) = problems('inventory: [{id: a, capacity: {"": 2}}]\n')
+    assert (key, message) == ("inventory[0].capacity", "a name in this mapping may not be empty")
+
+
+def test_a_value_that_fits_no_branch_is_one_mistake() -> None:
+    found = problems("inventory: [{id: a}]\nworkloads: [{name: w, constraints: 5}]\n")
+    assert found == [
+        (
+            "workloads[0].constraints",
+            "expected a string or a list of strings, got an integer 5",
+            (2, 36),
+        )
+    ]
+
+
+def test_version_in_quotes_says_to_drop_them() -> None:
+    assert problems('version: "1"\ninventory: [{id: a}]\n') == [
+        ("version", "write 1 without quotes: it is a number", (1, 10))
+    ]
+
+
+@pytest.mark.parametrize(
+    ("written", "reads"),
+    [("2024-01-01", "a date (2024-01-01)"), ("0x1F", "an integer 31"), ("yes", "a boolean True")],
+)
+def test_an_id_yaml_reads_as_something_else_says_to_quote_it(written: str, reads: str) -> None:
+    ((key, message, _),) = problems(f"inventory: [{{id: {written}}}]\n")
+    assert key == "inventory[0].id"
+    assert message == (
+        f'expected a string, but YAML reads {written} as {reads}; write it in quotes ("{written}")'
+    )
