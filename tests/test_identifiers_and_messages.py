@@ -91,3 +91,12 @@ def test_an_id_yaml_reads_as_something_else_says_to_quote_it(written: str, reads
     assert message == (
         f'expected a string, but YAML reads {written} as {reads}; write it in quotes ("{written}")'
     )
+
+
+def test_units_under_every_mode_is_an_error() -> None:
+    ((key, message, at),) = problems(
+        "settings: {default_mode: every}\ninventory: [{id: a}]\nworkloads: [{name: w, units: 3}]\n"
+    )
+    assert key == "workloads[0].units"
+    assert message.startswith("an every-mode workload runs one unit on every compatible target")
+    assert at == (3, 30)

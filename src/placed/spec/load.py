@@ -347,6 +347,12 @@ def _workload(
 ) -> Workload:
     sources, problems = out.sources, out.problems
     mode = spec.mode or settings.default_mode
+    if mode == "every" and "units" in spec.model_fields_set:
+        out.add(
+            "an every-mode workload runs one unit on every compatible target, so it takes "
+            "no units; drop units (or use mode: allocation for a fixed number)",
+            (*path, "units"),
+        )
     if mode == "mapping" and spec.resources:
         problems.append(
             Problem(
