@@ -100,3 +100,13 @@ def test_units_under_every_mode_is_an_error() -> None:
     assert key == "workloads[0].units"
     assert message.startswith("an every-mode workload runs one unit on every compatible target")
     assert at == (3, 30)
+
+
+@pytest.mark.parametrize(("expression", "column"), [("1e3 > 2", 1), ("cpu > 1.5E+3", 7)])
+def test_an_exponent_number_is_explained(expression: str, column: int) -> None:
+    from placed.policy.expressions import ExpressionError, parse_constraint
+
+    with pytest.raises(ExpressionError) as caught:
+        parse_constraint(expression)
+    assert caught.value.column == column
+    assert "a number with an exponent" in caught.value.message

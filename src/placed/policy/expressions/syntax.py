@@ -215,6 +215,7 @@ def comparisons(node: Node) -> list[Comparison]:
 _OPERATOR_RUN = re.compile(r"~?[=!<>]+~?")
 _VALID_OPERATORS = {"==", "!=", "<=", ">=", "=>", "=<", "=", "<", ">"}
 _DANGLING = re.compile(r"(?:(?<=[\s)])|^)(AND|OR)\s*$|(&&|\|\|)\s*$")
+_EXPONENT = re.compile(r"(?<![\w.])[-+]?[0-9]+(\.[0-9]*)?[eE][-+]?[0-9]+(?![\w.])")
 _NOT = re.compile(r"(?:^|(?<=[\s(]))(NOT|not|Not)(?:\s+(?=[^\W\d]|\()|(?=\())")
 
 
@@ -251,6 +252,15 @@ def _prescan(text: str) -> None:
         group = 1 if dangling.group(1) else 2
         raise ExpressionError(
             f"nothing follows {dangling.group(group)}", dangling.start(group) + 1, "syntax", text
+        )
+    exponent = _EXPONENT.search(plain)
+    if exponent:
+        raise ExpressionError(
+            f"{exponent.group(0)} is a number with an exponent, which the constraint language "
+            "(like Open Horizon's) does not have; write the digits out, e.g. 1000 for 1e3",
+            exponent.start() + 1,
+            "literal",
+            text,
         )
     _check_parentheses(text)
 
