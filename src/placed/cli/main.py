@@ -2,23 +2,40 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-import yaml
-from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from placed import __version__
+from placed.cli.inputs import InputFormat, read_props, read_specs
+from placed.cli.output import (
+    EXIT_FAILED,
+    EXIT_INVALID,
+    EXIT_OK,
+    Error,
+    Format,
+    err,
+    error_format,
+    fail,
+    fail_at,
+    fail_spec,
+    guarded,
+    out,
+    write,
+)
 from placed.cli.progress import DelayedProgress
 from placed.cli.render import (
-    Format,
+    Documents,
+    Table,
+    View,
     check_table,
     combine,
     emit_data,
@@ -28,26 +45,20 @@ from placed.cli.render import (
     validate_table,
 )
 from placed.engine.check import deploy_check
-from placed.engine.planner import Placement, Planner
-from placed.engine.rebalance import UnknownTargetError, simulate
-from placed.engine.report import trace_document
+from placed.engine.planner import Placement, Planner, PlanResult
+from placed.engine.rebalance import Simulation, UnknownTargetError, simulate
+from placed.engine.report import plan_document, trace_document
 from placed.engine.trace import UnknownUnitError, trace
 from placed.model import PropertyError, Spec, Workload, validate_properties
 from placed.policy.expressions import All, ExpressionError, parse_constraint
 from placed.policy.expressions.dialect import dialect_notices
 from placed.policy.expressions.evaluate import holds, satisfied
 from placed.policy.lint import lint
-from placed.spec import SpecError, load_specs
-from placed.spec.errors import Problem
-from placed.spec.hzn import (
-    convert_openhorizon,
-    dump_native,
-    load_openhorizon,
-    looks_like_openhorizon,
-)
+from placed.spec import SpecError
+from placed.spec.hzn import convert_openhorizon, dump_native
 from placed.spec.schema import SpecDocument
 
-EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+__all__ = ["EXIT_FAILED", "EXIT_INVALID", "EXIT_OK", "app", "run"]
 
 app = typer.Typer(
     name="placed",
@@ -61,32 +72,30 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
 )
-out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False)
 
-SpecArgument = Annotated[
-    Path,
-    typer.Argument(
-        help="A spec file (YAML or JSON). It may hold several documents separated by ---.",
-        show_default=False,
+FormatOption = Annotated[
+    Format,
+    typer.Option(
+        "--format",
+        "-f",
+        "-o",
+        help="table for people (plain aligned columns when piped); wide: a table with every "
+        "column; json or yaml for programs (errors too, as "
+        '{"valid": false, "errors": [...]}).',
     ),
 ]
-FormatOption = Annotated[
-    Format, typer.Option("--format", "-f", help="table for people; json or yaml for programs.")
+WideOption = Annotated[
+    bool, typer.Option("--wide", help="A table with every column (the same as -o wide).")
 ]
-
-
-class InputFormat(StrEnum):
-    native = "native"
-    openhorizon = "openhorizon"
-    auto = "auto"
 
 
 InputsArgument = Annotated[
     list[Path],
     typer.Argument(
         help="A spec file (YAML or JSON; it may hold several documents separated by ---), "
-        "or Open Horizon's own JSON files: several files, or one directory of them.",
+        "- for standard input, several spec files (planned side by side, as if "
+        "concatenated; document names must differ), or Open Horizon's own JSON files: "
+        "several files, or one directory of them.",
         metavar="PATH",
         show_default=False,
     ),
@@ -101,11 +110,20 @@ InputFormatOption = Annotated[
         "convert). auto: Open Horizon for a directory or files shaped like hzn's.",
     ),
 ]
+WorkloadOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--workload",
+        "-w",
+        help="Only these workloads (repeat for several); a name applies to every document "
+        "that has it.",
+    ),
+]
 
 
 def _version(value: bool) -> None:
     if value:
-        out.print(f"placed {__version__}")
+        write(f"placed {__version__}\n")
         raise typer.Exit()
 
 
@@ -117,93 +135,101 @@ def main(
     ] = False,
 ) -> None:
     """Decide where each unit of work goes, under policy, and explain why."""
+    error_format.set(Format.table)  # until the command says otherwise
 
 
-def _load(path: Path) -> list[Spec]:
-    try:
-        return load_specs(path)
-    except SpecError as error:
-        _fail(error.render())
-
-
-def _read_inputs(paths: list[Path], input_format: InputFormat) -> list[Spec]:
-    """The specs the inputs hold, native or Open Horizon (raises SpecError)."""
-    if input_format is InputFormat.openhorizon or (
-        input_format is InputFormat.auto and looks_like_openhorizon(paths)
-    ):
-        return load_openhorizon(paths)
-    if len(paths) > 1:
-        message = (
-            f"{len(paths)} paths given; a native spec is one file (for Open Horizon files, "
-            "add --input-format openhorizon)"
-        )
-        raise SpecError(str(paths[0]), [Problem(message)])
-    return load_specs(paths[0])
+def _begin(fmt: Format, wide: bool = False) -> Format:
+    """The command's output format; from here on an error is reported in it."""
+    if wide and not fmt.data:
+        fmt = Format.wide
+    error_format.set(fmt)
+    return fmt
 
 
 def _load_inputs(paths: list[Path], input_format: InputFormat) -> list[Spec]:
     try:
-        return _read_inputs(paths, input_format)
+        return read_specs(paths, input_format)
     except SpecError as error:
-        _fail(error.render())
+        fail_spec(error)
 
 
-def _fail(message: str) -> NoReturn:
-    # The message quotes the spec, whose [brackets] are not markup.
-    err.print(
-        f"[bold red]error:[/bold red] {escape(message)}",
-        markup=True,
-        highlight=False,
-        soft_wrap=True,
-    )
-    raise typer.Exit(EXIT_INVALID)
+def _emit(documents: Documents, fmt: Format, table: Table, view: View = View()) -> None:
+    with guarded():
+        if fmt.data:
+            emit_data(out, combine(documents), fmt)
+        else:
+            table(out, documents, dataclasses.replace(view, wide=fmt is Format.wide))
 
 
-def _emit(
-    documents: list[tuple[str, dict[str, Any]]],
-    fmt: Format,
-    table: Callable[[Console, list[tuple[str, dict[str, Any]]]], None],
-) -> None:
-    if fmt is Format.table:
-        table(out, documents)
-    else:
-        emit_data(out, combine(documents), fmt)
+def _exit(failed: bool) -> NoReturn:
+    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
 
 
 @app.command()
 def plan(
     spec: InputsArgument,
+    workload: WorkloadOption = None,
+    unplaced: Annotated[
+        bool,
+        typer.Option(
+            "--unplaced",
+            help="Show only the units that could not be placed (JSON: placements is empty).",
+        ),
+    ] = False,
     fmt: FormatOption = Format.table,
+    wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
 ) -> None:
     """Place every unit of every workload and say why each landed where it did.
 
     Units that cannot be placed are listed with a summary such as
     "0/7 targets available: 4 lack required tag datacenter1, 3 have forbidden tag network3".
-    Exit code 1 when any unit is unplaced.
+    Exit code 1 when any unit is unplaced (of the workloads shown, with -w).
 
     Example: placed plan examples/ironic-affinity.yaml --format json
+    Example: placed plan examples/distinct-racks.yaml --unplaced
+    Example: placed plan examples/ironic-affinity.yaml -w node2 -o wide
+    Example: generate-spec | placed plan - | grep unplaced
+    Example: placed plan racks.yaml hosts.yaml   (several specs, planned side by side)
     Example: placed plan examples/openhorizon/   (Open Horizon's files, as hzn prints them)
     """
+    fmt = _begin(fmt, wide)
     documents = []
+    hidden: dict[str, int] = {}
     failed = False
-    specs = _load_inputs(spec, input_format)
+    chosen = _chosen_workloads(_load_inputs(spec, input_format), workload)
     with DelayedProgress("placing", console=err) as progress:
-        for document in specs:
+        for document, wanted in chosen:
             result = Planner(document).plan(progress=progress)
+            if workload:
+                result = _only(result, {w.name for w in wanted})
             failed = failed or bool(result.unplaced)
-            documents.append((document.name, result.to_dict()))
-    _emit(documents, fmt, plan_table)
-    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+            if unplaced:
+                hidden[document.name] = len(result.placements)
+                result = dataclasses.replace(result, outcomes=list(result.unplaced))
+            documents.append((document.name, plan_document(result)))
+    _emit(documents, fmt, plan_table, View(hidden_placements=hidden if unplaced else None))
+    _exit(failed)
+
+
+def _only(result: PlanResult, names: set[str]) -> PlanResult:
+    """The plan, as far as the workloads `names` are concerned (planned with all others)."""
+    outcomes = [o for o in result.outcomes if o.workload in names]
+    units = {o.unit for o in outcomes}
+    return dataclasses.replace(
+        result,
+        outcomes=outcomes,
+        warnings=[w for w in result.warnings if w.workload is None or w.workload in names],
+        new_targets=[made for made in result.new_targets if made.unit in units],
+    )
 
 
 @app.command()
 def check(
     spec: InputsArgument,
-    workload: Annotated[
-        list[str] | None, typer.Option("--workload", "-w", help="Only these workloads.")
-    ] = None,
+    workload: WorkloadOption = None,
     fmt: FormatOption = Format.table,
+    wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
 ) -> None:
     """For each workload and each target: compatible or not, and every reason why not.
@@ -212,8 +238,10 @@ def check(
     workload has no compatible target at all.
 
     Example: placed check examples/ironic-affinity.yaml -w node2
+    Example: placed check examples/ironic-affinity.yaml -o wide | grep -w no
     Example: placed check nodes.json web.deployment.policy.json web.service.definition.json
     """
+    fmt = _begin(fmt, wide)
     documents = []
     failed = False
     for document, wanted in _chosen_workloads(_load_inputs(spec, input_format), workload):
@@ -221,7 +249,7 @@ def check(
         failed = failed or incompatible
         documents.append((document.name, report))
     _emit(documents, fmt, check_table)
-    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+    _exit(failed)
 
 
 def _chosen_workloads(
@@ -237,9 +265,10 @@ def _chosen_workloads(
     unknown = [name for name in names if name not in known]
     if unknown:
         scope = "any document" if len(specs) > 1 else specs[0].name
-        _fail(
-            f"{specs[0].source}: no workload named {', '.join(unknown)} in {scope}"
-            f"{_did_you_mean(unknown, known)}"
+        fail_at(
+            specs[0].source,
+            f"no workload named {', '.join(unknown)} in {scope}{_did_you_mean(unknown, known)}",
+            "--workload",
         )
     chosen = []
     for document in specs:
@@ -251,24 +280,29 @@ def _chosen_workloads(
 
 @app.command()
 def explain(
-    spec: SpecArgument,
+    spec: InputsArgument,
     unit: Annotated[
         str, typer.Argument(help="The unit, as plan names it: web/2.", show_default=False)
     ],
     fmt: FormatOption = Format.table,
+    wide: WideOption = False,
+    input_format: InputFormatOption = InputFormat.auto,
 ) -> None:
     """Why one unit went where it did: every target, judged as the plan judged it.
 
     The plan is replayed up to the unit, and each target is judged in the state the unit
     saw (the units placed before it, the capacity they took), with every failing filter
     listed, e.g. "distinct: is in a rack that already holds a unit of web (rack r2
-    already holds web/0)". Exit code 1 when the unit is unplaced.
+    already holds web/0)". Exit code 1 when the unit is unplaced. The unit comes last,
+    after the spec files.
 
     Example: placed explain examples/distinct-racks.yaml web/3
+    Example: placed explain examples/distinct-racks.yaml web/3 --format json
     """
+    fmt = _begin(fmt, wide)
     documents = []
     failed = False
-    specs = _load(spec)
+    specs = _load_inputs(spec, input_format)
     for document in specs:
         planner = Planner(document)
         try:
@@ -284,14 +318,14 @@ def explain(
             for w in document.workloads
             for i in range(min(w.units, 1000))
         }
-        _fail(f"{specs[0].source}: no unit named {unit}{_did_you_mean([unit], known)}")
+        fail_at(specs[0].source, f"no unit named {unit}{_did_you_mean([unit], known)}", "UNIT")
     _emit(documents, fmt, explain_table)
-    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+    _exit(failed)
 
 
 @app.command(name="simulate")
 def simulate_command(
-    spec: SpecArgument,
+    spec: InputsArgument,
     down: Annotated[
         list[str] | None,
         typer.Option(
@@ -302,31 +336,65 @@ def simulate_command(
         list[str] | None, typer.Option("--up", "-u", help="A target that comes (back) up.")
     ] = None,
     fmt: FormatOption = Format.table,
+    wide: WideOption = False,
+    input_format: InputFormatOption = InputFormat.auto,
 ) -> None:
     """Take targets down or bring them up, and show which units move, where, and why.
 
     mapping units move only if their target went down or a target that came up now ranks
     first (with max_load, a target that came up also takes the surplus of targets over the
-    new cap); allocation units move only if their target went down. Exit code 1 when a
-    unit is left unplaced afterwards.
+    new cap); allocation units move only if their target went down; an every-mode unit
+    whose target goes down is removed (it ran there and nowhere else). The table also
+    lists the units that were unplaced already before the change, and says when a target
+    named was already down (or up). Exit code 1 when a unit is left unplaced afterwards.
 
     Example: placed simulate examples/ironic-affinity.yaml --down conductor1
     Example: placed simulate examples/balanced-conductors.yaml --up conductor5
+    Example: placed simulate examples/distinct-racks.yaml --down r1 --format json
     """
+    fmt = _begin(fmt, wide)
     if not down and not up:
-        _fail("nothing to simulate: give at least one --down TARGET or --up TARGET")
-    specs = _load(spec)
+        fail("nothing to simulate: give at least one --down TARGET or --up TARGET")
+    specs = _load_inputs(spec, input_format)
     documents = []
     failed = False
     for document, (mine_down, mine_up) in _scope(specs, down or [], up or []):
+        planner = Planner(document)
         try:
-            result = simulate(Planner(document), mine_down, mine_up)
+            result = simulate(planner, mine_down, mine_up)
         except UnknownTargetError as error:
-            _fail(f"{document.source}: {error}")
+            flag = "--up" if str(error).startswith("--up") else "--down"
+            fail_at(document.source, str(error), flag)
         failed = failed or bool(result.after.unplaced)
-        documents.append((document.name, result.to_dict()))
+        documents.append((document.name, _simulation(planner, result)))
     _emit(documents, fmt, simulate_table)
-    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+    _exit(failed)
+
+
+def _simulation(planner: Planner, result: Simulation) -> dict[str, Any]:
+    """The output contract of a simulation, with what explains it (all added keys):
+    units_before, unplaced_before, already_down, already_up, removed (and per move)."""
+    data = result.to_dict()
+    every = {w.name for w in planner.spec.workloads if w.mode == "every"}
+    after = result.after.by_unit()
+    removed = 0
+    for move in data["moves"]:
+        # An every-mode unit is named after its target: once that is gone, so is the unit.
+        gone = move["workload"] in every and move["to"] is None and move["unit"] not in after
+        move["removed"] = gone
+        removed += gone
+    index = planner.index
+    was_up = {target: bool(index.up[index.position[target]]) for target in index.ids}
+    data.update(
+        units_before=len(result.before.outcomes),
+        unplaced_before=plan_document(
+            dataclasses.replace(result.before, outcomes=list(result.before.unplaced))
+        )["unplaced"],
+        already_down=[t for t in result.down if not was_up.get(t, True)],
+        already_up=[t for t in result.up if was_up.get(t, False)],
+        removed=removed,
+    )
+    return data
 
 
 def _scope(
@@ -343,9 +411,10 @@ def _scope(
     unknown = [name for name in [*down, *up] if not any(name in known for known in ids)]
     if unknown:
         hint = _did_you_mean(unknown, set().union(*ids))
-        _fail(
-            f"{specs[0].source}: {', '.join(unknown)}: "
-            f"no document has a target or location with that id{hint}"
+        fail_at(
+            specs[0].source,
+            f"{', '.join(unknown)}: no document has a target or location with that id{hint}",
+            "--down" if unknown[0] in down else "--up",
         )
     scoped = []
     for document, known in zip(specs, ids, strict=True):
@@ -380,30 +449,23 @@ def validate(
             "before a policy goes back to a hub.",
         ),
     ] = Dialect.placed,
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="Warnings fail: exit code 1 when there is any (for CI)."),
+    ] = False,
 ) -> None:
     """Check a spec without placing anything: syntax, types, unknown keys, duplicate ids,
     and warnings for what is valid but probably unintended.
 
+    Exit code 0 when valid (1 with --strict when there are warnings), 2 when invalid.
+
     Example: placed validate examples/ironic-affinity.yaml
+    Example: placed validate --strict spec.yaml   (in CI: warnings fail the build)
     Example: placed validate --input-format openhorizon examples/openhorizon/
     Example: placed validate --dialect openhorizon examples/edge-namespaces.yaml
     """
-    try:
-        specs = _read_inputs(spec, input_format)
-    except SpecError as error:
-        if fmt is not Format.table:
-            problems = [
-                {
-                    "file": error.source,
-                    "line": p.position.line if p.position else None,
-                    "column": p.position.column if p.position else None,
-                    "key": p.key or None,
-                    "message": p.message,
-                }
-                for p in error.problems
-            ]
-            emit_data(out, {"valid": False, "errors": problems}, fmt)
-        _fail(error.render())
+    fmt = _begin(fmt)
+    specs = _load_inputs(spec, input_format)
     documents = [
         (
             document.name,
@@ -423,6 +485,7 @@ def validate(
         for document in specs
     ]
     _emit(documents, fmt, validate_table)
+    _exit(strict and any(data["warnings"] for _, data in documents))
 
 
 @app.command()
@@ -440,8 +503,8 @@ def expr(
         typer.Option(
             "--props",
             "-p",
-            help="Properties as JSON or YAML text, or @FILE: a mapping {name: value} or "
-            "Open Horizon's list [{name, value, type}].",
+            help="Properties as JSON or YAML text, or @FILE (@- for standard input): a "
+            "mapping {name: value} or Open Horizon's list [{name, value, type}].",
         ),
     ] = "{}",
     fmt: FormatOption = Format.table,
@@ -452,15 +515,36 @@ def expr(
     or property (the message shows the column).
 
     Example: placed expr 'purpose == "lab" && cpu >= 2' --props '{purpose: lab, cpu: 4}'
+    Example: hzn policy list | placed expr 'purpose == "lab"' --props @-
     """
-    raw = _read_props(props)
+    fmt = _begin(fmt)
     try:
-        properties = validate_properties(raw)
+        given = read_props(props)
+    except SpecError as error:
+        fail_spec(error)
+    try:
+        properties = validate_properties(given.data)
         constraint = parse_constraint(expression)
     except PropertyError as error:
-        _fail(f"--props: {error}")
+        at = given.position(error.name)
+        where = f"{given.source}:{at.line}:{at.column}" if at else given.source
+        fail(
+            f"{where}: {error}",
+            [
+                Error(
+                    str(error),
+                    file=given.source,
+                    line=at.line if at else None,
+                    column=at.column if at else None,
+                    key=error.name or None,
+                )
+            ],
+        )
     except ExpressionError as error:
-        _fail(f"invalid expression: {error.render()}")
+        fail(
+            f"invalid expression: {error.render()}",
+            [Error(error.message, column=error.column, key="EXPRESSION")],
+        )
     result = satisfied(constraint, properties)
     terms = (
         constraint.tree.terms
@@ -472,30 +556,15 @@ def expr(
         "result": result,
         "terms": [{"term": str(t), "result": holds(t, properties)} for t in terms],
     }
-    if fmt is Format.table:
-        out.print("true" if result else "false")
-        if not result:
-            failing = [t["term"] for t in data["terms"] if not t["result"]]
-            err.print(f"false: {'; '.join(failing)}", markup=False)
-    else:
-        emit_data(out, data, fmt)
-    raise typer.Exit(EXIT_OK if result else EXIT_FAILED)
-
-
-def _read_props(text: str) -> Any:
-    source = "--props"
-    if text.startswith("@"):
-        source = text[1:]
-        try:
-            text = Path(source).read_text(encoding="utf-8")
-        except OSError as error:
-            _fail(f"--props {source}: cannot read: {error.strerror or error}")
-    try:
-        return yaml.safe_load(text) if text.strip() else {}
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        _fail(f"{source}{where}: not valid JSON or YAML: {getattr(error, 'problem', error)}")
+    with guarded():
+        if fmt.data:
+            emit_data(out, data, fmt)
+        else:
+            write("true\n" if result else "false\n")
+    if not result and not fmt.data:
+        failing = [t["term"] for t in data["terms"] if not t["result"]]
+        err.print(Text(f"false: {'; '.join(failing)}"), soft_wrap=True)
+    _exit(not result)
 
 
 @app.command()
@@ -527,23 +596,31 @@ def convert(
     try:
         text = dump_native(convert_openhorizon(paths))
     except SpecError as error:
-        _fail(error.render())
+        fail_spec(error)
     if output is None:
-        typer.echo(text, nl=False)
+        with guarded():
+            write(text)
         return
     try:
         output.write_text(text, encoding="utf-8")
     except OSError as error:
-        _fail(f"{output}: cannot write: {error.strerror or error}")
+        fail_at(str(output), f"cannot write: {error.strerror or error}", "--output")
 
 
 @app.command()
 def schema() -> None:
     """Print the JSON Schema of the spec format (for editors and CI linters)."""
-    out.out(json.dumps(SpecDocument.model_json_schema(), indent=2), highlight=False)
+    with guarded():
+        write(json.dumps(SpecDocument.model_json_schema(), indent=2, ensure_ascii=False) + "\n")
 
 
 def run() -> None:
+    # A string the encoding cannot hold (a lone surrogate from a JSON escape) is shown as
+    # an escape rather than ending the program.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     try:
         app()
     except KeyboardInterrupt:

@@ -1,33 +1,54 @@
-"""Results for people (rich tables) and for programs (JSON, YAML)."""
+"""Results for people (tables) and for programs (JSON, YAML).
+
+Tables go through cli/grid.py: plain aligned columns when stdout is not a terminal (one
+row per line, nothing wrapped), styled columns on a terminal. `wide` shows every field
+of the output contract as a column. Every user string is data, never markup.
+"""
 
 from __future__ import annotations
 
-import json
-from enum import StrEnum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import yaml
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
+from placed.cli.grid import Cell, Grid, Styled, printable, show, write
+from placed.cli.output import Format, dump
 
-class Format(StrEnum):
-    table = "table"
-    json = "json"
-    yaml = "yaml"
+__all__ = [
+    "Format",
+    "View",
+    "check_table",
+    "combine",
+    "emit_data",
+    "explain_table",
+    "plan_table",
+    "simulate_table",
+    "validate_table",
+]
+
+Documents = list[tuple[str, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class View:
+    """How a table is cut: every column (wide), and what a filter left out."""
+
+    wide: bool = False
+    # plan --unplaced: placements are not shown; how many there were, per document.
+    hidden_placements: dict[str, int] | None = None
+
+
+Table = Callable[[Console, Documents, View], None]
 
 
 def emit_data(console: Console, data: Any, fmt: Format) -> None:
-    if fmt is Format.json:
-        console.out(json.dumps(data, indent=2), highlight=False)
-    else:
-        console.out(
-            yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip(), highlight=False
-        )
+    write(console, dump(data, fmt))
 
 
-def combine(documents: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+def combine(documents: Documents) -> dict[str, Any]:
     """One document's result as is (the output contract); several under `documents`."""
     if len(documents) == 1:
         name, data = documents[0]
@@ -35,18 +56,37 @@ def combine(documents: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     return {"documents": [{"name": name, **data} for name, data in documents]}
 
 
+def say(console: Console, *parts: str | Styled) -> None:
+    """One line of text, user strings included, styled on a terminal, literal always."""
+    if console.is_terminal:
+        text = Text(end="\n")
+        for part in parts:
+            if isinstance(part, Styled):
+                text.append(printable(part.text), part.style)
+            else:
+                text.append(printable(part))
+        console.print(text, soft_wrap=True)
+    else:
+        write(
+            console,
+            "".join(printable(p.text if isinstance(p, Styled) else p) for p in parts) + "\n",
+        )
+
+
 def _heading(console: Console, name: str, several: bool) -> None:
-    if several:
-        console.rule(f"[bold]{name}")
+    if not several:
+        return
+    if console.is_terminal:
+        console.rule(Text(printable(name), style="bold"))
+    else:
+        write(console, f"== {printable(name)} ==\n")
 
 
 def _warnings(console: Console, warnings: list[dict[str, Any]]) -> None:
     for warning in warnings:
         subject = warning.get("unit") or warning.get("workload") or warning.get("target")
         where = f" {subject}:" if subject else ""
-        console.print(
-            Text(f"warning [{warning['code']}]{where} {warning['message']}", style="yellow")
-        )
+        say(console, Styled(f"warning [{warning['code']}]{where} {warning['message']}", "yellow"))
 
 
 def _namespace(placement: dict[str, Any]) -> str:
@@ -56,114 +96,207 @@ def _namespace(placement: dict[str, Any]) -> str:
     return str(placement.get("namespace") or "-")
 
 
-def plan_table(console: Console, documents: list[tuple[str, dict[str, Any]]]) -> None:
+def _balance(placement: dict[str, Any]) -> str:
+    balance = placement.get("balance")
+    if not balance:
+        return "-"
+    ahead = ",".join(balance["ranked_higher"])
+    return f"choice={balance['choice']},cap={balance['cap']}" + (f",after={ahead}" if ahead else "")
+
+
+UNPLACED = Styled("unplaced", "bold red")
+
+
+def plan_table(console: Console, documents: Documents, view: View = View()) -> None:
     for name, data in documents:
         _heading(console, name, len(documents) > 1)
-        # The unit names its workload (web/2), so no workload column: the reasons get room.
-        table = Table(show_edge=False, header_style="bold")
-        namespaces = any("namespace" in p or "namespaces" in p for p in data["placements"])
-        middle = ("namespace",) if namespaces else ()
-        for column in ("unit", "target", *middle, "score", "why"):
-            table.add_column(column, overflow="fold", ratio=3 if column == "why" else None)
-        for p in data["placements"]:
-            extra = (_namespace(p),) if namespaces else ()
-            table.add_row(p["unit"], p["target"], *extra, f"{p['score']:g}", p["reason"])
-        for u in data["unplaced"]:
-            extra = ("",) if namespaces else ()
-            marker = Text("unplaced", style="bold red")
-            table.add_row(u["unit"], marker, *extra, "", u["summary"])
-        console.print(table)
-        placed, unplaced = len(data["placements"]), len(data["unplaced"])
-        status = f"{placed} placed" + (f", [red]{unplaced} unplaced[/red]" if unplaced else "")
-        console.print(status)
+        placements, unplaced = data["placements"], data["unplaced"]
+        rows: list[Sequence[Cell]] = []
+        if view.wide:
+            columns: tuple[str, ...] = (
+                "workload",
+                "unit",
+                "target",
+                "namespace",
+                "container",
+                "via",
+                "score",
+                "balance",
+                "why",
+            )
+            for p in placements:
+                rows.append(
+                    (
+                        p["workload"],
+                        p["unit"],
+                        p["target"],
+                        _namespace(p),
+                        p.get("container") or "-",
+                        p["via"],
+                        f"{p['score']:g}",
+                        _balance(p),
+                        p["reason"],
+                    )
+                )
+            for u in unplaced:
+                rows.append(
+                    (u["workload"], u["unit"], UNPLACED, "-", "-", "-", "-", "-", u["summary"])
+                )
+        else:
+            # The unit names its workload (web/2), so no workload column: the reasons get
+            # room. The namespace only where some unit has one.
+            spaced = any("namespace" in p or "namespaces" in p for p in placements)
+            columns = ("unit", "target", *(("namespace",) if spaced else ()), "score", "why")
+            for p in placements:
+                middle = (_namespace(p),) if spaced else ()
+                rows.append((p["unit"], p["target"], *middle, f"{p['score']:g}", p["reason"]))
+            for u in unplaced:
+                middle = ("-",) if spaced else ()
+                rows.append((u["unit"], UNPLACED, *middle, "-", u["summary"]))
+        if rows:
+            show(console, Grid(columns, rows))
+        hidden = (view.hidden_placements or {}).get(name)
+        if hidden is not None:
+            count = f"{hidden} placed (not shown)"
+        else:
+            count = f"{len(placements)} placed"
+        if unplaced:
+            say(console, f"{count}, ", Styled(f"{len(unplaced)} unplaced", "red"))
+        else:
+            say(console, count + (", nothing unplaced" if hidden is not None else ""))
         _warnings(console, data["warnings"])
 
 
-def check_table(console: Console, documents: list[tuple[str, dict[str, Any]]]) -> None:
+def _reasons(verdict: dict[str, Any]) -> str:
+    return "; ".join(f"{r['filter']}: {r['message']}" for r in verdict["reasons"])
+
+
+def check_table(console: Console, documents: Documents, view: View = View()) -> None:
     for name, data in documents:
         _heading(console, name, len(documents) > 1)
         for workload in data["workloads"]:
-            table = Table(
-                title=f"{workload['workload']}: {workload['summary']}",
-                title_justify="left",
-                show_edge=False,
-                header_style="bold",
-            )
             # The node's own namespace, where any node has one (seed 002: shown in node
             # commands), so a namespace refusal can be read off the row.
-            spaced = any(v.get("namespace") for v in workload["targets"])
+            spaced = view.wide or any(v.get("namespace") for v in workload["targets"])
+            first = ("workload",) if view.wide else ()
             middle = ("namespace",) if spaced else ()
-            for column in ("target", *middle, "compatible", "score", "reasons"):
-                table.add_column(column, overflow="fold")
+            columns = (*first, "target", *middle, "compatible", "score", "reasons")
+            rows: list[Sequence[Cell]] = []
             for verdict in workload["targets"]:
                 ok = verdict["compatible"]
-                extra = (verdict.get("namespace") or "-",) if spaced else ()
-                table.add_row(
-                    verdict["target"],
-                    *extra,
-                    Text("yes", style="green") if ok else Text("no", style="red"),
-                    f"{verdict['score']:g}" if ok else "",
-                    "; ".join(f"{r['filter']}: {r['message']}" for r in verdict["reasons"]),
+                rows.append(
+                    (
+                        *((workload["workload"],) if view.wide else ()),
+                        verdict["target"],
+                        *((verdict.get("namespace") or "-",) if spaced else ()),
+                        Styled("yes", "green") if ok else Styled("no", "red"),
+                        f"{verdict['score']:g}" if ok else "-",
+                        _reasons(verdict),
+                    )
                 )
-            console.print(table)
+            title = f"{workload['workload']}: {workload['summary']}"
+            show(console, Grid(columns, rows, title=title))
         for conflict in data["conflicts"]:
-            console.print(
-                Text(
+            say(
+                console,
+                Styled(
                     f"conflict [{conflict['code']}] {conflict['workload']}: {conflict['message']}",
-                    style="bold red",
-                )
+                    "bold red",
+                ),
             )
         _warnings(console, data["warnings"])
 
 
-def simulate_table(console: Console, documents: list[tuple[str, dict[str, Any]]]) -> None:
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _listed(ids: list[str], most: int = 10) -> str:
+    more = len(ids) - most
+    return ", ".join(ids[:most]) + (f" and {more} more" if more > 0 else "")
+
+
+def simulate_table(console: Console, documents: Documents, view: View = View()) -> None:
     for name, data in documents:
         _heading(console, name, len(documents) > 1)
         change = ", ".join([*(f"{t} down" for t in data["down"]), *(f"{t} up" for t in data["up"])])
-        if not data["moves"]:
-            console.print(f"{change}: no unit moves ({data['units']} units)")
-            continue
-        table = Table(show_edge=False, header_style="bold")
-        for column in ("unit", "from", "to", "why"):
-            table.add_column(column, overflow="fold")
+        moved = {move["unit"] for move in data["moves"]}
+        before = {u["unit"] for u in data.get("unplaced_before", [])}
+        rows: list[Sequence[Cell]] = []
         for move in data["moves"]:
-            table.add_row(
-                move["unit"],
-                move["from"] or "-",
-                move["to"] or Text("unplaced", style="bold red"),
-                move["why"],
+            if move.get("removed"):
+                to: Cell = Styled("removed", "yellow")
+            else:
+                to = move["to"] or UNPLACED
+            # No source: unplaced before the change, or a unit that did not exist then.
+            source = move["from"] or (Styled("unplaced", "red") if move["unit"] in before else "-")
+            first = (move["workload"],) if view.wide else ()
+            rows.append((*first, move["unit"], source, to, move["why"]))
+        for u in data["unplaced"]:
+            if u["unit"] in moved:
+                continue
+            why = (
+                f"already unplaced before the change: {u['summary']}"
+                if u["unit"] in before
+                else u["summary"]
             )
-        console.print(table)
-        console.print(f"{change}: {data['moved']} of {data['units']} units move")
+            first = (u["workload"],) if view.wide else ()
+            source = Styled("unplaced", "red") if u["unit"] in before else "-"
+            rows.append((*first, u["unit"], source, UNPLACED, why))
+        if rows:
+            columns = (*(("workload",) if view.wide else ()), "unit", "from", "to", "why")
+            show(console, Grid(columns, rows))
+        units: int = data["units_before"] if "units_before" in data else data["units"]
+        removed = data.get("removed", 0)
+        if data["moves"]:
+            summary = f"{change}: {data['moved']} of {_plural(units, 'unit')} move"
+            if removed:
+                summary += f" ({removed} removed: every-mode units whose target is gone)"
+        else:
+            summary = f"{change}: no unit moves ({_plural(units, 'unit')})"
+        say(console, summary)
+        left = len(data["unplaced"])
+        if left:
+            already = len([u for u in data["unplaced"] if u["unit"] in before])
+            note = f" ({already} already before the change)" if already else ""
+            say(console, Styled(f"{left} unplaced after the change{note}", "red"))
+        for key, state in (("already_down", "down"), ("already_up", "up")):
+            ids = data.get(key) or []
+            if ids:
+                verb = "was" if len(ids) == 1 else "were"
+                say(console, Styled(f"{_listed(ids)} {verb} already {state}", "yellow"))
 
 
-def validate_table(console: Console, documents: list[tuple[str, dict[str, Any]]]) -> None:
+def validate_table(console: Console, documents: Documents, view: View = View()) -> None:
     for name, data in documents:
-        console.print(
-            f"[green]ok[/green] {name}: {data['targets']} targets, {data['workloads']} workloads"
+        say(
+            console,
+            Styled("ok", "green"),
+            f" {name}: {data['targets']} targets, {data['workloads']} workloads",
         )
         _warnings(console, data["warnings"])
 
 
-def explain_table(console: Console, documents: list[tuple[str, dict[str, Any]]]) -> None:
+def explain_table(console: Console, documents: Documents, view: View = View()) -> None:
     for name, data in documents:
         _heading(console, name, len(documents) > 1)
         if data["placed"]:
             title = f"{data['unit']} -> {data['target']}: {data['reason']}"
         else:
             title = f"{data['unit']} unplaced: {data['summary']}"
-        table = Table(title=title, title_justify="left", show_edge=False, header_style="bold")
-        for column in ("target", "compatible", "score", "reasons"):
-            table.add_column(column, overflow="fold")
+        # Every field of a verdict is a column already: wide shows the same.
+        rows: list[Sequence[Cell]] = []
         for verdict in data["targets"]:
             ok = verdict["compatible"]
             chosen = data["placed"] and verdict["target"] == data["target"]
-            table.add_row(
-                verdict["target"],
-                Text("chosen" if chosen else "yes", style="bold green" if chosen else "green")
+            mark = (
+                Styled("chosen", "bold green")
+                if chosen
+                else Styled("yes", "green")
                 if ok
-                else Text("no", style="red"),
-                f"{verdict['score']:g}" if ok else "",
-                "; ".join(f"{r['filter']}: {r['message']}" for r in verdict["reasons"]),
+                else Styled("no", "red")
             )
-        console.print(table)
+            score = f"{verdict['score']:g}" if ok else "-"
+            rows.append((verdict["target"], mark, score, _reasons(verdict)))
+        columns = ("target", "compatible", "score", "reasons")
+        show(console, Grid(columns, rows, title=title))
