@@ -3,7 +3,8 @@
 This file reads the command line, runs the scenarios in order and writes the report. A
 scenario is one module in `scenarios/`, whose docstring says what it measures and why:
 `allocation` (with the reference oracle and the scan floor), `mapping`, `mapping_scale`,
-`constraints`, `check`, and `acceptance`, which judges what the others measured.
+`constraints`, `check`, `loading` (issue 8: spec loading, validate's did-you-mean check,
+tables against JSON), and `acceptance`, which judges what the others measured.
 `harness.py` holds the configuration and the timing, profiling and table helpers;
 `inventories.py` the random problems the scenarios share. `compare.py` runs this file
 against two source trees.
@@ -15,9 +16,9 @@ of page faults while the allocator adapts to the engine's large per-unit tempora
 long-running service would not. Exit status is 1 when a correctness check fails (fast
 and reference disagree on a placement or a constraint's verdict, losing a target moves
 units it did not own, a returning target takes units it should not, the max_load run
-goes over 1.10, a deploy check leaves an incompatible target without a reason, or
-check, plan and reference disagree on the compatible nodes); speed targets are reported,
-never enforced, since they depend on the machine.
+goes over 1.10, a deploy check leaves an incompatible target without a reason, check,
+plan and reference disagree on the compatible nodes, or a generated spec does not load);
+speed targets are reported, never enforced, since they depend on the machine.
 """
 
 from __future__ import annotations
@@ -36,7 +37,15 @@ from inventories import (
     VOCABULARY_SIZE,
     WORKLOAD_ZIPF,
 )
-from scenarios import acceptance, allocation, check, constraints, mapping, mapping_scale
+from scenarios import (
+    acceptance,
+    allocation,
+    check,
+    constraints,
+    loading,
+    mapping,
+    mapping_scale,
+)
 
 
 def render(config: Config, sections: list[list[str]], argv: list[str]) -> str:
@@ -120,13 +129,15 @@ def main(argv: list[str] | None = None) -> int:
     scale = mapping_scale.run(config)
     evaluations = constraints.run(config)
     checked = check.run(config)
-    judged = acceptance.run(allocations, mappings, evaluations, checked)
+    loaded = loading.run(config)
+    judged = acceptance.run(allocations, mappings, evaluations, checked, loaded)
     sections = [
         allocation.section(allocations),
         mapping.section(mappings),
         mapping_scale.section(scale),
         constraints.section(evaluations),
         check.section(checked),
+        loading.section(loaded),
         acceptance.section(judged),
     ]
     report = render(config, sections, argv)

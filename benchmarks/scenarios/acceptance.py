@@ -1,6 +1,6 @@
-"""Acceptance: the issue's targets judged on what the other scenarios measured. Speed
+"""Acceptance: the issues' targets judged on what the other scenarios measured. Speed
 targets are reported, never enforced, since they depend on the machine; a correctness
-failure makes the benchmark exit 1."""
+failure makes the benchmark exit 1. Issue 8's loading goals read PASS or "not yet"."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from harness import MAX_FLOORS, MAX_IMBALANCE, MIN_SPEEDUP, table, verdict
 from scenarios.allocation import AllocationResult
 from scenarios.check import CheckResult
 from scenarios.constraints import ConstraintResult
+from scenarios.loading import LoadingResult, acceptance_rows
 from scenarios.mapping import MappingResult
 
 
@@ -24,6 +25,7 @@ def run(
     mappings: list[MappingResult],
     constraints: list[ConstraintResult],
     check: CheckResult,
+    loading: LoadingResult,
 ) -> Acceptance:
     full = next((a for a in allocations if a.targets == 10_000), None)
     skipped = ["n/a", "not run (quick)"]
@@ -91,6 +93,10 @@ def run(
             f"{check.disagreements} disagreements",
             verdict(check.disagreements == 0),
         ],
+        # Issue 8's speed goals never make the benchmark exit 1 while the loader is being
+        # rewritten (acceptance_rows says "not yet" rather than FAIL); a generated spec
+        # that does not load is a correctness failure like the others.
+        *acceptance_rows(loading),
     ]
     correct = not (
         mismatches
@@ -98,6 +104,7 @@ def run(
         or not bounded.balanced
         or differing
         or not check.ok
+        or not loading.correct
     )
     return Acceptance(rows, correct)
 
@@ -110,8 +117,10 @@ def section(acceptance: Acceptance) -> list[str]:
         "The speed targets are judged on warm figures. Any correctness failure (a mismatch, "
         "a move that does not leave the lost target, a returning target that is not the "
         "only one to gain, the max_load run above 1.10, an incompatible target without a "
-        "reason, or check, plan and reference disagreeing) makes the script exit 1. The "
-        "issue's balance target is judged on the max_load run: plain mapping cannot "
-        "promise it (see Mapping).",
+        "reason, check, plan and reference disagreeing, or a generated spec that does not "
+        "load) makes the script exit 1. The issue's balance target is judged on the "
+        "max_load run: plain mapping cannot promise it (see Mapping). Issue 8's loading, "
+        'validate and rendering goals read PASS or "not yet" and do not change the exit '
+        "status while the loader is being rewritten.",
     ]
     return lines
