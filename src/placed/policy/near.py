@@ -36,13 +36,19 @@ class NearIndex:
         """Like difflib.get_close_matches(word, words, n, cutoff), from the index."""
         mine = _pairs(word)
         shared: Counter[int] = Counter()
+        common = 0
         for pair in mine:
-            # A pair that half the vocabulary has tells nothing apart; skip the commonest.
+            # A pair that half the vocabulary has tells nothing apart: skip it, and ask
+            # that much less of a candidate below (every word may share it).
             found = self._by_pair.get(pair)
-            if found is not None and len(found) <= max(64, len(self.words) // 2):
+            if found is None:
+                continue
+            if len(found) <= max(64, len(self.words) // 2):
                 shared.update(found)
-        # Words whose ratio can reach the cutoff share at least this many pairs.
-        least = max(1, int(len(mine) * cutoff) - 2)
+            else:
+                common += 1
+        # Words whose ratio can reach the cutoff share at least this many of the pairs.
+        least = max(1, int(len(mine) * cutoff) - 2 - common)
         candidates = [
             self.words[p]
             for p, count in shared.most_common(LIMIT * 4)
