@@ -118,32 +118,21 @@ class ServiceFits(Filter):
         return prepared
 
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
-        found = self.judge(workload, target, _NOWHERE)
+        found = first_refusal(workload, target)
         assert found is not None, "reason() is only asked of targets this filter rejected"
         return found
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
-        for service in deployment_of(workload).services:
-            found = refusal(service, target)
-            if found is not None:
-                return found
-        return None
+        return first_refusal(workload, target)
 
 
-class _Nowhere:
-    """The judgement above reads nothing of the world; this makes that visible."""
-
-    def is_up(self, target: Target) -> bool:
-        raise AssertionError("the service rule reads no state")
-
-    def free(self, target: Target) -> dict[str, float]:
-        raise AssertionError("the service rule reads no state")
-
-    def placed(self, group: str) -> list[tuple[str, Target]]:
-        raise AssertionError("the service rule reads no state")
-
-
-_NOWHERE = _Nowhere()
+def first_refusal(workload: Workload, target: Target) -> Reason | None:
+    """The first of the workload's services this node cannot run, and why."""
+    for service in deployment_of(workload).services:
+        found = refusal(service, target)
+        if found is not None:
+            return found
+    return None
 
 
 class Services(Family):
