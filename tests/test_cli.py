@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from pathlib import Path
 
 import yaml
@@ -12,7 +13,7 @@ from typer.testing import CliRunner
 
 from placed import __version__
 from placed.cli.main import app
-from placed.cli.progress import DelayedProgress
+from placed.cli.progress import DelayedProgress, DelayedStatus
 
 SEVEN = """
 name: seven
@@ -191,6 +192,29 @@ def test_progress_bar_appears_only_after_the_delay() -> None:
         slow(5, 10)
     assert slow.shown
     assert "5/10" in slow.console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_a_long_load_shows_what_it_reads_a_short_one_nothing() -> None:
+    def console() -> Console:
+        return Console(file=io.StringIO(), force_terminal=True, width=80)
+
+    quick = DelayedStatus("reading big.yaml", delay=3600, console=console())
+    with quick:
+        pass
+    assert not quick.shown
+
+    slow = DelayedStatus("reading big.yaml", delay=0, console=console())
+    with slow:
+        deadline = time.monotonic() + 5
+        while not slow.shown and time.monotonic() < deadline:
+            time.sleep(0.01)  # the timer thread starts the spinner, even mid-call
+    assert slow.shown
+    assert "reading big.yaml" in slow.console.file.getvalue()  # type: ignore[attr-defined]
+
+    piped = DelayedStatus("reading", delay=0, console=Console(file=io.StringIO()))
+    with piped:
+        time.sleep(0.05)
+    assert not piped.shown  # not on a terminal: nothing to erase later, nothing shown
 
 
 def test_check_workload_applies_to_each_document_that_has_it() -> None:

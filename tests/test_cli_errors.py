@@ -446,7 +446,7 @@ def test_schema_is_json_with_its_title() -> None:
         ("inventory:\n  - id: a\n    tags: [x\n", ":4:1: not valid YAML"),
         ('inventory:\n  - id: a\n    "[/b]": 1\n', ":3:5: inventory[0].[/b]: unknown key"),
         ("inventory:\n  - &a\n    id: a\n    children: [*a]\n", ":4:15: inventory[0].children[0]:"),
-        ("inventory:\n  - !!binary id: a\n", ":2:5: failed to decode base64 data"),
+        ("inventory:\n  - !!binary id: a\n", ":2:5: the YAML tag '!!binary' is not supported"),
     ],
 )
 def test_the_command_exits_2_without_a_traceback(tmp_path: Path, spec: str, where: str) -> None:

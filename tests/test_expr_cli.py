@@ -100,7 +100,8 @@ inventory:
     constraints: ['purpose == lab', 'cpu < "four"']
 """
     )
-    assert (key, line, column) == ("inventory[0].constraints[1]", 4, 37)
+    # At "four", inside the quotes: where the mistake is, not where the value begins.
+    assert (key, line, column) == ("inventory[0].constraints[1]", 4, 44)
     assert message.startswith("invalid constraint: < compares numbers")
     assert "(column 7)" in message
 

@@ -143,68 +143,7 @@ def failing(reason: str, *files: str, commands: tuple[str, ...] = ()) -> dict[tu
 
 # (file, command) -> what it does today instead of what expectations.yaml asks: each is
 # marked xfail(strict=True). Remove an entry (or a file from a group) once it passes.
-STILL_FAILING: dict[tuple[str, str], str] = {
-    **failing(
-        'nesting too deep is reported without file:line:column ("nests more than 1000 '
-        'levels deep")',
-        "deep-lists.yaml",
-        "deep-properties.yaml",
-        "oh-deep.node.policy.json",
-        "props-deep.yaml",
-    ),
-    **failing(
-        "units: 1000000000000 is accepted: plan, explain and simulate never end, check and "
-        "validate exit 0",
-        "huge-units.yaml",
-    ),
-    **failing(
-        'a number of 1,000 digits or more: the error ("a number of 5000 digits; placed takes '
-        'integers of at most 18 digits") does not name its key',
-        "huge-int-units.yaml",
-        "huge-int-capacity.yaml",
-        "huge-int-resources.yaml",
-        "huge-int-max-load.yaml",
-    ),
-    **failing(
-        "traceback: ValueError from json.loads, an integer of 5,000 digits in an hzn file",
-        "oh-huge-int.node.policy.json",
-    ),
-    **failing(
-        "a NUL or control character is reported without file:line:column (libyaml's "
-        '"position N" instead)',
-        "nul-bytes.yaml",
-        "control-char.yaml",
-        "props-nul.yaml",
-    ),
-    **failing(
-        'convert: a byte that is not UTF-8 is reported without file:line:column ("cannot '
-        "read: 'utf-8' codec can't decode\")",
-        "oh-binary.node.policy.json",
-        "oh-non-utf8.node.policy.json",
-        commands=("convert",),
-    ),
-    **failing(
-        "convert: traceback, MemoryError: /dev/zero is read whole (no size limit on this path)",
-        "dev-zero-openhorizon",
-        commands=("convert",),
-    ),
-    **failing("the error quotes the whole value: 1 MB on stderr", "long-value-error.yaml"),
-    **failing(
-        "the error quotes the whole constraint: 438 KB on stderr", "long-constraint-error.yaml"
-    ),
-    **failing(
-        "{} loads as an empty spec (exit 0, a no-targets warning), unlike an empty file",
-        "empty-mapping.json",
-    ),
-    **failing(
-        'the !!python/object tag is silently dropped ("expected a string, got a list")',
-        "python-tag.yaml",
-    ),
-    **failing(
-        "--props: the !!python/object tag is silently dropped and its value evaluated (exit 1)",
-        "props-python-tag.yaml",
-    ),
-}
+STILL_FAILING: dict[tuple[str, str], str] = {}
 
 
 # -- the cases -----------------------------------------------------------------------------

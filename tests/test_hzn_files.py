@@ -806,13 +806,13 @@ def test_property_and_constraint_errors_point_into_the_node_policy(tmp_path: Pat
     path = write(tmp_path, "a.node.policy.json", text)
     stderr = invalid("validate", "-f", "json", tmp_path)
     assert f"{path}:5:32: properties[0].value: value '4' is text, not an int" in stderr
-    assert f"{path}:7:19: constraints[0]: invalid constraint" in stderr
+    assert f"{path}:7:25: constraints[0]: invalid constraint" in stderr
     # validate --format json gives the same places as data.
     result = invoke("validate", "-f", "json", tmp_path)
     errors = json.loads(result.stdout)["errors"]
     assert [(e["file"], e["line"], e["column"]) for e in errors] == [
         (str(path), 5, 32),
-        (str(path), 7, 19),
+        (str(path), 7, 25),
     ]
 
 

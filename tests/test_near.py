@@ -38,3 +38,24 @@ def test_a_vocabulary_that_shares_most_pairs_still_finds_the_near_miss() -> None
     for typo in ("rackq12", "rac12", "rack1o2", "rxck250"):
         expected = difflib.get_close_matches(typo, sorted(vocabulary), n=1, cutoff=0.8)
         assert NearIndex(vocabulary).close(typo, n=1, cutoff=0.8) == expected, typo
+
+
+def test_a_tag_that_differs_only_in_case_is_named() -> None:
+    index = NearIndex(["GPU", "rack10"])
+    assert index.same_but_case("gpu") == "GPU"
+    assert index.same_but_case("GPU") is None  # itself is no near miss
+    assert index.same_but_case("Rack10") == "rack10"
+    assert index.same_but_case("fpga") is None
+
+
+def test_lint_says_did_you_mean_for_a_case_slip() -> None:
+    from placed.policy.tags import Tags
+    from placed.spec import load_spec_text
+
+    spec = load_spec_text(
+        "inventory:\n  - {id: h1, tags: [GPU]}\n"
+        "workloads:\n  - {name: w, mode: mapping, tags: [gpu]}\n"
+    )
+    [notice] = Tags().lint(spec)
+    assert notice.code == "tag-matches-nothing"
+    assert "did you mean 'GPU'" in notice.message

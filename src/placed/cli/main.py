@@ -31,7 +31,7 @@ from placed.cli.output import (
     out,
     write,
 )
-from placed.cli.progress import DelayedProgress
+from placed.cli.progress import DelayedProgress, DelayedStatus
 from placed.cli.render import (
     Documents,
     Table,
@@ -147,8 +147,10 @@ def _begin(fmt: Format, wide: bool = False) -> Format:
 
 
 def _load_inputs(paths: list[Path], input_format: InputFormat) -> list[Spec]:
+    names = ", ".join("standard input" if str(p) == "-" else str(p) for p in paths[:3])
     try:
-        return read_specs(paths, input_format)
+        with DelayedStatus(f"reading {names}{', ...' if len(paths) > 3 else ''}", console=err):
+            return read_specs(paths, input_format)
     except SpecError as error:
         fail_spec(error)
 

@@ -1,7 +1,8 @@
-"""A progress bar on stderr that appears only when the work takes more than a second."""
+"""Progress on stderr that appears only when the work takes more than a second."""
 
 from __future__ import annotations
 
+import threading
 import time
 from types import TracebackType
 
@@ -14,6 +15,7 @@ from rich.progress import (
     TextColumn,
     TimeRemainingColumn,
 )
+from rich.status import Status
 
 
 class DelayedProgress:
@@ -59,3 +61,50 @@ class DelayedProgress:
     ) -> None:
         if self._bar is not None:
             self._bar.stop()
+
+
+class DelayedStatus:
+    """A spinner on stderr saying what is being done, shown only once the work has taken
+    `delay` seconds. Reading a large spec is a few long calls (libyaml composes a whole
+    document in one) with nothing to count, so a timer thread starts the spinner."""
+
+    def __init__(
+        self, description: str, delay: float = 1.0, console: Console | None = None
+    ) -> None:
+        self.description = description
+        self.delay = delay
+        self.console = console or Console(stderr=True)
+        self._lock = threading.Lock()
+        self._done = False
+        self._status: Status | None = None
+        self._timer: threading.Timer | None = None
+
+    @property
+    def shown(self) -> bool:
+        return self._status is not None
+
+    def _show(self) -> None:
+        with self._lock:
+            if not self._done:
+                self._status = self.console.status(self.description)
+                self._status.start()
+
+    def __enter__(self) -> DelayedStatus:
+        if self.console.is_terminal:
+            self._timer = threading.Timer(self.delay, self._show)
+            self._timer.daemon = True
+            self._timer.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        with self._lock:
+            self._done = True
+            if self._timer is not None:
+                self._timer.cancel()
+            if self._status is not None:
+                self._status.stop()

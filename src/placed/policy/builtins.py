@@ -33,8 +33,13 @@ SERVICE_BUILTINS = (
 )
 
 
+_RESERVED_PREFIXES = ("placed.", "openhorizon.")
+
+
 def read_only_reason(name: str, owner: str) -> str | None:
     """Why `owner` ("node", "deployment" or "service") may not set property `name`."""
+    if not name.startswith(_RESERVED_PREFIXES):
+        return None  # most names, most often: inventories ask this of every property
     if name.startswith("placed."):
         return f"{name} is a built-in property set by placed; it cannot be set"
     if owner == "node" and name in NODE_BUILTINS and name != ALLOW_PRIVILEGED:

@@ -322,11 +322,17 @@ class Tags(Family):
                 # A tag no target mentions is normal (it simply scores nothing); one that
                 # is a near miss of a tag that does exist is probably a typo.
                 index = index or NearIndex(known)
-                close = [
-                    other
-                    for other in index.close(tag, n=3, cutoff=0.8)
-                    if _letters(other) != _letters(tag)  # network1 is no typo of network3
-                ][:1]
+                # Tags are compared exactly, so GPU is not gpu: the likeliest slip of all.
+                same = index.same_but_case(tag)
+                close = (
+                    [same]
+                    if same is not None
+                    else [
+                        other
+                        for other in index.close(tag, n=3, cutoff=0.8)
+                        if _letters(other) != _letters(tag)  # network1 is no typo of network3
+                    ][:1]
+                )
                 if close:
                     notices.append(
                         Notice(

@@ -16,3 +16,8 @@ class Collector:
     def add(self, message: str, path: Path, key: bool = False) -> None:
         position = self.sources.key(path) if key else self.sources.value(path)
         self.problems.append(Problem(message, dotted(path), position))
+
+    def add_inside(self, message: str, path: Path, offset: int) -> None:
+        """A problem at character `offset` of the text value at `path`."""
+        position = self.sources.inside(path, offset) or self.sources.value(path)
+        self.problems.append(Problem(message, dotted(path), position))

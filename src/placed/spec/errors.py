@@ -38,3 +38,16 @@ class SpecError(Exception):
         if hidden > 0:
             lines.append(f"... and {hidden} more problem{'s' if hidden > 1 else ''}")
         return "\n".join(lines)
+
+
+EXCERPT = 60  # characters of a value an error quotes
+
+
+def quoted(value: object) -> str:
+    """`value` as an error quotes it: repr, cut to an excerpt when long, so a 1 MB value
+    makes a one-line message."""
+    text = repr(value)
+    if len(text) <= EXCERPT + 20:
+        return text
+    length = len(value) if isinstance(value, str | bytes | list | dict) else len(text)
+    return f"{text[:EXCERPT]}... ({length:,} characters)"

@@ -49,10 +49,10 @@ from placed.model.properties import ALLOW_PRIVILEGED, PropertyError, make_proper
 from placed.policy.builtins import read_only_reason
 from placed.spec import openhorizon
 from placed.spec.collect import Collector
-from placed.spec.errors import Problem, SourcePosition, SpecError
+from placed.spec.errors import Problem, SourcePosition, SpecError, quoted
 from placed.spec.load import load_specs_text
+from placed.spec.source import MAX_DIGITS, SourceMap, decode, too_deep, too_long_number
 from placed.spec.source import Path as KeyPath
-from placed.spec.source import SourceMap
 
 # Bounds on what is read: hzn files are small; a node list of many thousand nodes is a few
 # megabytes, and an operator archive rarely more than one.
@@ -161,31 +161,46 @@ def _files(paths: list[Path]) -> list[Path]:
     return found
 
 
+class _LongNumber(Exception):
+    def __init__(self, number: str) -> None:
+        self.number = number
+
+
+def _bounded_int(number: str) -> int:
+    if len(number.lstrip("-")) > MAX_DIGITS:
+        raise _LongNumber(number)
+    return int(number)
+
+
 def _read(path: Path, budget: list[int]) -> _File:
     source = str(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise _fail(source, f"is {size} bytes; files of at most {MAX_FILE_BYTES} are read")
-        budget[0] -= size
-        if budget[0] < 0:
-            raise _fail(source, f"the files together exceed {MAX_TOTAL_BYTES} bytes")
-        text = path.read_text(encoding="utf-8")
+        # Read, not stat: a device or a pipe has no size until it is read (/dev/zero).
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise _fail(source, "no such file") from None
     except IsADirectoryError:
         raise _fail(source, "is a directory; give one directory, or files") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise _fail(source, f"cannot read: {error}") from None
+    except OSError as error:
+        raise _fail(source, f"cannot read: {error.strerror or error}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise _fail(source, f"is larger than {MAX_FILE_BYTES} bytes, the most read from one file")
+    budget[0] -= len(data)
+    if budget[0] < 0:
+        raise _fail(source, f"the files together exceed {MAX_TOTAL_BYTES} bytes")
+    text = decode(data, source)
     # Blanking comments rather than deleting them keeps every line and column.
     text = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=_bounded_int)
     except json.JSONDecodeError as error:
         position = SourcePosition(error.lineno, error.colno)
         raise _fail(source, f"not valid JSON: {error.msg}", position) from None
+    except _LongNumber as error:
+        raise too_long_number(text, error.number, source) from None
     except RecursionError:
-        raise _fail(source, "not valid JSON: nested too deeply") from None
+        raise too_deep(text, source) from None
     # Positions are found only when a problem asks for one.
     return _File(path, data, SourceMap(text=text))
 
@@ -255,7 +270,7 @@ def _text(
     value = owner.get(key)
     if value is None:
         if required:
-            file.add(f"missing required key {key!r}", path)
+            file.add(f"missing required key {quoted(key)}", path)
         return ""
     if not isinstance(value, str):
         file.add(f"expected a string, got {_kind(value)}", (*path, key))
@@ -289,9 +304,9 @@ def _kind(value: Any) -> str:
     if isinstance(value, bool):
         return f"a boolean {str(value).lower()}"
     if isinstance(value, int | float):
-        return f"a number {value!r}"
+        return f"a number {quoted(value)}"
     if isinstance(value, str):
-        return f"a string {value!r}"
+        return f"a string {quoted(value)}"
     if isinstance(value, list):
         return "a list"
     if isinstance(value, dict):
@@ -333,7 +348,7 @@ def _properties(file: _File, owner: dict[str, Any], path: KeyPath, who: str) -> 
         if reason:
             file.add(reason, (*where, "name"))
         elif name in found.entries:
-            file.add(f"property {name!r} is given twice", (*where, "name"))
+            file.add(f"property {quoted(name)} is given twice", (*where, "name"))
         else:
             entry: dict[str, Any] = {"name": name, "value": value}
             if name == ALLOW_PRIVILEGED and isinstance(value, str):
@@ -413,9 +428,16 @@ def _json_field(file: _File, data: dict[str, Any], key: str, path: KeyPath) -> d
         return {}
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = json.loads(value, parse_int=_bounded_int)
         except (json.JSONDecodeError, RecursionError) as error:
             file.add(f"holds text that is not valid JSON: {error}", (*path, key))
+            return {}
+        except _LongNumber as error:
+            file.add(
+                f"holds a number of {len(error.number)} digits; placed takes integers of at "
+                f"most {MAX_DIGITS} digits",
+                (*path, key),
+            )
             return {}
     if not isinstance(value, dict):
         file.add(f"expected an object (or JSON text of one), got {_kind(value)}", (*path, key))
@@ -612,7 +634,7 @@ class _Converter:
             path: KeyPath = (key,)
             node_id = key.rpartition("/")[2]
             if not node_id.strip() or any(c.isspace() for c in node_id):
-                file.add(f"{key!r} is not a node id", path, key=True)
+                file.add(f"{quoted(key)} is not a node id", path, key=True)
                 continue
             kind = _text(file, data, "nodeType", path) or "device"
             if kind not in ("device", "cluster"):
@@ -813,7 +835,9 @@ class _Converter:
         name = re.sub(r"[\s/]+", "-", name.strip()) or "policy"
         first = self.workload_names.get(name)
         if first is not None:
-            file.add(f"a workload named {name!r} comes from {first.path} already; rename a file")
+            file.add(
+                f"a workload named {quoted(name)} comes from {first.path} already; rename a file"
+            )
         self.workload_names[name] = file
         return name
 

@@ -9,24 +9,25 @@ from collections.abc import Mapping
 from typing import Any
 
 from placed.model import Agent, Property, PropertyError, Service
-from placed.model.properties import ALLOW_PRIVILEGED, make_property
+from placed.model.properties import ALLOW_PRIVILEGED, TYPES, make_property
 from placed.policy.builtins import read_only_reason
 from placed.policy.deployment import NONE, Deployment
 from placed.policy.expressions import ExpressionError, parse
 from placed.spec.collect import Collector
+from placed.spec.errors import quoted
 from placed.spec.schema import LocationSpec, ServiceSpec, WorkloadSpec
 from placed.spec.source import Path
 
 
 def _kind(value: Any) -> str:
     if isinstance(value, bool):
-        return f"a boolean {value!r}"
+        return f"a boolean {quoted(value)}"
     if isinstance(value, int):
-        return f"an integer {value!r}"
+        return f"an integer {quoted(value)}"
     if isinstance(value, float):
-        return f"a number {value!r}"
+        return f"a number {quoted(value)}"
     if isinstance(value, str):
-        return f"a string {value!r}"
+        return f"a string {quoted(value)}"
     if isinstance(value, list):
         return "a list"
     if isinstance(value, dict):
@@ -52,7 +53,7 @@ def properties(raw: Any, path: Path, owner: str, out: Collector) -> dict[str, Pr
                 continue
             unknown = sorted(set(item) - {"name", "value", "type"})
             for key in unknown:
-                message = f"unknown key {key!r}; a property has name, value and type"
+                message = f"unknown key {quoted(key)}; a property has name, value and type"
                 out.add(message, (*where, key), key=True)
             if "name" not in item or "value" not in item:
                 missing = "name" if "name" not in item else "value"
@@ -75,6 +76,13 @@ def properties(raw: Any, path: Path, owner: str, out: Collector) -> dict[str, Pr
             # The common case, as make_property would build it, without its checks for
             # every other kind of value: inventories hold many thousands of these.
             prop = Property(name, value)
+        elif declared is not None and declared not in TYPES:
+            # The mistake is in the type, so point there rather than at the value.
+            allowed = ", ".join(TYPES)
+            out.add(
+                f"unknown type {quoted(declared)}; use one of: {allowed}", (*where[:-1], "type")
+            )
+            continue
         elif not _plain_value(value, where, out):
             continue
         else:
@@ -137,7 +145,7 @@ def constraints(raw: str | list[str], path: Path, out: Collector) -> tuple[str, 
         try:
             parse(text)
         except ExpressionError as error:
-            out.add(f"invalid constraint: {error.render()}", where)
+            out.add_inside(f"invalid constraint: {error.render()}", where, error.column - 1)
     return tuple(text for text in texts if text.strip())
 
 

@@ -16,10 +16,17 @@ from pydantic import (
 
 from placed.model.properties import TYPES
 
+# A stated bound rather than a plan that never ends: a million units of one workload is
+# past any fleet placed has met, and a spec's units together stay within MAX_TOTAL_UNITS.
+MAX_UNITS = 1_000_000
+MAX_TOTAL_UNITS = 10_000_000
+
 
 def visible(text: str) -> str:
     """One Unicode form (NFC), so that the two spellings of "café" are one name, and no
     invisible or direction-changing character (a name must read as it is)."""
+    if text.isascii() and text.isprintable():
+        return text  # the common case, and already NFC with nothing hidden
     text = unicodedata.normalize("NFC", text)
     hidden = [c for c in text if unicodedata.category(c) in ("Cf", "Cc", "Co", "Cs")]
     if hidden:
@@ -154,7 +161,12 @@ class WorkloadSpec(_Strict):
     """Something that needs places: a service, a VM flavour, a bare-metal node..."""
 
     name: Identifier
-    units: int = Field(1, ge=1, description="How many units (ignored in every mode).")
+    units: int = Field(
+        1,
+        ge=1,
+        le=MAX_UNITS,
+        description=f"How many units (ignored in every mode), at most {MAX_UNITS:,}.",
+    )
     mode: Literal["allocation", "mapping", "every"] | None = Field(
         None,
         description="allocation: units consume capacity and stay put. mapping: no capacity, "

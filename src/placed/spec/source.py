@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import yaml
 
-from placed.spec.errors import Problem, SourcePosition, SpecError
+from placed.spec.errors import Problem, SourcePosition, SpecError, quoted
 
 Path = tuple[str | int, ...]
 
@@ -60,12 +61,20 @@ def _position(node: yaml.Node) -> SourcePosition:
     return SourcePosition(node.start_mark.line + 1, node.start_mark.column + 1)
 
 
+def _event_position(event: yaml.Event) -> SourcePosition | None:
+    mark = event.start_mark
+    return SourcePosition(mark.line + 1, mark.column + 1) if mark is not None else None
+
+
 class SourceMap:
     """Where each part of one document stands in the file, found when asked."""
 
-    def __init__(self, root: yaml.Node | None = None, text: str | None = None) -> None:
+    def __init__(
+        self, root: yaml.Node | None = None, text: str | None = None, file_text: str = ""
+    ) -> None:
         self._root = root
         self._text = text  # JSON read by the fast path: composed on the first question
+        self._file_text = file_text or text or ""  # the whole file, to look inside values
 
     def _tree(self) -> yaml.Node | None:
         if self._root is None and self._text is not None:
@@ -112,12 +121,46 @@ class SourceMap:
             return str(node.value)
         return None
 
+    def inside(self, path: Path, offset: int) -> SourcePosition | None:
+        """Where character `offset` (0-based) of the text value at `path` stands in the
+        file: an expression's error column, in a quoted, folded or multi-line value."""
+        node, _, depth = self._walk(path)
+        if not isinstance(node, yaml.ScalarNode) or depth != len(path) or not self._file_text:
+            return None
+        text = self._file_text
+        start = _line_offset(text, node.start_mark.line) + node.start_mark.column
+        raw = text[start : _line_offset(text, node.end_mark.line) + node.end_mark.column]
+        # The value is, nearly, a subsequence of what is written: quotes, indentation and
+        # line breaks that folding made spaces are what lies between. Match greedily,
+        # each character near the last; one not found (an escape such as \n) is skipped.
+        at = 0
+        for char in node.value[:offset]:
+            found = raw.find(char, at, at + _NEAR)
+            at = found + 1 if found >= 0 else at + 1
+        if offset < len(node.value):
+            found = raw.find(node.value[offset], at, at + _NEAR)
+            at = found if found >= 0 else at
+        return offset_position(text, start + min(at, len(raw)))
+
     def key(self, path: Path) -> SourcePosition | None:
         """Where the key of the last part of `path` stands (else where its value does)."""
         node, key_node, depth = self._walk(path)
         if key_node is not None and depth == len(path):
             return _position(key_node)
         return _position(node) if node is not None else None
+
+
+_NEAR = 256  # how far past the last match a value's next character is looked for
+
+
+def _line_offset(text: str, line: int) -> int:
+    """The offset where 0-based `line` starts."""
+    offset = 0
+    for _ in range(line):
+        offset = text.find("\n", offset) + 1
+        if offset == 0:
+            return len(text)
+    return offset
 
 
 def read_bounded(path: str, source: str) -> str:
@@ -157,6 +200,28 @@ def decode(data: bytes, source: str) -> str:
         ) from None
 
 
+def offset_position(text: str, offset: int) -> SourcePosition:
+    """The line and column of a character offset into `text`."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    return SourcePosition(text.count("\n", 0, offset) + 1, offset - line_start + 1)
+
+
+def too_long_number(text: str, number: str, source: str) -> SpecError:
+    """An integer past MAX_DIGITS, at its first place in `text` (a JSON parser read it
+    without positions)."""
+    offset = text.find(number)
+    return SpecError(
+        source,
+        [
+            Problem(
+                f"a number of {len(number.lstrip('-'))} digits; placed takes integers of at "
+                f"most {MAX_DIGITS} digits",
+                position=offset_position(text, offset) if offset >= 0 else None,
+            )
+        ],
+    )
+
+
 def parse(text: str, source: str) -> list[tuple[Any, SourceMap]]:
     """Each document in `text` as (data, where each part of it stands)."""
     if len(text) > MAX_BYTES:
@@ -181,7 +246,7 @@ def parse(text: str, source: str) -> list[tuple[Any, SourceMap]]:
         )
     documents = []
     for root in roots:
-        documents.append((_convert(root, source), SourceMap(root)))
+        documents.append((_convert(root, source), SourceMap(root, file_text=text)))
     return documents
 
 
@@ -235,14 +300,43 @@ _REWORD_BELOW = 16 * 1024 * 1024
 def _compose(text: str, source: str) -> list[yaml.Node]:
     try:
         return _roots(text, _LOADER)
-    except yaml.YAMLError:
+    except yaml.YAMLError as error:
+        if _istoo_deep(error):
+            raise too_deep(text, source) from None
         if _BASE_LOADER is yaml.SafeLoader or len(text) > _REWORD_BELOW:
             return _worded(text, source, _LOADER)
         return _worded(text, source, yaml.SafeLoader)
     except RecursionError:
-        raise SpecError(
-            source, [Problem(f"nests more than {MAX_DEPTH} levels deep; placed reads no deeper")]
-        ) from None
+        raise too_deep(text, source) from None
+
+
+def _istoo_deep(error: yaml.YAMLError) -> bool:
+    # libyaml refuses flow collections nested past its own limit (also 1000) as a
+    # scanner error; it is the same mistake as ours and gets the same message.
+    return "nesting depth" in str(getattr(error, "problem", "") or "")
+
+
+def too_deep(text: str, source: str) -> SpecError:
+    """'nests too deep' at the collection that goes past MAX_DEPTH, found by reading the
+    events again: the parser keeps no stack of its own, so depth costs it nothing."""
+    message = f"nests more than {MAX_DEPTH} levels deep; placed reads no deeper"
+    depth = 0
+    position: SourcePosition | None = None
+    try:
+        for event in yaml.parse(text, Loader=_BASE_LOADER):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    position = _event_position(event)
+                    break
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        position = SourcePosition(mark.line + 1, mark.column + 1) if mark else None
+    except (yaml.YAMLError, RecursionError):
+        pass
+    return SpecError(source, [Problem(message, position=position)])
 
 
 def _roots(text: str, loader: Any) -> list[yaml.Node]:
@@ -257,6 +351,20 @@ def _worded(text: str, source: str, loader: Any) -> list[yaml.Node]:
     """The YAML error of `text`, as a SpecError with its place."""
     try:
         return _roots(text, loader)
+    except yaml.reader.ReaderError as error:
+        # The reader counts characters from the start; people count lines and columns.
+        found = text[error.position : error.position + 1]
+        character = f"U+{ord(found):04X}" if found else "a character"
+        raise SpecError(
+            source,
+            [
+                Problem(
+                    f"{character} is a control character, which YAML does not allow; remove "
+                    "it (or write it as an escape such as \\t inside double quotes)",
+                    position=offset_position(text, error.position),
+                )
+            ],
+        ) from None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         position = SourcePosition(mark.line + 1, mark.column + 1) if mark else None
@@ -269,9 +377,7 @@ def _worded(text: str, source: str, loader: Any) -> list[yaml.Node]:
     except yaml.YAMLError as error:
         raise SpecError(source, [Problem(f"not valid YAML: {error}")]) from None
     except RecursionError:
-        raise SpecError(
-            source, [Problem(f"nests more than {MAX_DEPTH} levels deep; placed reads no deeper")]
-        ) from None
+        raise too_deep(text, source) from None
 
 
 def _is_empty(node: yaml.Node) -> bool:
@@ -327,13 +433,40 @@ def _scalar(node: yaml.ScalarNode, source: str) -> Any:
     # The stubs leave the constructors' type open; every one takes a loader and a node.
     constructors: dict[str | None, Callable[[yaml.SafeLoader, yaml.Node], Any]]
     constructors = yaml.SafeLoader.yaml_constructors
-    constructor = constructors.get(node.tag, constructors[None])
+    constructor = constructors.get(node.tag)
+    if constructor is None or node.tag not in _PLAIN_SCALARS:
+        raise _unsupported_tag(node, source)
     try:
         return constructor(_SCALARS, node)
     except (yaml.YAMLError, ValueError, OverflowError) as error:
         # A marked error's full text repeats the place as '"<unicode string>", line 2'.
         message = getattr(error, "problem", None) or str(error)
         raise SpecError(source, [Problem(message, position=_position(node))]) from None
+
+
+_PLAIN_COLLECTIONS = {"tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"}
+# !!binary reads as bytes, which no part of a spec takes; dates are kept so that an id
+# YAML reads as one gets the "quote it" message.
+_PLAIN_SCALARS = {
+    f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "str", "timestamp")
+}
+
+
+def _unsupported_tag(node: yaml.Node, source: str, key: str = "") -> SpecError:
+    # A tag asks a loader to build something; placed builds plain data only, and says so
+    # rather than dropping the tag (an unsafe loader would run !!python/object/apply).
+    written = node.tag.replace("tag:yaml.org,2002:", "!!")
+    return SpecError(
+        source,
+        [
+            Problem(
+                f"the YAML tag {quoted(written)} is not supported; placed reads plain YAML "
+                "(text, numbers, booleans, lists and mappings): drop the tag",
+                key=key,
+                position=_position(node),
+            )
+        ],
+    )
 
 
 def _convert(root: yaml.Node, source: str) -> Any:
@@ -371,7 +504,13 @@ def _build(root: yaml.Node, source: str) -> Any:
         if not ready and nid in built:
             continue  # an alias to a node already built
         if type(node) is yaml.ScalarNode:
-            built[nid] = _scalar(node, source)
+            try:
+                built[nid] = _scalar(node, source)
+            except SpecError as error:
+                # Name the key too (capacity.cpu): the tree is searched only now.
+                key = dotted(_path_to(root, node))
+                error.problems[:] = [replace(p, key=p.key or key) for p in error.problems]
+                raise SpecError(source, error.problems) from None
             size[nid] = 1
             continue
         if not ready:
@@ -387,6 +526,8 @@ def _build(root: yaml.Node, source: str) -> Any:
                         )
                     ],
                 )
+            if node.tag not in _PLAIN_COLLECTIONS:
+                raise _unsupported_tag(node, source, dotted(_path_to(root, node)))
             entered.add(nid)
             stack.append((node, depth, True, parent))
             if isinstance(node, yaml.MappingNode):
@@ -429,12 +570,15 @@ def _build(root: yaml.Node, source: str) -> Any:
             key = built[id(key_node)]
             if type(key) is not str:
                 # Every key of a spec is text; YAML reads yes, 1 or 2024-01-01 otherwise.
-                message = f"a key must be text, but {key_node.value!r} reads as {key!r}; quote it"
+                message = (
+                    f"a key must be text, but {quoted(key_node.value)} reads as "
+                    f"{quoted(key)}; quote it"
+                )
                 raise _Misplaced(message, node, _position(key_node))
             if key in result:
                 line = _position(first[key]).line
                 raise _Misplaced(
-                    f"duplicate key {key!r} (first at line {line})",
+                    f"duplicate key {quoted(key)} (first at line {line})",
                     node,
                     _position(key_node),
                     (key,),

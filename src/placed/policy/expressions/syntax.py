@@ -33,9 +33,18 @@ class ExpressionError(ValueError):
 
     def render(self) -> str:
         # The column counts characters; the caret moves by their width on a terminal,
-        # where a CJK or full-width character takes two cells.
-        caret = " " * display_width(self.text[: self.column - 1]) + "^"
-        return f"{self.message} (column {self.column})\n  {self.text}\n  {caret}"
+        # where a CJK or full-width character takes two cells. A long expression is shown
+        # as a window around the column, so an error is a few lines, whatever its size.
+        start = max(0, self.column - 1 - EXCERPT_BEFORE)
+        end = min(len(self.text), self.column - 1 + EXCERPT_AFTER)
+        lead = "..." if start else ""
+        shown = lead + self.text[start:end] + ("..." if end < len(self.text) else "")
+        caret = " " * display_width(lead + self.text[start : self.column - 1]) + "^"
+        return f"{self.message} (column {self.column})\n  {shown}\n  {caret}"
+
+
+EXCERPT_BEFORE = 60  # characters shown before the column of an error
+EXCERPT_AFTER = 20
 
 
 def display_width(text: str) -> int:
