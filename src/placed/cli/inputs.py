@@ -20,6 +20,8 @@ from placed.model import Spec
 from placed.spec import SpecError, load_specs, load_specs_text
 from placed.spec.errors import Problem, SourcePosition
 from placed.spec.hzn import load_openhorizon, looks_like_openhorizon
+from placed.spec.juju.files import Status
+from placed.spec.load import Reader
 from placed.spec.source import MAX_BYTES, SourceMap, decode, parse, read_bounded
 
 STDIN = "-"
@@ -29,6 +31,7 @@ STDIN_SOURCE = "<stdin>"
 class InputFormat(StrEnum):
     native = "native"
     openhorizon = "openhorizon"
+    juju = "juju"
     auto = "auto"
 
 
@@ -48,8 +51,11 @@ def read_stdin(source: str = STDIN_SOURCE) -> str:
     return decode(data, source) if isinstance(data, bytes) else str(data)
 
 
-def read_specs(paths: list[Path], input_format: InputFormat) -> list[Spec]:
-    """The specs the inputs hold, native or Open Horizon (raises SpecError)."""
+def read_specs(
+    paths: list[Path], input_format: InputFormat, status: Status | None = None
+) -> list[Spec]:
+    """The specs the inputs hold, native, Juju or Open Horizon (raises SpecError).
+    `status` is what already runs (`juju status --format yaml`)."""
     stdin = [p for p in paths if is_stdin(p)]
     if len(stdin) > 1:
         raise SpecError(STDIN, [Problem("standard input (-) can be read only once")])
@@ -74,7 +80,18 @@ def read_specs(paths: list[Path], input_format: InputFormat) -> list[Spec]:
     specs: list[Spec] = []
     first: dict[str, tuple[int, str]] = {}
     for i, path in enumerate(paths):
-        found = load_specs_text(read_stdin(), STDIN_SOURCE) if is_stdin(path) else load_specs(path)
+        reader: Reader = (
+            "juju"
+            if input_format is InputFormat.juju
+            else "native"
+            if input_format is InputFormat.native
+            else "auto"
+        )
+        found = (
+            load_specs_text(read_stdin(), STDIN_SOURCE, reader, status)
+            if is_stdin(path)
+            else load_specs(path, reader, status)
+        )
         # Documents of one file have distinct names already (the loader checks).
         duplicates = []
         for document in found:

@@ -15,6 +15,7 @@ import typer
 from rich.text import Text
 
 from placed import __version__
+from placed.cli.grid import printable
 from placed.cli.inputs import InputFormat, read_props, read_specs
 from placed.cli.output import (
     EXIT_FAILED,
@@ -44,6 +45,7 @@ from placed.cli.render import (
     simulate_table,
     validate_table,
 )
+from placed.engine.changes import Change, changes
 from placed.engine.check import deploy_check
 from placed.engine.planner import Placement, Planner, PlanResult
 from placed.engine.rebalance import Simulation, UnknownTargetError, simulate
@@ -56,6 +58,8 @@ from placed.policy.expressions.evaluate import holds, satisfied
 from placed.policy.lint import lint
 from placed.spec import SpecError
 from placed.spec.hzn import convert_openhorizon, dump_native
+from placed.spec.juju.convert import dump_juju_native, native_document
+from placed.spec.juju.files import load_status, looks_like_juju_text, non_portable
 from placed.spec.schema import SpecDocument
 
 __all__ = ["EXIT_FAILED", "EXIT_INVALID", "EXIT_OK", "app", "run"]
@@ -81,7 +85,8 @@ FormatOption = Annotated[
         "-o",
         help="table for people (plain aligned columns when piped); wide: a table with every "
         "column; json or yaml for programs (errors too, as "
-        '{"valid": false, "errors": [...]}).',
+        '{"valid": false, "errors": [...]}); changes (plan only): the steps Juju would '
+        "run, as juju deploy --dry-run lists them.",
     ),
 ]
 WideOption = Annotated[
@@ -105,9 +110,21 @@ InputFormatOption = Annotated[
     typer.Option(
         "--input-format",
         "-i",
-        help="native: a placed spec. openhorizon: the JSON files hzn prints and takes (node "
-        "list, node and deployment policies, patterns, service definitions; see placed "
-        "convert). auto: Open Horizon for a directory or files shaped like hzn's.",
+        help="native: a placed spec. juju: a juju-deployer file or a bundle (read "
+        "unchanged). openhorizon: the JSON files hzn prints and takes (node list, node and "
+        "deployment policies, patterns, service definitions; see placed convert). auto: "
+        "Open Horizon for a directory or files shaped like hzn's, Juju for a file with "
+        "applications:, machines: or deployments of services:, else native.",
+    ),
+]
+StatusOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--status",
+        help="What already runs, as `juju status --format yaml` prints it (machines with "
+        "their containers, applications with their units): a Juju file's directives "
+        "resolve against it, and new machines, containers and units are numbered after it.",
+        show_default=False,
     ),
 ]
 WorkloadOption = Annotated[
@@ -138,19 +155,25 @@ def main(
     error_format.set(Format.table)  # until the command says otherwise
 
 
-def _begin(fmt: Format, wide: bool = False) -> Format:
+def _begin(fmt: Format, wide: bool = False, changes: bool = False) -> Format:
     """The command's output format; from here on an error is reported in it."""
+    if fmt is Format.changes and not changes:
+        error_format.set(Format.table)
+        fail("--format changes lists the steps of a plan: use it with placed plan")
     if wide and not fmt.data:
         fmt = Format.wide
     error_format.set(fmt)
     return fmt
 
 
-def _load_inputs(paths: list[Path], input_format: InputFormat) -> list[Spec]:
+def _load_inputs(
+    paths: list[Path], input_format: InputFormat, status: Path | None = None
+) -> list[Spec]:
     names = ", ".join("standard input" if str(p) == "-" else str(p) for p in paths[:3])
     try:
         with DelayedStatus(f"reading {names}{', ...' if len(paths) > 3 else ''}", console=err):
-            return read_specs(paths, input_format)
+            running = load_status(str(status)) if status is not None else None
+            return read_specs(paths, input_format, running)
     except SpecError as error:
         fail_spec(error)
 
@@ -181,6 +204,7 @@ def plan(
     fmt: FormatOption = Format.table,
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
+    status: StatusOption = None,
 ) -> None:
     """Place every unit of every workload and say why each landed where it did.
 
@@ -194,12 +218,15 @@ def plan(
     Example: generate-spec | placed plan - | grep unplaced
     Example: placed plan racks.yaml hosts.yaml   (several specs, planned side by side)
     Example: placed plan examples/openhorizon/   (Open Horizon's files, as hzn prints them)
+    Example: placed plan examples/juju-deployer.yaml --format changes   (a Juju file)
+    Example: placed plan bundle.yaml --status status.yaml   (juju status --format yaml)
     """
-    fmt = _begin(fmt, wide)
+    fmt = _begin(fmt, wide, changes=True)
     documents = []
     hidden: dict[str, int] = {}
     failed = False
-    chosen = _chosen_workloads(_load_inputs(spec, input_format), workload)
+    steps: list[tuple[str, list[Change]]] = []
+    chosen = _chosen_workloads(_load_inputs(spec, input_format, status), workload)
     with DelayedProgress("placing", console=err) as progress:
         for document, wanted in chosen:
             result = Planner(document).plan(progress=progress)
@@ -209,7 +236,17 @@ def plan(
             if unplaced:
                 hidden[document.name] = len(result.placements)
                 result = dataclasses.replace(result, outcomes=list(result.unplaced))
-            documents.append((document.name, plan_document(result)))
+            if fmt is Format.changes:
+                steps.append((document.name, changes(result)))
+            else:
+                documents.append((document.name, plan_document(result)))
+    if fmt is Format.changes:
+        with guarded():
+            for name, found in steps:
+                if len(steps) > 1:
+                    write(f"{name}:\n")
+                write("".join(f"- {printable(step.text)}\n" for step in found))
+        _exit(failed)
     _emit(documents, fmt, plan_table, View(hidden_placements=hidden if unplaced else None))
     _exit(failed)
 
@@ -233,6 +270,7 @@ def check(
     fmt: FormatOption = Format.table,
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
+    status: StatusOption = None,
 ) -> None:
     """For each workload and each target: compatible or not, and every reason why not.
 
@@ -246,7 +284,7 @@ def check(
     fmt = _begin(fmt, wide)
     documents = []
     failed = False
-    for document, wanted in _chosen_workloads(_load_inputs(spec, input_format), workload):
+    for document, wanted in _chosen_workloads(_load_inputs(spec, input_format, status), workload):
         report, incompatible = deploy_check(Planner(document), wanted)
         failed = failed or incompatible
         documents.append((document.name, report))
@@ -289,6 +327,7 @@ def explain(
     fmt: FormatOption = Format.table,
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
+    status: StatusOption = None,
 ) -> None:
     """Why one unit went where it did: every target, judged as the plan judged it.
 
@@ -304,7 +343,7 @@ def explain(
     fmt = _begin(fmt, wide)
     documents = []
     failed = False
-    specs = _load_inputs(spec, input_format)
+    specs = _load_inputs(spec, input_format, status)
     for document in specs:
         planner = Planner(document)
         try:
@@ -340,6 +379,7 @@ def simulate_command(
     fmt: FormatOption = Format.table,
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
+    status: StatusOption = None,
 ) -> None:
     """Take targets down or bring them up, and show which units move, where, and why.
 
@@ -357,7 +397,7 @@ def simulate_command(
     fmt = _begin(fmt, wide)
     if not down and not up:
         fail("nothing to simulate: give at least one --down TARGET or --up TARGET")
-    specs = _load_inputs(spec, input_format)
+    specs = _load_inputs(spec, input_format, status)
     documents = []
     failed = False
     for document, (mine_down, mine_up) in _scope(specs, down or [], up or []):
@@ -455,6 +495,15 @@ def validate(
         bool,
         typer.Option("--strict", help="Warnings fail: exit code 1 when there is any (for CI)."),
     ] = False,
+    portable: Annotated[
+        bool,
+        typer.Option(
+            "--portable",
+            help="Juju files: a directive that names a machine other than 0 is an error, as "
+            "the charm store's validation makes it (only machine 0 exists everywhere).",
+        ),
+    ] = False,
+    status: StatusOption = None,
 ) -> None:
     """Check a spec without placing anything: syntax, types, unknown keys, duplicate ids,
     and warnings for what is valid but probably unintended.
@@ -465,9 +514,14 @@ def validate(
     Example: placed validate --strict spec.yaml   (in CI: warnings fail the build)
     Example: placed validate --input-format openhorizon examples/openhorizon/
     Example: placed validate --dialect openhorizon examples/edge-namespaces.yaml
+    Example: placed validate --portable examples/juju-proposed.yaml
     """
     fmt = _begin(fmt)
-    specs = _load_inputs(spec, input_format)
+    specs = _load_inputs(spec, input_format, status)
+    if portable:
+        problems = non_portable(specs)
+        if problems:
+            fail_spec(SpecError(specs[0].source, problems))
     documents = [
         (
             document.name,
@@ -585,18 +639,32 @@ def convert(
         Path | None,
         typer.Option("--output", "-o", help="Write the spec to this file instead of printing."),
     ] = None,
+    input_format: InputFormatOption = InputFormat.auto,
+    status: StatusOption = None,
 ) -> None:
-    """Convert Open Horizon's files into the equivalent native spec (YAML).
+    """Convert Open Horizon's files, or a Juju bundle or deployer file, into the
+    equivalent native spec (YAML).
 
     Each node becomes a target (device or cluster, with its scope, namespace, arch and the
     deployment view of its node policy), each deployment policy a workload deploying on
     every compatible node, each pattern a workload only its registered nodes take. plan,
     check and validate read the same files directly; convert shows what they see.
 
+    A Juju file's services become workloads whose to: lists each unit's entry as Juju
+    resolves it (svc/N, new, lxd:new...), with juju_constraints and new_machines: true, so
+    that the native spec plans to the same layout.
+
     Example: placed convert examples/openhorizon/ -o spec.yaml
+    Example: placed convert examples/juju-deployer.yaml
     """
     try:
-        text = dump_native(convert_openhorizon(paths))
+        if input_format is InputFormat.juju or (
+            input_format is InputFormat.auto and _is_juju_file(paths)
+        ):
+            specs = _load_inputs(paths, InputFormat.juju, status)
+            text = "---\n".join(dump_juju_native(native_document(spec)) for spec in specs)
+        else:
+            text = dump_native(convert_openhorizon(paths))
     except SpecError as error:
         fail_spec(error)
     if output is None:
@@ -607,6 +675,17 @@ def convert(
         output.write_text(text, encoding="utf-8")
     except OSError as error:
         fail_at(str(output), f"cannot write: {error.strerror or error}", "--output")
+
+
+def _is_juju_file(paths: list[Path]) -> bool:
+    if len(paths) != 1 or not paths[0].is_file():
+        return False
+    try:
+        with paths[0].open("rb") as handle:
+            head = handle.read(65536).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return looks_like_juju_text(head)
 
 
 @app.command()

@@ -38,6 +38,7 @@ class Format(StrEnum):
     wide = "wide"
     json = "json"
     yaml = "yaml"
+    changes = "changes"  # plan only: the steps Juju would run
 
     @property
     def data(self) -> bool:

@@ -30,7 +30,7 @@ from placed.engine import balance
 from placed.engine.outcomes import Outcome, Placement, PlanResult, Unplaced
 from placed.engine.selection import U64, top_candidates
 from placed.engine.state import PlanState
-from placed.model import Workload
+from placed.model import CONTAINER_KINDS, Workload
 from placed.policy.base import BoolArray, Created, Family, FloatArray, Retry
 
 Progress = Callable[[int, int], None]
@@ -133,15 +133,23 @@ def _placement(
     state: PlanState,
     via: str = "policy",
 ) -> Placement:
+    target = state.target(position)
+    note = ""
+    noted = state.note(unit)
+    if noted is not None:
+        via = via if via != "policy" else noted[0]
+        note = noted[1]
     return Placement(
         workload.name,
         unit,
-        state.target_id(position),
+        target.id,
         float(score[position]),
         int(np.count_nonzero(keep)),
         state.size,
         few(state.target_id(int(p)) for p in top) if top.size > 1 else (),
         via=via,
+        container=target.kind if target.kind in CONTAINER_KINDS else None,
+        note=note,
     )
 
 
@@ -183,6 +191,17 @@ class Allocation(Strategy):
     @staticmethod
     def _one(workload: Workload, request: Any, key: str, context: Context) -> tuple[Outcome, bool]:
         """(where the unit went, whether a fallback was tried)."""
+        state = context.state
+        state.judging = key
+        try:
+            return Allocation._judged(workload, request, key, context)
+        finally:
+            state.judging = None
+
+    @staticmethod
+    def _judged(
+        workload: Workload, request: Any, key: str, context: Context
+    ) -> tuple[Outcome, bool]:
         judge, state = context.judge, context.state
         via = "policy"
         fell_back = False
@@ -202,6 +221,8 @@ class Allocation(Strategy):
             if found is None:
                 break
             if isinstance(found, Created):
+                for first in found.before:
+                    state.create(first, key, found.constraints)
                 state.create(found.target, key, found.constraints, found.parent)
                 via = found.via
         return judge.unplaced(request, key, state), fell_back
@@ -381,4 +402,7 @@ def run(context: Context, workloads: Iterable[Workload]) -> list[Outcome]:
             context.done += workload.units
             if context.progress is not None:
                 context.progress(context.done, context.total)
+    # What the policies found while placing (a directive that fell back), after what
+    # lint found before.
+    context.result.warnings.extend(context.state.notices)
     return outcomes

@@ -30,6 +30,7 @@ class Placement:
     choice: int = 1
     ahead: tuple[str, ...] = ()
     container: str | None = None  # the kind of container the unit runs in (lxc, kvm...)
+    note: str = ""  # how a policy put it there ("to lxc:wordpress: a new lxc container...")
 
 
 @dataclass(frozen=True, slots=True)

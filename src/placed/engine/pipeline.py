@@ -45,6 +45,18 @@ class StateWorld:
         state = self.state
         return [(unit, state.target(state.units[unit][1])) for unit in state.placed(group)]
 
+    @property
+    def judging(self) -> str | None:
+        return self.state.judging
+
+    def where(self, unit: str) -> Target | None:
+        position = self.state.where(unit)
+        return self.state.target(position) if position is not None else None
+
+    def created_for(self, unit: str) -> Target | None:
+        position = self.state.created_for(unit)
+        return self.state.target(position) if position is not None else None
+
 
 @dataclass(slots=True)
 class _Judged:

@@ -110,7 +110,17 @@ class Planner:
         return self.judge.request(workload)
 
     def initial_state(self) -> PlanState:
-        return PlanState(self.index)
+        """The state a plan starts from: the units that already run in their places."""
+        state = PlanState(self.index)
+        for running in self.spec.running:
+            position = state.position(running.target)
+            if position is None:
+                continue  # the reader checked; a target it dropped is no place to start
+            state.place(running.unit, running.workload, position)
+            workload = self.workloads.get(running.workload)
+            if workload is not None:
+                self.pipeline.reserve(self.request(workload), state, position)
+        return state
 
     def plan(
         self, state: PlanState | None = None, progress: loop.Progress | None = None

@@ -74,6 +74,16 @@ class _Snapshot:
             found = self._placed[group] = list(StateWorld(self._state).placed(group))
         return found
 
+    @property
+    def judging(self) -> str | None:
+        return self._state.judging
+
+    def where(self, unit: str) -> Target | None:
+        return StateWorld(self._state).where(unit)
+
+    def created_for(self, unit: str) -> Target | None:
+        return StateWorld(self._state).created_for(unit)
+
 
 class ReferenceJudge:
     """loop.Judge, one target at a time."""

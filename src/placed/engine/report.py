@@ -79,7 +79,8 @@ class Explainer:
         terms = " ".join(
             text for text in (f.explain(workload, target) for f in self.families) if text
         )
-        parts = [f"score {placement.score:g}" + (f" ({terms})" if terms else "")]
+        parts = [placement.note] if placement.note else []
+        parts.append(f"score {placement.score:g}" + (f" ({terms})" if terms else ""))
         if placement.via == "every":
             parts.append(f"one of {placement.feasible}/{placement.total} compatible targets")
         elif placement.feasible == 1:
@@ -99,7 +100,8 @@ class Explainer:
                     f"{more} ranked higher but {verb} full when it was placed)"
                 )
             parts.append(limit)
-        if placement.via not in ("policy", "every"):
+        # A policy's note says already whether the target was made for the unit.
+        if not placement.note and placement.via not in ("policy", "every"):
             parts.append(f"created for it ({placement.via})")
         return "; ".join(parts)
 

@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from placed.engine.index import TARGET_LEVEL, TargetIndex
 from placed.engine.selection import stable_hash64
-from placed.model import Target
+from placed.model import Notice, Target
 
 NO_OWNER = -1
 
@@ -80,6 +80,15 @@ class PlanState:
         self._counts: dict[tuple[str, str], NDArray[np.int32]] = {}
         self._first: dict[tuple[str, str], dict[int, str]] = {}
         self._tracked: dict[str, list[str]] = {}
+        # The unit being judged (allocation), for policies whose rule differs per unit
+        # (Juju's `to:` entry i applies to unit i); None between units.
+        self.judging: str | None = None
+        # Target position created for each unit, numbers handed out by name (machine 7,
+        # container 1/lxc/2), and warnings the plan found while it ran.
+        self._created_for: dict[str, int] = {}
+        self._sequences: dict[str, int] = {}
+        self._notices: dict[Notice, None] = {}  # in the order found, each once
+        self._notes: dict[str, tuple[str, str]] = {}  # unit -> (via, how a policy put it)
 
     # -- reading (policy.base.PlanView) ---------------------------------------------
 
@@ -179,6 +188,38 @@ class PlanState:
     def placed(self, group: str) -> Sequence[str]:
         return self._by_group.get(group, ())
 
+    def created_for(self, unit: str) -> int | None:
+        """The position of the target created for `unit`, if one was."""
+        return self._created_for.get(unit)
+
+    def where(self, unit: str) -> int | None:
+        """The position `unit` landed at, if it is placed."""
+        found = self.units.get(unit)
+        return found[1] if found is not None else None
+
+    def next_number(self, sequence: str, start: int) -> int:
+        """The next number of a named sequence that begins at `start` (new machines,
+        containers per host and kind), handed out once."""
+        number = max(start, self._sequences.get(sequence, start))
+        self._sequences[sequence] = number + 1
+        return number
+
+    def notice(self, notice: Notice) -> None:
+        """A warning found while planning (a directive that fell back), kept once."""
+        self._notices[notice] = None
+
+    @property
+    def notices(self) -> list[Notice]:
+        return list(self._notices)
+
+    def annotate(self, unit: str, via: str, note: str) -> None:
+        """How a policy is placing `unit` ("directive", "to lxc:wordpress: a new lxc
+        container beside wordpress/0"), for its placement's reason."""
+        self._notes[unit] = (via, note)
+
+    def note(self, unit: str) -> tuple[str, str] | None:
+        return self._notes.get(unit)
+
     # -- changing ----------------------------------------------------------------------
 
     def place(self, unit: str, group: str, position: int) -> None:
@@ -240,6 +281,7 @@ class PlanState:
         self._size = needed
         self.created.append(CreatedTarget(target, position, unit, constraints, parent))
         self._created_position[target.id] = position
+        self._created_for[unit] = position  # the last: a container after its machine
         return position
 
     def _extra_code(self, level: str, location_id: str) -> int:
@@ -274,6 +316,11 @@ class PlanState:
         other._counts = {k: v.copy() for k, v in self._counts.items()}
         other._first = {k: dict(v) for k, v in self._first.items()}
         other._tracked = {k: list(v) for k, v in self._tracked.items()}
+        other.judging = self.judging
+        other._created_for = dict(self._created_for)
+        other._sequences = dict(self._sequences)
+        other._notices = dict(self._notices)
+        other._notes = dict(self._notes)
         return other
 
     def free_at(self, position: int) -> Mapping[str, float]:

@@ -135,6 +135,10 @@ INHERITED: tuple[tuple[str, Callable[[Any, Any], Any], Any], ...] = tuple(
 )
 
 
+# Kinds of target that are containers on a machine (Juju's lxc:, lxd: and kvm:).
+CONTAINER_KINDS = frozenset({"lxc", "lxd", "kvm"})
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
     """A leaf of the inventory with everything it inherits resolved."""

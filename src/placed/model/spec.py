@@ -13,6 +13,15 @@ class Settings:
     default_mode: Mode = "allocation"
 
 
+@dataclass(frozen=True, slots=True)
+class Running:
+    """A unit that already runs somewhere (a Juju status): the plan starts from it."""
+
+    workload: str
+    unit: str
+    target: str
+
+
 @dataclass(frozen=True)
 class Spec:
     inventory: Inventory
@@ -20,3 +29,4 @@ class Spec:
     settings: Settings = Settings()
     source: str = "<spec>"
     name: str = "spec"
+    running: tuple[Running, ...] = ()

@@ -53,6 +53,9 @@ class Workload:
     # mapping only: no target holds more than max_load x the mean number of units.
     max_load: float | None = None
     requests: tuple[object, ...] = ()
+    # The number of the first unit: units that already run (Juju's wordpress/0..2) keep
+    # theirs, and the units a plan adds are numbered after them.
+    first: int = 0
     # The requests by their exact type: families look theirs up for every target the
     # reference judges, so the lookup is one dict access.
     _by_kind: dict[type, object] = field(init=False, repr=False, compare=False)
@@ -67,4 +70,4 @@ class Workload:
         return self._by_kind.get(kind)  # type: ignore[return-value]
 
     def unit_key(self, index: int) -> str:
-        return f"{self.name}/{index}"
+        return f"{self.name}/{self.first + index}"

@@ -109,6 +109,33 @@ class PlanView(Protocol):
 
     def set_owner(self, position: int, owner: int) -> None: ...
 
+    @property
+    def judging(self) -> str | None: ...  # the unit being judged, in allocation mode
+
+    def position(self, target_id: str) -> int | None: ...
+
+    def target(self, position: int) -> Target: ...
+
+    def where(self, unit: str) -> int | None:
+        """The position `unit` landed at, if it is placed."""
+        ...
+
+    def created_for(self, unit: str) -> int | None:
+        """The position of the target created for `unit`, if one was."""
+        ...
+
+    def next_number(self, sequence: str, start: int) -> int:
+        """The next number of a named sequence (new machines, containers per host)."""
+        ...
+
+    def notice(self, notice: Notice) -> None:
+        """Report a warning found while planning (kept once)."""
+        ...
+
+    def annotate(self, unit: str, via: str, note: str) -> None:
+        """Say how a policy is placing `unit`, for its placement's reason."""
+        ...
+
 
 class World(Protocol):
     """One target's surroundings, read in plain Python (the reference oracle's view)."""
@@ -119,6 +146,17 @@ class World(Protocol):
 
     def placed(self, group: str) -> Sequence[tuple[str, Target]]:
         """(unit, target) of every unit of `group` placed so far, in the order placed."""
+        ...
+
+    @property
+    def judging(self) -> str | None: ...  # the unit being judged, in allocation mode
+
+    def where(self, unit: str) -> Target | None:
+        """The target `unit` landed on, if it is placed."""
+        ...
+
+    def created_for(self, unit: str) -> Target | None:
+        """The target created for `unit` during the plan, if one was."""
         ...
 
 
@@ -185,6 +223,8 @@ class Created:
     constraints: str = ""  # what the target was created to satisfy, for new_targets
     via: str = "fallback"
     parent: str | None = None  # the machine a container is created on
+    # Targets to create first, for the same unit (the new machine of `lxd:new`).
+    before: tuple[Target, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from placed.policy.base import Family
 from placed.policy.capacity import Capacity
 from placed.policy.constraints import Constraints
+from placed.policy.directives import Directives
 from placed.policy.distinct import DistinctFamily
 from placed.policy.namespaces import Namespaces
 from placed.policy.services import Services
@@ -24,6 +25,7 @@ FAMILIES: tuple[Family, ...] = (
     Tags(),
     Constraints(),
     Services(),
+    Directives(),
     DistinctFamily(),
     Capacity(),
 )
@@ -32,7 +34,7 @@ FAMILIES: tuple[Family, ...] = (
 def markdown_table(families: tuple[Family, ...] = FAMILIES) -> str:
     """The README's table of filters and scorers, in pipeline order (a test holds the
     README to it; print it with `python -m placed.policy.registry`)."""
-    seeds = {"core": "all", "001": "001 Ironic", "002": "002 Open Horizon"}
+    seeds = {"core": "all", "000": "000 Juju", "001": "001 Ironic", "002": "002 Open Horizon"}
     rows = [
         "| step | name | family | seed | rejects a target when (filter), or scores (scorer) |",
         "|---|---|---|---|---|",

@@ -12,7 +12,7 @@ import types
 import typing
 from collections.abc import Iterator
 from pathlib import Path as FilePath
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -21,8 +21,12 @@ from placed.policy.tags import Tagged
 from placed.spec import distinct, openhorizon
 from placed.spec.collect import Collector
 from placed.spec.errors import Problem, SourcePosition, SpecError, quoted
+from placed.spec.juju import native
+from placed.spec.juju.files import NotJuju, Status, looks_like_juju_text, read_juju
 from placed.spec.schema import MAX_TOTAL_UNITS, LocationSpec, SpecDocument, WorkloadSpec
 from placed.spec.source import Path, SourceMap, dotted, parse, read_bounded
+
+Reader = Literal["auto", "native", "juju"]
 
 
 def load_spec(path: str | FilePath) -> Spec:
@@ -33,9 +37,13 @@ def load_spec(path: str | FilePath) -> Spec:
     return specs[0]
 
 
-def load_specs(path: str | FilePath) -> list[Spec]:
+def load_specs(
+    path: str | FilePath, reader: Reader = "auto", status: Status | None = None
+) -> list[Spec]:
     """Every spec in a file: a file may hold several YAML documents separated by `---`,
-    each a complete, independent spec (several scenarios side by side)."""
+    each a complete, independent spec (several scenarios side by side). A Juju bundle or
+    deployer file is read as the specs it describes (`reader` "auto" tells them apart;
+    `status` is what already runs, from `juju status --format yaml`)."""
     source = str(path)
     try:
         text = read_bounded(str(path), source)
@@ -45,7 +53,7 @@ def load_specs(path: str | FilePath) -> list[Spec]:
         raise SpecError(source, [Problem("is a directory, not a spec file")]) from None
     except OSError as error:
         raise SpecError(source, [Problem(f"cannot read: {error.strerror or error}")]) from None
-    return load_specs_text(text, source)
+    return load_specs_text(text, source, reader, status)
 
 
 def load_spec_text(text: str, source: str = "<spec>") -> Spec:
@@ -69,8 +77,16 @@ def _without_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def load_specs_text(text: str, source: str = "<spec>") -> list[Spec]:
+def load_specs_text(
+    text: str, source: str = "<spec>", reader: Reader = "auto", status: Status | None = None
+) -> list[Spec]:
     with _without_cycle_collection():
+        if reader == "juju" or (reader == "auto" and looks_like_juju_text(text)):
+            try:
+                return read_juju(text, source, status)
+            except NotJuju:
+                if reader == "juju":
+                    raise
         return _load_specs_text(text, source)
 
 
@@ -264,7 +280,8 @@ def _problem(error: Any, sources: SourceMap) -> Problem:
                 key,
                 position,
             )
-        return Problem(f"{quoted(value)} may not contain spaces or slashes", key, position)
+        what = "spaces" if loc and loc[-1] in ("id", "target") else "spaces or slashes"
+        return Problem(f"{quoted(value)} may not contain {what}", key, position)
     if kind == "string_too_short":
         return Problem("may not be empty", key, position)
     if kind in {"string_type", "int_type", "float_type", "bool_type", "dict_type", "model_type"}:
@@ -390,10 +407,19 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
             f"{MAX_TOTAL_UNITS:,} per spec",
             ("workloads",),
         )
+    inventory = Inventory.from_roots(roots)
+    if document.running or any(
+        w.to is not None or w.juju_constraints or w.new_machines for w in document.workloads
+    ):
+        ids = {target.id for target in inventory.targets}
+        running = native.running_units(document.running, ids, out)
+        workloads = native.directed_workloads(document.workloads, workloads, ids, running, out)
+    else:
+        running = ()
     if problems:
         raise SpecError(source, problems)
     name = document.name or FilePath(source).stem
-    return Spec(Inventory.from_roots(roots), tuple(workloads), settings, source, name)
+    return Spec(inventory, tuple(workloads), settings, source, name, running)
 
 
 def _workload(

@@ -47,6 +47,13 @@ Identifier = Annotated[
     AfterValidator(visible),
     Field(description="An id: no spaces or slashes."),
 ]
+# A target's id may hold slashes: a container is named after its machine (1/lxc/0).
+TargetId = Annotated[
+    str,
+    StringConstraints(min_length=1, pattern=r"^\S+$"),
+    AfterValidator(visible),
+    Field(description="An id: no spaces (a container's may have slashes, as in 1/lxc/0)."),
+]
 # A name that must say something: a kind, a resource, a namespace.
 Name = Annotated[str, StringConstraints(min_length=1), AfterValidator(visible)]
 TagList = list[Tag]
@@ -111,7 +118,7 @@ class LocationSpec(_Strict):
     without children are targets, where units land. Tags, properties and tag rules are
     inherited by everything below (a child's own property value wins)."""
 
-    id: Identifier = Field(description="Unique across the whole inventory.")
+    id: TargetId = Field(description="Unique across the whole inventory.")
     kind: Name = Field("host", description="zone, pod, cluster, rack, host, conductor, node...")
     tags: TagList = Field(
         default_factory=list,
@@ -197,6 +204,25 @@ class WorkloadSpec(_Strict):
         "(host, rack, zone, any kind the inventory uses, or target for each target "
         "itself). A hard rule: units that find no free value stay unplaced.",
     )
+    to: str | int | list[str | int] | None = Field(
+        None,
+        description="allocation only: Juju placement directives, entry i for unit i: a "
+        "target id, WORKLOAD/N (on the target that holds that unit), WORKLOAD (its units "
+        "in turn), new (a new machine), any of these after lxc:, lxd: or kvm: (a new "
+        "container there), zone=NAME, maas=NODE, or 'constraints: cores=8 mem=16G'. Units "
+        "without an entry are placed by the other policies (or on a new machine each, "
+        "with new_machines).",
+    )
+    juju_constraints: str | None = Field(
+        None,
+        description="Juju constraints (cores=8 mem=16G tags=ssd ...) the targets of units "
+        "without their own must meet, or a new machine gets.",
+    )
+    new_machines: bool = Field(
+        False,
+        description="Units without a to: entry get a new machine each (Juju's default "
+        "placement) instead of an existing target.",
+    )
     max_load: float | None = Field(
         None,
         ge=1.0,
@@ -253,6 +279,19 @@ class SpecDocument(_Strict):
     inventory: list[LocationSpec] = Field(default_factory=list)
     workloads: list[WorkloadSpec] = Field(default_factory=list)
     settings: SettingsSpec = Field(default_factory=SettingsSpec)
+    running: list[RunningSpec] = Field(
+        default_factory=list,
+        description="Units that already run: the plan starts from them, directives resolve "
+        "against them, and new units of their workload are numbered after them.",
+    )
+
+
+class RunningSpec(_Strict):
+    """A unit that already runs on a target."""
+
+    unit: Name = Field(description="WORKLOAD/N")
+    target: TargetId
 
 
 WorkloadSpec.model_rebuild()
+SpecDocument.model_rebuild()

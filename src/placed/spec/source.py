@@ -222,8 +222,9 @@ def too_long_number(text: str, number: str, source: str) -> SpecError:
     )
 
 
-def parse(text: str, source: str) -> list[tuple[Any, SourceMap]]:
-    """Each document in `text` as (data, where each part of it stands)."""
+def parse(text: str, source: str, any_keys: bool = False) -> list[tuple[Any, SourceMap]]:
+    """Each document in `text` as (data, where each part of it stands). With `any_keys`,
+    a key YAML reads as a number (a Juju bundle's machine 0) is kept as its text."""
     if len(text) > MAX_BYTES:
         raise SpecError(source, [Problem(f"is larger than {MAX_BYTES // (1024 * 1024)} MiB")])
     fast = _json(text)
@@ -246,7 +247,7 @@ def parse(text: str, source: str) -> list[tuple[Any, SourceMap]]:
         )
     documents = []
     for root in roots:
-        documents.append((_convert(root, source), SourceMap(root, file_text=text)))
+        documents.append((_convert(root, source, any_keys), SourceMap(root, file_text=text)))
     return documents
 
 
@@ -469,9 +470,9 @@ def _unsupported_tag(node: yaml.Node, source: str, key: str = "") -> SpecError:
     )
 
 
-def _convert(root: yaml.Node, source: str) -> Any:
+def _convert(root: yaml.Node, source: str, any_keys: bool = False) -> Any:
     try:
-        return _build(root, source)
+        return _build(root, source, any_keys)
     except _Misplaced as error:
         path = _path_to(root, error.mapping)
         key = dotted((*path, *error.more))
@@ -489,7 +490,7 @@ class _Misplaced(Exception):
         self.message, self.mapping, self.position, self.more = message, mapping, position, more
 
 
-def _build(root: yaml.Node, source: str) -> Any:
+def _build(root: yaml.Node, source: str, any_keys: bool = False) -> Any:
     """The node tree as plain data, in one pass without recursion (a tree may be deep),
     refusing what nests too deeply, aliases that contain themselves, and aliases that
     expand past MAX_EXPANDED values (each use of an alias counts in full)."""
@@ -568,6 +569,8 @@ def _build(root: yaml.Node, source: str) -> Any:
             if not isinstance(key_node, yaml.ScalarNode):
                 raise _Misplaced("a mapping key must be a plain value", node, _position(key_node))
             key = built[id(key_node)]
+            if type(key) is not str and any_keys and key_node.value:
+                key = key_node.value
             if type(key) is not str:
                 # Every key of a spec is text; YAML reads yes, 1 or 2024-01-01 otherwise.
                 message = (

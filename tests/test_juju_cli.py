@@ -1,0 +1,95 @@
+"""Juju files through the CLI: detection, --status, --format changes, errors at their
+line, and the native spec untouched."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from placed.cli.main import app
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    done = CliRunner().invoke(app, list(args))
+    return done.exit_code, done.stdout, done.stderr
+
+
+def test_changes_read_like_a_juju_dry_run() -> None:
+    code, out, _ = invoke("plan", str(EXAMPLES / "juju-deployer.yaml"), "-f", "changes")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "- deploy application wordpress"
+    # A machine is added before the unit that needs it, and a container before its unit.
+    assert lines.index("- add new machine 1") < lines.index(
+        "- add unit wordpress/0 to new machine 1"
+    )
+    assert "- add unit mysql/0 to machine 0" in lines
+    container = lines.index("- add lxc container 1/lxc/0 on new machine 1")
+    assert lines[container + 1] == "- add unit redis-server/0 to container 1/lxc/0"
+    assert "- add unit serenade/0 to container 3/lxc/0" in lines
+
+
+def test_changes_is_for_plan_only() -> None:
+    code, _, err = invoke("check", str(EXAMPLES / "juju-deployer.yaml"), "-f", "changes")
+    assert code == 2 and "use it with placed plan" in err
+
+
+def test_a_bundle_with_status_resolves_against_what_runs(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle.yaml"
+    bundle.write_text(
+        "applications:\n"
+        "  wordpress: {charm: wordpress, num_units: 3}\n"
+        "  cache: {charm: memcached, num_units: 2, to: ['lxd:wordpress/0', 'wordpress/1']}\n"
+        "machines: {}\n"
+    )
+    status = tmp_path / "status.yaml"
+    status.write_text(
+        "machines:\n"
+        '  "0": {}\n'
+        '  "4":\n'
+        "    containers:\n"
+        "      4/lxd/0: {}\n"
+        "applications:\n"
+        "  wordpress:\n"
+        "    units:\n"
+        "      wordpress/0: {machine: '4'}\n"
+        "      wordpress/1: {machine: '0'}\n"
+    )
+    code, out, err = invoke("plan", str(bundle), "--status", str(status), "-f", "json")
+    assert code == 0, err
+    where = {p["unit"]: p["target"] for p in json.loads(out)["placements"]}
+    # Existing units stay and are not planned again; one unit is added, numbered after.
+    assert where == {"wordpress/2": "5", "cache/0": "4/lxd/1", "cache/1": "0"}
+
+
+def test_errors_of_a_juju_file_are_reported_together_at_their_lines(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "web:\n"
+        "  services:\n"
+        "    mysql: {to: 0}\n"
+        "    wordpress:\n"
+        "      to: [mysql, 'docker:0', nosuch]\n"
+        "      constraints: mem=lots\n"
+    )
+    code, out, _ = invoke("validate", str(bad), "-f", "json")
+    assert code == 2
+    errors = {(e["line"], e["column"]): e["message"] for e in json.loads(out)["errors"]}
+    assert "nested placement" in errors[(5, 12)]
+    assert "docker" in errors[(5, 19)]
+    assert "nosuch" in errors[(5, 31)]
+    assert any(line == 6 and "mem" in message for (line, _), message in errors.items())
+
+
+def test_input_format_juju_forces_the_reader(tmp_path: Path) -> None:
+    native = str(EXAMPLES / "ironic-affinity.yaml")
+    code, _, err = invoke("validate", "--input-format", "juju", native)
+    assert code == 2 and "not a Juju file" in err
+    code, out, _ = invoke(
+        "validate", "-f", "json", "--input-format", "juju", str(EXAMPLES / "juju-deployer.yaml")
+    )
+    assert code == 0 and json.loads(out)["workloads"] == 5
