@@ -4,7 +4,8 @@ This file reads the command line, runs the scenarios in order and writes the rep
 scenario is one module in `scenarios/`, whose docstring says what it measures and why:
 `allocation` (with the reference oracle and the scan floor), `mapping`, `mapping_scale`,
 `constraints`, `check`, `loading` (issue 8: spec loading, validate's did-you-mean check,
-tables against JSON), and `acceptance`, which judges what the others measured.
+tables against JSON), `juju` (issue 9: a 10,000-unit bundle against the plain pipeline),
+and `acceptance`, which judges what the others measured.
 `harness.py` holds the configuration and the timing, profiling and table helpers;
 `inventories.py` the random problems the scenarios share. `compare.py` runs this file
 against two source trees.
@@ -42,6 +43,7 @@ from scenarios import (
     allocation,
     check,
     constraints,
+    juju,
     loading,
     mapping,
     mapping_scale,
@@ -130,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     evaluations = constraints.run(config)
     checked = check.run(config)
     loaded = loading.run(config)
+    directed = juju.run(config)
     judged = acceptance.run(allocations, mappings, evaluations, checked, loaded)
     sections = [
         allocation.section(allocations),
@@ -138,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         constraints.section(evaluations),
         check.section(checked),
         loading.section(loaded),
+        juju.section(directed),
         acceptance.section(judged),
     ]
     report = render(config, sections, argv)

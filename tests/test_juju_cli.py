@@ -93,3 +93,17 @@ def test_input_format_juju_forces_the_reader(tmp_path: Path) -> None:
         "validate", "-f", "json", "--input-format", "juju", str(EXAMPLES / "juju-deployer.yaml")
     )
     assert code == 0 and json.loads(out)["workloads"] == 5
+
+
+def test_explain_shows_the_directive_each_target_was_judged_by() -> None:
+    code, out, _ = invoke("explain", str(EXAMPLES / "juju-deployer.yaml"), "ceph/1", "-f", "json")
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["target"] == "2"
+    rows = {row["target"]: row for row in data["targets"]}
+    assert rows["2"]["compatible"] is True
+    [reason] = rows["0"]["reasons"]
+    assert reason == {
+        "filter": "directive",
+        "message": "is not 2, where ceph/1 is directed (to wordpress)",
+    }

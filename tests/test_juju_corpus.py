@@ -13,6 +13,7 @@ import yaml
 
 from placed.engine.outcomes import PlanResult
 from placed.engine.planner import Planner
+from placed.engine.reference import reference_plan
 from placed.model.juju_constraints import JujuConstraints, parse_constraints
 from placed.spec import SpecError, load_specs_text
 from placed.spec.errors import Problem
@@ -277,3 +278,20 @@ def test_convert_gives_a_native_spec_that_plans_the_same(case: dict[str, Any]) -
         p.unit: p.target for p in result.placements
     }, native
     assert not replanned.unplaced
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(c, id=c["name"])
+        for c in CASES
+        if "expect" in c and not c.get("status") and not c.get("deployment")
+    ],
+)
+def test_the_reference_places_every_unit_where_the_fast_path_does(case: dict[str, Any]) -> None:
+    # The directive's one-target rule (its `judge`), one target at a time, as the fast
+    # path's masks: the same machines, containers and new machines.
+    results, _ = _plan(case)
+    [result] = results
+    reference = reference_plan(result.spec)
+    assert {o.unit: o.target for o in reference} == {p.unit: p.target for p in result.placements}

@@ -106,6 +106,8 @@ class Context:
             workload is not None and self.watch.startswith(f"{workload.name}/")
         ):
             self.seen = self.state.fork()
+            # As the unit is judged: a rule that differs per unit (a `to:` entry) reads it.
+            self.seen.judging = unit
 
 
 class Strategy(ABC):

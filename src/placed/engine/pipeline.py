@@ -80,7 +80,13 @@ class CompiledRequest:
     # of each consumer: the per-unit loop calls these and nothing else.
     checks: list[tuple[Any, Any]] = field(default_factory=list)
     takes: list[tuple[Any, Any]] = field(default_factory=list)
-    created: list[_Judged] = field(default_factory=list)
+    created: list[_Judged] = field(default_factory=list)  # when judged one by one
+    created_seen: int = 0  # how many of the state's created targets are judged
+    created_last: Target | None = None  # the last of them (a fork may differ)
+    # The created targets' verdicts and scores as arrays, grown as targets are created
+    # (each judged once), so that a unit pays numpy, not a Python pass, for them.
+    created_keep: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    created_score: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
 
 
 class Pipeline:
@@ -134,34 +140,68 @@ class Pipeline:
         return CompiledRequest(workload, prepared, static_masks, keep, score, checks, takes)
 
     def _created(self, request: CompiledRequest, state: PlanState) -> list[_Judged]:
-        """The static verdicts on the state's created targets (judged once per request
-        and created target; a fork that created other targets is judged anew)."""
-        judged = request.created
+        """The static verdicts on the state's created targets: each judged once per
+        request. Created targets only grow during a plan; a fork that created others
+        (the last one seen differs) is judged anew."""
+        made = state.created
+        seen = request.created_seen
+        if seen and (seen > len(made) or request.created_last is not made[seen - 1].target):
+            request.created.clear()
+            request.created_keep = request.created_keep[:0]
+            request.created_score = request.created_score[:0]
+            seen = 0
+        if seen == len(made):
+            return request.created
+        scorers = [
+            s
+            for s in self.scorers
+            if s.needs is None or request.workload.request(s.needs) is not None
+        ]
+        fresh = made[seen:]
+        request.created_seen, request.created_last = len(made), made[-1].target
+        if not request.static_masks and not scorers:
+            # Nothing static to ask of a created target (a Juju unit, say): every one
+            # passes with score 0, at numpy's cost rather than a judgement each.
+            request.created_keep = np.concatenate(
+                [request.created_keep, np.ones(len(fresh), dtype=bool)]
+            )
+            request.created_score = np.concatenate([request.created_score, np.zeros(len(fresh))])
+            return request.created
         world = StateWorld(state)
-        for i, made in enumerate(state.created):
-            if i < len(judged) and judged[i].target is made.target:
-                continue
-            del judged[i:]
-            reasons = [
-                self.filters[p].judge(request.workload, made.target, world)
-                for p in request.static_masks
+        judged = [
+            _Judged(
+                created.target,
+                [
+                    self.filters[p].judge(request.workload, created.target, world)
+                    for p in request.static_masks
+                ],
+                float(sum(s.judge(request.workload, created.target) for s in scorers)),
+            )
+            for created in fresh
+        ]
+        request.created.extend(judged)
+        request.created_keep = np.concatenate(
+            [
+                request.created_keep,
+                np.array([all(r is None for r in j.reasons) for j in judged], dtype=bool),
             ]
-            score = sum(s.judge(request.workload, made.target) for s in self.scorers)
-            judged.append(_Judged(made.target, reasons, float(score)))
-        del judged[len(state.created) :]
-        return judged
+        )
+        request.created_score = np.concatenate(
+            [request.created_score, np.array([j.score for j in judged], dtype=np.float64)]
+        )
+        return request.created
 
     def static_keep(self, request: CompiledRequest, state: PlanState) -> BoolArray:
         if not state.created:
             return request.static_keep
-        extra = [all(r is None for r in j.reasons) for j in self._created(request, state)]
-        return np.concatenate([request.static_keep, np.array(extra, dtype=bool)])
+        self._created(request, state)
+        return np.concatenate([request.static_keep, request.created_keep])
 
     def scores(self, request: CompiledRequest, state: PlanState) -> FloatArray:
         if not state.created:  # the usual case: nothing created, nothing to add
             return request.score
-        extra = [j.score for j in self._created(request, state)]
-        return np.concatenate([request.score, np.array(extra, dtype=np.float64)])
+        self._created(request, state)
+        return np.concatenate([request.score, request.created_score])
 
     def feasible(self, request: CompiledRequest, state: PlanState) -> BoolArray:
         keep = request.static_keep if not state.created else self.static_keep(request, state)

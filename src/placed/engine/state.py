@@ -73,6 +73,7 @@ class PlanState:
         # Created targets' codes per level, and the ids of values they brought.
         self._extra_codes: dict[str, list[int]] = {}
         self._extra_ids: dict[str, list[str]] = {}
+        self._extra_index: dict[str, dict[str, int]] = {}  # level -> id -> code
         self._columns: dict[str, NDArray[np.intp]] = {}
         # unit -> (group, position), and each group's units in the order they landed.
         self.units: dict[str, tuple[str, int]] = {}
@@ -285,12 +286,15 @@ class PlanState:
         return position
 
     def _extra_code(self, level: str, location_id: str) -> int:
+        codes = self._extra_index.setdefault(level, {})
+        found = codes.get(location_id)
+        if found is not None:
+            return found
         extra = self._extra_ids.setdefault(level, [])
-        known = len(self.index.levels[level].ids)
-        if location_id in extra:
-            return known + extra.index(location_id)
         extra.append(location_id)
-        return known + len(extra) - 1
+        code = len(self.index.levels[level].ids) + len(extra) - 1
+        codes[location_id] = code
+        return code
 
     def _level_size(self, level: str) -> int:
         found = self.index.levels.get(level)
@@ -310,6 +314,7 @@ class PlanState:
         other._hashes = self._hashes.copy() if self.created else self._hashes
         other._extra_codes = {k: list(v) for k, v in self._extra_codes.items()}
         other._extra_ids = {k: list(v) for k, v in self._extra_ids.items()}
+        other._extra_index = {k: dict(v) for k, v in self._extra_index.items()}
         other._columns = dict(self._columns)
         other.units = dict(self.units)
         other._by_group = {k: list(v) for k, v in self._by_group.items()}
