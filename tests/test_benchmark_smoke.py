@@ -141,8 +141,8 @@ def test_loading_goals_are_reported_not_enforced(quick_run: tuple[int, str, str]
     whatever they say the exit status does not change (test_quick_run_succeeds...)."""
     _, report, _ = quick_run
     for goal in (
-        "loading: 10,000 targets in < 0.5 s",
-        "loading: 100,000 targets in < 5 s",
+        "loading: 10,000 targets (JSON) in < 0.5 s",
+        "loading: 100,000 targets (JSON) in < 5 s",
         "validate: 5,000 targets with unique tags, 1,000 workloads with unknown tags in < 2 s",
         "a 20,000-unit plan as a table within 2x of JSON",
     ):

@@ -330,6 +330,9 @@ def _is_tags(path: Path) -> bool:
 # -- document -> model ----------------------------------------------------------------
 
 
+_NO_RULES = TagRules()
+
+
 def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
     problems: list[Problem] = []
     out = Collector(sources, problems)
@@ -359,22 +362,36 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
                     sources.value((*path, "capacity")),
                 )
             )
-        _check_amounts(spec.capacity or {}, "capacity", (*path, "capacity"), out)
+        if spec.capacity:
+            _check_amounts(spec.capacity, "capacity", (*path, "capacity"), out)
         children = tuple(
             location(child, (*path, "children", i)) for i, child in enumerate(spec.children)
         )
-        rules = TagRules(
-            hard_affinity=frozenset(spec.hard_affinity),
-            hard_anti_affinity=frozenset(spec.hard_anti_affinity) | frozenset(spec.anti_tags),
-            soft_affinity=frozenset(spec.soft_affinity),
-            soft_anti_affinity=frozenset(spec.soft_anti_affinity),
+        # Most locations have no tag rules: one shared empty value saves five sets each.
+        rules = (
+            TagRules(
+                hard_affinity=frozenset(spec.hard_affinity),
+                hard_anti_affinity=frozenset(spec.hard_anti_affinity) | frozenset(spec.anti_tags),
+                soft_affinity=frozenset(spec.soft_affinity),
+                soft_anti_affinity=frozenset(spec.soft_anti_affinity),
+            )
+            if spec.hard_affinity
+            or spec.hard_anti_affinity
+            or spec.anti_tags
+            or spec.soft_affinity
+            or spec.soft_anti_affinity
+            else _NO_RULES
         )
         return Location(
             id=spec.id,
             kind=spec.kind,
             tags=frozenset(spec.tags),
             properties=openhorizon.properties(spec.properties, (*path, "properties"), "node", out),
-            constraints=openhorizon.constraints(spec.constraints, (*path, "constraints"), out),
+            constraints=(
+                openhorizon.constraints(spec.constraints, (*path, "constraints"), out)
+                if spec.constraints
+                else ()
+            ),
             agent=openhorizon.agent(spec, path, out),
             rules=rules,
             capacity=dict(spec.capacity) if spec.capacity is not None else None,

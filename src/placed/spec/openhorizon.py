@@ -110,10 +110,10 @@ def _plain_scalars(raw: Mapping[Any, Any], owner: str) -> dict[str, Property] | 
     of these, so this skips what only other kinds of value need."""
     result: dict[str, Property] = {}
     for name, value in raw.items():
-        if type(name) is not str or not name.strip() or name == ALLOW_PRIVILEGED:
+        if type(name) is not str or not name.strip():
             return None
-        if read_only_reason(name, owner):
-            return None
+        if name.startswith(("placed.", "openhorizon.")):
+            return None  # built-ins and allowPrivileged: the general path checks them
         kind = type(value)
         if kind is int:
             if abs(value) > 2**53:
