@@ -5,7 +5,8 @@ scenario is one module in `scenarios/`, whose docstring says what it measures an
 `allocation` (with the reference oracle and the scan floor), `mapping`, `mapping_scale`,
 `constraints`, `check`, `loading` (issue 8: spec loading, validate's did-you-mean check,
 tables against JSON), `juju` (issue 9: a 10,000-unit bundle against the plain pipeline),
-and `acceptance`, which judges what the others measured.
+`dedication` (issue 10: 10,000 hosts, a 3-level domain tree, fast path against the
+reference), and `acceptance`, which judges what the others measured.
 `harness.py` holds the configuration and the timing, profiling and table helpers;
 `inventories.py` the random problems the scenarios share. `compare.py` runs this file
 against two source trees.
@@ -43,6 +44,7 @@ from scenarios import (
     allocation,
     check,
     constraints,
+    dedication,
     juju,
     loading,
     mapping,
@@ -133,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     checked = check.run(config)
     loaded = loading.run(config)
     directed = juju.run(config)
+    dedicated = dedication.run(config)
     judged = acceptance.run(allocations, mappings, evaluations, checked, loaded)
     sections = [
         allocation.section(allocations),
@@ -142,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         check.section(checked),
         loading.section(loaded),
         juju.section(directed),
+        dedication.section(dedicated),
         acceptance.section(judged),
     ]
     report = render(config, sections, argv)
@@ -149,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     if config.write is not None:
         config.write.write_text(report)
         progress(f"wrote {config.write}")
-    return 0 if judged.correct else 1
+    # The fast path and the reference must agree on every placement with dedication.
+    return 0 if judged.correct and dedicated.mismatches == 0 else 1
 
 
 if __name__ == "__main__":

@@ -65,6 +65,7 @@ def test_plan_json_has_the_contract_keys_and_summary(tmp_path: Path) -> None:
         "new_targets",
         "warnings",
         "dedications_created",
+        "events",
     }
     assert [(p["unit"], p["via"]) for p in data["placements"]] == [
         ("web/0", "policy"),

@@ -39,6 +39,7 @@ from placed.cli.render import (
     View,
     check_table,
     combine,
+    dedications_table,
     emit_data,
     explain_table,
     plan_table,
@@ -47,6 +48,7 @@ from placed.cli.render import (
 )
 from placed.engine.changes import Change, changes
 from placed.engine.check import deploy_check
+from placed.engine.cloud import Cloud
 from placed.engine.planner import Placement, Planner, PlanResult
 from placed.engine.rebalance import Simulation, UnknownTargetError, simulate
 from placed.engine.report import plan_document, trace_document
@@ -542,6 +544,78 @@ def validate(
     ]
     _emit(documents, fmt, validate_table)
     _exit(strict and any(data["warnings"] for _, data in documents))
+
+
+@app.command()
+def dedications(
+    spec: InputsArgument,
+    fmt: FormatOption = Format.table,
+    coverage: Annotated[
+        bool,
+        typer.Option(
+            "--coverage",
+            help="Every zone, pod, cluster and host the dedications cover, with its owner and "
+            "why: its own dedication, or inherited from which ancestor.",
+        ),
+    ] = False,
+    kind: Annotated[
+        str | None, typer.Option("--kind", help="Only zones, pods, clusters or hosts.")
+    ] = None,
+    domain: Annotated[str | None, typer.Option("--domain", help="Only this domain's.")] = None,
+    account: Annotated[str | None, typer.Option("--account", help="Only this account's.")] = None,
+    principal: Annotated[
+        str,
+        typer.Option(
+            "--as",
+            help="List as this principal: root-admin (everything), domain-admin:D1 or user:A7 "
+            "(only what applies to their domain chain and account).",
+        ),
+    ] = "root-admin",
+    input_format: InputFormatOption = InputFormat.auto,
+) -> None:
+    """List the dedications of a spec (seed 004): which zones, pods, clusters and hosts
+    belong to which domain or account, after its dedications: section is applied.
+
+    Example: placed dedications examples/cloudstack-dedication.yaml
+    Example: placed dedications examples/cloudstack-dedication.yaml --coverage --kind host
+    Example: placed dedications examples/cloudstack-dedication.yaml --as user:A7 -f json
+    """
+    fmt = _begin(fmt)
+    documents = []
+    for document in _load_inputs(spec, input_format):
+        cloud = Cloud(document)
+        who = cloud.tenancy.principal(principal)
+        if who is None:
+            fail_at(
+                "--as",
+                f"{principal!r} is not a principal of {document.name}: write root-admin, "
+                "domain-admin:DOMAIN or user:ACCOUNT",
+                "--as",
+            )
+        listed = cloud.list_dedications(who, kind, domain, account)
+        data: dict[str, Any] = {"dedications": [d.to_dict() for d in listed]}
+        if coverage:
+            # What a dedication of any kind covers; --kind picks the rows.
+            shown = {d.resource for d in cloud.list_dedications(who, None, domain, account)}
+            rows = []
+            for resource, resource_kind in cloud.rules.topology.kinds.items():
+                found, inherited = cloud.rules.owner(resource)
+                if found is None or found.resource not in shown:
+                    continue
+                if kind is not None and resource_kind != kind:
+                    continue
+                rows.append(
+                    {
+                        "resource": resource,
+                        "kind": resource_kind,
+                        "domain": found.owner.domain,
+                        "account": found.owner.account,
+                        "inherited_from": found.resource if inherited else None,
+                    }
+                )
+            data["coverage"] = rows
+        documents.append((document.name, data))
+    _emit(documents, fmt, dedications_table)
 
 
 @app.command()

@@ -300,3 +300,36 @@ def explain_table(console: Console, documents: Documents, view: View = View()) -
             rows.append((verdict["target"], mark, score, _reasons(verdict)))
         columns = ("target", "compatible", "score", "reasons")
         show(console, Grid(columns, rows, title=title))
+
+
+def dedications_table(console: Console, documents: Documents, view: View = View()) -> None:
+    for name, data in documents:
+        _heading(console, name, len(documents) > 1)
+        if "coverage" in data:
+            rows: list[Sequence[Cell]] = [
+                (
+                    row["resource"],
+                    row["kind"],
+                    row["domain"],
+                    row.get("account") or "-",
+                    f"inherited from {row['inherited_from']}" if row["inherited_from"] else "own",
+                )
+                for row in data["coverage"]
+            ]
+            columns: tuple[str, ...] = ("resource", "kind", "domain", "account", "why")
+        else:
+            rows = [
+                (
+                    row["resource"],
+                    row["kind"],
+                    row["domain"],
+                    row.get("account") or "-",
+                    "implicit" if row["implicit"] else "explicit",
+                )
+                for row in data["dedications"]
+            ]
+            columns = ("resource", "kind", "domain", "account", "how")
+        if rows:
+            show(console, Grid(columns, rows))
+        else:
+            say(console, "no dedications")

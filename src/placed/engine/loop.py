@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placed.engine import balance
-from placed.engine.outcomes import Outcome, Placement, PlanResult, Unplaced
+from placed.engine.outcomes import DedicationCreated, Outcome, Placement, PlanResult, Unplaced
 from placed.engine.selection import U64, top_candidates
 from placed.engine.state import PlanState
 from placed.model import CONTAINER_KINDS, Workload
@@ -407,4 +407,12 @@ def run(context: Context, workloads: Iterable[Workload]) -> list[Outcome]:
     # What the policies found while placing (a directive that fell back), after what
     # lint found before.
     context.result.warnings.extend(context.state.notices)
+    state = context.state
+    context.result.events.extend(state.events)
+    context.result.dedications_created.extend(
+        DedicationCreated(
+            state.target_id(position), owner.account or "", owner.implicit, owner.domain
+        )
+        for position, owner in state.dedicated
+    )
     return outcomes

@@ -11,6 +11,7 @@ from typing import Any
 
 from placed.engine.state import CreatedTarget
 from placed.model import Notice, Spec
+from placed.model.dedications import Event
 from placed.policy.base import Family
 
 
@@ -51,6 +52,7 @@ class DedicationCreated:
     resource: str
     account: str
     implicit: bool = True
+    domain: str = ""
 
 
 @dataclass
@@ -65,6 +67,7 @@ class PlanResult:
     warnings: list[Notice] = field(default_factory=list)
     new_targets: list[CreatedTarget] = field(default_factory=list)
     dedications_created: list[DedicationCreated] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
 
     @property
     def placements(self) -> list[Placement]:

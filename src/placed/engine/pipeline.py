@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from placed.engine.index import TargetIndex
 from placed.engine.state import PlanState
 from placed.model import Target, Workload
+from placed.model.dedications import Owner
 from placed.policy.base import BoolArray, Consumer, Family, Filter, FloatArray, Reason, Scorer
 from placed.policy.registry import FAMILIES
 
@@ -57,6 +58,16 @@ class StateWorld:
         position = self.state.created_for(unit)
         return self.state.target(position) if position is not None else None
 
+    def owner(self, target: Target) -> Owner | None:
+        code = int(self.state.owner[self._position(target)])
+        return self.state.owners[code] if code >= 0 else None
+
+    def tally(self, name: str, target: Target) -> int:
+        return int(self.state.tally(name)[self._position(target)])
+
+    def allowed(self, what: str) -> bool:
+        return self.state.allowed(self.state.judging, what)
+
 
 @dataclass(slots=True)
 class _Judged:
@@ -81,6 +92,8 @@ class CompiledRequest:
     checks: list[tuple[Any, Any]] = field(default_factory=list)
     takes: list[tuple[Any, Any]] = field(default_factory=list)
     created: list[_Judged] = field(default_factory=list)  # when judged one by one
+    # Scorers that read the plan state, scored per unit.
+    dynamic: list[tuple[Scorer, Any]] = field(default_factory=list)
     created_seen: int = 0  # how many of the state's created targets are judged
     created_last: Target | None = None  # the last of them (a fork may differ)
     # The created targets' verdicts and scores as arrays, grown as targets are created
@@ -131,13 +144,20 @@ class Pipeline:
             if self._consumers[position]:
                 takes.append((f.reserve, part))  # type: ignore[attr-defined]
         score = np.zeros(size, dtype=np.float64)
+        dynamic: list[tuple[Scorer, Any]] = []
         for scorer in self.scorers:
             if scorer.needs is not None and workload.request(scorer.needs) is None:
                 continue
             part = scorer.prepare(workload)
-            if part is not None:
+            if part is None:
+                continue
+            if scorer.static:
                 score += scorer.score(part)
-        return CompiledRequest(workload, prepared, static_masks, keep, score, checks, takes)
+            else:
+                dynamic.append((scorer, part))
+        return CompiledRequest(
+            workload, prepared, static_masks, keep, score, checks, takes, dynamic=dynamic
+        )
 
     def _created(self, request: CompiledRequest, state: PlanState) -> list[_Judged]:
         """The static verdicts on the state's created targets: each judged once per
@@ -155,7 +175,7 @@ class Pipeline:
         scorers = [
             s
             for s in self.scorers
-            if s.needs is None or request.workload.request(s.needs) is not None
+            if s.static and (s.needs is None or request.workload.request(s.needs) is not None)
         ]
         fresh = made[seen:]
         request.created_seen, request.created_last = len(made), made[-1].target
@@ -199,9 +219,13 @@ class Pipeline:
 
     def scores(self, request: CompiledRequest, state: PlanState) -> FloatArray:
         if not state.created:  # the usual case: nothing created, nothing to add
-            return request.score
-        self._created(request, state)
-        return np.concatenate([request.score, request.created_score])
+            score = request.score
+        else:
+            self._created(request, state)
+            score = np.concatenate([request.score, request.created_score])
+        for scorer, part in request.dynamic:
+            score = score + scorer.score_in(part, state)
+        return score
 
     def feasible(self, request: CompiledRequest, state: PlanState) -> BoolArray:
         keep = request.static_keep if not state.created else self.static_keep(request, state)

@@ -25,7 +25,8 @@ from placed.engine.pipeline import Pipeline, StateWorld
 from placed.engine.selection import U64, rendezvous_weight, stable_hashes
 from placed.engine.state import PlanState
 from placed.model import Spec, Target, Workload
-from placed.policy.base import BoolArray, Family, FloatArray, Reason, World
+from placed.model.dedications import Owner
+from placed.policy.base import BoolArray, Consumer, Family, FloatArray, Reason, World
 from placed.policy.registry import FAMILIES
 
 Positions = NDArray[np.intp]
@@ -84,6 +85,15 @@ class _Snapshot:
     def created_for(self, unit: str) -> Target | None:
         return StateWorld(self._state).created_for(unit)
 
+    def owner(self, target: Target) -> Owner | None:
+        return StateWorld(self._state).owner(target)
+
+    def tally(self, name: str, target: Target) -> int:
+        return StateWorld(self._state).tally(name, target)
+
+    def allowed(self, what: str) -> bool:
+        return self._state.allowed(self._state.judging, what)
+
 
 class ReferenceJudge:
     """loop.Judge, one target at a time."""
@@ -108,7 +118,7 @@ class ReferenceJudge:
             reason = f.judge(workload, target, world)
             if reason is not None:
                 return reason, 0.0
-        return None, float(sum(s.judge(workload, target) for s in self.scorers))
+        return None, float(sum(s.judge_in(workload, target, world) for s in self.scorers))
 
     def _judge_all(
         self, workload: Workload, state: PlanState
@@ -118,7 +128,7 @@ class ReferenceJudge:
         targets = list(state.targets())
         # A rule whose request the workload lacks passes every target (Filter.needs).
         rules = [f.judge for f in self.filters if _asks(workload, f.needs)]
-        scores = [s.judge for s in self.scorers if _asks(workload, s.needs)]
+        scores = [s.judge_in for s in self.scorers if _asks(workload, s.needs)]
         verdicts: list[tuple[Reason | None, float]] = []
         for target in targets:
             for rule in rules:
@@ -129,7 +139,7 @@ class ReferenceJudge:
             else:
                 score = 0.0
                 for scored in scores:
-                    score += scored(workload, target)
+                    score += scored(workload, target, world)
                 verdicts.append((None, score))
         return verdicts, targets
 
@@ -148,11 +158,13 @@ class ReferenceJudge:
         return np.array([score for _, score in verdicts], dtype=np.float64)
 
     def reserve(self, request: Workload, state: PlanState, positions: int | Positions) -> None:
-        where = [positions] if isinstance(positions, int) else [int(p) for p in positions]
-        rows = {name: row for row, name in enumerate(state.resources)}
-        for position in where:
-            for name, amount in request.resources.items():
-                state.free[rows[name], position] -= amount
+        # What a landing unit takes (capacity, a tenant's VM counts) is bookkeeping, not
+        # judgement: the families' own reserve, as the pipeline calls it.
+        for f in self.filters:
+            if isinstance(f, Consumer) and _asks(request, f.needs):
+                part = f.prepare(request)
+                if part is not None:
+                    f.reserve(part, state, positions)
 
     def choose(self, unit: str, top: Positions, state: PlanState) -> int:
         best = max(top.tolist(), key=lambda p: rendezvous_weight(unit, state.target_id(p)))

@@ -133,9 +133,17 @@ def plan_document(result: PlanResult) -> dict[str, Any]:
         ],
         "warnings": [w.to_dict() for w in result.warnings],
         "dedications_created": [
-            {"resource": d.resource, "account": d.account, "implicit": d.implicit}
+            {
+                "resource": d.resource,
+                "domain": d.domain,
+                "account": d.account,
+                "implicit": d.implicit,
+            }
             for d in result.dedications_created
         ],
+        # What the spec's own dedications made (applied as the root admin), then what
+        # the plan did.
+        "events": [e.to_dict() for e in (*result.spec.events, *result.events)],
     }
 
 

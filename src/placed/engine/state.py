@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 from placed.engine.index import TARGET_LEVEL, TargetIndex
 from placed.engine.selection import stable_hash64
 from placed.model import Notice, Target
+from placed.model.dedications import Event, Owner
 
 NO_OWNER = -1
 
@@ -65,7 +66,15 @@ class PlanState:
         self._size = len(index)
         self._up = index.up.copy()
         self._free = index.capacity.copy()
-        self._owner = np.full(self._size, NO_OWNER, dtype=np.intp)
+        self._owner = index.owner_codes.copy()
+        # Who each owner code stands for (seed 004): the index's, then those a plan makes
+        # (implicit dedication).
+        self.owners: list[Owner] = list(index.owners)
+        self._owner_codes: dict[Owner, int] = {o: c for c, o in enumerate(self.owners)}
+        self._tallies: dict[str, NDArray[np.int32]] = {}
+        self.events: list[Event] = []
+        # Targets a plan dedicated (implicit dedication), in order, with their owner.
+        self.dedicated: list[tuple[int, Owner]] = []
         self.resources = index.resources
         self.created: list[CreatedTarget] = []
         self._created_position: dict[str, int] = {}
@@ -90,6 +99,7 @@ class PlanState:
         self._sequences: dict[str, int] = {}
         self._notices: dict[Notice, None] = {}  # in the order found, each once
         self._notes: dict[str, tuple[str, str]] = {}  # unit -> (via, how a policy put it)
+        self._allowed: set[tuple[str, str]] = set()  # (unit, what a fallback allowed it)
 
     # -- reading (policy.base.PlanView) ---------------------------------------------
 
@@ -115,6 +125,36 @@ class PlanState:
 
     def set_owner(self, position: int, owner: int) -> None:
         self._owner[position] = owner
+
+    def owner_code(self, owner: Owner) -> int:
+        """The code of an owner, given one if it has none yet."""
+        code = self._owner_codes.get(owner)
+        if code is None:
+            code = self._owner_codes[owner] = len(self.owners)
+            self.owners.append(owner)
+        return code
+
+    def dedicate(self, position: int, owner: Owner) -> None:
+        """A plan gives a target to an owner (implicit dedication)."""
+        self._owner[position] = self.owner_code(owner)
+        self.dedicated.append((position, owner))
+
+    def tally(self, name: str) -> NDArray[np.int32]:
+        """A count per target under a name (VMs of account A3, VMs at all), kept by the
+        policy that names it as units land."""
+        found = self._tallies.get(name)
+        if found is None:
+            found = self._tallies[name] = np.zeros(max(self._size, 8), dtype=np.int32)
+        if found.size < self._size:
+            found = self._tallies[name] = _room(found, self._size)
+        return found[: self._size]
+
+    def count(self, name: str, positions: int | NDArray[np.intp], delta: int = 1) -> None:
+        self.tally(name)
+        np.add.at(self._tallies[name], positions, delta)
+
+    def event(self, event: Event) -> None:
+        self.events.append(event)
 
     def target(self, position: int) -> Target:
         base = len(self.index)
@@ -221,6 +261,14 @@ class PlanState:
     def note(self, unit: str) -> tuple[str, str] | None:
         return self._notes.get(unit)
 
+    def allow(self, unit: str, what: str) -> None:
+        """A fallback lets `unit` go where its policy keeps it from by default (seed 004's
+        preferred implicit mode: a shared host)."""
+        self._allowed.add((unit, what))
+
+    def allowed(self, unit: str | None, what: str) -> bool:
+        return unit is not None and (unit, what) in self._allowed
+
     # -- changing ----------------------------------------------------------------------
 
     def place(self, unit: str, group: str, position: int) -> None:
@@ -308,6 +356,11 @@ class PlanState:
         other._up = self._up.copy()
         other._free = self._free.copy()
         other._owner = self._owner.copy()
+        other.owners = list(self.owners)
+        other._owner_codes = dict(self._owner_codes)
+        other._tallies = {k: v.copy() for k, v in self._tallies.items()}
+        other.events = list(self.events)
+        other.dedicated = list(self.dedicated)
         other.resources = self.resources
         other.created = list(self.created)
         other._created_position = dict(self._created_position)
@@ -326,6 +379,7 @@ class PlanState:
         other._sequences = dict(self._sequences)
         other._notices = dict(self._notices)
         other._notes = dict(self._notes)
+        other._allowed = set(self._allowed)
         return other
 
     def free_at(self, position: int) -> Mapping[str, float]:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from placed.model.dedications import Dedication
 from placed.model.properties import Property
 
 Status = Literal["up", "down"]
@@ -85,6 +86,11 @@ def _rules(above: TagRules, own: TagRules) -> TagRules:
     return above.merged(own)
 
 
+def _nearest(above: Dedication | None, own: Dedication | None) -> Dedication | None:
+    # A dedication below a dedicated ancestor carves its subtree out (seed 004's c11).
+    return own if own is not None else above
+
+
 def _all_up(above: Status, own: Status) -> Status:
     return "up" if above == "up" and own == "up" else "down"
 
@@ -116,6 +122,8 @@ class Location:
     rules: TagRules = field(default=TagRules(), metadata=inherit(_rules, TagRules()))
     capacity: Mapping[str, float] | None = None
     status: Status = field(default="up", metadata=inherit(_all_up, "up"))
+    # Seed 004: the dedication in force here (its own, else the nearest ancestor's).
+    dedication: Dedication | None = field(default=None, metadata=inherit(_nearest, None))
     children: tuple[Location, ...] = ()
 
     def walk(self) -> Iterator[Location]:
@@ -155,6 +163,8 @@ class Target:
     # Its own constraint expressions and those of its ancestors, all of which must hold.
     constraints: tuple[str, ...] = ()
     agent: Agent = Agent()
+    # The dedication in force on the target (seed 004): its own or an ancestor's.
+    dedication: Dedication | None = None
 
     @property
     def scored_tags(self) -> frozenset[str]:
@@ -200,6 +210,7 @@ class Inventory:
                     ancestors=ancestors,
                     constraints=here["constraints"],
                     agent=location.agent,
+                    dedication=here["dedication"],
                 )
             )
         return cls(roots=roots, targets=tuple(targets))

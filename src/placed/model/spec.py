@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from placed.model.dedications import Dedication, Event, Offering
 from placed.model.inventory import Inventory
+from placed.model.tenancy import Tenancy
 from placed.model.workload import Mode, Workload
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
     default_mode: Mode = "allocation"
+    implicit_dedication: bool = True  # seed 004's implicit.dedication.enable
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,3 +33,9 @@ class Spec:
     source: str = "<spec>"
     name: str = "spec"
     running: tuple[Running, ...] = ()
+    # Seed 004: the domain tree and accounts, the dedications in force, and the events
+    # applying the spec's dedications made.
+    tenancy: Tenancy | None = None
+    dedications: tuple[Dedication, ...] = ()
+    events: tuple[Event, ...] = ()
+    offerings: tuple[Offering, ...] = ()

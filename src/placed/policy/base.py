@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placed.model import Notice, Spec, Target, Workload
+from placed.model.dedications import Event, Owner
 
 BoolArray = NDArray[np.bool_]
 FloatArray = NDArray[np.float64]
@@ -84,6 +85,9 @@ class PlanView(Protocol):
     def size(self) -> int: ...
 
     @property
+    def index(self) -> IndexView: ...  # the targets the inventory declares
+
+    @property
     def up(self) -> BoolArray: ...
 
     @property
@@ -136,6 +140,31 @@ class PlanView(Protocol):
         """Say how a policy is placing `unit`, for its placement's reason."""
         ...
 
+    def allow(self, unit: str, what: str) -> None:
+        """A fallback lets `unit` go where its policy keeps it from by default."""
+        ...
+
+    def allowed(self, unit: str | None, what: str) -> bool: ...
+
+    @property
+    def owners(self) -> Sequence[Owner]: ...  # what each owner code stands for
+
+    def owner_code(self, owner: Owner) -> int: ...
+
+    def dedicate(self, position: int, owner: Owner) -> None:
+        """Give a target to an owner during the plan (implicit dedication)."""
+        ...
+
+    def tally(self, name: str) -> Counts:
+        """A count per target under a name, kept by the policy that names it."""
+        ...
+
+    def count(self, name: str, positions: int | NDArray[np.intp], delta: int = 1) -> None: ...
+
+    def event(self, event: Event) -> None:
+        """Record an event (a dedication made, a request that failed)."""
+        ...
+
 
 class World(Protocol):
     """One target's surroundings, read in plain Python (the reference oracle's view)."""
@@ -157,6 +186,18 @@ class World(Protocol):
 
     def created_for(self, unit: str) -> Target | None:
         """The target created for `unit` during the plan, if one was."""
+        ...
+
+    def owner(self, target: Target) -> Owner | None:
+        """Who the target is dedicated to now (seed 004), if anyone."""
+        ...
+
+    def tally(self, name: str, target: Target) -> int:
+        """The target's count under a name (VMs of an account) now."""
+        ...
+
+    def allowed(self, what: str) -> bool:
+        """Whether a fallback allowed the unit being judged `what` (a shared host)."""
         ...
 
 
@@ -197,12 +238,23 @@ class Consumer(ABC):
 
 
 class Scorer(ABC):
-    """Ranks the targets the filters kept; higher is better."""
+    """Ranks the targets the filters kept; higher is better. A static scorer's score
+    depends only on the workload (computed once); one that reads the plan state sets
+    `static = False` and implements `score_in` and `judge_in` instead."""
 
     name: ClassVar[str]
     summary: ClassVar[str]
     # The request type without which a workload scores 0 everywhere.
     needs: ClassVar[type | None] = None
+    static: ClassVar[bool] = True
+
+    def score_in(self, prepared: Any, state: PlanView) -> FloatArray:
+        """The scores as the plan state stands (non-static scorers)."""
+        return self.score(prepared)
+
+    def judge_in(self, workload: Workload, target: Target, world: World) -> float:
+        """One target's score as the plan state stands (non-static scorers)."""
+        return self.judge(workload, target)
 
     @abstractmethod
     def prepare(self, workload: Workload) -> Any | None: ...

@@ -12,6 +12,7 @@ from __future__ import annotations
 from placed.policy.base import Family
 from placed.policy.capacity import Capacity
 from placed.policy.constraints import Constraints
+from placed.policy.dedication import Dedication
 from placed.policy.directives import Directives
 from placed.policy.distinct import DistinctFamily
 from placed.policy.namespaces import Namespaces
@@ -25,6 +26,7 @@ FAMILIES: tuple[Family, ...] = (
     Tags(),
     Constraints(),
     Services(),
+    Dedication(),
     Directives(),
     DistinctFamily(),
     Capacity(),
@@ -34,7 +36,13 @@ FAMILIES: tuple[Family, ...] = (
 def markdown_table(families: tuple[Family, ...] = FAMILIES) -> str:
     """The README's table of filters and scorers, in pipeline order (a test holds the
     README to it; print it with `python -m placed.policy.registry`)."""
-    seeds = {"core": "all", "000": "000 Juju", "001": "001 Ironic", "002": "002 Open Horizon"}
+    seeds = {
+        "core": "all",
+        "000": "000 Juju",
+        "001": "001 Ironic",
+        "002": "002 Open Horizon",
+        "004": "004 CloudStack",
+    }
     rows = [
         "| step | name | family | seed | rejects a target when (filter), or scores (scorer) |",
         "|---|---|---|---|---|",

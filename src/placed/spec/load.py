@@ -17,8 +17,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from placed.model import Inventory, Location, Settings, Spec, TagRules, Workload
+from placed.model.dedications import Dedication, Event, Offering
 from placed.policy.tags import Tagged
-from placed.spec import distinct, openhorizon
+from placed.spec import cloudstack, distinct, openhorizon
 from placed.spec.collect import Collector
 from placed.spec.errors import Problem, SourcePosition, SpecError, quoted
 from placed.spec.juju import native
@@ -401,7 +402,10 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
 
     roots = tuple(location(root, ("inventory", i)) for i, root in enumerate(document.inventory))
     kinds = {node.kind for root in roots for node in root.walk()}
-    settings = Settings(default_mode=document.settings.default_mode)
+    settings = Settings(
+        default_mode=document.settings.default_mode,
+        implicit_dedication=document.settings.implicit_dedication,
+    )
     names: dict[str, int] = {}
     workloads = []
     for i, spec in enumerate(document.workloads):
@@ -424,6 +428,10 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
             f"{MAX_TOTAL_UNITS:,} per spec",
             ("workloads",),
         )
+    tenants = None
+    if cloudstack.uses_tenancy(document):
+        tenants = cloudstack.tenancy(document, out)
+        workloads = cloudstack.tenant_workloads(document, workloads, tenants, settings, out)
     inventory = Inventory.from_roots(roots)
     if document.running or any(
         w.to is not None or w.juju_constraints or w.new_machines for w in document.workloads
@@ -433,10 +441,32 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
         workloads = native.directed_workloads(document.workloads, workloads, ids, running, out)
     else:
         running = ()
+    dedications: tuple[Dedication, ...] = ()
+    events: tuple[Event, ...] = ()
+    if tenants is not None and not problems:
+        roots, dedications, events = cloudstack.apply_dedications(
+            document, roots, tenants, workloads, running, out
+        )
+        if dedications:
+            inventory = Inventory.from_roots(roots)
     if problems:
         raise SpecError(source, problems)
     name = document.name or FilePath(source).stem
-    return Spec(inventory, tuple(workloads), settings, source, name, running)
+    return Spec(
+        inventory,
+        tuple(workloads),
+        settings,
+        source,
+        name,
+        running,
+        tenancy=tenants,
+        dedications=dedications,
+        events=events,
+        offerings=tuple(
+            Offering(o.name, o.cpu, o.memory, o.disk, o.dedicated, o.implicit)
+            for o in document.offerings
+        ),
+    )
 
 
 def _workload(

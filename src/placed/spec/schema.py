@@ -218,6 +218,14 @@ class WorkloadSpec(_Strict):
         description="Juju constraints (cores=8 mem=16G tags=ssd ...) the targets of units "
         "without their own must meet, or a new machine gets.",
     )
+    account: Identifier | None = Field(
+        None, description="The tenant account the VMs belong to (seed 004)."
+    )
+    offering: Identifier | None = Field(
+        None,
+        description="The service offering: the VMs' cpu and memory, and whether they ask "
+        "for dedicated hosts.",
+    )
     new_machines: bool = Field(
         False,
         description="Units without a to: entry get a new machine each (Juju's default "
@@ -260,6 +268,51 @@ class ServiceSpec(_Strict):
 
 class SettingsSpec(_Strict):
     default_mode: Literal["allocation", "mapping", "every"] = "allocation"
+    implicit_dedication: bool = Field(
+        default=True,
+        description="CloudStack's implicit.dedication.enable: a dedicated request that "
+        "finds no host takes an empty, undedicated one for its account. A location's "
+        "property implicit.dedication.enable overrides it below that location.",
+    )
+
+
+class DomainSpec(_Strict):
+    """A domain of the tenancy tree: its accounts and its subdomains."""
+
+    accounts: list[Identifier] = Field(default_factory=list)
+    children: dict[Identifier, DomainSpec] = Field(default_factory=dict)
+
+
+class TenancySpec(_Strict):
+    """The domain tree under ROOT and the accounts of each domain (seed 004)."""
+
+    domains: dict[Identifier, DomainSpec] = Field(
+        default_factory=dict, description="The domains directly under ROOT."
+    )
+    accounts: list[Identifier] = Field(default_factory=list, description="ROOT's own accounts.")
+
+
+class OfferingSpec(_Strict):
+    """A CloudStack service offering: what a VM takes, and whether it asks for dedication."""
+
+    name: Identifier
+    cpu: float = Field(0, ge=0, allow_inf_nan=False)
+    memory: float = Field(0, ge=0, allow_inf_nan=False)
+    disk: float = Field(0, ge=0, allow_inf_nan=False)
+    dedicated: bool = False
+    implicit: Literal["strict", "preferred"] = Field(
+        "strict",
+        description="strict: a dedicated request only ever lands on dedicated hosts. "
+        "preferred: it may fall back to a shared host when none is dedicated or free.",
+    )
+
+
+class DedicationSpec(_Strict):
+    """A zone, pod, cluster or host given to a domain, or to one account of it."""
+
+    resource: TargetId
+    domain: Identifier
+    account: Identifier | None = None
 
 
 class SpecDocument(_Strict):
@@ -279,6 +332,12 @@ class SpecDocument(_Strict):
     inventory: list[LocationSpec] = Field(default_factory=list)
     workloads: list[WorkloadSpec] = Field(default_factory=list)
     settings: SettingsSpec = Field(default_factory=SettingsSpec)
+    tenancy: TenancySpec | None = Field(None, description="Domains and accounts (seed 004).")
+    offerings: list[OfferingSpec] = Field(default_factory=list)
+    dedications: list[DedicationSpec] = Field(
+        default_factory=list,
+        description="Applied in order as the root admin, through the dedication rules.",
+    )
     running: list[RunningSpec] = Field(
         default_factory=list,
         description="Units that already run: the plan starts from them, directives resolve "
@@ -295,3 +354,4 @@ class RunningSpec(_Strict):
 
 WorkloadSpec.model_rebuild()
 SpecDocument.model_rebuild()
+DomainSpec.model_rebuild()

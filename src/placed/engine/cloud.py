@@ -1,0 +1,406 @@
+"""One cloud in memory (seed 004): a spec's inventory, tenancy and dedications, on which a
+script (and later the service) runs operations in sequence, each applying completely or
+raising a `DedicationError` with a stable `kind` and changing nothing:
+
+    cloud = Cloud(load_spec("examples/cloudstack-dedication.yaml"))
+    cloud.dedicate(ROOT_ADMIN, "p1", "D1")
+    vm = cloud.deploy(ROOT_ADMIN, account="A7", offering="dedicated-small")
+    cloud.migrate(ROOT_ADMIN, vm.name, "H1b")
+    cloud.evacuate(ROOT_ADMIN, "H1a")          # maintenance: re-place its VMs
+
+Dedication rules live in model/dedications.py; placement is the plan's own pipeline and
+loop (the dedication filter, tenant affinity, implicit dedication as a fallback), run for
+one VM at a time on the cloud's plan state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from placed.engine import loop
+from placed.engine.outcomes import Placement, PlanResult
+from placed.engine.planner import Planner
+from placed.model import Spec, Workload
+from placed.model.dedications import (
+    INVALID_PARAMETER,
+    MIGRATION_REFUSED,
+    NO_CAPACITY,
+    PERMISSION_DENIED,
+    Dedication,
+    DedicationError,
+    Dedications,
+    Event,
+    Offering,
+    Owner,
+    Topology,
+    now,
+)
+from placed.model.tenancy import ROOT_ADMIN, Principal, Tenancy
+from placed.policy.dedication import IMPLICIT_OVERRIDE, VMS, Tenant
+
+
+@dataclass(frozen=True, slots=True)
+class VM:
+    name: str
+    account: str
+    offering: str
+    host: str
+    implicit: bool = False  # this deploy dedicated its host (implicit dedication)
+
+
+@dataclass
+class _Running:
+    vm: VM
+    workload: Workload  # one unit: the VM
+    position: int
+    unit: str  # its unit in the plan state
+
+
+@dataclass
+class Cloud:
+    spec: Spec
+    offerings: dict[str, Offering] = field(default_factory=dict)
+    implicit_enabled: bool = True
+
+    def __post_init__(self) -> None:
+        self.tenancy: Tenancy = self.spec.tenancy or Tenancy()
+        self.planner = Planner(self.spec)
+        self.state = self.planner.initial_state()
+        self.rules = Dedications(
+            self.tenancy, Topology.of_roots(self.spec.inventory.roots), self._accounts_on
+        )
+        self.rules.items.update({d.resource: d for d in self.spec.dedications})
+        self.rules.events.extend(self.spec.events)
+        self.implicit_enabled = self.spec.settings.implicit_dedication
+        self.offerings.update({o.name: o for o in self.spec.offerings})
+        self.vms: dict[str, _Running] = {}
+        self._serial = 0
+        workloads = {w.name: w for w in self.spec.workloads}
+        for unit in self.spec.running:
+            workload = workloads.get(unit.workload)
+            tenant = workload.request(Tenant) if workload is not None else None
+            position = self.state.position(unit.target)
+            if workload is None or tenant is None or position is None:
+                continue
+            vm = VM(unit.unit, tenant.account, tenant.offering, unit.target)
+            one = Workload(unit.unit, 1, "allocation", workload.resources, requests=(tenant,))
+            self.vms[unit.unit] = _Running(vm, one, position, unit.unit)
+
+    # -- reading ----------------------------------------------------------------------
+
+    @property
+    def events(self) -> list[Event]:
+        return self.rules.events
+
+    def _accounts_on(self, host: str) -> list[str]:
+        return [r.vm.account for r in self.vms.values() if r.vm.host == host]
+
+    def _hosts(self) -> list[str]:
+        return [t.id for t in self.spec.inventory.targets]
+
+    def list_dedications(
+        self,
+        principal: Principal = ROOT_ADMIN,
+        kind: str | None = None,
+        domain: str | None = None,
+        account: str | None = None,
+    ) -> list[Dedication]:
+        return self.rules.list(principal, kind, domain, account)
+
+    def where(self, vm: str) -> str:
+        return self._vm(vm).vm.host
+
+    def eligible(self, account: str, offering: str) -> list[str]:
+        """The hosts such a request may use now, by dedication alone."""
+        tenant = self._tenant(account, self._offering(offering))
+        return [host for host in self._hosts() if self._allowed(tenant, self.rules.owner(host)[0])]
+
+    @staticmethod
+    def _allowed(tenant: Tenant, dedication: Dedication | None) -> bool:
+        if dedication is None:
+            return not tenant.dedicated
+        return tenant.dedicated and tenant.covers(dedication.owner)
+
+    # -- dedications ------------------------------------------------------------------
+
+    def dedicate(
+        self, principal: Principal, resource: str, domain: str, account: str | None = None
+    ) -> Dedication:
+        found = self.rules.dedicate(principal, resource, domain, account)
+        self._sync_owners(resource)
+        return found
+
+    def release(self, principal: Principal, resource: str) -> Dedication:
+        found = self.rules.release(principal, resource)
+        self._sync_owners(resource)
+        return found
+
+    def update(
+        self, principal: Principal, resource: str, domain: str, account: str | None = None
+    ) -> Dedication:
+        found = self.rules.update(principal, resource, domain, account)
+        self._sync_owners(resource)
+        return found
+
+    def _sync_owners(self, resource: str) -> None:
+        """The plan state's owner of each host at or below `resource`, after a change."""
+        topology = self.rules.topology
+        below = [resource, *topology.below(resource)]
+        for host in below:
+            position = self.state.position(host)
+            if position is None:
+                continue
+            owner, _ = self.rules.owner(host)
+            self.state.set_owner(position, self.state.owner_code(owner.owner) if owner else -1)
+
+    # -- settings and offerings -------------------------------------------------------
+
+    def set_implicit(self, principal: Principal, enabled: bool, zone: str | None = None) -> None:
+        """implicit.dedication.enable, globally or for one zone (or any location)."""
+        self._root(principal, "change implicit.dedication.enable")
+        if zone is None:
+            self.implicit_enabled = enabled
+            return
+        if zone not in self.rules.topology.kinds:
+            raise DedicationError(INVALID_PARAMETER, f"no zone named {zone!r}")
+        wanted = 1 if enabled else 2
+        current = self.state.tally(IMPLICIT_OVERRIDE)
+        for host in [zone, *self.rules.topology.below(zone)]:
+            position = self.state.position(host)
+            if position is not None:
+                self.state.count(IMPLICIT_OVERRIDE, position, wanted - int(current[position]))
+
+    def create_offering(self, principal: Principal, offering: Offering) -> Offering:
+        if offering.dedicated:  # the seed: only a root admin offers dedication
+            self._root(principal, "create dedicated service offerings")
+        if offering.name in self.offerings:
+            raise DedicationError(INVALID_PARAMETER, f"offering {offering.name} exists already")
+        self.offerings[offering.name] = offering
+        return offering
+
+    @staticmethod
+    def _root(principal: Principal, what: str) -> None:
+        if principal.role != "root-admin":
+            raise DedicationError(
+                PERMISSION_DENIED, f"only a root admin may {what}; {principal} may not"
+            )
+
+    # -- VMs --------------------------------------------------------------------------
+
+    def _offering(self, name: str) -> Offering:
+        found = self.offerings.get(name)
+        if found is None:
+            raise DedicationError(INVALID_PARAMETER, f"no offering named {name!r}")
+        return found
+
+    def _tenant(self, account: str, offering: Offering) -> Tenant:
+        domain = self.tenancy.domain_of(account)
+        if domain is None:
+            raise DedicationError(INVALID_PARAMETER, f"no account named {account!r}")
+        return Tenant(
+            account=account,
+            domain=domain,
+            chain=tuple(self.tenancy.chain(domain)),
+            dedicated=offering.dedicated,
+            implicit="preferred" if offering.implicit == "preferred" else "strict",
+            implicit_enabled=self.implicit_enabled,
+            offering=offering.name,
+        )
+
+    def _may_act_for(self, principal: Principal, account: str) -> None:
+        if principal.role == "root-admin":
+            return
+        if principal.role == "user" and principal.account == account:
+            return
+        domain = self.tenancy.domain_of(account)
+        if (
+            principal.role == "domain-admin"
+            and domain is not None
+            and principal.domain is not None
+            and self.tenancy.within(domain, principal.domain)
+        ):
+            return
+        raise DedicationError(
+            PERMISSION_DENIED, f"{principal} may not deploy VMs for account {account}"
+        )
+
+    def _vm(self, name: str) -> _Running:
+        found = self.vms.get(name)
+        if found is None:
+            raise DedicationError(INVALID_PARAMETER, f"no VM named {name!r}")
+        return found
+
+    def _workload(self, name: str, tenant: Tenant, offering: Offering) -> Workload:
+        resources = {
+            resource: amount
+            for resource, amount in (("cpu", offering.cpu), ("memory", offering.memory))
+            if amount and resource in self.state.resources
+        }
+        return Workload(name, 1, "allocation", resources, requests=(tenant,))
+
+    def deploy(
+        self,
+        principal: Principal,
+        account: str,
+        offering: str,
+        name: str | None = None,
+        avoid: Iterable[str] = (),
+    ) -> VM:
+        """Place one VM; on failure nothing changes but the failure's event."""
+        self._may_act_for(principal, account)
+        chosen = self._offering(offering)
+        tenant = self._tenant(account, chosen)
+        if name is None:
+            self._serial += 1
+            name = f"vm-{self._serial}"
+        if name in self.vms:
+            raise DedicationError(INVALID_PARAMETER, f"a VM named {name!r} exists already")
+        workload = self._workload(name, tenant, chosen)
+        trial = self.state.fork()
+        for host in avoid:
+            position = trial.position(host)
+            if position is not None:
+                trial.up[position] = False
+        before = len(trial.dedicated)
+        events_before = len(trial.events)
+        context = loop.Context(
+            self.planner.judge, trial, PlanResult(self.spec, self.planner.families)
+        )
+        [outcome] = loop.Allocation().place(workload, context)
+        new_events = trial.events[events_before:]
+        if not isinstance(outcome, Placement):
+            self.rules.events.extend(e for e in new_events if e.kind == "placement-failed")
+            raise DedicationError(NO_CAPACITY, f"{name}: {outcome.summary}")
+        for host in avoid:
+            position = trial.position(host)
+            if position is not None:
+                trial.up[position] = self.state.up[position]
+        implicit = False
+        for position, owner in trial.dedicated[before:]:
+            host = trial.target_id(position)
+            self.rules.items[host] = Dedication(host, "host", owner)
+            implicit = True
+        self.rules.events.extend(new_events)
+        self.state = trial
+        vm = VM(name, account, offering, outcome.target, implicit)
+        self.vms[name] = _Running(vm, workload, trial.where(outcome.unit) or 0, outcome.unit)
+        return vm
+
+    def destroy(self, principal: Principal, name: str) -> VM:
+        running = self._vm(name)
+        self._may_act_for(principal, running.vm.account)
+        self._take_off(running)
+        del self.vms[name]
+        return running.vm
+
+    def _take_off(self, running: _Running) -> None:
+        state = self.state
+        position = state.remove(running.unit)
+        for row, resource in enumerate(state.resources):
+            state.free[row, position] += running.workload.resources.get(resource, 0.0)
+        tenant = running.workload.request(Tenant)
+        if tenant is not None:
+            state.count(tenant.tally, position, -1)
+            state.count(VMS, position, -1)
+
+    def _put_on(self, running: _Running, host: str) -> None:
+        state = self.state
+        position = state.position(host)
+        assert position is not None
+        state.place(running.unit, running.workload.name, position)
+        self.planner.pipeline.reserve(self.planner.request(running.workload), state, position)
+        running.position = position
+        running.vm = VM(
+            running.vm.name, running.vm.account, running.vm.offering, host, running.vm.implicit
+        )
+
+    def migration_targets(self, name: str) -> list[str]:
+        """The hosts VM `name` may move to now: its account may use them, and they have
+        room."""
+        running = self._vm(name)
+        return [
+            host
+            for host in self._hosts()
+            if host != running.vm.host and self._refusal(running, host) is None
+        ]
+
+    def _refusal(self, running: _Running, host: str) -> str | None:
+        tenant = running.workload.request(Tenant)
+        assert tenant is not None
+        dedication, _ = self.rules.owner(host)
+        if tenant.dedicated and (dedication is None or not tenant.covers(dedication.owner)):
+            return (
+                f"host {host} is not dedicated to {tenant.account}'s domain chain"
+                if dedication is None
+                else f"host {host} is dedicated to {dedication.owner}, which "
+                f"{tenant.account} may not use"
+            )
+        if not tenant.dedicated and dedication is not None:
+            return (
+                f"host {host} is dedicated to {dedication.owner}; {running.vm.name} is not a "
+                "dedicated VM"
+            )
+        position = self.state.position(host)
+        assert position is not None
+        if not self.state.up[position]:
+            return f"host {host} is down or in maintenance"
+        for row, resource in enumerate(self.state.resources):
+            wanted = running.workload.resources.get(resource, 0.0)
+            if wanted and float(self.state.free[row, position]) < wanted:
+                return f"host {host} has too little free {resource}"
+        return None
+
+    def migrate(self, principal: Principal, name: str, host: str) -> VM:
+        self._root(principal, "migrate VMs")
+        running = self._vm(name)
+        if self.state.position(host) is None:
+            raise DedicationError(INVALID_PARAMETER, f"no host named {host!r}")
+        refusal = self._refusal(running, host)
+        if refusal is not None:
+            self.rules.events.append(
+                Event(
+                    now(), str(principal), "migration-refused", name, {"to": host, "why": refusal}
+                )
+            )
+            raise DedicationError(MIGRATION_REFUSED, f"{name} cannot move to {host}: {refusal}")
+        self._take_off(running)
+        self._put_on(running, host)
+        return running.vm
+
+    def evacuate(self, principal: Principal, host: str) -> dict[str, str]:
+        """Maintenance: the host goes down and each of its VMs is placed again under the
+        same rules (elsewhere). Raises, changing nothing, if one cannot move."""
+        self._root(principal, "put hosts into maintenance")
+        position = self.state.position(host)
+        if position is None:
+            raise DedicationError(INVALID_PARAMETER, f"no host named {host!r}")
+        saved_state, saved_vms = self.state.fork(), dict(self.vms)
+        saved_items, saved_events = dict(self.rules.items), list(self.rules.events)
+        moved: dict[str, str] = {}
+        try:
+            self.state.up[position] = False
+            for name in [n for n, r in self.vms.items() if r.vm.host == host]:
+                running = self.vms.pop(name)
+                self._take_off(running)
+                vm = self.deploy(ROOT_ADMIN, running.vm.account, running.vm.offering, name)
+                moved[name] = vm.host
+        except DedicationError:
+            self.state, self.vms = saved_state, saved_vms
+            self.rules.items.clear()
+            self.rules.items.update(saved_items)
+            self.rules.events[:] = saved_events
+            raise
+        return moved
+
+    def owner_of(self, host: str) -> Owner | None:
+        found, _ = self.rules.owner(host)
+        return found.owner if found is not None else None
+
+    def free(self, host: str) -> dict[str, float]:
+        position = self.state.position(host)
+        assert position is not None
+        return {r: float(self.state.free[i, position]) for i, r in enumerate(self.state.resources)}
+
+    def vms_on(self, host: str) -> list[VM]:
+        return [r.vm for r in self.vms.values() if r.vm.host == host]

@@ -1,0 +1,197 @@
+"""The spec's CloudStack sections (seed 004): `tenancy`, `offerings`, `dedications`,
+and a workload's `account` and `offering`.
+
+The dedications are applied in order through the rules of model/dedications.py, as the
+root admin, exactly as a script or the service would apply them: an illegal one fails the
+file with the rule's message at its line and column. The dedication in force then rides
+on each location (nearest wins), and each workload with an account carries a `Tenant`
+request (policy/dedication.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from placed.model import Location, Running, Settings, Workload
+from placed.model.dedications import Dedication, DedicationError, Dedications, Event, Topology
+from placed.model.tenancy import ROOT, ROOT_ADMIN, Tenancy
+from placed.policy.dedication import Tenant
+from placed.spec.collect import Collector
+from placed.spec.errors import quoted
+from placed.spec.schema import DomainSpec, OfferingSpec, SpecDocument, WorkloadSpec
+from placed.spec.source import Path
+
+
+def uses_tenancy(document: SpecDocument) -> bool:
+    return bool(
+        document.tenancy
+        or document.offerings
+        or document.dedications
+        or any(w.account or w.offering for w in document.workloads)
+    )
+
+
+def tenancy(document: SpecDocument, out: Collector) -> Tenancy:
+    parents: dict[str, str | None] = {ROOT: None}
+    accounts: dict[str, str] = {}
+    section = document.tenancy
+    if section is None:
+        return Tenancy(parents, accounts)
+
+    def add_accounts(names: list[str], domain: str, path: Path) -> None:
+        for i, account in enumerate(names):
+            if account in accounts:
+                out.add(
+                    f"account {account} is already in domain {accounts[account]}; an account "
+                    "belongs to exactly one domain",
+                    (*path, i),
+                )
+            else:
+                accounts[account] = domain
+
+    add_accounts(section.accounts, ROOT, ("tenancy", "accounts"))
+    # Breadth first, without recursion: a domain tree may be deep.
+    pending: list[tuple[str, str, DomainSpec, Path]] = [
+        (name, ROOT, child, ("tenancy", "domains", name)) for name, child in section.domains.items()
+    ]
+    while pending:
+        name, parent, spec, path = pending.pop(0)
+        if name in parents:
+            out.add(
+                f"domain {name} appears twice in the tree; domain names are unique", path, key=True
+            )
+            continue
+        parents[name] = parent
+        add_accounts(spec.accounts, name, (*path, "accounts"))
+        pending.extend(
+            (child, name, body, (*path, "children", child)) for child, body in spec.children.items()
+        )
+    return Tenancy(parents, accounts)
+
+
+def apply_dedications(
+    document: SpecDocument,
+    roots: tuple[Location, ...],
+    tenants: Tenancy,
+    workloads: Sequence[Workload],
+    running: Sequence[Running],
+    out: Collector,
+) -> tuple[tuple[Location, ...], tuple[Dedication, ...], tuple[Event, ...]]:
+    """The spec's dedications applied through the rules, and the locations carrying the
+    dedication in force."""
+    accounts_of = {w.name: t.account for w in workloads if (t := w.request(Tenant)) is not None}
+    on_host: dict[str, list[str]] = {}
+    for unit in running:
+        account = accounts_of.get(unit.workload)
+        if account is not None:
+            on_host.setdefault(unit.target, []).append(account)
+    rules = Dedications(tenants, Topology.of_roots(roots), lambda host: on_host.get(host, ()))
+    for i, entry in enumerate(document.dedications):
+        try:
+            rules.dedicate(ROOT_ADMIN, entry.resource, entry.domain, entry.account)
+        except DedicationError as error:
+            out.add(f"{error.kind}: {error.message}", ("dedications", i))
+    items = rules.items
+    if not items:
+        return roots, (), tuple(rules.events)
+    return _with_dedications(roots, items), tuple(items.values()), tuple(rules.events)
+
+
+def _with_dedications(
+    roots: tuple[Location, ...], items: dict[str, Dedication]
+) -> tuple[Location, ...]:
+    """The tree again, each dedicated location carrying its dedication (post-order,
+    without recursion)."""
+    built: dict[int, Location] = {}
+    stack: list[tuple[Location, bool]] = [(root, False) for root in roots]
+    while stack:
+        location, ready = stack.pop()
+        if not ready:
+            stack.append((location, True))
+            stack.extend((child, False) for child in location.children)
+            continue
+        children = tuple(built[id(child)] for child in location.children)
+        built[id(location)] = replace(
+            location, children=children, dedication=items.get(location.id)
+        )
+    return tuple(built[id(root)] for root in roots)
+
+
+def tenant_workloads(
+    document: SpecDocument,
+    workloads: list[Workload],
+    tenants: Tenancy,
+    settings: Settings,
+    out: Collector,
+) -> list[Workload]:
+    """Each workload with an account: its Tenant request, and its offering's resources."""
+    offerings: dict[str, OfferingSpec] = {}
+    for i, offering in enumerate(document.offerings):
+        if offering.name in offerings:
+            out.add(f"duplicate offering name {quoted(offering.name)}", ("offerings", i, "name"))
+        offerings.setdefault(offering.name, offering)
+    result = []
+    for i, (spec, workload) in enumerate(zip(document.workloads, workloads, strict=True)):
+        result.append(_tenant(spec, workload, tenants, offerings, settings, ("workloads", i), out))
+    return result
+
+
+def _tenant(
+    spec: WorkloadSpec,
+    workload: Workload,
+    tenants: Tenancy,
+    offerings: dict[str, OfferingSpec],
+    settings: Settings,
+    path: Path,
+    out: Collector,
+) -> Workload:
+    if spec.account is None and spec.offering is None:
+        return workload
+    if spec.account is None:
+        out.add(
+            "an offering is for a tenant's VMs: give the workload an account", (*path, "offering")
+        )
+        return workload
+    domain = tenants.domain_of(spec.account)
+    if domain is None:
+        known = ", ".join(sorted(tenants.accounts)[:10]) or "none (add a tenancy: section)"
+        out.add(
+            f"no account {quoted(spec.account)} in the tenancy (accounts: {known})",
+            (*path, "account"),
+        )
+        return workload
+    offering = offerings.get(spec.offering) if spec.offering is not None else None
+    if spec.offering is not None and offering is None:
+        known = ", ".join(sorted(offerings)) or "none (add an offerings: section)"
+        out.add(f"no offering {quoted(spec.offering)} (offerings: {known})", (*path, "offering"))
+        return workload
+    if workload.mode != "allocation":
+        out.add(
+            f"a tenant's VMs are allocation units; this workload is in {workload.mode} mode",
+            (*path, "account"),
+        )
+    resources = dict(workload.resources)
+    dedicated, implicit = False, "strict"
+    if offering is not None:
+        if resources:
+            out.add(
+                "the offering says what each VM takes; drop resources (or the offering)",
+                (*path, "resources"),
+            )
+        resources = {
+            name: amount
+            for name, amount in (("cpu", offering.cpu), ("memory", offering.memory))
+            if amount
+        }
+        dedicated, implicit = offering.dedicated, offering.implicit
+    request = Tenant(
+        account=spec.account,
+        domain=domain,
+        chain=tuple(tenants.chain(domain)),
+        dedicated=dedicated,
+        implicit="preferred" if implicit == "preferred" else "strict",
+        implicit_enabled=settings.implicit_dedication,
+        offering=spec.offering or "",
+    )
+    return replace(workload, resources=resources, requests=(*workload.requests, request))

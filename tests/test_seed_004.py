@@ -1,0 +1,259 @@
+"""Seed 004's use cases through the CLI, on spec files built from
+examples/cloudstack-dedication.yaml (the seed's domain tree and topology): each asserts
+the placement, the refusal or the error the seed states. The same rules run step by step
+through the Python API in tests/test_cloudstack_corpus.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from placed.cli.main import app
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "cloudstack-dedication.yaml"
+BASE: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+P1 = {"H1a", "H1b", "H11a", "H111a"}
+P2 = {"H2a", "H2b", "H22a"}
+Z2 = {"H4a", "H4b"}
+
+
+def spec(
+    tmp_path: Path,
+    dedications: list[dict[str, Any]],
+    workloads: list[dict[str, Any]],
+    implicit: bool = True,
+) -> str:
+    document = {
+        **BASE,
+        "dedications": dedications,
+        "workloads": workloads,
+        "settings": {"implicit_dedication": implicit},
+    }
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return str(path)
+
+
+def vm(name: str, account: str, units: int = 1, dedicated: bool = True) -> dict[str, Any]:
+    offering = "dedicated-small" if dedicated else "shared-small"
+    return {"name": name, "account": account, "offering": offering, "units": units}
+
+
+def plan(path: str) -> tuple[int, dict[str, Any]]:
+    done = CliRunner().invoke(app, ["plan", path, "-f", "json"])
+    return done.exit_code, json.loads(done.stdout)
+
+
+def hosts(data: dict[str, Any], workload: str) -> set[str]:
+    return {p["target"] for p in data["placements"] if p["workload"] == workload}
+
+
+def test_domain_level_1_root_admin_dedicates_to_any_domain(tmp_path: Path) -> None:
+    path = spec(
+        tmp_path,
+        [
+            {"resource": "p1", "domain": "D1"},
+            {"resource": "c2", "domain": "SD1"},
+            {"resource": "H3a", "domain": "SD3"},
+            {"resource": "c4", "domain": "SD12"},
+        ],
+        [],
+    )
+    done = CliRunner().invoke(app, ["dedications", path, "-f", "json"])
+    assert done.exit_code == 0, done.stdout
+    own = {row["resource"]: row["domain"] for row in json.loads(done.stdout)["dedications"]}
+    assert own == {"p1": "D1", "c2": "SD1", "H3a": "SD3", "c4": "SD12"}
+
+
+def test_domain_level_2_a_pods_clusters_follow_it(tmp_path: Path) -> None:
+    path = spec(tmp_path, [{"resource": "p1", "domain": "D1"}], [])
+    done = CliRunner().invoke(app, ["dedications", path, "-f", "json", "--coverage"])
+    assert done.exit_code == 0, done.stdout
+    rows = {row["resource"]: row for row in json.loads(done.stdout)["coverage"]}
+    for cluster in ("c1", "c11", "c111"):
+        assert rows[cluster]["domain"] == "D1"
+        assert rows[cluster]["inherited_from"] == "p1"
+    assert rows["p1"]["inherited_from"] is None
+    assert "c2" not in rows  # p2 is nobody's
+
+
+def test_domain_level_3_subdomain_users_deploy_in_the_parents_pod(tmp_path: Path) -> None:
+    path = spec(
+        tmp_path,
+        [{"resource": "p1", "domain": "D1"}],
+        [vm("sd1", "A3"), vm("sd2", "A5"), vm("sd3", "U8")],
+    )
+    code, data = plan(path)
+    assert code == 0
+    for name in ("sd1", "sd2", "sd3"):
+        assert hosts(data, name) <= P1
+
+
+def test_domain_level_4_a_cluster_carved_out_for_sd3(tmp_path: Path) -> None:
+    dedications = [{"resource": "p1", "domain": "D1"}, {"resource": "c11", "domain": "SD3"}]
+    # D1, SD1 and SD2 fill what they may use of p1: never c11.
+    others = [vm("d1", "A1", 3), vm("sd1", "A3", 3), vm("sd2", "A5", 3)]
+    code, data = plan(spec(tmp_path, dedications, [*others, vm("sd3", "A7", 4)]))
+    assert code == 0
+    for name in ("d1", "sd1", "sd2"):
+        assert "H11a" not in hosts(data, name)
+    # SD3 uses c11, and its ancestors' p1 too (the seed's "verify": yes, a child uses
+    # what its parents have).
+    assert "H11a" in hosts(data, "sd3")
+
+
+def test_domain_level_5_sibling_and_other_domains_cannot_use_sd1s_pod(tmp_path: Path) -> None:
+    dedications = [{"resource": "p2", "domain": "SD1"}]
+    workloads = [vm("sd11", "A9"), vm("sd12", "A11"), vm("d2", "A13"), vm("sd1", "A3")]
+    code, data = plan(spec(tmp_path, dedications, workloads, implicit=False))
+    assert code == 1
+    assert hosts(data, "sd1") <= P2
+    unplaced = {u["workload"]: u for u in data["unplaced"]}
+    assert set(unplaced) == {"sd11", "sd12", "d2"}
+    assert unplaced["d2"]["filtered"] == {"dedication": 13}
+    assert "implicit dedication is off" in unplaced["d2"]["summary"]
+
+
+def test_domain_level_6_a_pod_in_a_zone_dedicated_elsewhere_is_refused_at_its_line(
+    tmp_path: Path,
+) -> None:
+    path = spec(
+        tmp_path, [{"resource": "z1", "domain": "D2"}, {"resource": "p1", "domain": "D1"}], []
+    )
+    done = CliRunner().invoke(app, ["validate", path, "-f", "json"])
+    assert done.exit_code == 2
+    [error] = json.loads(done.stdout)["errors"]
+    assert error["key"] == "dedications[1]"
+    assert error["message"].startswith("ancestor-dedicated: zone z1 is dedicated to domain D2")
+    assert error["line"] is not None
+
+
+def test_domain_level_7_a_child_uses_the_parents_never_the_reverse(tmp_path: Path) -> None:
+    dedications = [{"resource": "p1", "domain": "D1"}, {"resource": "p2", "domain": "SD1"}]
+    path = spec(tmp_path, dedications, [vm("child", "A3"), vm("parent", "A1")])
+    done = CliRunner().invoke(app, ["check", path, "-f", "json"])
+    compatible = {
+        w["workload"]: {t["target"] for t in w["targets"] if t["compatible"]}
+        for w in json.loads(done.stdout)["workloads"]
+    }
+    assert compatible["child"] == P1 | P2  # SD1's own pod, and its parent D1's
+    assert compatible["parent"] == P1  # never its child's
+
+
+def test_account_level_1_and_2_only_that_account(tmp_path: Path) -> None:
+    dedications = [{"resource": "c1", "domain": "D1", "account": "A1"}]
+    workloads = [vm("a1", "A1", 2), vm("u2", "U2"), vm("a3", "A3"), vm("a13", "A13")]
+    code, data = plan(spec(tmp_path, dedications, workloads, implicit=False))
+    assert hosts(data, "a1") <= {"H1a", "H1b"}
+    assert {u["workload"] for u in data["unplaced"]} == {"u2", "a3", "a13"}
+    assert code == 1
+
+
+def test_vm_deployment_1_exhausted_dedication_takes_an_empty_shared_host(tmp_path: Path) -> None:
+    # A1's one dedicated host holds 4 small VMs; the fifth takes an empty shared host.
+    dedications = [{"resource": "H1a", "domain": "D1", "account": "A1"}]
+    code, data = plan(spec(tmp_path, dedications, [vm("a1", "A1", 5)]))
+    assert code == 0
+    landed = [p["target"] for p in data["placements"]]
+    assert landed[:4] == ["H1a"] * 4 and landed[4] != "H1a"
+    [made] = data["dedications_created"]
+    assert made == {"resource": landed[4], "domain": "D1", "account": "A1", "implicit": True}
+    assert "implicit-dedication" in [e["kind"] for e in data["events"]]
+
+
+def test_vm_deployment_2_own_vms_first_then_empty_hosts(tmp_path: Path) -> None:
+    # b: no dedications at all, so the first VM makes an empty host the account's; the
+    # second joins it (a: a host with the account's VMs before an empty one).
+    code, data = plan(spec(tmp_path, [], [vm("a3", "A3", 2)]))
+    assert code == 0
+    first, second = (p["target"] for p in data["placements"])
+    assert first == second
+    assert [d["resource"] for d in data["dedications_created"]] == [first]
+
+
+def test_vm_deployment_3_other_accounts_cannot_use_an_implicit_host(tmp_path: Path) -> None:
+    code, data = plan(spec(tmp_path, [], [vm("a3", "A3"), vm("a5", "A5"), vm("u4", "U4")]))
+    assert code == 0
+    places = [hosts(data, name) for name in ("a3", "a5", "u4")]
+    assert len(set().union(*places)) == 3  # each account took a host of its own
+    assert len(data["dedications_created"]) == 3
+
+
+def test_vm_deployment_4_without_the_flag_never_on_a_dedicated_host(tmp_path: Path) -> None:
+    dedications = [{"resource": "z1", "domain": "D1"}]
+    code, data = plan(spec(tmp_path, dedications, [vm("shared", "A1", 3, dedicated=False)]))
+    assert code == 0
+    assert hosts(data, "shared") <= Z2
+
+
+def test_vm_deployment_5_no_host_fails_with_a_summary(tmp_path: Path) -> None:
+    dedications = [
+        {"resource": "z1", "domain": "D1"},
+        {"resource": "z2", "domain": "D2"},
+    ]
+    code, data = plan(spec(tmp_path, dedications, [vm("shared", "A1", dedicated=False)]))
+    assert code == 1
+    [unplaced] = data["unplaced"]
+    assert unplaced["summary"] == (
+        "0/13 targets available: 11 are dedicated to domain D1, 2 are dedicated to domain D2"
+    )
+    assert unplaced["filtered"] == {"dedication": 13}
+
+
+def test_requirement_5_and_guideline_2_fail_with_an_event_when_implicit_is_off(
+    tmp_path: Path,
+) -> None:
+    dedications = [{"resource": "H1a", "domain": "D1", "account": "A1"}]
+    code, data = plan(spec(tmp_path, dedications, [vm("a1", "A1", 5)], implicit=False))
+    assert code == 1
+    [unplaced] = data["unplaced"]
+    assert "insufficient" in unplaced["summary"] or "cpu" in unplaced["summary"]
+    assert "implicit dedication is off" in unplaced["summary"]
+    failed = [e for e in data["events"] if e["kind"] == "placement-failed"]
+    assert failed and failed[0]["details"]["why"] == "implicit dedication is off"
+
+
+def test_guideline_1_dedicated_resources_only_with_the_flag(tmp_path: Path) -> None:
+    dedications = [{"resource": "z1", "domain": "D1"}]
+    workloads = [vm("flag", "A1", 2), vm("noflag", "A1", 2, dedicated=False)]
+    code, data = plan(spec(tmp_path, dedications, workloads))
+    assert hosts(data, "flag") <= P1 | P2 | {"H3a", "H3b", "H33a", "H33b"}
+    assert hosts(data, "noflag") <= Z2
+    assert code == 0
+
+
+@pytest.mark.parametrize(
+    ("dedications", "kind"),
+    [
+        ([{"resource": "p1", "domain": "D1"}, {"resource": "p1", "domain": "D1"}], "already"),
+        ([{"resource": "c11", "domain": "SD3"}, {"resource": "p1", "domain": "D2"}], "descendant"),
+        ([{"resource": "c1", "domain": "D1", "account": "A3"}], "invalid-parameter"),
+        ([{"resource": "p9", "domain": "D1"}], "invalid-parameter"),
+    ],
+)
+def test_illegal_dedications_fail_the_file(
+    tmp_path: Path, dedications: list[dict[str, Any]], kind: str
+) -> None:
+    done = CliRunner().invoke(app, ["plan", spec(tmp_path, dedications, []), "-f", "json"])
+    assert done.exit_code == 2
+    [error] = json.loads(done.stdout)["errors"]
+    assert kind in error["message"]
+
+
+def test_check_explains_a_dedication_rejection_with_where_it_comes_from(tmp_path: Path) -> None:
+    dedications = [{"resource": "p1", "domain": "D1"}, {"resource": "c11", "domain": "SD3"}]
+    done = CliRunner().invoke(
+        app, ["check", spec(tmp_path, dedications, [vm("d1", "A1")]), "-f", "json"]
+    )
+    [workload] = json.loads(done.stdout)["workloads"]
+    rows = {row["target"]: row for row in workload["targets"]}
+    [reason] = rows["H11a"]["reasons"]
+    assert reason["filter"] == "dedication"
+    assert reason["message"] == (
+        "is dedicated to another tenant (domain SD3, inherited from cluster c11)"
+    )
