@@ -257,3 +257,48 @@ def test_check_explains_a_dedication_rejection_with_where_it_comes_from(tmp_path
     assert reason["message"] == (
         "is dedicated to another tenant (domain SD3, inherited from cluster c11)"
     )
+
+
+CLOUD = """
+tenancy:
+  domains:
+    D1: {accounts: [A1], children: {SD1: {accounts: [A3]}}}
+    D2: {accounts: [A13]}
+inventory:
+  - id: z1
+    kind: zone
+    children:
+      - {id: p1, kind: pod, children: [{id: H1a, kind: host, capacity: {cpu: 4}},
+                                       {id: H1b, kind: host, capacity: {cpu: 4}}]}
+      - {id: p2, kind: pod, children: [{id: H2a, kind: host, capacity: {cpu: 4}},
+                                       {id: H2b, kind: host, capacity: {cpu: 4}}]}
+offerings:
+  - {name: ded, cpu: 1, dedicated: true}
+  - {name: shared, cpu: 1}
+dedications:
+  - {resource: p1, domain: D1}
+running:
+  - {unit: web/0, target: H1a}
+  - {unit: db/0, target: H2a}
+workloads:
+  - {name: web, account: A3, offering: ded}
+  - {name: db, account: A13, offering: shared}
+"""
+
+
+def test_requirement_7_migration_off_the_accounts_resources_fails(tmp_path: Path) -> None:
+    path = tmp_path / "cloud.yaml"
+    path.write_text(CLOUD, encoding="utf-8")
+    args = ["simulate", str(path), "-f", "json", "--targets", "web/0"]
+    moves = ["--migrate", "web/0=H1b", "--migrate", "web/0=H2b", "--migrate", "db/0=H1a"]
+    done = CliRunner().invoke(app, [*args, *moves])
+    assert done.exit_code == 1  # something was refused
+    data = json.loads(done.stdout)
+    assert data["migrated"] == [{"unit": "web/0", "from": "H1a", "to": "H1b"}]
+    refused = {(r["unit"], r["to"]): r for r in data["refused"]}
+    assert refused[("web/0", "H2b")]["kind"] == "migration-refused"
+    assert "not dedicated to A3's domain chain" in refused[("web/0", "H2b")]["why"]
+    assert "db/0 is not a dedicated VM" in refused[("db/0", "H1a")]["why"]
+    assert [e["kind"] for e in data["events"]] == ["migration-refused"] * 2
+    # After the legal move, web/0 may go back to H1a only (p2 is nobody's).
+    assert data["targets"] == {"web/0": ["H1a"]}

@@ -42,6 +42,7 @@ from placed.cli.render import (
     dedications_table,
     emit_data,
     explain_table,
+    migrations_table,
     plan_table,
     simulate_table,
     validate_table,
@@ -54,6 +55,8 @@ from placed.engine.rebalance import Simulation, UnknownTargetError, simulate
 from placed.engine.report import plan_document, trace_document
 from placed.engine.trace import UnknownUnitError, trace
 from placed.model import PropertyError, Spec, Workload, validate_properties
+from placed.model.dedications import DedicationError
+from placed.model.tenancy import ROOT_ADMIN
 from placed.policy.expressions import All, ExpressionError, parse_constraint
 from placed.policy.expressions.dialect import dialect_notices
 from placed.policy.expressions.evaluate import holds, satisfied
@@ -378,12 +381,27 @@ def simulate_command(
     up: Annotated[
         list[str] | None, typer.Option("--up", "-u", help="A target that comes (back) up.")
     ] = None,
+    migrate: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--migrate",
+            "-m",
+            help="VM=HOST: move a running VM (a unit of the spec's running: section) to a "
+            "host, under the dedication rules (seed 004): refused, with the reason and an "
+            "event, onto a host its account may not use.",
+        ),
+    ] = None,
+    targets: Annotated[
+        list[str] | None,
+        typer.Option("--targets", help="A running VM: list the hosts it may migrate to."),
+    ] = None,
     fmt: FormatOption = Format.table,
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
 ) -> None:
-    """Take targets down or bring them up, and show which units move, where, and why.
+    """Take targets down or bring them up, and show which units move, where, and why;
+    or migrate running VMs (--migrate VM=HOST) and list where one may go (--targets VM).
 
     mapping units move only if their target went down or a target that came up now ranks
     first (with max_load, a target that came up also takes the surplus of targets over the
@@ -395,10 +413,18 @@ def simulate_command(
     Example: placed simulate examples/ironic-affinity.yaml --down conductor1
     Example: placed simulate examples/balanced-conductors.yaml --up conductor5
     Example: placed simulate examples/distinct-racks.yaml --down r1 --format json
+    Example: placed simulate cloud.yaml --migrate web/0=H2a --targets web/1
     """
     fmt = _begin(fmt, wide)
+    if migrate or targets:
+        if down or up:
+            fail("--migrate and --targets move VMs one by one; simulate --down/--up apart")
+        _migrations(_load_inputs(spec, input_format, status), migrate or [], targets or [], fmt)
     if not down and not up:
-        fail("nothing to simulate: give at least one --down TARGET or --up TARGET")
+        fail(
+            "nothing to simulate: give at least one --down TARGET or --up TARGET (or "
+            "--migrate VM=HOST, --targets VM)"
+        )
     specs = _load_inputs(spec, input_format, status)
     documents = []
     failed = False
@@ -413,6 +439,48 @@ def simulate_command(
         documents.append((document.name, _simulation(planner, result)))
     _emit(documents, fmt, simulate_table)
     _exit(failed)
+
+
+def _migrations(specs: list[Spec], migrate: list[str], targets: list[str], fmt: Format) -> None:
+    """Seed 004's migrations on each document's running VMs, in order, as the root admin."""
+    documents = []
+    refused_any = False
+    for document in specs:
+        cloud = Cloud(document)
+        before = len(cloud.events)
+        moved, refused = [], []
+        for asked in migrate:
+            name, sep, host = asked.partition("=")
+            if not sep or not name or not host:
+                fail_at("--migrate", f"{asked!r}: write VM=HOST, as in web/0=H2a", "--migrate")
+            try:
+                was = cloud.where(name)
+                cloud.migrate(ROOT_ADMIN, name, host)
+                moved.append({"unit": name, "from": was, "to": host})
+            except DedicationError as error:
+                if error.kind == "invalid-parameter":
+                    fail_at("--migrate", error.message, "--migrate")
+                refused.append({"unit": name, "to": host, "kind": error.kind, "why": error.message})
+        where: dict[str, list[str]] = {}
+        for name in targets:
+            try:
+                where[name] = cloud.migration_targets(name)
+            except DedicationError as error:
+                fail_at("--targets", error.message, "--targets")
+        refused_any = refused_any or bool(refused)
+        documents.append(
+            (
+                document.name,
+                {
+                    "migrated": moved,
+                    "refused": refused,
+                    "targets": where,
+                    "events": [e.to_dict() for e in cloud.events[before:]],
+                },
+            )
+        )
+    _emit(documents, fmt, migrations_table)
+    _exit(refused_any)
 
 
 def _simulation(planner: Planner, result: Simulation) -> dict[str, Any]:

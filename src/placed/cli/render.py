@@ -333,3 +333,20 @@ def dedications_table(console: Console, documents: Documents, view: View = View(
             show(console, Grid(columns, rows))
         else:
             say(console, "no dedications")
+
+
+def migrations_table(console: Console, documents: Documents, view: View = View()) -> None:
+    for name, data in documents:
+        _heading(console, name, len(documents) > 1)
+        rows: list[Sequence[Cell]] = [
+            (move["unit"], move["from"], move["to"], Styled("migrated", "green"))
+            for move in data["migrated"]
+        ]
+        rows += [
+            (no["unit"], "-", no["to"], Styled(f"refused: {no['why']}", "red"))
+            for no in data["refused"]
+        ]
+        if rows:
+            show(console, Grid(("vm", "from", "to", "outcome"), rows))
+        for vm, hosts in data["targets"].items():
+            say(console, f"{vm} may migrate to: {', '.join(hosts) if hosts else 'no host'}")
