@@ -92,7 +92,9 @@ def world(rng: np.random.Generator, side: int, units: int) -> str:
                 )
             zone["children"].append(pod)
         inventory.append(zone)
-    tops = [d for d, depth in names if depth == 1]
+    # The last top domain gets nothing: its own accounts' dedicated VMs take empty hosts
+    # by implicit dedication, which the run is meant to include.
+    tops = [d for d, depth in names if depth == 1][:-1]
     dedications: list[dict[str, Any]] = []
     owner_of_pod: dict[str, str] = {}
     for pod in rng.choice(pods, size=len(pods) // 4, replace=False).tolist():
@@ -226,7 +228,8 @@ def section(found: DedicationRun) -> list[str]:
         "",
         f"Zones of pods of clusters of hosts ({found.hosts:,} hosts, 8 cpu each); a domain "
         f"tree {BRANCHING} wide and 3 deep with two accounts per domain; a quarter of the "
-        "pods dedicated to top domains, an eighth of the clusters to second-level domains "
+        "pods dedicated to top domains (all but the last, whose own accounts then take "
+        "hosts by implicit dedication), an eighth of the clusters to second-level domains "
         "(inside their pod's domain), a twentieth of the hosts to accounts; VMs of 2 cpu "
         "for random accounts, 70% asking for dedicated hosts, implicit dedication on. The "
         f"reference places the first {found.reference_units} VMs and the fast path the "

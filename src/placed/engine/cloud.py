@@ -35,6 +35,7 @@ from placed.model.dedications import (
     Owner,
     Topology,
     now,
+    require_root,
 )
 from placed.model.tenancy import ROOT_ADMIN, Principal, Tenancy
 from placed.policy.dedication import IMPLICIT_OVERRIDE, VMS, Tenant
@@ -181,10 +182,7 @@ class Cloud:
 
     @staticmethod
     def _root(principal: Principal, what: str) -> None:
-        if principal.role != "root-admin":
-            raise DedicationError(
-                PERMISSION_DENIED, f"only a root admin may {what}; {principal} may not"
-            )
+        require_root(principal, what)
 
     # -- VMs --------------------------------------------------------------------------
 

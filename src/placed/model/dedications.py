@@ -116,6 +116,14 @@ class Event:
         }
 
 
+def require_root(principal: Principal, what: str) -> None:
+    """Seed 004's user permissions: what only a root admin may do."""
+    if principal.role != "root-admin":
+        raise DedicationError(
+            PERMISSION_DENIED, f"only a root admin may {what}; {principal} may not"
+        )
+
+
 def now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
@@ -329,10 +337,7 @@ class Dedications:
 
     @staticmethod
     def _root(principal: Principal, what: str) -> None:
-        if principal.role != "root-admin":
-            raise DedicationError(
-                PERMISSION_DENIED, f"only a root admin may {what} resources; {principal} may not"
-            )
+        require_root(principal, f"{what} resources")
 
     def _owner(self, domain: str, account: str | None, implicit: bool) -> Owner:
         if not self.tenancy.has_domain(domain):
