@@ -302,3 +302,31 @@ def test_requirement_7_migration_off_the_accounts_resources_fails(tmp_path: Path
     assert [e["kind"] for e in data["events"]] == ["migration-refused"] * 2
     # After the legal move, web/0 may go back to H1a only (p2 is nobody's).
     assert data["targets"] == {"web/0": ["H1a"]}
+
+
+def test_requirement_8_a_dedicated_pool_serves_its_owner_only(tmp_path: Path) -> None:
+    # The example's pools: ps-c1 (cluster c1) dedicated to D1, ps-z1 zone-wide and shared.
+    done = CliRunner().invoke(app, ["plan", str(EXAMPLE), "-f", "json"])
+    assert done.exit_code == 0
+    pool = {p["unit"]: p["pool"] for p in json.loads(done.stdout)["placements"]}
+    assert pool["dedicated-a1/0"] == "ps-c1"  # A1 (D1) on c1: the pool dedicated to D1
+    assert pool["shared-u2/0"] == "ps-z1"  # a shared VM never on a dedicated pool
+    # With ps-z1 too small, a shared VM on a host that reaches only it has nowhere to go.
+    document = {
+        **BASE,
+        "storage": [
+            {"id": "ps-z1", "scope": "zone", "at": "z1", "capacity": 5},
+            {"id": "ps-c1", "scope": "cluster", "at": "c1", "capacity": 500},
+        ],
+        "dedications": [
+            {"resource": "z2", "domain": "D2"},
+            {"resource": "ps-c1", "domain": "D1", "account": "A1"},
+        ],
+        "workloads": [vm("shared", "U2", dedicated=False)],
+    }
+    path = tmp_path / "pools.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    code, data = plan(str(path))
+    assert code == 1
+    [unplaced] = data["unplaced"]
+    assert "reach no storage pool with 20 GB free that U2 may use" in unplaced["summary"]

@@ -16,7 +16,7 @@ one VM at a time on the cloud's plan state.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from placed.engine import loop
 from placed.engine.outcomes import Placement, PlanResult
@@ -38,7 +38,14 @@ from placed.model.dedications import (
     require_root,
 )
 from placed.model.tenancy import ROOT_ADMIN, Principal, Tenancy
-from placed.policy.dedication import IMPLICIT_OVERRIDE, VMS, Tenant
+from placed.policy.dedication import (
+    IMPLICIT_OVERRIDE,
+    POOL_USED,
+    VMS,
+    Tenant,
+    choose_pool,
+    pool_owners,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +55,7 @@ class VM:
     offering: str
     host: str
     implicit: bool = False  # this deploy dedicated its host (implicit dedication)
+    pool: str | None = None  # the storage pool its disk is on
 
 
 @dataclass
@@ -68,8 +76,11 @@ class Cloud:
         self.tenancy: Tenancy = self.spec.tenancy or Tenancy()
         self.planner = Planner(self.spec)
         self.state = self.planner.initial_state()
+        pools = self.spec.storage.pools if self.spec.storage is not None else ()
         self.rules = Dedications(
-            self.tenancy, Topology.of_roots(self.spec.inventory.roots), self._accounts_on
+            self.tenancy,
+            Topology.of_roots(self.spec.inventory.roots, [(p.id, "pool", p.at) for p in pools]),
+            self._accounts_on,
         )
         self.rules.items.update({d.resource: d for d in self.spec.dedications})
         self.rules.events.extend(self.spec.events)
@@ -84,7 +95,8 @@ class Cloud:
             position = self.state.position(unit.target)
             if workload is None or tenant is None or position is None:
                 continue
-            vm = VM(unit.unit, tenant.account, tenant.offering, unit.target)
+            pool = self.state.details(unit.unit).get("pool")
+            vm = VM(unit.unit, tenant.account, tenant.offering, unit.target, pool=pool)
             one = Workload(unit.unit, 1, "allocation", workload.resources, requests=(tenant,))
             self.vms[unit.unit] = _Running(vm, one, position, unit.unit)
 
@@ -148,12 +160,16 @@ class Cloud:
         """The plan state's owner of each host at or below `resource`, after a change."""
         topology = self.rules.topology
         below = [resource, *topology.below(resource)]
+        storage = self.spec.storage
         for host in below:
-            position = self.state.position(host)
-            if position is None:
-                continue
             owner, _ = self.rules.owner(host)
-            self.state.set_owner(position, self.state.owner_code(owner.owner) if owner else -1)
+            code = self.state.owner_code(owner.owner) if owner else -1
+            position = self.state.position(host)
+            if position is not None:
+                self.state.set_owner(position, code)
+            pool = storage.index(host) if storage is not None else None
+            if storage is not None and pool is not None:
+                pool_owners(storage, self.state)[pool] = code
 
     # -- settings and offerings -------------------------------------------------------
 
@@ -204,6 +220,8 @@ class Cloud:
             implicit="preferred" if offering.implicit == "preferred" else "strict",
             implicit_enabled=self.implicit_enabled,
             offering=offering.name,
+            disk=offering.disk if self.spec.storage is not None else 0.0,
+            storage=self.spec.storage,
         )
 
     def _may_act_for(self, principal: Principal, account: str) -> None:
@@ -281,7 +299,8 @@ class Cloud:
             implicit = True
         self.rules.events.extend(new_events)
         self.state = trial
-        vm = VM(name, account, offering, outcome.target, implicit)
+        pool = trial.details(outcome.unit).get("pool")
+        vm = VM(name, account, offering, outcome.target, implicit, pool)
         self.vms[name] = _Running(vm, workload, trial.where(outcome.unit) or 0, outcome.unit)
         return vm
 
@@ -301,17 +320,45 @@ class Cloud:
         if tenant is not None:
             state.count(tenant.tally, position, -1)
             state.count(VMS, position, -1)
+            pool = self._pool_of(running)
+            if tenant.storage is not None and pool is not None:
+                state.ledger(POOL_USED, len(tenant.storage.pools))[pool] -= tenant.disk
+
+    def _pool_of(self, running: _Running) -> int | None:
+        storage = self.spec.storage
+        name = running.vm.pool or self.state.details(running.unit).get("pool")
+        return storage.index(name) if storage is not None and name is not None else None
+
+    def _disk_pool(self, running: _Running, host: str) -> int | None:
+        """Where the VM's disk is on `host`: where it was if the host reaches it, else a
+        pool the host reaches that the VM may use with room (its disk moves with it)."""
+        storage, tenant = self.spec.storage, running.workload.request(Tenant)
+        pool = self._pool_of(running)
+        if storage is None or tenant is None or pool is None:
+            return pool
+        if host in storage.reach[pool]:
+            return pool
+        return choose_pool(tenant, self.state, host)
 
     def _put_on(self, running: _Running, host: str) -> None:
+        """On a host (a migration): its disk stays where it was if the host reaches that
+        pool, and moves to one the host reaches otherwise."""
         state = self.state
         position = state.position(host)
         assert position is not None
+        tenant = running.workload.request(Tenant)
+        pool = self._disk_pool(running, host)
         state.place(running.unit, running.workload.name, position)
-        self.planner.pipeline.reserve(self.planner.request(running.workload), state, position)
+        if tenant is not None and tenant.storage is not None and pool is not None:
+            without_disk = replace(tenant, disk=0.0)
+            workload = replace(running.workload, requests=(without_disk,))
+            self.planner.pipeline.reserve(self.planner.request(workload), state, position)
+            state.ledger(POOL_USED, len(tenant.storage.pools))[pool] += tenant.disk
+            running.vm = replace(running.vm, pool=tenant.storage.pools[pool].id)
+        else:
+            self.planner.pipeline.reserve(self.planner.request(running.workload), state, position)
         running.position = position
-        running.vm = VM(
-            running.vm.name, running.vm.account, running.vm.offering, host, running.vm.implicit
-        )
+        running.vm = replace(running.vm, host=host)
 
     def migration_targets(self, name: str) -> list[str]:
         """The hosts VM `name` may move to now: its account may use them, and they have
@@ -338,6 +385,17 @@ class Cloud:
             return (
                 f"host {host} is dedicated to {dedication.owner}; {running.vm.name} is not a "
                 "dedicated VM"
+            )
+        storage, pool = self.spec.storage, self._pool_of(running)
+        if (
+            storage is not None
+            and pool is not None
+            and host not in storage.reach[pool]
+            and self._disk_pool(running, host) is None
+        ):
+            return (
+                f"host {host} reaches neither storage pool {storage.pools[pool].id} (its "
+                f"disk's) nor another that {running.vm.account} may use with room"
             )
         position = self.state.position(host)
         assert position is not None

@@ -152,6 +152,7 @@ def _placement(
         via=via,
         container=target.kind if target.kind in CONTAINER_KINDS else None,
         note=note,
+        details=tuple(state.details(unit).items()),
     )
 
 

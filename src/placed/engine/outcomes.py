@@ -32,6 +32,7 @@ class Placement:
     ahead: tuple[str, ...] = ()
     container: str | None = None  # the kind of container the unit runs in (lxc, kvm...)
     note: str = ""  # how a policy put it there ("to lxc:wordpress: a new lxc container...")
+    details: tuple[tuple[str, str], ...] = ()  # what else was decided (its disk's pool)
 
 
 @dataclass(frozen=True, slots=True)

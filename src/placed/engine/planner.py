@@ -119,7 +119,9 @@ class Planner:
             state.place(running.unit, running.workload, position)
             workload = self.workloads.get(running.workload)
             if workload is not None:
+                state.judging = running.unit  # what it takes is recorded as its own
                 self.pipeline.reserve(self.request(workload), state, position)
+        state.judging = None
         return state
 
     def plan(

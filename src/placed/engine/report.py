@@ -55,6 +55,7 @@ class Explainer:
         }
         if placement.container is not None:
             data["container"] = placement.container
+        data.update(placement.details)
         if placement.cap is not None:
             data["balance"] = {
                 "cap": placement.cap,

@@ -72,6 +72,8 @@ class PlanState:
         self.owners: list[Owner] = list(index.owners)
         self._owner_codes: dict[Owner, int] = {o: c for c, o in enumerate(self.owners)}
         self._tallies: dict[str, NDArray[np.int32]] = {}
+        self._ledgers: dict[str, NDArray[np.float64]] = {}
+        self._details: dict[str, dict[str, str]] = {}
         self.events: list[Event] = []
         # Targets a plan dedicated (implicit dedication), in order, with their owner.
         self.dedicated: list[tuple[int, Owner]] = []
@@ -155,6 +157,22 @@ class PlanState:
 
     def event(self, event: Event) -> None:
         self.events.append(event)
+
+    def ledger(self, name: str, size: int, start: float = 0.0) -> NDArray[np.float64]:
+        """A named array of `size` numbers a policy keeps beside the targets (a storage
+        pool's used space, its owner code), created with `start` on first use."""
+        found = self._ledgers.get(name)
+        if found is None:
+            found = self._ledgers[name] = np.full(size, start, dtype=np.float64)
+        return found
+
+    def detail(self, unit: str, key: str, value: str) -> None:
+        """Something a policy decided for a unit besides its target (the pool of its
+        disk), shown with its placement."""
+        self._details.setdefault(unit, {})[key] = value
+
+    def details(self, unit: str) -> dict[str, str]:
+        return self._details.get(unit, {})
 
     def target(self, position: int) -> Target:
         base = len(self.index)
@@ -359,6 +377,8 @@ class PlanState:
         other.owners = list(self.owners)
         other._owner_codes = dict(self._owner_codes)
         other._tallies = {k: v.copy() for k, v in self._tallies.items()}
+        other._ledgers = {k: v.copy() for k, v in self._ledgers.items()}
+        other._details = {k: dict(v) for k, v in self._details.items()}
         other.events = list(self.events)
         other.dedicated = list(self.dedicated)
         other.resources = self.resources

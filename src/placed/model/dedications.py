@@ -150,15 +150,18 @@ class Topology:
         return Topology(kinds, parents, {k: tuple(v) for k, v in children.items()})
 
     @staticmethod
-    def of_roots(roots: Iterable[Any]) -> Topology:
-        """From an inventory's location trees (each with id, kind and children)."""
+    def of_roots(
+        roots: Iterable[Any], more: Iterable[tuple[str, str, str | None]] = ()
+    ) -> Topology:
+        """From an inventory's location trees (each with id, kind and children), and more
+        nodes after them (storage pools below their zone or cluster)."""
         nodes: list[tuple[str, str, str | None]] = []
         stack: list[tuple[Any, str | None]] = [(root, None) for root in reversed(list(roots))]
         while stack:
             location, parent = stack.pop()
             nodes.append((location.id, location.kind, parent))
             stack.extend((child, location.id) for child in reversed(location.children))
-        return Topology.of(nodes)
+        return Topology.of([*nodes, *more])
 
     def ancestors(self, resource: str) -> Iterator[str]:
         """Its parent, grandparent... (not itself)."""

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from placed.model.dedications import Dedication, Event, Offering
 from placed.model.inventory import Inventory
+from placed.model.storage import Storage
 from placed.model.tenancy import Tenancy
 from placed.model.workload import Mode, Workload
 
@@ -39,3 +40,4 @@ class Spec:
     dedications: tuple[Dedication, ...] = ()
     events: tuple[Event, ...] = ()
     offerings: tuple[Offering, ...] = ()
+    storage: Storage | None = None  # primary storage pools (seed 004)

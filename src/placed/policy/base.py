@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 
 from placed.model import Notice, Spec, Target, Workload
 from placed.model.dedications import Event, Owner
+from placed.model.storage import Storage
 
 BoolArray = NDArray[np.bool_]
 FloatArray = NDArray[np.float64]
@@ -165,6 +166,14 @@ class PlanView(Protocol):
         """Record an event (a dedication made, a request that failed)."""
         ...
 
+    def ledger(self, name: str, size: int, start: float = 0.0) -> FloatArray:
+        """A named array a policy keeps beside the targets (storage pools' used space)."""
+        ...
+
+    def detail(self, unit: str, key: str, value: str) -> None:
+        """Something decided for a unit besides its target (the pool of its disk)."""
+        ...
+
 
 class World(Protocol):
     """One target's surroundings, read in plain Python (the reference oracle's view)."""
@@ -198,6 +207,14 @@ class World(Protocol):
 
     def allowed(self, what: str) -> bool:
         """Whether a fallback allowed the unit being judged `what` (a shared host)."""
+        ...
+
+    def ledger(self, name: str, size: int, start: float = 0.0) -> Sequence[float]:
+        """A named array a policy keeps beside the targets, as it stands now."""
+        ...
+
+    def pool_owner(self, storage: Storage, pool: int) -> Owner | None:
+        """Who a storage pool is dedicated to now (seed 004), if anyone."""
         ...
 
 

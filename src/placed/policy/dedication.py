@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 
 from placed.model import Target, Workload
 from placed.model.dedications import Event, Owner, now
+from placed.model.storage import Storage
 from placed.policy.base import (
     BoolArray,
     Bound,
@@ -61,6 +62,8 @@ class Tenant:
     implicit: Literal["strict", "preferred"] = "strict"
     implicit_enabled: bool = True  # the global setting; a location may override it
     offering: str = ""
+    disk: float = 0.0  # GB on a storage pool, when the spec has pools
+    storage: Storage | None = None
 
     def covers(self, owner: Owner) -> bool:
         if owner.account is not None:
@@ -191,6 +194,125 @@ class DedicationFilter(_Filter, Consumer):
         return dedication_reason(tenant, target, owner, empty, here)
 
 
+POOL_USED = "pool-used"
+POOL_OWNER = "pool-owner"
+
+
+def pool_owners(storage: Storage, state: PlanView) -> FloatArray:
+    """Each pool's owner code now (-1: shared), kept in the plan state so that a running
+    cloud can change it (engine/cloud.py)."""
+    codes = state.ledger(POOL_OWNER, len(storage.pools), float("nan"))
+    if len(codes) and np.isnan(codes[0]):
+        codes[:] = [state.owner_code(o) if o is not None else -1 for o in storage.owners]
+    return codes
+
+
+def pool_usable(tenant: Tenant, owner: Owner | None) -> bool:
+    """A shared pool serves every VM; a dedicated one only the VMs of the accounts it
+    covers that ask for dedication (as hosts do)."""
+    return owner is None or (tenant.dedicated and tenant.covers(owner))
+
+
+class StorageFilter(_Filter, Consumer):
+    """Seed 004, requirement 8: a host is fit only if a pool it reaches, that the VM's
+    account may use, has room for the VM's disk; when the VM lands, its disk takes the
+    first such pool (one dedicated to it first, then cluster-wide before zone-wide)."""
+
+    name = "storage"
+    summary = (
+        "no primary storage pool the host reaches, that the VM's account may use, has room "
+        "for its disk"
+    )
+    needs = Tenant
+
+    def __init__(self, targets: tuple[Target, ...]) -> None:
+        self.position = {t.id: i for i, t in enumerate(targets)}
+        self._reach: dict[int, tuple[Storage, list[NDArray[np.intp]]]] = {}
+
+    def prepare(self, workload: Workload) -> Tenant | None:
+        tenant = tenant_of(workload)
+        return tenant if tenant is not None and tenant.storage and tenant.disk > 0 else None
+
+    def reach(self, storage: Storage) -> list[NDArray[np.intp]]:
+        found = self._reach.get(id(storage))
+        if found is None or found[0] is not storage:
+            positions = [
+                np.array(sorted(self.position[h] for h in hosts if h in self.position), np.intp)
+                for hosts in storage.reach
+            ]
+            found = self._reach[id(storage)] = (storage, positions)
+        return found[1]
+
+    @staticmethod
+    def usable(tenant: Tenant, state: PlanView) -> NDArray[np.bool_]:
+        storage = tenant.storage
+        assert storage is not None
+        used = state.ledger(POOL_USED, len(storage.pools))
+        codes = pool_owners(storage, state)
+        owners = state.owners
+        capacity = np.array([p.capacity for p in storage.pools], dtype=np.float64)
+        room = np.asarray(capacity - used >= tenant.disk, dtype=bool)
+        allowed = [pool_usable(tenant, owners[int(c)] if c >= 0 else None) for c in codes.tolist()]
+        usable: NDArray[np.bool_] = room & np.array(allowed, dtype=bool)
+        return usable
+
+    def keep(self, prepared: Tenant, state: PlanView) -> BoolArray:
+        assert prepared.storage is not None
+        mask = np.zeros(state.size, dtype=bool)
+        reach = self.reach(prepared.storage)
+        for pool in np.flatnonzero(self.usable(prepared, state)).tolist():
+            mask[reach[pool]] = True  # a loop over pools, each a numpy scatter
+        return mask
+
+    def reserve(self, prepared: Tenant, state: Any, positions: int | NDArray[np.intp]) -> None:
+        storage = prepared.storage
+        assert storage is not None
+        for position in [positions] if isinstance(positions, int) else positions.tolist():
+            pool = choose_pool(prepared, state, state.target(position).id)
+            if pool is None:
+                continue  # a unit that runs already, on a host no pool reaches
+            state.ledger(POOL_USED, len(storage.pools))[pool] += prepared.disk
+            if state.judging is not None:
+                state.detail(state.judging, "pool", storage.pools[pool].id)
+
+    def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
+        tenant = tenant_of(workload)
+        assert tenant is not None
+        return _storage_reason(tenant)
+
+    def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
+        tenant = tenant_of(workload)
+        if tenant is None or tenant.storage is None or tenant.disk <= 0:
+            return None
+        storage = tenant.storage
+        used = world.ledger(POOL_USED, len(storage.pools))
+        for i, pool in enumerate(storage.pools):
+            reached = target.id in storage.reach[i] and pool.capacity - used[i] >= tenant.disk
+            if reached and pool_usable(tenant, world.pool_owner(storage, i)):
+                return None
+        return _storage_reason(tenant)
+
+
+def _storage_reason(tenant: Tenant) -> Reason:
+    phrase = f"reaches no storage pool with {tenant.disk:g} GB free that {tenant.account} may use"
+    return Reason(StorageFilter.name, phrase, phrase.replace("reaches", "reach", 1))
+
+
+def choose_pool(tenant: Tenant, state: PlanView, host: str) -> int | None:
+    """The pool a VM's disk takes on `host`: usable with room, one dedicated to the VM's
+    account first, then cluster-wide before zone-wide, then in spec order."""
+    storage = tenant.storage
+    assert storage is not None
+    usable = StorageFilter.usable(tenant, state)
+    codes = pool_owners(storage, state)
+    ranked = sorted(
+        (int(codes[i]) < 0, storage.pools[i].scope != "cluster", i)
+        for i in range(len(storage.pools))
+        if usable[i] and host in storage.reach[i]
+    )
+    return ranked[0][2] if ranked else None
+
+
 class TenantAffinity(Scorer):
     name = "tenant-affinity"
     summary = (
@@ -228,12 +350,15 @@ class Dedication(Family):
 
     name = "dedication"
     seed = "004"
-    filter_types: ClassVar[tuple[type[_Filter], ...]] = (DedicationFilter,)
+    filter_types: ClassVar[tuple[type[_Filter], ...]] = (DedicationFilter, StorageFilter)
     scorer_types: ClassVar[tuple[type[Scorer], ...]] = (TenantAffinity,)
 
     def bind(self, index: IndexView) -> Bound:
-        found = DedicationFilter(tuple(index.targets))
-        return Bound(filters=(found,), scorers=(TenantAffinity(),))
+        targets = tuple(index.targets)
+        return Bound(
+            filters=(DedicationFilter(targets), StorageFilter(targets)),
+            scorers=(TenantAffinity(),),
+        )
 
     def explain(self, workload: Workload, target: Target) -> str:
         tenant = tenant_of(workload)

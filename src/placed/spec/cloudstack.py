@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from placed.model import Location, Running, Settings, Workload
 from placed.model.dedications import Dedication, DedicationError, Dedications, Event, Topology
+from placed.model.storage import Storage, StoragePool
 from placed.model.tenancy import ROOT, ROOT_ADMIN, Tenancy
 from placed.policy.dedication import Tenant
 from placed.spec.collect import Collector
@@ -28,6 +29,7 @@ def uses_tenancy(document: SpecDocument) -> bool:
         document.tenancy
         or document.offerings
         or document.dedications
+        or document.storage
         or any(w.account or w.offering for w in document.workloads)
     )
 
@@ -77,25 +79,97 @@ def apply_dedications(
     workloads: Sequence[Workload],
     running: Sequence[Running],
     out: Collector,
-) -> tuple[tuple[Location, ...], tuple[Dedication, ...], tuple[Event, ...]]:
-    """The spec's dedications applied through the rules, and the locations carrying the
-    dedication in force."""
+) -> tuple[tuple[Location, ...], tuple[Dedication, ...], tuple[Event, ...], Storage | None]:
+    """The spec's dedications applied through the rules, the locations carrying the
+    dedication in force, and the storage pools with theirs."""
     accounts_of = {w.name: t.account for w in workloads if (t := w.request(Tenant)) is not None}
     on_host: dict[str, list[str]] = {}
     for unit in running:
         account = accounts_of.get(unit.workload)
         if account is not None:
             on_host.setdefault(unit.target, []).append(account)
-    rules = Dedications(tenants, Topology.of_roots(roots), lambda host: on_host.get(host, ()))
+    topology = Topology.of_roots(roots, [(p.id, "pool", p.at) for p in pools(document, roots, out)])
+    rules = Dedications(tenants, topology, lambda host: on_host.get(host, ()))
     for i, entry in enumerate(document.dedications):
         try:
             rules.dedicate(ROOT_ADMIN, entry.resource, entry.domain, entry.account)
         except DedicationError as error:
             out.add(f"{error.kind}: {error.message}", ("dedications", i))
     items = rules.items
-    if not items:
-        return roots, (), tuple(rules.events)
-    return _with_dedications(roots, items), tuple(items.values()), tuple(rules.events)
+    located = {k: v for k, v in items.items() if topology.kinds.get(k) != "pool"}
+    return (
+        _with_dedications(roots, located) if located else roots,
+        tuple(items.values()),
+        tuple(rules.events),
+        storage(document, roots, rules),
+    )
+
+
+def pools(document: SpecDocument, roots: tuple[Location, ...], out: Collector) -> list[StoragePool]:
+    """The spec's storage pools, each at a zone or cluster of the inventory."""
+    kinds = {node.id: node.kind for root in roots for node in root.walk()}
+    found: list[StoragePool] = []
+    seen: set[str] = set()
+    for i, pool in enumerate(document.storage):
+        where: Path = ("storage", i)
+        if pool.id in kinds or pool.id in seen:
+            out.add(f"{quoted(pool.id)} is already the id of a location or pool", (*where, "id"))
+            continue
+        if kinds.get(pool.at) != pool.scope:
+            what = f"a {kinds[pool.at]}" if pool.at in kinds else "not in the inventory"
+            out.add(
+                f"a {pool.scope}-wide pool is at a {pool.scope}; {quoted(pool.at)} is {what}",
+                (*where, "at"),
+            )
+            continue
+        seen.add(pool.id)
+        found.append(StoragePool(pool.id, pool.scope, pool.at, pool.capacity))
+    return found
+
+
+def storage(
+    document: SpecDocument, roots: tuple[Location, ...], rules: Dedications
+) -> Storage | None:
+    """The pools, the hosts each reaches (every target under its zone or cluster), and the
+    dedication in force on each."""
+    if not document.storage:
+        return None
+    found = [
+        StoragePool(p.id, p.scope, p.at, p.capacity)
+        for p in document.storage
+        if p.id in rules.topology.kinds
+    ]
+    reach = tuple(
+        frozenset(
+            n
+            for n in rules.topology.below(p.at)
+            if rules.topology.is_leaf(n) and rules.topology.kinds.get(n) != "pool"
+        )
+        for p in found
+    )
+    owners = tuple(
+        (owner.owner if (owner := rules.owner(p.id)[0]) is not None else None) for p in found
+    )
+    return Storage(tuple(found), reach, owners)
+
+
+def with_storage(
+    workloads: list[Workload], found: Storage | None, offerings: dict[str, float]
+) -> list[Workload]:
+    """Each tenant's VMs with their disk and the pools it may go to."""
+    if found is None:
+        return workloads
+    result = []
+    for workload in workloads:
+        tenant = workload.request(Tenant)
+        if tenant is None:
+            result.append(workload)
+            continue
+        disk = offerings.get(tenant.offering, 0.0)
+        request = replace(tenant, disk=disk, storage=found)
+        requests = tuple(request if r is tenant else r for r in workload.requests)
+        result.append(replace(workload, requests=requests))
+    return result
 
 
 def _with_dedications(

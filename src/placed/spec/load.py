@@ -443,12 +443,15 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
         running = ()
     dedications: tuple[Dedication, ...] = ()
     events: tuple[Event, ...] = ()
+    storage = None
     if tenants is not None and not problems:
-        roots, dedications, events = cloudstack.apply_dedications(
+        located, dedications, events, storage = cloudstack.apply_dedications(
             document, roots, tenants, workloads, running, out
         )
-        if dedications:
-            inventory = Inventory.from_roots(roots)
+        if located is not roots:
+            roots, inventory = located, Inventory.from_roots(located)
+        disks = {o.name: o.disk for o in document.offerings}
+        workloads = cloudstack.with_storage(workloads, storage, disks)
     if problems:
         raise SpecError(source, problems)
     name = document.name or FilePath(source).stem
@@ -466,6 +469,7 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
             Offering(o.name, o.cpu, o.memory, o.disk, o.dedicated, o.implicit)
             for o in document.offerings
         ),
+        storage=storage,
     )
 
 

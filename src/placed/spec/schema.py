@@ -307,6 +307,15 @@ class OfferingSpec(_Strict):
     )
 
 
+class StoragePoolSpec(_Strict):
+    """A primary storage pool: zone-wide or cluster-wide (seed 004, requirement 8)."""
+
+    id: TargetId
+    scope: Literal["zone", "cluster"]
+    at: TargetId = Field(description="The zone or cluster whose hosts reach it.")
+    capacity: float = Field(ge=0, allow_inf_nan=False, description="GB a VM's disk takes from.")
+
+
 class DedicationSpec(_Strict):
     """A zone, pod, cluster or host given to a domain, or to one account of it."""
 
@@ -334,6 +343,9 @@ class SpecDocument(_Strict):
     settings: SettingsSpec = Field(default_factory=SettingsSpec)
     tenancy: TenancySpec | None = Field(None, description="Domains and accounts (seed 004).")
     offerings: list[OfferingSpec] = Field(default_factory=list)
+    storage: list[StoragePoolSpec] = Field(
+        default_factory=list, description="Primary storage pools, dedicable like hosts."
+    )
     dedications: list[DedicationSpec] = Field(
         default_factory=list,
         description="Applied in order as the root admin, through the dedication rules.",
