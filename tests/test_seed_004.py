@@ -330,3 +330,26 @@ def test_requirement_8_a_dedicated_pool_serves_its_owner_only(tmp_path: Path) ->
     assert code == 1
     [unplaced] = data["unplaced"]
     assert "reach no storage pool with 20 GB free that U2 may use" in unplaced["summary"]
+
+
+def test_maintenance_replaces_a_hosts_vms_under_the_same_rules(tmp_path: Path) -> None:
+    path = tmp_path / "cloud.yaml"
+    path.write_text(CLOUD, encoding="utf-8")
+    args = ["simulate", str(path), "-f", "json"]
+    # web/0 (a dedicated VM of A3, SD1) leaves H1a for the other host of D1's p1; then
+    # H1b too: nothing dedicated is left, so an empty shared host becomes A3's.
+    done = CliRunner().invoke(app, [*args, "--maintenance", "H1a", "--maintenance", "H1b"])
+    assert done.exit_code == 0, done.stdout
+    data = json.loads(done.stdout)
+    assert data["migrated"] == [
+        {"unit": "web/0", "from": "H1a", "to": "H1b"},
+        {"unit": "web/0", "from": "H1b", "to": "H2b"},
+    ]
+    assert [e["kind"] for e in data["events"]] == ["implicit-dedication"]
+    # db/0 (shared) can go nowhere else: H2b is A3's now, p1 is D1's.
+    done = CliRunner().invoke(
+        app, [*args, "--maintenance", "H1a", "--maintenance", "H1b", "--maintenance", "H2a"]
+    )
+    assert done.exit_code == 1
+    [refused] = json.loads(done.stdout)["refused"]
+    assert refused["unit"] == "H2a" and refused["kind"] == "no-capacity"

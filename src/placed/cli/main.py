@@ -395,6 +395,14 @@ def simulate_command(
         list[str] | None,
         typer.Option("--targets", help="A running VM: list the hosts it may migrate to."),
     ] = None,
+    maintenance: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--maintenance",
+            help="A host into maintenance: each running VM on it is placed again under the "
+            "same rules, or the command says why one cannot move (and nothing moves).",
+        ),
+    ] = None,
     fmt: FormatOption = Format.table,
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
@@ -414,12 +422,22 @@ def simulate_command(
     Example: placed simulate examples/balanced-conductors.yaml --up conductor5
     Example: placed simulate examples/distinct-racks.yaml --down r1 --format json
     Example: placed simulate cloud.yaml --migrate web/0=H2a --targets web/1
+    Example: placed simulate cloud.yaml --maintenance H1a
     """
     fmt = _begin(fmt, wide)
-    if migrate or targets:
+    if migrate or targets or maintenance:
         if down or up:
-            fail("--migrate and --targets move VMs one by one; simulate --down/--up apart")
-        _migrations(_load_inputs(spec, input_format, status), migrate or [], targets or [], fmt)
+            fail(
+                "--migrate, --targets and --maintenance move running VMs one by one; "
+                "simulate --down/--up apart"
+            )
+        _migrations(
+            _load_inputs(spec, input_format, status),
+            migrate or [],
+            targets or [],
+            maintenance or [],
+            fmt,
+        )
     if not down and not up:
         fail(
             "nothing to simulate: give at least one --down TARGET or --up TARGET (or "
@@ -441,8 +459,11 @@ def simulate_command(
     _exit(failed)
 
 
-def _migrations(specs: list[Spec], migrate: list[str], targets: list[str], fmt: Format) -> None:
-    """Seed 004's migrations on each document's running VMs, in order, as the root admin."""
+def _migrations(
+    specs: list[Spec], migrate: list[str], targets: list[str], maintenance: list[str], fmt: Format
+) -> None:
+    """Seed 004's migrations and maintenance on each document's running VMs, in order, as
+    the root admin."""
     documents = []
     refused_any = False
     for document in specs:
@@ -461,6 +482,14 @@ def _migrations(specs: list[Spec], migrate: list[str], targets: list[str], fmt: 
                 if error.kind == "invalid-parameter":
                     fail_at("--migrate", error.message, "--migrate")
                 refused.append({"unit": name, "to": host, "kind": error.kind, "why": error.message})
+        for host in maintenance:
+            try:
+                for name, to in cloud.evacuate(ROOT_ADMIN, host).items():
+                    moved.append({"unit": name, "from": host, "to": to})
+            except DedicationError as error:
+                if error.kind == "invalid-parameter" and "no host" in error.message:
+                    fail_at("--maintenance", error.message, "--maintenance")
+                refused.append({"unit": host, "to": "-", "kind": error.kind, "why": error.message})
         where: dict[str, list[str]] = {}
         for name in targets:
             try:
