@@ -353,3 +353,39 @@ def test_maintenance_replaces_a_hosts_vms_under_the_same_rules(tmp_path: Path) -
     assert done.exit_code == 1
     [refused] = json.loads(done.stdout)["refused"]
     assert refused["unit"] == "H2a" and refused["kind"] == "no-capacity"
+
+
+def dedications(*args: str) -> tuple[int, str]:
+    done = CliRunner().invoke(app, ["dedications", str(EXAMPLE), *args])
+    return done.exit_code, done.stdout + done.stderr
+
+
+def test_requirement_1_root_dedicates_a_zone_pod_cluster_or_host() -> None:
+    # Operations run dedicate, update, release: H2a inside SD1's p2, z2 to all of D2.
+    code, out = dedications(
+        "--dedicate", "p3=D1", "--dedicate", "H2a=SD1", "--update", "z2=D2", "-f", "json"
+    )
+    assert code == 0, out
+    kinds = {d["resource"]: d["kind"] for d in json.loads(out)["dedications"]}
+    assert {kinds["z2"], kinds["p3"], kinds["H2a"], kinds["c11"]} == {
+        "zone", "pod", "host", "cluster"
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("principal", ["domain-admin:D1", "user:A1", "domain-admin:SD3", "user:U8"])
+def test_user_permissions_1_and_3_only_root_dedicates_releases_or_updates(principal: str) -> None:
+    for operation in (["--dedicate", "H3a=D1"], ["--release", "p1"], ["--update", "p2=SD2"]):
+        code, out = dedications("--as", principal, *operation)
+        assert code == 2 and "permission-denied" in out, (principal, operation, out)
+
+
+def test_user_permissions_2_and_3_users_see_what_is_theirs_to_use() -> None:
+    # A user of SD3 may use SD3's c11, SD2's c3, SD1's p2 and D1's p1: all listed;
+    # A13's z2 and nothing of D2's is.
+    code, out = dedications("--as", "user:A7", "-f", "json")
+    assert code == 0
+    assert {d["resource"] for d in json.loads(out)["dedications"]} == {
+        "p1", "c11", "p2", "c3", "ps-c1"
+    }  # fmt: skip
+    code, out = dedications("--as", "user:U14", "-f", "json")
+    assert {d["resource"] for d in json.loads(out)["dedications"]} == set()  # z2 is A13's

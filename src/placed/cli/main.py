@@ -668,14 +668,32 @@ def dedications(
             "(only what applies to their domain chain and account).",
         ),
     ] = "root-admin",
+    dedicate: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--dedicate",
+            help="RESOURCE=DOMAIN or RESOURCE=DOMAIN/ACCOUNT: dedicate it, as --as, before "
+            "listing (on a copy: the spec is not changed). A refused operation exits 2 with "
+            "the rule's kind and message.",
+        ),
+    ] = None,
+    update: Annotated[
+        list[str] | None,
+        typer.Option("--update", help="RESOURCE=DOMAIN[/ACCOUNT]: give it to a new owner."),
+    ] = None,
+    release: Annotated[
+        list[str] | None, typer.Option("--release", help="RESOURCE: release its dedication.")
+    ] = None,
     input_format: InputFormatOption = InputFormat.auto,
 ) -> None:
     """List the dedications of a spec (seed 004): which zones, pods, clusters and hosts
-    belong to which domain or account, after its dedications: section is applied.
+    belong to which domain or account, after its dedications: section is applied; and try
+    dedicate, update and release (in that order) as a principal.
 
     Example: placed dedications examples/cloudstack-dedication.yaml
     Example: placed dedications examples/cloudstack-dedication.yaml --coverage --kind host
     Example: placed dedications examples/cloudstack-dedication.yaml --as user:A7 -f json
+    Example: placed dedications SPEC --dedicate c2=SD11 --release p2 --as root-admin
     """
     fmt = _begin(fmt)
     documents = []
@@ -689,6 +707,25 @@ def dedications(
                 "domain-admin:DOMAIN or user:ACCOUNT",
                 "--as",
             )
+        operations = [
+            *(("dedicate", text) for text in dedicate or []),
+            *(("update", text) for text in update or []),
+            *(("release", text) for text in release or []),
+        ]
+        for operation, text in operations:
+            resource, _, owner = text.partition("=")
+            owner_domain, _, owner_account = owner.partition("/")
+            try:
+                if operation == "release":
+                    cloud.release(who, resource)
+                elif not owner_domain:
+                    fail_at(f"--{operation}", f"{text!r}: write RESOURCE=DOMAIN[/ACCOUNT]")
+                elif operation == "dedicate":
+                    cloud.dedicate(who, resource, owner_domain, owner_account or None)
+                else:
+                    cloud.update(who, resource, owner_domain, owner_account or None)
+            except DedicationError as error:
+                fail_at(f"--{operation}", f"{error.kind}: {error.message}", f"--{operation}")
         listed = cloud.list_dedications(who, kind, domain, account)
         data: dict[str, Any] = {"dedications": [d.to_dict() for d in listed]}
         if coverage:
