@@ -389,3 +389,38 @@ def test_user_permissions_2_and_3_users_see_what_is_theirs_to_use() -> None:
     }  # fmt: skip
     code, out = dedications("--as", "user:U14", "-f", "json")
     assert {d["resource"] for d in json.loads(out)["dedications"]} == set()  # z2 is A13's
+
+
+def test_requirement_2_the_offering_says_whether_dedication_is_required(tmp_path: Path) -> None:
+    # The same account, two offerings: one lands on its dedicated cluster, one beside it.
+    dedications = [{"resource": "c1", "domain": "D1", "account": "A1"}]
+    workloads = [vm("flag", "A1"), vm("noflag", "A1", dedicated=False)]
+    code, data = plan(spec(tmp_path, dedications, workloads))
+    assert code == 0
+    assert hosts(data, "flag") <= {"H1a", "H1b"}
+    assert not hosts(data, "noflag") & {"H1a", "H1b"}
+
+
+def test_requirement_3_only_the_domains_vms_under_a_dedicated_zone(tmp_path: Path) -> None:
+    dedications = [{"resource": "z1", "domain": "SD1"}]
+    workloads = [vm("sd2", "A5", 4), vm("d2", "A13"), vm("d1", "A1")]
+    code, data = plan(spec(tmp_path, dedications, workloads, implicit=False))
+    assert hosts(data, "sd2") and hosts(data, "sd2") <= P1 | P2 | {"H3a", "H3b", "H33a", "H33b"}
+    assert {u["workload"] for u in data["unplaced"]} == {"d2", "d1"}  # D1 is SD1's parent
+    assert code == 1
+
+
+def test_requirement_4_only_flagged_vms_use_dedicated_resources(tmp_path: Path) -> None:
+    dedications = [{"resource": "p1", "domain": "D1"}, {"resource": "p2", "domain": "D1"}]
+    code, data = plan(spec(tmp_path, dedications, [vm("shared", "A1", 8, dedicated=False)]))
+    assert code == 0
+    assert not hosts(data, "shared") & (P1 | P2)
+
+
+def test_requirement_6_implicit_dedication_finds_a_new_unused_host(tmp_path: Path) -> None:
+    code, data = plan(spec(tmp_path, [], [vm("a7", "A7", 5)]))  # 4 fit on one host
+    assert code == 0
+    made = [d["resource"] for d in data["dedications_created"]]
+    assert len(made) == 2 and len(set(made)) == 2  # a second unused host when the first is full
+    assert hosts(data, "a7") == set(made)
+    assert all(d["account"] == "A7" and d["implicit"] for d in data["dedications_created"])
