@@ -107,3 +107,13 @@ def test_explain_shows_the_directive_each_target_was_judged_by() -> None:
         "filter": "directive",
         "message": "is not 2, where ceph/1 is directed (to wordpress)",
     }
+
+
+def test_a_bundle_asking_for_too_many_units_is_refused_at_once(tmp_path: Path) -> None:
+    # 3 services of 100,000 units each: the per-service bound holds, the total does not.
+    services = "".join(f"  s{i}: {{charm: x, num_units: 100000}}\n" for i in range(3))
+    bundle = tmp_path / "huge.yaml"
+    bundle.write_text(f"applications:\n{services}machines: {{}}\n")
+    code, _, err = invoke("validate", str(bundle))
+    assert code == 2
+    assert "300,000 units together" in err and "at most 200,000" in err

@@ -46,6 +46,9 @@ from placed.spec.juju.directives import (
 from placed.spec.source import Path, parse, read_bounded
 
 MAX_UNITS = 100_000  # per service: a bundle of more is a mistake, not a deployment
+# Per file: each unit of a Juju file may get a machine of its own, made during the plan,
+# so the bound is that of a large model rather than of a spec's existing targets.
+MAX_TOTAL_UNITS = 200_000
 
 
 def juju_style(data: Any) -> Style | None:
@@ -185,6 +188,15 @@ def read_juju(
                         position=sources.value(()),
                     )
                 ],
+            )
+    for spec in specs:
+        total = sum(w.units for w in spec.workloads)
+        if total > MAX_TOTAL_UNITS:
+            problems.append(
+                Problem(
+                    f"{spec.name}: the services ask for {total:,} units together; placed "
+                    f"plans at most {MAX_TOTAL_UNITS:,} per file"
+                )
             )
     if problems:
         raise SpecError(source, problems)

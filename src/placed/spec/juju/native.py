@@ -27,6 +27,7 @@ from placed.spec.juju.directives import (
     parse_entry,
 )
 from placed.spec.juju.files import (
+    MAX_TOTAL_UNITS,
     Status,
     _bundle_plans,
     _constraints,
@@ -129,6 +130,13 @@ def directed_workloads(
             constraints=_constraints(spec.juju_constraints, (*path, "juju_constraints"), out),
             subordinate=False,
             series=None,
+        )
+    made = sum(services[s.name].units for s in specs if s.new_machines and s.name in services)
+    if made > MAX_TOTAL_UNITS:
+        out.add(
+            f"new_machines workloads ask for {made:,} units together, each with a machine "
+            f"of its own; placed makes at most {MAX_TOTAL_UNITS:,}",
+            ("workloads",),
         )
     machine_ids = sorted(target_ids)
     result: dict[str, Workload] = {}
