@@ -117,3 +117,39 @@ def test_a_bundle_asking_for_too_many_units_is_refused_at_once(tmp_path: Path) -
     code, _, err = invoke("validate", str(bundle))
     assert code == 2
     assert "300,000 units together" in err and "at most 200,000" in err
+
+
+NATIVE = """
+inventory:
+  - id: z1
+    kind: zone
+    children:
+      - {id: h1, properties: {cores: 8, mem: 16384}, tags: [ssd]}
+      - {id: h2, properties: {cores: 4, mem: 8192}}
+      - {id: h3, properties: {cores: 16, mem: 65536}, tags: [ssd]}
+running:
+  - {unit: db/0, target: h3}
+workloads:
+  - name: web
+    units: 3
+    to: ["db/0", "lxd:h2"]
+    juju_constraints: "cores=8 tags=ssd"
+  - name: db
+    units: 2
+"""
+
+
+def test_a_native_spec_takes_directives_and_juju_constraints(tmp_path: Path) -> None:
+    spec = tmp_path / "native.yaml"
+    spec.write_text(NATIVE)
+    code, out, err = invoke("plan", str(spec), "-f", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    where = {p["unit"]: p["target"] for p in data["placements"]}
+    assert where["web/0"] == "h3"  # beside the running db/0
+    assert where["web/1"] == "h2/lxd/0"  # a new container on h2
+    # Default placement over existing targets, filtered by the service's constraints:
+    # not h2 (4 cores, no ssd), not the container made for web/1.
+    assert where["web/2"] in {"h1", "h3"}
+    assert set(where) == {"web/0", "web/1", "web/2", "db/1"}  # db/0 runs already
+    assert [t["id"] for t in data["new_targets"]] == ["h2/lxd/0"]

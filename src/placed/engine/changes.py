@@ -15,9 +15,7 @@ from typing import Any
 
 from placed.engine.outcomes import PlanResult, Unplaced
 from placed.engine.state import CreatedTarget
-
-DECLARED = "juju.declared"
-DECLARED_CONSTRAINTS = "juju.constraints"
+from placed.policy.directives import DECLARED, DECLARED_CONSTRAINTS
 
 
 @dataclass(frozen=True, slots=True)

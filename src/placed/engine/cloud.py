@@ -16,7 +16,7 @@ one VM at a time on the cloud's plan state.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from placed.engine import loop
 from placed.engine.outcomes import Placement, PlanResult
@@ -44,6 +44,7 @@ from placed.policy.dedication import (
     VMS,
     Tenant,
     choose_pool,
+    may_use,
     pool_owners,
 )
 
@@ -66,13 +67,9 @@ class _Running:
     unit: str  # its unit in the plan state
 
 
-@dataclass
 class Cloud:
-    spec: Spec
-    offerings: dict[str, Offering] = field(default_factory=dict)
-    implicit_enabled: bool = True
-
-    def __post_init__(self) -> None:
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
         self.tenancy: Tenancy = self.spec.tenancy or Tenancy()
         self.planner = Planner(self.spec)
         self.state = self.planner.initial_state()
@@ -85,7 +82,7 @@ class Cloud:
         self.rules.items.update({d.resource: d for d in self.spec.dedications})
         self.rules.events.extend(self.spec.events)
         self.implicit_enabled = self.spec.settings.implicit_dedication
-        self.offerings.update({o.name: o for o in self.spec.offerings})
+        self.offerings: dict[str, Offering] = {o.name: o for o in self.spec.offerings}
         self.vms: dict[str, _Running] = {}
         self._serial = 0
         workloads = {w.name: w for w in self.spec.workloads}
@@ -127,13 +124,7 @@ class Cloud:
     def eligible(self, account: str, offering: str) -> list[str]:
         """The hosts such a request may use now, by dedication alone."""
         tenant = self._tenant(account, self._offering(offering))
-        return [host for host in self._hosts() if self._allowed(tenant, self.rules.owner(host)[0])]
-
-    @staticmethod
-    def _allowed(tenant: Tenant, dedication: Dedication | None) -> bool:
-        if dedication is None:
-            return not tenant.dedicated
-        return tenant.dedicated and tenant.covers(dedication.owner)
+        return [host for host in self._hosts() if may_use(tenant, self.owner_of(host))]
 
     # -- dedications ------------------------------------------------------------------
 
@@ -373,19 +364,13 @@ class Cloud:
     def _refusal(self, running: _Running, host: str) -> str | None:
         tenant = running.workload.request(Tenant)
         assert tenant is not None
-        dedication, _ = self.rules.owner(host)
-        if tenant.dedicated and (dedication is None or not tenant.covers(dedication.owner)):
-            return (
-                f"host {host} is not dedicated to {tenant.account}'s domain chain"
-                if dedication is None
-                else f"host {host} is dedicated to {dedication.owner}, which "
-                f"{tenant.account} may not use"
-            )
-        if not tenant.dedicated and dedication is not None:
-            return (
-                f"host {host} is dedicated to {dedication.owner}; {running.vm.name} is not a "
-                "dedicated VM"
-            )
+        owner = self.owner_of(host)
+        if not may_use(tenant, owner):
+            if owner is None:
+                return f"host {host} is not dedicated to {tenant.account}'s domain chain"
+            if tenant.dedicated:
+                return f"host {host} is dedicated to {owner}, which {tenant.account} may not use"
+            return f"host {host} is dedicated to {owner}; {running.vm.name} is not a dedicated VM"
         storage, pool = self.spec.storage, self._pool_of(running)
         if (
             storage is not None

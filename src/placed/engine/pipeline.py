@@ -21,9 +21,7 @@ from placed.engine.index import TargetIndex
 from placed.engine.state import PlanState
 from placed.model import Target, Workload
 from placed.model.dedications import Owner
-from placed.model.storage import Storage
 from placed.policy.base import BoolArray, Consumer, Family, Filter, FloatArray, Reason, Scorer
-from placed.policy.dedication import pool_owners
 from placed.policy.registry import FAMILIES
 
 
@@ -73,9 +71,9 @@ class StateWorld:
     def ledger(self, name: str, size: int, start: float = 0.0) -> Sequence[float]:
         return [float(x) for x in self.state.ledger(name, size, start)]
 
-    def pool_owner(self, storage: Storage, pool: int) -> Owner | None:
-        code = int(pool_owners(storage, self.state)[pool])
-        return self.state.owners[code] if code >= 0 else None
+    @property
+    def owners(self) -> Sequence[Owner]:
+        return self.state.owners
 
 
 @dataclass(slots=True)

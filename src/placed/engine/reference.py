@@ -26,9 +26,7 @@ from placed.engine.selection import U64, rendezvous_weight, stable_hashes
 from placed.engine.state import PlanState
 from placed.model import Spec, Target, Workload
 from placed.model.dedications import Owner
-from placed.model.storage import Storage
 from placed.policy.base import BoolArray, Consumer, Family, FloatArray, Reason, World
-from placed.policy.dedication import pool_owners
 from placed.policy.registry import FAMILIES
 
 Positions = NDArray[np.intp]
@@ -99,9 +97,9 @@ class _Snapshot:
     def ledger(self, name: str, size: int, start: float = 0.0) -> Sequence[float]:
         return [float(x) for x in self._state.ledger(name, size, start)]
 
-    def pool_owner(self, storage: Storage, pool: int) -> Owner | None:
-        code = int(pool_owners(storage, self._state)[pool])
-        return self._state.owners[code] if code >= 0 else None
+    @property
+    def owners(self) -> Sequence[Owner]:
+        return self._state.owners
 
 
 class ReferenceJudge:

@@ -24,7 +24,6 @@ from numpy.typing import NDArray
 
 from placed.model import Notice, Spec, Target, Workload
 from placed.model.dedications import Event, Owner
-from placed.model.storage import Storage
 
 BoolArray = NDArray[np.bool_]
 FloatArray = NDArray[np.float64]
@@ -213,9 +212,8 @@ class World(Protocol):
         """A named array a policy keeps beside the targets, as it stands now."""
         ...
 
-    def pool_owner(self, storage: Storage, pool: int) -> Owner | None:
-        """Who a storage pool is dedicated to now (seed 004), if anyone."""
-        ...
+    @property
+    def owners(self) -> Sequence[Owner]: ...  # what each owner code stands for
 
 
 class Filter(ABC):

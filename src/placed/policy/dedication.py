@@ -18,6 +18,7 @@ spec's dedications and changed during a plan by implicit dedication.
 
 from __future__ import annotations
 
+import math
 import weakref
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -80,12 +81,18 @@ def tenant_of(workload: Workload) -> Tenant | None:
     return found if isinstance(found, Tenant) else None
 
 
+def may_use(tenant: Tenant, owner: Owner | None) -> bool:
+    """Seed 004's rule for a host: a dedicated request only where its account is
+    covered, any other request only where nobody is."""
+    if owner is None:
+        return not tenant.dedicated
+    return tenant.dedicated and tenant.covers(owner)
+
+
 def _usable(tenant: Tenant, owners: list[Owner] | tuple[Owner, ...]) -> NDArray[np.bool_]:
     """Per owner code, whether the request may land there; the last entry answers for
     code -1 (not dedicated)."""
-    if tenant.dedicated:
-        return np.array([*(tenant.covers(o) for o in owners), False], dtype=bool)
-    return np.array([*(False for _ in owners), True], dtype=bool)
+    return np.array([*(may_use(tenant, o) for o in owners), may_use(tenant, None)], dtype=bool)
 
 
 def _via(target: Target, owner: Owner) -> str:
@@ -182,11 +189,7 @@ class DedicationFilter(_Filter, Consumer):
         if tenant is None:
             return None
         owner = world.owner(target)
-        if owner is None:
-            allowed = not tenant.dedicated or world.allowed(SHARED)
-        else:
-            allowed = tenant.dedicated and tenant.covers(owner)
-        if allowed:
+        if may_use(tenant, owner) or (owner is None and world.allowed(SHARED)):
             return None
         empty = world.tally(VMS, target) == 0
         setting = target.properties.get(IMPLICIT_PROPERTY)
@@ -286,9 +289,16 @@ class StorageFilter(_Filter, Consumer):
             return None
         storage = tenant.storage
         used = world.ledger(POOL_USED, len(storage.pools))
+        # The owner codes a running cloud keeps, else the owners the spec gave.
+        codes = world.ledger(POOL_OWNER, len(storage.pools), float("nan"))
         for i, pool in enumerate(storage.pools):
+            code = codes[i]
+            if math.isnan(code):  # not kept yet
+                owner = storage.owners[i]
+            else:
+                owner = world.owners[int(code)] if code >= 0 else None
             reached = target.id in storage.reach[i] and pool.capacity - used[i] >= tenant.disk
-            if reached and pool_usable(tenant, world.pool_owner(storage, i)):
+            if reached and pool_usable(tenant, owner):
                 return None
         return _storage_reason(tenant)
 

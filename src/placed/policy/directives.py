@@ -41,6 +41,10 @@ from placed.policy.expressions.columns import PropertyColumns
 from placed.policy.expressions.evaluate import satisfied
 
 MACHINE = "machine"
+# Properties of a machine a bundle declares (made first, before any unit): that it is one,
+# and the constraints it is declared with.
+DECLARED = "juju.declared"
+DECLARED_CONSTRAINTS = "juju.constraints"
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,6 +276,9 @@ class _Columns:
             for tag in target.tags:
                 self.tags.setdefault(tag, []).append(position)
         self._masks: dict[JujuConstraints, BoolArray] = {}
+        # Per constraint set, the created targets judged so far: (how many, the last of
+        # them, their verdicts).
+        self._created: dict[JujuConstraints, tuple[int, Target | None, BoolArray]] = {}
 
     def mask(self, constraints: JujuConstraints) -> BoolArray:
         found = self._masks.get(constraints)
@@ -291,6 +298,26 @@ class _Columns:
                 found[self.tags.get(tag, [])] = False
             self._masks[constraints] = found
         return found
+
+    def mask_in(self, constraints: JujuConstraints, state: PlanView) -> BoolArray:
+        """The mask over every target of the plan state: the index's from the columns,
+        each created target judged once (a fork that created others, judged anew)."""
+        base = self.mask(constraints)
+        if state.size == base.size:
+            return base
+        count, last, verdicts = self._created.get(constraints, (0, None, np.zeros(0, bool)))
+        if count and (
+            count > state.size - base.size or state.target(base.size + count - 1) is not last
+        ):
+            count, verdicts = 0, np.zeros(0, bool)
+        fresh = [state.target(p) for p in range(base.size + count, state.size)]
+        verdicts = np.concatenate([verdicts, np.array([fits(constraints, t) for t in fresh], bool)])
+        self._created[constraints] = (
+            state.size - base.size,
+            state.target(state.size - 1),
+            verdicts,
+        )
+        return np.concatenate([base, verdicts])
 
 
 class Directive(Filter):
@@ -323,11 +350,7 @@ class Directive(Filter):
             constraints = constraints_for(directed, resolved.plan)
             if constraints is None:
                 return np.ones(state.size, dtype=bool)
-            base = self.columns().mask(constraints)
-            if state.size == base.size:
-                return base
-            extra = [fits(constraints, state.target(p)) for p in range(base.size, state.size)]
-            return np.concatenate([base, np.array(extra, dtype=bool)])
+            return self.columns().mask_in(constraints, state)
         mask = np.zeros(state.size, dtype=bool)
         if resolved.position >= 0:
             mask[resolved.position] = True

@@ -88,7 +88,8 @@ def apply_dedications(
         account = accounts_of.get(unit.workload)
         if account is not None:
             on_host.setdefault(unit.target, []).append(account)
-    topology = Topology.of_roots(roots, [(p.id, "pool", p.at) for p in pools(document, roots, out)])
+    found = pools(document, roots, out)
+    topology = Topology.of_roots(roots, [(p.id, "pool", p.at) for p in found])
     rules = Dedications(tenants, topology, lambda host: on_host.get(host, ()))
     for i, entry in enumerate(document.dedications):
         try:
@@ -101,7 +102,7 @@ def apply_dedications(
         _with_dedications(roots, located) if located else roots,
         tuple(items.values()),
         tuple(rules.events),
-        storage(document, roots, rules),
+        storage(found, rules) if document.storage else None,
     )
 
 
@@ -127,18 +128,9 @@ def pools(document: SpecDocument, roots: tuple[Location, ...], out: Collector) -
     return found
 
 
-def storage(
-    document: SpecDocument, roots: tuple[Location, ...], rules: Dedications
-) -> Storage | None:
+def storage(found: list[StoragePool], rules: Dedications) -> Storage:
     """The pools, the hosts each reaches (every target under its zone or cluster), and the
     dedication in force on each."""
-    if not document.storage:
-        return None
-    found = [
-        StoragePool(p.id, p.scope, p.at, p.capacity)
-        for p in document.storage
-        if p.id in rules.topology.kinds
-    ]
     reach = tuple(
         frozenset(
             n

@@ -403,9 +403,9 @@ def _example(kind: str) -> str:
 # ---------------------------------------------------------------- the two styles
 
 
-def parse_deployer(text: str) -> Directive:
-    """juju-deployer style: `[lxc|lxd|kvm:](machine | service[=N])`, `zone=NAME`,
-    `maas=NODE` or `constraints: key=value ...`. Raises DirectiveError."""
+def _common(text: str) -> Directive | tuple[_Entry, _Parts, Container | None]:
+    """What both styles read alike (constraints, zone=, maas=, a machine number), or
+    the located parts for the style to decide."""
     entry = _Entry(text)
     early = entry.prelude()
     if early is not None:
@@ -416,6 +416,16 @@ def parse_deployer(text: str) -> Directive:
         return entry.provider(parts, container)
     if _DIGITS.fullmatch(parts.target):
         return OnMachine(entry.machine(parts), container)
+    return entry, parts, container
+
+
+def parse_deployer(text: str) -> Directive:
+    """juju-deployer style: `[lxc|lxd|kvm:](machine | service[=N])`, `zone=NAME`,
+    `maas=NODE` or `constraints: key=value ...`. Raises DirectiveError."""
+    common = _common(text)
+    if not isinstance(common, tuple):
+        return common
+    entry, parts, container = common
     if parts.target == "new":
         raise entry.error(
             "'new' is bundle style; in deployer style a unit without an entry gets a new machine",
@@ -434,16 +444,10 @@ def parse_deployer(text: str) -> Directive:
 def parse_bundle(text: str) -> Directive:
     """Juju bundle style: `[lxc|lxd|kvm:](service[/N] | machine | new)`, `zone=NAME`,
     `maas=NODE` or `constraints: key=value ...`. Raises DirectiveError."""
-    entry = _Entry(text)
-    early = entry.prelude()
-    if early is not None:
-        return early
-    parts = entry.parts()
-    container = entry.container(parts)
-    if parts.target in _PROVIDERS and parts.sep == "=":
-        return entry.provider(parts, container)
-    if _DIGITS.fullmatch(parts.target):
-        return OnMachine(entry.machine(parts), container)
+    common = _common(text)
+    if not isinstance(common, tuple):
+        return common
+    entry, parts, container = common
     if parts.target == "new":
         if parts.sep is not None:
             raise entry.error(

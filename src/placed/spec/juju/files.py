@@ -29,7 +29,7 @@ from typing import Any
 
 from placed.model import Inventory, Location, Property, Running, Settings, Spec, Workload
 from placed.model.juju_constraints import ConstraintError, JujuConstraints, parse_constraints
-from placed.policy.directives import Directed, UnitPlan
+from placed.policy.directives import DECLARED, DECLARED_CONSTRAINTS, Directed, UnitPlan
 from placed.spec.collect import Collector
 from placed.spec.errors import Problem, SourcePosition, SpecError, quoted
 from placed.spec.juju.directives import (
@@ -131,7 +131,7 @@ def read_status(text: str, source: str) -> Status:
 
 
 @dataclass
-class _Service:
+class Service:
     name: str
     path: Path
     units: int  # units to add
@@ -145,14 +145,14 @@ class _Service:
     @property
     def first(self) -> int:
         """The number of the first unit to add: after every existing one."""
-        return max((_number(u) for u in self.existing), default=-1) + 1
+        return max((unit_number(u) for u in self.existing), default=-1) + 1
 
     def unit_names(self) -> list[str]:
         """Every unit, existing and to add, in numeric order."""
         return [*self.existing, *(f"{self.name}/{self.first + i}" for i in range(self.units))]
 
 
-def _number(unit: str) -> int:
+def unit_number(unit: str) -> int:
     tail = unit.rsplit("/", 1)[-1]
     return int(tail) if tail.isdigit() else -1
 
@@ -206,7 +206,7 @@ def read_juju(
 # -- reading the parts ---------------------------------------------------------------
 
 
-def _constraints(value: Any, path: Path, out: Collector) -> JujuConstraints | None:
+def constraints_of(value: Any, path: Path, out: Collector) -> JujuConstraints | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str):
@@ -254,8 +254,8 @@ def _entries(
 
 def _services(
     apps: dict[str, Any], path: Path, style: Style, status: Status | None, out: Collector
-) -> dict[str, _Service]:
-    services: dict[str, _Service] = {}
+) -> dict[str, Service]:
+    services: dict[str, Service] = {}
     for name, body in apps.items():
         where = (*path, name)
         if body is None:
@@ -263,7 +263,7 @@ def _services(
         if not isinstance(body, dict):
             out.add(f"a service is a mapping (charm, num_units, to...), got {quoted(body)}", where)
             continue
-        existing = sorted((status.units.get(name, {}) if status else {}), key=_number)
+        existing = sorted((status.units.get(name, {}) if status else {}), key=unit_number)
         if style == "bundle":
             wanted = _count(body, ("num_units",), 0, where, out)
             subordinate = "num_units" not in body or wanted == 0 or body.get("subordinate") is True
@@ -272,14 +272,14 @@ def _services(
             subordinate = body.get("subordinate") is True
         has_to = body.get("to") is not None
         series = body.get("series")
-        services[name] = _Service(
+        services[name] = Service(
             name=name,
             path=where,
             units=max(0, wanted - len(existing)),
             existing=existing,
             entries=_entries(body.get("to"), style, name, (*where, "to"), out) if has_to else [],
             has_to=has_to,
-            constraints=_constraints(body.get("constraints"), (*where, "constraints"), out),
+            constraints=constraints_of(body.get("constraints"), (*where, "constraints"), out),
             subordinate=subordinate,
             series=str(series) if isinstance(series, str) else None,
         )
@@ -300,11 +300,11 @@ def _existing_inventory(status: Status | None, always: tuple[str, ...]) -> list[
     return roots
 
 
-def _first_machine(ids: list[str]) -> int:
+def first_machine(ids: list[str]) -> int:
     return max((int(m) for m in ids if m.isdigit()), default=-1) + 1
 
 
-def _container_base(ids: list[str]) -> dict[str, int]:
+def container_base(ids: list[str]) -> dict[str, int]:
     base: dict[str, int] = {}
     for container in ids:
         parts = container.split("/")
@@ -393,15 +393,15 @@ def _deployment(
         directed = replace(
             directed,
             series=service.series or series,
-            first_machine=_first_machine(machine_ids),
-            container_base=_container_base(container_ids),
+            first_machine=first_machine(machine_ids),
+            container_base=container_base(container_ids),
         )
         workloads.append(_workload(service, directed))
     return _spec(roots, workloads, source, name or "deployment", status)
 
 
 def _deployer_plans(
-    service: _Service, services: dict[str, _Service], status: Status | None, out: Collector
+    service: Service, services: dict[str, Service], status: Status | None, out: Collector
 ) -> Directed:
     plans: dict[str, UnitPlan] = {}
     names = service.unit_names()
@@ -415,7 +415,9 @@ def _deployer_plans(
         unit = names[index]
         if unit in service.existing:
             continue  # it runs already
-        plan = _plan(service, entry, index, where, services, status, out, "deployer", {})
+        plan = _at(
+            _plan(service, entry, index, where, services, status, out, "deployer", {}), where, out
+        )
         if plan is not None:
             plans[unit] = plan
     return Directed(plans, new_machines=True, constraints=service.constraints, extra=tuple(extra))
@@ -439,7 +441,7 @@ def _bundle(
     # Declared machines are created first, in the natural order of their ids, and take
     # the model's next numbers.
     declared: dict[str, str] = {}
-    number = _first_machine(existing_ids)
+    number = first_machine(existing_ids)
     named = [m for m in declared_raw if str(m).isdigit()]
     for bad in (m for m in declared_raw if not str(m).isdigit()):
         out.add(
@@ -449,16 +451,16 @@ def _bundle(
         body = declared_raw[machine] or {}
         where: Path = ("machines", machine)
         constraints = (
-            _constraints(body.get("constraints"), (*where, "constraints"), out)
+            constraints_of(body.get("constraints"), (*where, "constraints"), out)
             if isinstance(body, dict)
             else None
         )
         series = body.get("series") if isinstance(body, dict) else None
         if not isinstance(series, str) and isinstance(data.get("series"), str):
             series = data["series"]  # the bundle's default
-        properties: dict[str, Property] = {"juju.declared": Property("juju.declared", True)}
+        properties: dict[str, Property] = {DECLARED: Property(DECLARED, True)}
         if constraints is not None:
-            properties["juju.constraints"] = Property("juju.constraints", str(constraints))
+            properties[DECLARED_CONSTRAINTS] = Property(DECLARED_CONSTRAINTS, str(constraints))
         if isinstance(series, str):
             properties["series"] = Property("series", series)
         declared[str(machine)] = str(number)
@@ -495,18 +497,18 @@ def _bundle(
                     (*service.path, "to"),
                 )
             continue
-        directed = _bundle_plans(service, services, declared, status, out)
+        directed = bundle_plans(service, services, declared, status, out)
         directed = replace(
             directed,
             series=service.series or default_series,
             first_machine=number,
-            container_base=_container_base(container_ids),
+            container_base=container_base(container_ids),
         )
         workloads.append(_workload(service, directed))
     return _spec(roots, workloads, source, "bundle", status)
 
 
-def _bundle_order(services: dict[str, _Service], out: Collector) -> list[_Service]:
+def _bundle_order(services: dict[str, Service], out: Collector) -> list[Service]:
     """Name order, in passes: each application after every application it names."""
     needs = {
         name: {
@@ -539,9 +541,9 @@ def _bundle_order(services: dict[str, _Service], out: Collector) -> list[_Servic
     return [services[name] for name in placed]
 
 
-def _bundle_plans(
-    service: _Service,
-    services: dict[str, _Service],
+def bundle_plans(
+    service: Service,
+    services: dict[str, Service],
     declared: Mapping[str, str] | None,
     status: Status | None,
     out: Collector,
@@ -564,8 +566,12 @@ def _bundle_plans(
         entry, where = entries[min(index, len(entries) - 1)]
         if unit in service.existing:
             continue
-        plan = _plan(
-            service, entry, index, where, services, status, out, "bundle", counters, declared
+        plan = _at(
+            _plan(
+                service, entry, index, where, services, status, out, "bundle", counters, declared
+            ),
+            where,
+            out,
         )
         if plan is not None:
             plans[unit] = plan
@@ -581,31 +587,20 @@ def _bundle_plans(
 # -- one entry -----------------------------------------------------------------------
 
 
-def _plan(
-    service: _Service,
-    entry: Directive,
-    index: int,
-    where: Path,
-    services: dict[str, _Service],
-    status: Status | None,
-    out: Collector,
-    style: Style,
-    counters: dict[str, int],
-    declared: Mapping[str, str] | None = None,
-) -> UnitPlan | None:
-    plan = _plan_of(service, entry, index, where, services, status, out, style, counters, declared)
-    if plan is None:
-        return None
+def _at(plan: UnitPlan | None, where: Path, out: Collector) -> UnitPlan | None:
+    """The plan with the line and column of its entry (for --portable's errors)."""
     position = out.sources.value(where)
-    return replace(plan, at=(position.line, position.column)) if position is not None else plan
+    if plan is None or position is None:
+        return plan
+    return replace(plan, at=(position.line, position.column))
 
 
-def _plan_of(
-    service: _Service,
+def _plan(
+    service: Service,
     entry: Directive,
     index: int,
     where: Path,
-    services: dict[str, _Service],
+    services: dict[str, Service],
     status: Status | None,
     out: Collector,
     style: Style,
@@ -658,7 +653,7 @@ def _plan_of(
             where,
         )
         return None
-    units = target.unit_names() if target is not None else sorted(running or {}, key=_number)
+    units = target.unit_names() if target is not None else sorted(running or {}, key=unit_number)
     if style == "deployer":
         ordinal = entry.index if entry.index is not None else index
         if ordinal >= len(units):
@@ -693,7 +688,7 @@ def _plan_of(
     return UnitPlan(written, beside=units[position], container=entry.container)
 
 
-def _workload(service: _Service, directed: Directed) -> Workload:
+def _workload(service: Service, directed: Directed) -> Workload:
     return Workload(
         name=service.name,
         units=service.units,
@@ -714,7 +709,7 @@ def _spec(
     running = tuple(
         Running(app, unit, machine)
         for app, units in (status.units.items() if status is not None else ())
-        for unit, machine in sorted(units.items(), key=lambda pair: _number(pair[0]))
+        for unit, machine in sorted(units.items(), key=lambda pair: unit_number(pair[0]))
         if machine is not None and machine in known
     )
     return Spec(

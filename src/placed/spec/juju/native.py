@@ -28,13 +28,13 @@ from placed.spec.juju.directives import (
 )
 from placed.spec.juju.files import (
     MAX_TOTAL_UNITS,
+    Service,
     Status,
-    _bundle_plans,
-    _constraints,
-    _container_base,
-    _first_machine,
-    _number,
-    _Service,
+    bundle_plans,
+    constraints_of,
+    container_base,
+    first_machine,
+    unit_number,
 )
 from placed.spec.schema import RunningSpec, WorkloadSpec
 from placed.spec.source import Path
@@ -92,10 +92,10 @@ def directed_workloads(
     ):
         return workloads
     status = Status(units={name: dict.fromkeys(units) for name, units in runs.items()})
-    services: dict[str, _Service] = {}
+    services: dict[str, Service] = {}
     for index, (spec, workload) in enumerate(zip(specs, workloads, strict=True)):
         path: Path = ("workloads", index)
-        existing = sorted(runs.get(workload.name, []), key=_number)
+        existing = sorted(runs.get(workload.name, []), key=unit_number)
         entries: list[tuple[Directive, Path]] = []
         listed = spec.to if isinstance(spec.to, list) else [] if spec.to is None else [spec.to]
         for i, value in enumerate(listed):
@@ -120,14 +120,14 @@ def directed_workloads(
                 f"workload is in {workload.mode} mode",
                 path,
             )
-        services[workload.name] = _Service(
+        services[workload.name] = Service(
             name=workload.name,
             path=path,
             units=max(0, workload.units - len(existing)),
             existing=existing,
             entries=entries,
             has_to=spec.to is not None,
-            constraints=_constraints(spec.juju_constraints, (*path, "juju_constraints"), out),
+            constraints=constraints_of(spec.juju_constraints, (*path, "juju_constraints"), out),
             subordinate=False,
             series=None,
         )
@@ -144,13 +144,13 @@ def directed_workloads(
         service = services[workload.name]
         changed = replace(workload, units=service.units, first=service.first)
         if spec.to is not None or spec.juju_constraints or spec.new_machines:
-            plans = _bundle_plans(service, services, None, status, out)
+            plans = bundle_plans(service, services, None, status, out)
             request = replace(
                 plans,
                 new_machines=spec.new_machines,
                 style="native",
-                first_machine=_first_machine(machine_ids),
-                container_base=_container_base(machine_ids),
+                first_machine=first_machine(machine_ids),
+                container_base=container_base(machine_ids),
             )
             changed = replace(changed, requests=(*workload.requests, request))
         result[workload.name] = changed
@@ -158,7 +158,7 @@ def directed_workloads(
 
 
 def _order(
-    specs: Sequence[WorkloadSpec], services: dict[str, _Service], out: Collector
+    specs: Sequence[WorkloadSpec], services: dict[str, Service], out: Collector
 ) -> list[str]:
     """Spec order, except that a workload a directive names comes first."""
     needs = {
