@@ -79,7 +79,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,
 )
 
 FormatOption = Annotated[
@@ -524,15 +524,13 @@ def _simulation(planner: Planner, result: Simulation) -> dict[str, Any]:
         gone = move["workload"] in every and move["to"] is None and move["unit"] not in after
         move["removed"] = gone
         removed += gone
-    index = planner.index
-    was_up = {target: bool(index.up[index.position[target]]) for target in index.ids}
     data.update(
         units_before=len(result.before.outcomes),
         unplaced_before=plan_document(
             dataclasses.replace(result.before, outcomes=list(result.before.unplaced))
         )["unplaced"],
-        already_down=[t for t in result.down if not was_up.get(t, True)],
-        already_up=[t for t in result.up if was_up.get(t, False)],
+        already_down=result.already_down,
+        already_up=result.already_up,
         removed=removed,
     )
     return data

@@ -10,13 +10,14 @@ is lost; only those are re-placed, into the capacity the others leave free.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from placed.engine import loop
 from placed.engine.outcomes import Outcome, Placement, PlanResult, Unplaced
 from placed.engine.planner import Planner
 from placed.engine.report import Explainer
+from placed.engine.state import PlanState
 
 
 class UnknownTargetError(ValueError):
@@ -48,6 +49,8 @@ class Simulation:
     before: PlanResult
     after: PlanResult
     moves: list[Move]
+    already_down: list[str] = field(default_factory=list)
+    already_up: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,14 +63,23 @@ class Simulation:
         }
 
 
-def expand(planner: Planner, names: list[str], flag: str) -> list[str]:
-    """Target ids named by `names`; a location that is not a leaf names every target in it."""
+def expand(planner: Planner, names: list[str], flag: str, made: PlanState) -> list[str]:
+    """Target ids named by `names`; a location that is not a leaf names every target in it,
+    and a machine the plan made (Juju's new machines, in `made`) names itself and the
+    containers on it."""
     inventory = planner.spec.inventory
-    known = [location.id for location in inventory.locations()]
+    children: dict[str, list[str]] = {}
+    for created in made.created:
+        children.setdefault(created.target.id, [])
+        if created.parent is not None:
+            children.setdefault(created.parent, []).append(created.target.id)
     ids: list[str] = []
     for name in names:
         leaves = inventory.leaf_ids_under(name)
+        if name in children:
+            leaves = [*leaves, *([] if name in leaves else [name]), *children[name]]
         if not leaves:
+            known = [location.id for location in inventory.locations()] + list(children)
             close = difflib.get_close_matches(name, known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise UnknownTargetError(f"{flag} {name}: no target or location with that id{hint}")
@@ -76,19 +88,23 @@ def expand(planner: Planner, names: list[str], flag: str) -> list[str]:
 
 
 def simulate(planner: Planner, down: list[str], up: list[str]) -> Simulation:
-    going_down = expand(planner, down, "--down")
-    coming_up = expand(planner, up, "--up")
+    planned = planner.initial_state()
+    before = planner.plan(planned)
+    going_down = expand(planner, down, "--down", planned)
+    coming_up = expand(planner, up, "--up", planned)
     both = sorted(set(going_down) & set(coming_up))
     if both:
         raise UnknownTargetError(f"{', '.join(both)} named by both --down and --up")
 
-    before = planner.plan()
+    # The world the plan left: the inventory, and the machines and containers it made.
     state = planner.initial_state()
-    position = planner.index.position
+    state.adopt_created(planned)
+    was_up = state.up.copy()
     for target_id in going_down:
-        state.up[position[target_id]] = False
+        state.up[_position(state, target_id)] = False
     for target_id in coming_up:
-        state.up[position[target_id]] = True
+        state.up[_position(state, target_id)] = True
+    state.forget_lost_creations()
 
     # What runs on live targets stays and holds its capacity: allocation and every units
     # load into the state as they are. Mapping units own nothing to load: their owners
@@ -97,7 +113,7 @@ def simulate(planner: Planner, down: list[str], up: list[str]) -> Simulation:
         outcome
         for outcome in before.placements
         if planner.workloads[outcome.workload].mode != "mapping"
-        and state.up[position[outcome.target]]
+        and state.up[_position(state, outcome.target)]
     ]
     planner.load(state, kept)
 
@@ -111,9 +127,24 @@ def simulate(planner: Planner, down: list[str], up: list[str]) -> Simulation:
     )
     after.outcomes = loop.run(context, planner.spec.workloads)
     after.new_targets = list(state.created)
-    explainer = Explainer(planner.spec, planner.families)
+    explainer = Explainer(planner.spec, planner.families, [c.target for c in state.created])
     moves = _moves(explainer, before.by_unit(), after.by_unit(), set(going_down), set(coming_up))
-    return Simulation(going_down, coming_up, before, after, moves)
+    return Simulation(
+        going_down,
+        coming_up,
+        before,
+        after,
+        moves,
+        already_down=[t for t in going_down if not was_up[_position(state, t)]],
+        already_up=[t for t in coming_up if was_up[_position(state, t)]],
+    )
+
+
+def _position(state: PlanState, target_id: str) -> int:
+    position = state.position(target_id)
+    if position is None:  # expand() named only targets the state has
+        raise KeyError(target_id)
+    return position
 
 
 def _target(outcome: Outcome | None) -> str | None:

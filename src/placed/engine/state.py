@@ -331,6 +331,12 @@ class PlanState:
         self._owner[position] = NO_OWNER
         self._hashes = _room(self._hashes, needed)
         self._up[position] = target.up
+        if parent is not None:
+            # A container is up only while its machine is: one made on a failed machine
+            # in a what-if is no place to run.
+            on = self.position(parent)
+            if on is not None and not self._up[on]:
+                self._up[position] = False
         for row, name in enumerate(self.resources):
             self._free[row, position] = target.capacity.get(name, 0.0)
         self._hashes[position] = np.uint64(stable_hash64(target.id))
@@ -350,6 +356,24 @@ class PlanState:
         self._created_position[target.id] = position
         self._created_for[unit] = position  # the last: a container after its machine
         return position
+
+    def adopt_created(self, source: PlanState) -> None:
+        """Make the targets `source` created during its plan, at the same positions, and
+        go on with its numbering: a what-if on a plan's world (a machine the plan made
+        fails) starts from the machines and containers that plan left."""
+        if self.created:
+            raise ValueError("adopt_created needs a state that has created nothing yet")
+        for made in source.created:
+            self.create(made.target, made.unit, made.constraints, made.parent)
+        self._sequences.update(source._sequences)
+
+    def forget_lost_creations(self) -> None:
+        """A unit whose made target is down is as if nothing had been made for it: in a
+        what-if, a unit whose new machine (or container) failed gets another, as Juju's
+        default placement would give it one."""
+        for made in self.created:
+            if not self._up[made.position] and self._created_for.get(made.unit) == made.position:
+                del self._created_for[made.unit]
 
     def _extra_code(self, level: str, location_id: str) -> int:
         codes = self._extra_index.setdefault(level, {})

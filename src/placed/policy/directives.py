@@ -508,8 +508,10 @@ class Directives(Family):
             if host is None:  # lxd:new: a new machine, and the container on it
                 machine = _machine(self._machine_id(directed, state), constraints, directed)
                 host, before = machine.id, (machine,)
-            elif state.position(host) is None:  # a named machine no one has made yet
+            elif (on := state.position(host)) is None:  # a named machine not made yet
                 before = (_machine(host, None, directed),)
+            elif not state.up[on]:
+                return None  # no container on a failed machine (a what-if's down host)
             container = _container(host, plan.container, directed, state)
             return Created(container, "", via="directive", parent=host, before=before)
         if plan is not None and plan.machine is not None:
