@@ -176,7 +176,7 @@ def test_version() -> None:
 def test_help_teaches_with_examples() -> None:
     code, out = run("simulate", "--help")
     assert code == 0
-    assert "--down" in out and "Example: placed simulate" in out
+    assert "--down" in out and "Examples:\n    placed simulate" in out
 
 
 def test_progress_bar_appears_only_after_the_delay() -> None:

@@ -411,7 +411,7 @@ def test_simulate_removes_an_every_unit_and_moves_the_others(tmp_path: Path) -> 
         ("plan", "--unplaced"),
         ("validate", "--strict"),
         ("expr", "--props @-"),
-        ("simulate", "Example: placed simulate"),
+        ("simulate", "Examples: placed simulate"),
     ],
 )
 def test_help_teaches_the_new_options_by_example(command: str, example: str) -> None:

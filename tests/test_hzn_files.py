@@ -669,7 +669,7 @@ def test_convert_prints_the_committed_native_example(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout == NATIVE.read_text()
     written = tmp_path / "spec.yaml"
-    assert invoke("convert", HZN, "-o", written).exit_code == 0
+    assert invoke("convert", HZN, "--output-file", written).exit_code == 0
     assert written.read_text() == NATIVE.read_text()
 
 

@@ -15,6 +15,8 @@ import typer
 from rich.text import Text
 
 from placed import __version__
+from placed.cli import helptext
+from placed.cli.fieldtext import field_text
 from placed.cli.grid import printable
 from placed.cli.inputs import InputFormat, read_props, read_specs
 from placed.cli.output import (
@@ -27,6 +29,7 @@ from placed.cli.output import (
     error_format,
     fail,
     fail_at,
+    fail_option,
     fail_spec,
     guarded,
     out,
@@ -62,12 +65,16 @@ from placed.policy.expressions.dialect import dialect_notices
 from placed.policy.expressions.evaluate import holds, satisfied
 from placed.policy.lint import lint
 from placed.spec import SpecError
+from placed.spec.fields import UnknownFieldError
+from placed.spec.fields import explain as explain_field
 from placed.spec.hzn import convert_openhorizon, dump_native
 from placed.spec.juju.convert import dump_juju_native, native_document
 from placed.spec.juju.files import load_status, looks_like_juju_text, non_portable
 from placed.spec.schema import SpecDocument
 
 __all__ = ["EXIT_FAILED", "EXIT_INVALID", "EXIT_OK", "app", "run"]
+
+helptext.install()
 
 app = typer.Typer(
     name="placed",
@@ -77,7 +84,7 @@ app = typer.Typer(
         "incompatible; 2 invalid input (the message points at it)."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -217,14 +224,21 @@ def plan(
     "0/7 targets available: 4 lack required tag datacenter1, 3 have forbidden tag network3".
     Exit code 1 when any unit is unplaced (of the workloads shown, with -w).
 
-    Example: placed plan examples/ironic-affinity.yaml --format json
-    Example: placed plan examples/distinct-racks.yaml --unplaced
-    Example: placed plan examples/ironic-affinity.yaml -w node2 -o wide
-    Example: generate-spec | placed plan - | grep unplaced
-    Example: placed plan racks.yaml hosts.yaml   (several specs, planned side by side)
-    Example: placed plan examples/openhorizon/   (Open Horizon's files, as hzn prints them)
-    Example: placed plan examples/juju-deployer.yaml --format changes   (a Juju file)
-    Example: placed plan bundle.yaml --status status.yaml   (juju status --format yaml)
+    \b
+    Examples:
+      placed plan examples/ironic-affinity.yaml --format json
+      placed plan examples/distinct-racks.yaml --unplaced
+      placed plan examples/ironic-affinity.yaml -w node2 -o wide
+      cat examples/distinct-racks.yaml | placed plan - | grep unplaced
+      # several specs, planned side by side:
+      placed plan examples/distinct-racks.yaml examples/balanced-conductors.yaml
+      # Open Horizon's own files, as hzn prints them:
+      placed plan examples/openhorizon/
+      # a Juju file, as the steps juju deploy --dry-run lists:
+      placed plan examples/juju-deployer.yaml --format changes
+      # a bundle against what runs (juju status --format yaml):
+      placed plan examples/juju-bundle.yaml \\
+          --status examples/juju-bundle-status.yaml
     """
     fmt = _begin(fmt, wide, changes=True)
     documents = []
@@ -282,9 +296,12 @@ def check(
     Capacity is judged against an empty inventory (nothing placed yet). Exit code 1 when a
     workload has no compatible target at all.
 
-    Example: placed check examples/ironic-affinity.yaml -w node2
-    Example: placed check examples/ironic-affinity.yaml -o wide | grep -w no
-    Example: placed check nodes.json web.deployment.policy.json web.service.definition.json
+    \b
+    Examples:
+      placed check examples/ironic-affinity.yaml -w node2
+      placed check examples/ironic-affinity.yaml -o wide | grep -w no
+      cd examples/openhorizon && placed check nodes.json \\
+          web.deployment.policy.json web.service.definition.json
     """
     fmt = _begin(fmt, wide)
     documents = []
@@ -342,8 +359,10 @@ def explain(
     already holds web/0)". Exit code 1 when the unit is unplaced. The unit comes last,
     after the spec files.
 
-    Example: placed explain examples/distinct-racks.yaml web/3
-    Example: placed explain examples/distinct-racks.yaml web/3 --format json
+    \b
+    Examples:
+      placed explain examples/distinct-racks.yaml web/3
+      placed explain examples/distinct-racks.yaml web/3 --format json
     """
     fmt = _begin(fmt, wide)
     documents = []
@@ -418,11 +437,12 @@ def simulate_command(
     lists the units that were unplaced already before the change, and says when a target
     named was already down (or up). Exit code 1 when a unit is left unplaced afterwards.
 
-    Example: placed simulate examples/ironic-affinity.yaml --down conductor1
-    Example: placed simulate examples/balanced-conductors.yaml --up conductor5
-    Example: placed simulate examples/distinct-racks.yaml --down r1 --format json
-    Example: placed simulate cloud.yaml --migrate web/0=H2a --targets web/1
-    Example: placed simulate cloud.yaml --maintenance H1a
+    \b
+    Examples:
+      placed simulate examples/ironic-affinity.yaml --down conductor1
+      placed simulate examples/balanced-conductors.yaml --up conductor5
+      placed simulate examples/distinct-racks.yaml --down r1 --format json
+      placed simulate examples/juju-deployer.yaml --down 1
     """
     fmt = _begin(fmt, wide)
     if migrate or targets or maintenance:
@@ -607,11 +627,15 @@ def validate(
 
     Exit code 0 when valid (1 with --strict when there are warnings), 2 when invalid.
 
-    Example: placed validate examples/ironic-affinity.yaml
-    Example: placed validate --strict spec.yaml   (in CI: warnings fail the build)
-    Example: placed validate --input-format openhorizon examples/openhorizon/
-    Example: placed validate --dialect openhorizon examples/edge-namespaces.yaml
-    Example: placed validate --portable examples/juju-proposed.yaml
+    \b
+    Examples:
+      placed validate examples/ironic-affinity.yaml
+      # in CI: warnings fail the build (exit code 1)
+      placed validate --strict examples/juju-deployer.yaml
+      placed validate --input-format openhorizon examples/openhorizon/
+      placed validate --dialect openhorizon examples/edge-namespaces.yaml
+      # exit code 2: machines other than 0 are errors, with every other error
+      placed validate --portable examples/juju-proposed.yaml
     """
     fmt = _begin(fmt)
     specs = _load_inputs(spec, input_format, status)
@@ -688,10 +712,17 @@ def dedications(
     belong to which domain or account, after its dedications: section is applied; and try
     dedicate, update and release (in that order) as a principal.
 
-    Example: placed dedications examples/cloudstack-dedication.yaml
-    Example: placed dedications examples/cloudstack-dedication.yaml --coverage --kind host
-    Example: placed dedications examples/cloudstack-dedication.yaml --as user:A7 -f json
-    Example: placed dedications SPEC --dedicate c2=SD11 --release p2 --as root-admin
+    \b
+    Examples:
+      placed dedications examples/cloudstack-dedication.yaml
+      placed dedications examples/cloudstack-dedication.yaml --coverage \\
+          --kind host
+      placed dedications examples/cloudstack-dedication.yaml --as user:A7 -f json
+      placed dedications examples/cloudstack-dedication.yaml --dedicate c2=SD2 \\
+          --release p2 --as root-admin
+      # exit code 2: a user may not dedicate (the rule's kind and message)
+      placed dedications examples/cloudstack-dedication.yaml --dedicate c2=SD2 \\
+          --as user:A7
     """
     fmt = _begin(fmt)
     documents = []
@@ -776,8 +807,10 @@ def expr(
     Prints true or false; exit code 0 for true, 1 for false, 2 for an invalid expression
     or property (the message shows the column).
 
-    Example: placed expr 'purpose == "lab" && cpu >= 2' --props '{purpose: lab, cpu: 4}'
-    Example: hzn policy list | placed expr 'purpose == "lab"' --props @-
+    \b
+    Examples:
+      placed expr 'purpose == "lab" && cpu >= 2' --props '{purpose: lab, cpu: 4}'
+      hzn policy list | placed expr 'purpose == "lab"' --props @-
     """
     fmt = _begin(fmt)
     try:
@@ -829,27 +862,45 @@ def expr(
     _exit(not result)
 
 
+class SpecFormat(StrEnum):
+    yaml = "yaml"
+    json = "json"
+
+
 @app.command()
 def convert(
     paths: Annotated[
         list[Path],
         typer.Argument(
-            help="Open Horizon's JSON files, or one directory of them: the node list (hzn "
-            "exchange node list -l), node policies (NODE.node.policy.json), deployment "
-            "policies, patterns, service definitions or the service list.",
+            help="A Juju bundle or juju-deployer file, or Open Horizon's JSON files (or one "
+            "directory of them): the node list (hzn exchange node list -l), node policies "
+            "(NODE.node.policy.json), deployment policies, patterns, service definitions "
+            "or the service list.",
             metavar="PATH",
             show_default=False,
         ),
     ],
-    output: Annotated[
+    output_file: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Write the spec to this file instead of printing."),
+        typer.Option(
+            "--output-file",
+            help="Write the spec to this file instead of printing it (never one of the "
+            "files read).",
+            metavar="FILE",
+            show_default=False,
+        ),
     ] = None,
+    spec_format: Annotated[
+        SpecFormat,
+        typer.Option(
+            "--format", "-f", "-o", help="yaml (with a comment saying where it came from) or json."
+        ),
+    ] = SpecFormat.yaml,
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
 ) -> None:
     """Convert Open Horizon's files, or a Juju bundle or deployer file, into the
-    equivalent native spec (YAML).
+    equivalent native spec.
 
     Each node becomes a target (device or cluster, with its scope, namespace, arch and the
     deployment view of its node policy), each deployment policy a workload deploying on
@@ -860,27 +911,64 @@ def convert(
     resolves it (svc/N, new, lxd:new...), with juju_constraints and new_machines: true, so
     that the native spec plans to the same layout.
 
-    Example: placed convert examples/openhorizon/ -o spec.yaml
-    Example: placed convert examples/juju-deployer.yaml
+    \b
+    Examples:
+      placed convert examples/openhorizon/ --output-file spec.yaml
+      placed convert examples/juju-deployer.yaml
+      placed convert examples/juju-bundle.yaml -o json
     """
+    error_format.set(Format.json if spec_format is SpecFormat.json else Format.table)
+    if output_file is not None:
+        _refuse_to_overwrite(output_file, paths)
     try:
         if input_format is InputFormat.juju or (
             input_format is InputFormat.auto and _is_juju_file(paths)
         ):
             specs = _load_inputs(paths, InputFormat.juju, status)
-            text = "---\n".join(dump_juju_native(native_document(spec)) for spec in specs)
+            documents = [native_document(spec) for spec in specs]
+            text = "---\n".join(dump_juju_native(document) for document in documents)
         else:
-            text = dump_native(convert_openhorizon(paths))
+            documents = [convert_openhorizon(paths)]
+            text = dump_native(documents[0])
     except SpecError as error:
         fail_spec(error)
-    if output is None:
+    if spec_format is SpecFormat.json:
+        text = json.dumps(
+            documents[0] if len(documents) == 1 else {"documents": documents},
+            indent=2,
+            ensure_ascii=False,
+        )
+        text += "\n"
+    if output_file is None:
         with guarded():
             write(text)
         return
     try:
-        output.write_text(text, encoding="utf-8")
+        output_file.write_text(text, encoding="utf-8")
     except OSError as error:
-        fail_at(str(output), f"cannot write: {error.strerror or error}", "--output")
+        fail_option("--output-file", f"{output_file}: cannot write: {error.strerror or error}")
+
+
+def _refuse_to_overwrite(output_file: Path, inputs: list[Path]) -> None:
+    """convert never writes over what it reads: a typo would lose the user's file."""
+    try:
+        target = output_file.resolve()
+    except OSError:
+        return
+    for path in inputs:
+        if str(path) == "-":
+            continue
+        try:
+            source = path.resolve()
+        except OSError:
+            continue
+        if target == source or (source.is_dir() and source in target.parents):
+            fail_option(
+                "--output-file",
+                f"{output_file} is "
+                + (f"inside {path}, which" if target != source else "a file")
+                + " convert reads; write the spec to another file",
+            )
 
 
 def _is_juju_file(paths: list[Path]) -> bool:
@@ -896,9 +984,55 @@ def _is_juju_file(paths: list[Path]) -> bool:
 
 @app.command()
 def schema() -> None:
-    """Print the JSON Schema of the spec format (for editors and CI linters)."""
+    """Print the JSON Schema of the spec format (for editors and CI linters).
+
+    placed explain-spec shows one field of it for people.
+
+    \b
+    Examples:
+      placed schema > placed-spec.schema.json
+      placed schema | grep -c description
+    """
     with guarded():
         write(json.dumps(SpecDocument.model_json_schema(), indent=2, ensure_ascii=False) + "\n")
+
+
+@app.command(name="explain-spec")
+def explain_spec(
+    path: Annotated[
+        str,
+        typer.Argument(
+            help="A field of the spec, its keys joined by dots (a list by its name alone): "
+            "workloads.distinct, inventory.children.capacity. Empty: the whole spec.",
+            metavar="FIELD",
+            show_default=False,
+        ),
+    ] = "",
+    fmt: FormatOption = Format.table,
+) -> None:
+    """What a field of the spec format takes and means: its type, default and description,
+    and the fields inside it, from the spec's JSON Schema (as kubectl explain does).
+
+    \b
+    Examples:
+      placed explain-spec
+      placed explain-spec workloads
+      placed explain-spec workloads.distinct
+      placed explain-spec inventory.children.capacity --format json
+    """
+    fmt = _begin(fmt)
+    try:
+        found = explain_field(path)
+    except UnknownFieldError as error:
+        fail(
+            f"FIELD {path}: {error} (column {error.column})",
+            [Error(str(error), column=error.column, key="FIELD")],
+        )
+    with guarded():
+        if fmt.data:
+            emit_data(out, found.to_dict(), fmt)
+        else:
+            write(field_text(found))
 
 
 def run() -> None:

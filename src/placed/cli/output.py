@@ -156,3 +156,9 @@ def fail_spec(error: SpecError) -> NoReturn:
 def fail_at(source: str, message: str, key: str | None = None) -> NoReturn:
     """An error about a whole input (no line): `source: message`."""
     fail(f"{source}: {message}", [Error(message, file=source, key=key)])
+
+
+def fail_option(option: str, message: str) -> NoReturn:
+    """An error in a command-line argument: it names the option (or argument), not a
+    file, for people and in the data (`key`)."""
+    fail(f"{option}: {message}", [Error(message, key=option)])
