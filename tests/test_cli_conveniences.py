@@ -205,7 +205,7 @@ def test_every_command_reports_errors_as_data(
 @pytest.mark.parametrize(
     ("args", "key", "message"),
     [
-        (("simulate", RACKS, "--down", "r9"), "--down", "--down r9: no target or location"),
+        (("simulate", RACKS, "--down", "r9"), "--down", "r9: no target or location"),
         (("simulate", RACKS), None, "nothing to simulate"),
         (("check", RACKS, "-w", "webb"), "--workload", "no workload named webb"),
         (("plan", RACKS, "-w", "webb"), "--workload", "did you mean 'web'?"),
@@ -221,6 +221,8 @@ def test_errors_about_arguments_are_data_too(
     [error] = json.loads(out)["errors"]
     assert set(error) == {"file", "line", "column", "key", "message"}
     assert error["key"] == key and message in error["message"]
+    if key is not None:  # an argument's error names the argument, not a file
+        assert error["file"] is None, error
 
 
 def test_expr_reports_its_errors_as_data() -> None:

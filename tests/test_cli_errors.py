@@ -286,26 +286,26 @@ def test_error_in_the_second_document_reports_the_line_in_the_file(tmp_path: Pat
 def test_simulate_down_unknown_target(tmp_path: Path) -> None:
     path = write(tmp_path, VALID)
     stderr = invalid("simulate", path, "--down", "nosuch")
-    assert f"{path}: --down nosuch: no target or location with that id" in stderr
+    assert "error: --down: nosuch: no target or location with that id" in stderr
 
 
 def test_simulate_down_suggests_a_close_id(tmp_path: Path) -> None:
     path = write(tmp_path, VALID)
     stderr = invalid("simulate", path, "--down", "conductr1")
-    assert "--down conductr1: no target or location with that id" in stderr
+    assert "--down: conductr1: no target or location with that id" in stderr
     assert "did you mean 'conductor1'?" in stderr
 
 
 def test_simulate_up_unknown_target(tmp_path: Path) -> None:
     path = write(tmp_path, VALID)
     stderr = invalid("simulate", path, "--up", "nosuch")
-    assert f"{path}: --up nosuch: no target or location with that id" in stderr
+    assert "error: --up: nosuch: no target or location with that id" in stderr
 
 
 def test_simulate_same_target_down_and_up(tmp_path: Path) -> None:
     path = write(tmp_path, VALID)
     stderr = invalid("simulate", path, "--down", "conductor1", "--up", "conductor1")
-    assert f"{path}: conductor1 named by both --down and --up" in stderr
+    assert "error: --up: conductor1 named by both --down and --up" in stderr
 
 
 def test_simulate_with_nothing_to_do(tmp_path: Path) -> None:
@@ -316,7 +316,7 @@ def test_simulate_with_nothing_to_do(tmp_path: Path) -> None:
 
 def test_simulate_unknown_target_in_a_file_of_several_documents() -> None:
     stderr = invalid("simulate", EXAMPLE, "--down", "conductr2")
-    assert f"{EXAMPLE}: conductr2: no document has a target or location with that id" in stderr
+    assert "--down: conductr2: no document has a target or location with that id" in stderr
     assert "did you mean 'conductor2'?" in stderr
 
 
@@ -329,7 +329,7 @@ def test_simulate_unknown_target_with_nothing_close() -> None:
 def test_check_unknown_workload(tmp_path: Path) -> None:
     path = write(tmp_path, VALID)
     stderr = invalid("check", path, "--workload", "nosuch")
-    assert f"{path}: no workload named nosuch in spec" in stderr
+    assert "--workload: no workload named nosuch in spec" in stderr
     assert "did you mean" not in stderr
 
 

@@ -327,10 +327,9 @@ def _chosen_workloads(
     unknown = [name for name in names if name not in known]
     if unknown:
         scope = "any document" if len(specs) > 1 else specs[0].name
-        fail_at(
-            specs[0].source,
-            f"no workload named {', '.join(unknown)} in {scope}{_did_you_mean(unknown, known)}",
+        fail_option(
             "--workload",
+            f"no workload named {', '.join(unknown)} in {scope}{_did_you_mean(unknown, known)}",
         )
     chosen = []
     for document in specs:
@@ -383,7 +382,8 @@ def explain(
             for w in document.workloads
             for i in range(min(w.units, 1000))
         }
-        fail_at(specs[0].source, f"no unit named {unit}{_did_you_mean([unit], known)}", "UNIT")
+        scope = "any document" if len(specs) > 1 else specs[0].name
+        fail_option("UNIT", f"no unit named {unit} in {scope}{_did_you_mean([unit], known)}")
     _emit(documents, fmt, explain_table)
     _exit(failed)
 
@@ -471,8 +471,7 @@ def simulate_command(
         try:
             result = simulate(planner, mine_down, mine_up)
         except UnknownTargetError as error:
-            flag = "--up" if str(error).startswith("--up") else "--down"
-            fail_at(document.source, str(error), flag)
+            fail_option(error.option, str(error))
         failed = failed or bool(result.after.unplaced)
         documents.append((document.name, _simulation(planner, result)))
     _emit(documents, fmt, simulate_table)
@@ -570,10 +569,9 @@ def _scope(
     unknown = [name for name in [*down, *up] if not any(name in known for known in ids)]
     if unknown:
         hint = _did_you_mean(unknown, set().union(*ids))
-        fail_at(
-            specs[0].source,
-            f"{', '.join(unknown)}: no document has a target or location with that id{hint}",
+        fail_option(
             "--down" if unknown[0] in down else "--up",
+            f"{', '.join(unknown)}: no document has a target or location with that id{hint}",
         )
     scoped = []
     for document, known in zip(specs, ids, strict=True):

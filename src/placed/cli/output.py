@@ -154,7 +154,10 @@ def fail_spec(error: SpecError) -> NoReturn:
 
 
 def fail_at(source: str, message: str, key: str | None = None) -> NoReturn:
-    """An error about a whole input (no line): `source: message`."""
+    """An error about a whole input (no line): `source: message`. Named by an option
+    rather than a file (`fail_at("--as", ..., "--as")`), it is that option's error."""
+    if key is not None and source == key:
+        fail_option(key, message)
     fail(f"{source}: {message}", [Error(message, file=source, key=key)])
 
 

@@ -21,7 +21,11 @@ from placed.engine.state import PlanState
 
 
 class UnknownTargetError(ValueError):
-    """A --down/--up name that is not in the inventory."""
+    """A --down/--up name that is not in the inventory: `option` is the flag at fault."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option = option
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +86,7 @@ def expand(planner: Planner, names: list[str], flag: str, made: PlanState) -> li
             known = [location.id for location in inventory.locations()] + list(children)
             close = difflib.get_close_matches(name, known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise UnknownTargetError(f"{flag} {name}: no target or location with that id{hint}")
+            raise UnknownTargetError(flag, f"{name}: no target or location with that id{hint}")
         ids.extend(leaf for leaf in leaves if leaf not in ids)
     return ids
 
@@ -94,7 +98,7 @@ def simulate(planner: Planner, down: list[str], up: list[str]) -> Simulation:
     coming_up = expand(planner, up, "--up", planned)
     both = sorted(set(going_down) & set(coming_up))
     if both:
-        raise UnknownTargetError(f"{', '.join(both)} named by both --down and --up")
+        raise UnknownTargetError("--up", f"{', '.join(both)} named by both --down and --up")
 
     # The world the plan left: the inventory, and the machines and containers it made.
     state = planner.initial_state()
