@@ -154,3 +154,19 @@ def test_help_wraps_between_words_only() -> None:
     assert "examples/ironic-affinity.yaml" in lines
     assert "/a/very/long/path/that/cannot/fit/here" in lines
     assert " ".join(lines) == text
+
+
+def test_format_offers_only_what_the_command_prints() -> None:
+    offered = {
+        "plan": "table|wide|json|yaml|changes",
+        "check": "table|wide|json|yaml",
+        "simulate": "table|wide|json|yaml",
+        "validate": "table|json|yaml",
+        "dedications": "table|json|yaml",
+        "expr": "table|json|yaml",
+        "convert": "yaml|json",
+    }
+    for command, choices in offered.items():
+        assert f"-f, -o, --format <{choices}>" in help_of((command,)), command
+    done = CliRunner().invoke(app, ["validate", "examples/juju-deployer.yaml", "-o", "wide"])
+    assert done.exit_code == 2 and "'wide' is not one of" in done.stderr

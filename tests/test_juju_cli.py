@@ -35,7 +35,7 @@ def test_changes_read_like_a_juju_dry_run() -> None:
 
 def test_changes_is_for_plan_only() -> None:
     code, _, err = invoke("check", str(EXAMPLES / "juju-deployer.yaml"), "-f", "changes")
-    assert code == 2 and "use it with placed plan" in err
+    assert code == 2 and "'changes' is not one of 'table', 'wide', 'json', 'yaml'" in err
 
 
 def test_a_bundle_with_status_resolves_against_what_runs(tmp_path: Path) -> None:

@@ -89,17 +89,53 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-FormatOption = Annotated[
-    Format,
+
+class PlanFormat(StrEnum):
+    table = "table"
+    wide = "wide"
+    json = "json"
+    yaml = "yaml"
+    changes = "changes"
+
+
+class ReportFormat(StrEnum):
+    table = "table"
+    wide = "wide"
+    json = "json"
+    yaml = "yaml"
+
+
+class DataFormat(StrEnum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+
+
+_FORMAT_HELP = (
+    "table for people (plain aligned columns when piped); json or yaml for programs "
+    '(errors too, as {"valid": false, "errors": [...]})'
+)
+PlanFormatOption = Annotated[
+    PlanFormat,
     typer.Option(
         "--format",
         "-f",
         "-o",
-        help="table for people (plain aligned columns when piped); wide: a table with every "
-        "column; json or yaml for programs (errors too, as "
-        '{"valid": false, "errors": [...]}); changes (plan only): the steps Juju would '
-        "run, as juju deploy --dry-run lists them.",
+        help=f"{_FORMAT_HELP}; wide: a table with every column; changes: the steps Juju "
+        "would run, as juju deploy --dry-run lists them.",
     ),
+]
+FormatOption = Annotated[
+    ReportFormat,
+    typer.Option(
+        "--format",
+        "-f",
+        "-o",
+        help=f"{_FORMAT_HELP}; wide: a table with every column.",
+    ),
+]
+DataFormatOption = Annotated[
+    DataFormat, typer.Option("--format", "-f", "-o", help=f"{_FORMAT_HELP}.")
 ]
 WideOption = Annotated[
     bool, typer.Option("--wide", help="A table with every column (the same as -o wide).")
@@ -136,6 +172,7 @@ StatusOption = Annotated[
         help="What already runs, as `juju status --format yaml` prints it (machines with "
         "their containers, applications with their units): a Juju file's directives "
         "resolve against it, and new machines, containers and units are numbered after it.",
+        metavar="FILE",
         show_default=False,
     ),
 ]
@@ -146,6 +183,7 @@ WorkloadOption = Annotated[
         "-w",
         help="Only these workloads (repeat for several); a name applies to every document "
         "that has it.",
+        metavar="NAME",
     ),
 ]
 
@@ -167,11 +205,9 @@ def main(
     error_format.set(Format.table)  # until the command says otherwise
 
 
-def _begin(fmt: Format, wide: bool = False, changes: bool = False) -> Format:
+def _begin(chosen: StrEnum, wide: bool = False) -> Format:
     """The command's output format; from here on an error is reported in it."""
-    if fmt is Format.changes and not changes:
-        error_format.set(Format.table)
-        fail("--format changes lists the steps of a plan: use it with placed plan")
+    fmt = Format(chosen.value)
     if wide and not fmt.data:
         fmt = Format.wide
     error_format.set(fmt)
@@ -213,7 +249,7 @@ def plan(
             help="Show only the units that could not be placed (JSON: placements is empty).",
         ),
     ] = False,
-    fmt: FormatOption = Format.table,
+    format_choice: PlanFormatOption = PlanFormat.table,
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
@@ -240,7 +276,7 @@ def plan(
       placed plan examples/juju-bundle.yaml \\
           --status examples/juju-bundle-status.yaml
     """
-    fmt = _begin(fmt, wide, changes=True)
+    fmt = _begin(format_choice, wide)
     documents = []
     hidden: dict[str, int] = {}
     failed = False
@@ -286,7 +322,7 @@ def _only(result: PlanResult, names: set[str]) -> PlanResult:
 def check(
     spec: InputsArgument,
     workload: WorkloadOption = None,
-    fmt: FormatOption = Format.table,
+    format_choice: FormatOption = ReportFormat.table,
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
@@ -303,7 +339,7 @@ def check(
       cd examples/openhorizon && placed check nodes.json \\
           web.deployment.policy.json web.service.definition.json
     """
-    fmt = _begin(fmt, wide)
+    fmt = _begin(format_choice, wide)
     documents = []
     failed = False
     for document, wanted in _chosen_workloads(_load_inputs(spec, input_format, status), workload):
@@ -345,7 +381,7 @@ def explain(
     unit: Annotated[
         str, typer.Argument(help="The unit, as plan names it: web/2.", show_default=False)
     ],
-    fmt: FormatOption = Format.table,
+    format_choice: FormatOption = ReportFormat.table,
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
@@ -363,7 +399,7 @@ def explain(
       placed explain examples/distinct-racks.yaml web/3
       placed explain examples/distinct-racks.yaml web/3 --format json
     """
-    fmt = _begin(fmt, wide)
+    fmt = _begin(format_choice, wide)
     documents = []
     failed = False
     specs = _load_inputs(spec, input_format, status)
@@ -394,11 +430,15 @@ def simulate_command(
     down: Annotated[
         list[str] | None,
         typer.Option(
-            "--down", "-d", help="A target (or a location: all targets in it) that fails."
+            "--down",
+            "-d",
+            help="A target (or a location: all targets in it) that fails.",
+            metavar="TARGET",
         ),
     ] = None,
     up: Annotated[
-        list[str] | None, typer.Option("--up", "-u", help="A target that comes (back) up.")
+        list[str] | None,
+        typer.Option("--up", "-u", help="A target that comes (back) up.", metavar="TARGET"),
     ] = None,
     migrate: Annotated[
         list[str] | None,
@@ -422,7 +462,7 @@ def simulate_command(
             "same rules, or the command says why one cannot move (and nothing moves).",
         ),
     ] = None,
-    fmt: FormatOption = Format.table,
+    format_choice: FormatOption = ReportFormat.table,
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
@@ -444,7 +484,7 @@ def simulate_command(
       placed simulate examples/distinct-racks.yaml --down r1 --format json
       placed simulate examples/juju-deployer.yaml --down 1
     """
-    fmt = _begin(fmt, wide)
+    fmt = _begin(format_choice, wide)
     if migrate or targets or maintenance:
         if down or up:
             fail(
@@ -594,7 +634,7 @@ class Dialect(StrEnum):
 @app.command()
 def validate(
     spec: InputsArgument,
-    fmt: FormatOption = Format.table,
+    format_choice: DataFormatOption = DataFormat.table,
     input_format: InputFormatOption = InputFormat.auto,
     dialect: Annotated[
         Dialect,
@@ -635,7 +675,7 @@ def validate(
       # exit code 2: machines other than 0 are errors, with every other error
       placed validate --portable examples/juju-proposed.yaml
     """
-    fmt = _begin(fmt)
+    fmt = _begin(format_choice)
     specs = _load_inputs(spec, input_format, status)
     if portable:
         problems = non_portable(specs)
@@ -666,7 +706,7 @@ def validate(
 @app.command()
 def dedications(
     spec: InputsArgument,
-    fmt: FormatOption = Format.table,
+    format_choice: DataFormatOption = DataFormat.table,
     coverage: Annotated[
         bool,
         typer.Option(
@@ -722,7 +762,7 @@ def dedications(
       placed dedications examples/cloudstack-dedication.yaml --dedicate c2=SD2 \\
           --as user:A7
     """
-    fmt = _begin(fmt)
+    fmt = _begin(format_choice)
     documents = []
     for document in _load_inputs(spec, input_format):
         cloud = Cloud(document)
@@ -798,7 +838,7 @@ def expr(
             "mapping {name: value} or Open Horizon's list [{name, value, type}].",
         ),
     ] = "{}",
-    fmt: FormatOption = Format.table,
+    format_choice: DataFormatOption = DataFormat.table,
 ) -> None:
     """Evaluate a constraint expression against a set of properties.
 
@@ -810,7 +850,7 @@ def expr(
       placed expr 'purpose == "lab" && cpu >= 2' --props '{purpose: lab, cpu: 4}'
       hzn policy list | placed expr 'purpose == "lab"' --props @-
     """
-    fmt = _begin(fmt)
+    fmt = _begin(format_choice)
     try:
         given = read_props(props)
     except SpecError as error:
@@ -1006,7 +1046,7 @@ def explain_spec(
             show_default=False,
         ),
     ] = "",
-    fmt: FormatOption = Format.table,
+    format_choice: DataFormatOption = DataFormat.table,
 ) -> None:
     """What a field of the spec format takes and means: its type, default and description,
     and the fields inside it, from the spec's JSON Schema (as kubectl explain does).
@@ -1018,7 +1058,7 @@ def explain_spec(
       placed explain-spec workloads.distinct
       placed explain-spec inventory.children.capacity --format json
     """
-    fmt = _begin(fmt)
+    fmt = _begin(format_choice)
     try:
         found = explain_field(path)
     except UnknownFieldError as error:
