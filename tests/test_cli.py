@@ -164,6 +164,8 @@ def test_validate_reports_counts_and_warnings(tmp_path: Path) -> None:
             "code": "tag-matches-nothing",
             "message": "tag 'datacentre1' appears on no target; did you mean 'datacenter1'?",
             "workload": "typo",
+            "unit": None,
+            "target": None,
         }
     ]
 

@@ -15,9 +15,12 @@ class Notice:
     target: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"code": self.code, "message": self.message}
-        for key in ("workload", "unit", "target"):
-            value = getattr(self, key)
-            if value is not None:
-                data[key] = value
-        return data
+        # Every key in every warning, null where it does not apply: a program reads
+        # warning["unit"] without asking first whether it is there.
+        return {
+            "code": self.code,
+            "message": self.message,
+            "workload": self.workload,
+            "unit": self.unit,
+            "target": self.target,
+        }
