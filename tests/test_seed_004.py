@@ -184,25 +184,65 @@ def test_vm_deployment_3_other_accounts_cannot_use_an_implicit_host(tmp_path: Pa
     assert len(data["dedications_created"]) == 3
 
 
-def test_vm_deployment_4_without_the_flag_never_on_a_dedicated_host(tmp_path: Path) -> None:
-    dedications = [{"resource": "z1", "domain": "D1"}]
+def test_vm_deployment_4_without_the_flag_never_on_a_dedicated_pod(tmp_path: Path) -> None:
+    dedications = [{"resource": p, "domain": "D1"} for p in ("p1", "p2", "p3")]
     code, data = plan(spec(tmp_path, dedications, [vm("shared", "A1", 3, dedicated=False)]))
     assert code == 0
     assert hosts(data, "shared") <= Z2
 
 
-def test_vm_deployment_5_no_host_fails_with_a_summary(tmp_path: Path) -> None:
+def test_a_zone_dedicated_to_a_domain_admits_all_its_vms_flagged_or_not(tmp_path: Path) -> None:
+    # The design's Current Scenario: only users of the domain (or a subdomain) create
+    # guests in a dedicated zone, with or without the dedicated offering; a pod dedicated
+    # inside it still needs the offering.
     dedications = [
         {"resource": "z1", "domain": "D1"},
+        {"resource": "p1", "domain": "SD1"},
         {"resource": "z2", "domain": "D2"},
+    ]
+    workloads = [
+        vm("d1", "A1", 6, dedicated=False),
+        vm("sd3", "A7", 6, dedicated=False),
+        vm("d2", "A13", 2, dedicated=False),
+    ]
+    code, data = plan(spec(tmp_path, dedications, workloads))
+    assert code == 0, data["unplaced"]
+    rest_of_z1 = P2 | {"H3a", "H3b", "H33a", "H33b"}
+    assert hosts(data, "d1") <= rest_of_z1
+    assert hosts(data, "sd3") <= rest_of_z1
+    assert hosts(data, "d2") <= Z2
+
+
+def test_vm_deployment_5_every_zone_closed_fails_as_zone_closed(tmp_path: Path) -> None:
+    dedications = [
+        {"resource": "z1", "domain": "D2"},
+        {"resource": "z2", "domain": "D2", "account": "A13"},
     ]
     code, data = plan(spec(tmp_path, dedications, [vm("shared", "A1", dedicated=False)]))
     assert code == 1
     [unplaced] = data["unplaced"]
     assert unplaced["summary"] == (
-        "0/13 targets available: 11 are dedicated to domain D1, 2 are dedicated to domain D2"
+        "0/13 targets available: 11 are in zone z1, dedicated to domain D2 and closed to "
+        "domain D1, 2 are in zone z2, dedicated to account A13 and closed to account A1"
     )
-    assert unplaced["filtered"] == {"dedication": 13}
+    assert unplaced["filtered"] == {"zone-dedication": 13}
+    [failed] = [e for e in data["events"] if e["subject"] == "shared/0"]
+    assert failed["kind"] == "zone-closed"
+    assert failed["details"]["account"] == "A1"
+
+
+def test_vm_deployment_5_no_host_fails_with_a_summary(tmp_path: Path) -> None:
+    dedications = [{"resource": p, "domain": "D1"} for p in ("p1", "p2", "p3")]
+    dedications.append({"resource": "z2", "domain": "D2"})
+    code, data = plan(spec(tmp_path, dedications, [vm("shared", "A1", dedicated=False)]))
+    assert code == 1
+    [unplaced] = data["unplaced"]
+    assert unplaced["summary"] == (
+        "0/13 targets available: 11 are dedicated to domain D1, 2 are in zone z2, dedicated "
+        "to domain D2 and closed to domain D1"
+    )
+    [failed] = [e for e in data["events"] if e["subject"] == "shared/0"]
+    assert failed["kind"] == "placement-failed"
 
 
 def test_requirement_5_and_guideline_2_fail_with_an_event_when_implicit_is_off(
@@ -215,11 +255,11 @@ def test_requirement_5_and_guideline_2_fail_with_an_event_when_implicit_is_off(
     assert "insufficient" in unplaced["summary"] or "cpu" in unplaced["summary"]
     assert "implicit dedication is off" in unplaced["summary"]
     failed = [e for e in data["events"] if e["kind"] == "placement-failed"]
-    assert failed and failed[0]["details"]["why"] == "implicit dedication is off"
+    assert failed and "implicit dedication is off" in failed[0]["details"]["why"]
 
 
 def test_guideline_1_dedicated_resources_only_with_the_flag(tmp_path: Path) -> None:
-    dedications = [{"resource": "z1", "domain": "D1"}]
+    dedications = [{"resource": p, "domain": "D1"} for p in ("p1", "p2", "p3")]
     workloads = [vm("flag", "A1", 2), vm("noflag", "A1", 2, dedicated=False)]
     code, data = plan(spec(tmp_path, dedications, workloads))
     assert hosts(data, "flag") <= P1 | P2 | {"H3a", "H3b", "H33a", "H33b"}
