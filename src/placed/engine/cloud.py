@@ -519,9 +519,10 @@ class Cloud:
                 return f"host {host} is not dedicated to {tenant.account}'s domain chain"
             if tenant.dedicated:
                 return f"host {host} is dedicated to {owner}, which {tenant.account} may not use"
+            found, _ = self.rules.owner(host)
+            by = f" ({found.kind} {found.resource})" if found is not None else ""
             return (
-                f"host {host} is dedicated to {owner} below its zone; {running.vm.name} is not "
-                "a dedicated VM"
+                f"host {host} is dedicated to {owner}{by}; {running.vm.name} is not a dedicated VM"
             )
         storage, pool = self.spec.storage, self._pool_of(running)
         if (

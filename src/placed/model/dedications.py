@@ -55,11 +55,14 @@ def no_clock() -> str | None:
 
 
 class DedicationError(Exception):
-    """A refused operation; nothing changed. `kind` is stable, `message` for people."""
+    """A refused operation; nothing changed. `kind` is stable, `message` for people, and
+    `parameter` names the argument at fault when one is (a listing's kind, domain or
+    account)."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, parameter: str | None = None) -> None:
         self.kind = kind
         self.message = message
+        self.parameter = parameter
         super().__init__(message)
 
 
@@ -327,25 +330,30 @@ class Dedications:
         if kind is not None and kind not in set(self.topology.kinds.values()):
             known = ", ".join(sorted(set(self.topology.kinds.values())))
             raise DedicationError(
-                INVALID_PARAMETER, f"no resources of kind {kind!r}; the kinds are {known}"
+                INVALID_PARAMETER, f"no resources of kind {kind!r}; the kinds are {known}", "kind"
             )
         if domain is not None and not self.tenancy.has_domain(domain):
             known = ", ".join(sorted(self.tenancy.parents))
             raise DedicationError(
-                INVALID_PARAMETER, f"no domain named {domain!r}; the domains are {known}"
+                INVALID_PARAMETER, f"no domain named {domain!r}; the domains are {known}", "domain"
             )
         if account is not None:
             home = self.tenancy.domain_of(account)
             if domain is None:
                 raise DedicationError(
                     INVALID_PARAMETER,
-                    f"give the domain of account {account!r} with it: an account is named "
-                    "inside its domain",
+                    f"give the domain of account {account!r} too: an account is named inside "
+                    f"its domain ({account} is in {home})"
+                    if home
+                    else f"no account named {account!r}",
+                    "account",
                 )
             if home != domain:
                 where = f"it is in domain {home}" if home else "there is no such account"
                 raise DedicationError(
-                    INVALID_PARAMETER, f"account {account!r} is not in domain {domain}: {where}"
+                    INVALID_PARAMETER,
+                    f"account {account!r} is not in domain {domain}: {where}",
+                    "account",
                 )
         seen = [d for d in self.items.values() if self._visible(principal, d)]
         return [
