@@ -328,7 +328,10 @@ class Cloud:
         avoid: Iterable[str],
         zone: str | None,
         operation: str,
+        record: bool = True,
     ) -> VM:
+        """Place one VM on a trial state and keep it if it lands; else record the failure
+        (unless `record` is off: a start trying its last host only) and raise."""
         outside: list[str] = []
         if zone is not None:
             if self.rules.topology.kinds.get(zone) != ZONE:
@@ -363,9 +366,12 @@ class Cloud:
             )
             kind = PLACEMENT_FAILED if failure is None else failure.kind
             details = dict(failure.details) if failure is not None else {}
-            self._failed(principal, kind, name, operation, details)
+            if record:
+                self._failed(principal, kind, name, operation, details)
             error = ZONE_CLOSED if kind == ZONE_CLOSED_EVENT else NO_CAPACITY
-            raise DedicationError(error, f"{name}: {outcome.summary}")
+            # The trial takes the other zones' hosts down: say so, or "down" misleads.
+            within = f" in zone {zone} (other zones' hosts count as down)" if zone else ""
+            raise DedicationError(error, f"{name}{within}: {outcome.summary}")
         for host in hidden:
             position = trial.position(host)
             if position is not None:
@@ -431,9 +437,9 @@ class Cloud:
         if self.state.position(last) is not None and self._refusal(trial, last) is None:
             avoid = [host for host in self._hosts() if host != last]
             try:
-                vm = self._place(principal, name, tenant, chosen, avoid, None, "start")
+                vm = self._place(principal, name, tenant, chosen, avoid, None, "start", False)
             except DedicationError:
-                self.rules.events.pop()  # the last host only was a preference
+                pass  # the last host was a preference: plan as a deploy would
             else:
                 del self.stopped[name]
                 return vm
