@@ -448,6 +448,11 @@ class Cloud:
         return vm
 
     def destroy(self, principal: Principal, name: str) -> VM:
+        stopped = self.stopped.get(name)
+        if stopped is not None:  # a stopped VM holds nothing: only its record goes
+            self._may_act_for(principal, stopped.vm.account)
+            del self.stopped[name]
+            return stopped.vm
         running = self._vm(name)
         self._may_act_for(principal, running.vm.account)
         self._take_off(running)
