@@ -29,7 +29,9 @@ EVENTS = {
     "update": "dedication-updated",
     "implicit-dedicate": "implicit-dedication",
     "placement-failed": "placement-failed",
+    "zone-closed": "zone-closed",
     "migration-refused": "migration-refused",
+    "maintenance-failed": "maintenance-failed",
 }
 
 # What placed does not do yet, each a strict xfail naming it (remove once it passes).
@@ -124,12 +126,21 @@ def run_step(cloud: Cloud, step: dict[str, Any], names: dict[str, str]) -> Any:
     if "update" in step:
         return cloud.update(who, step["update"], step["domain"], step.get("account"))
     if "list" in step:
-        return cloud.list_dedications(who)
+        filters = step["list"] or {}
+        return cloud.list_dedications(
+            who, filters.get("kind"), filters.get("domain"), filters.get("account")
+        )
     if "deploy" in step:
         asked = step["deploy"]
-        vm = cloud.deploy(who, asked["account"], asked["offering"], asked.get("name"))
+        vm = cloud.deploy(
+            who, asked["account"], asked["offering"], asked.get("name"), zone=asked.get("zone")
+        )
         names[asked.get("name", vm.name)] = vm.name
         return vm
+    if "stop" in step:
+        return cloud.stop(who, names.get(step["stop"], step["stop"]))
+    if "start" in step:
+        return cloud.start(who, names.get(step["start"], step["start"]))
     if "migrate" in step:
         return cloud.migrate(who, names.get(step["migrate"], step["migrate"]), step["to"])
     if "maintenance" in step:

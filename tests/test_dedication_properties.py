@@ -1,8 +1,10 @@
 """Seed 004's invariants under random domain trees, topologies and sequences of
 dedicate, release, update and VM requests (hypothesis), on the Python API:
 
-- no VM without the dedicated flag lands on a dedicated host;
-- no VM lands on a host dedicated outside its account's domain chain;
+- no VM without the dedicated flag lands on a dedicated host, but in a zone dedicated to
+  it (a private zone) on a host nothing nearer dedicates;
+- no VM lands on a host dedicated outside its account's domain chain, nor in a zone
+  dedicated to an owner that does not cover it;
 - every accepted dedication satisfied the rules when it was made (no account dedication
   above another, each one inside its nearest dedicated ancestor's domain);
 - a refused operation changed nothing;
@@ -153,12 +155,18 @@ def test_dedication_invariants_hold_under_random_operations(data: st.DataObject)
             else:
                 _, account, dedicated = operation
                 vm = cloud.deploy(ROOT_ADMIN, account, "ded" if dedicated else "shared")
-                owner = cloud.owner_of(vm.host)
+                found, _ = cloud.rules.owner(vm.host)
+                topology = cloud.rules.topology
+                zone = next(a for a in topology.ancestors(vm.host) if topology.kinds[a] == "zone")
+                zone_dedication = cloud.rules.items.get(zone)
+                if zone_dedication is not None:
+                    assert cloud.rules.covers(zone_dedication.owner, account), (vm, zone)
                 if dedicated:
-                    assert owner is not None
-                    assert cloud.rules.covers(owner, account), (vm, owner)
-                else:
-                    assert owner is None, (vm, owner)
+                    assert found is not None
+                    assert cloud.rules.covers(found.owner, account), (vm, found)
+                elif found is not None:
+                    assert found.resource == zone, (vm, found)  # a private zone's host
+                    assert cloud.rules.covers(found.owner, account), (vm, found)
         except DedicationError:
             assert snapshot(cloud) == before, operation
         covered_by_ancestors_rule(cloud)
@@ -178,17 +186,26 @@ def test_fast_path_and_reference_agree_with_dedications(data: st.DataObject) -> 
         for i in range(data.draw(st.integers(1, 4)))
     ]
     text = spec_text(world, workloads)
-    # A few random dedications, applied when legal (the file would fail otherwise).
+    # A few random dedications of zones, pods and hosts, to accounts or to domains,
+    # applied when legal (the file would fail otherwise).
     document = yaml.safe_load(text)
     cloud = Cloud(load_spec_text(text, "random.yaml"))
-    for resource in data.draw(st.lists(st.sampled_from(world["hosts"]), max_size=3)):
+    resources = [
+        *(zone["id"] for zone in world["inventory"]),
+        *(pod["id"] for zone in world["inventory"] for pod in zone["children"]),
+        *world["hosts"],
+    ]
+    for resource in data.draw(st.lists(st.sampled_from(resources), max_size=3)):
         account = data.draw(st.sampled_from(list(world["accounts"])))
+        domain = world["accounts"][account]
+        owner = account if data.draw(st.booleans()) else None
         try:
-            cloud.dedicate(ROOT_ADMIN, resource, world["accounts"][account], account)
+            cloud.dedicate(ROOT_ADMIN, resource, domain, owner)
         except DedicationError:
             continue
+        entry = {"resource": resource, "domain": domain}
         document.setdefault("dedications", []).append(
-            {"resource": resource, "domain": world["accounts"][account], "account": account}
+            {**entry, "account": owner} if owner else entry
         )
     spec = load_spec_text(yaml.safe_dump(document), "random.yaml")
     fast = {p.unit: p.target for p in Planner(spec).plan().placements}

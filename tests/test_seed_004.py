@@ -6,6 +6,8 @@ through the Python API in tests/test_cloudstack_corpus.py."""
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,7 @@ def spec(
         "dedications": dedications,
         "workloads": workloads,
         "settings": {"implicit_dedication": implicit},
+        "running": [],
     }
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
@@ -184,25 +187,65 @@ def test_vm_deployment_3_other_accounts_cannot_use_an_implicit_host(tmp_path: Pa
     assert len(data["dedications_created"]) == 3
 
 
-def test_vm_deployment_4_without_the_flag_never_on_a_dedicated_host(tmp_path: Path) -> None:
-    dedications = [{"resource": "z1", "domain": "D1"}]
+def test_vm_deployment_4_without_the_flag_never_on_a_dedicated_pod(tmp_path: Path) -> None:
+    dedications = [{"resource": p, "domain": "D1"} for p in ("p1", "p2", "p3")]
     code, data = plan(spec(tmp_path, dedications, [vm("shared", "A1", 3, dedicated=False)]))
     assert code == 0
     assert hosts(data, "shared") <= Z2
 
 
-def test_vm_deployment_5_no_host_fails_with_a_summary(tmp_path: Path) -> None:
+def test_a_zone_dedicated_to_a_domain_admits_all_its_vms_flagged_or_not(tmp_path: Path) -> None:
+    # The design's Current Scenario: only users of the domain (or a subdomain) create
+    # guests in a dedicated zone, with or without the dedicated offering; a pod dedicated
+    # inside it still needs the offering.
     dedications = [
         {"resource": "z1", "domain": "D1"},
+        {"resource": "p1", "domain": "SD1"},
         {"resource": "z2", "domain": "D2"},
+    ]
+    workloads = [
+        vm("d1", "A1", 6, dedicated=False),
+        vm("sd3", "A7", 6, dedicated=False),
+        vm("d2", "A13", 2, dedicated=False),
+    ]
+    code, data = plan(spec(tmp_path, dedications, workloads))
+    assert code == 0, data["unplaced"]
+    rest_of_z1 = P2 | {"H3a", "H3b", "H33a", "H33b"}
+    assert hosts(data, "d1") <= rest_of_z1
+    assert hosts(data, "sd3") <= rest_of_z1
+    assert hosts(data, "d2") <= Z2
+
+
+def test_vm_deployment_5_every_zone_closed_fails_as_zone_closed(tmp_path: Path) -> None:
+    dedications = [
+        {"resource": "z1", "domain": "D2"},
+        {"resource": "z2", "domain": "D2", "account": "A13"},
     ]
     code, data = plan(spec(tmp_path, dedications, [vm("shared", "A1", dedicated=False)]))
     assert code == 1
     [unplaced] = data["unplaced"]
     assert unplaced["summary"] == (
-        "0/13 targets available: 11 are dedicated to domain D1, 2 are dedicated to domain D2"
+        "0/13 targets available: 11 are in zone z1, dedicated to domain D2 and closed to "
+        "domain D1, 2 are in zone z2, dedicated to account A13 and closed to account A1"
     )
-    assert unplaced["filtered"] == {"dedication": 13}
+    assert unplaced["filtered"] == {"zone-dedication": 13}
+    [failed] = [e for e in data["events"] if e["subject"] == "shared/0"]
+    assert failed["kind"] == "zone-closed"
+    assert failed["details"]["account"] == "A1"
+
+
+def test_vm_deployment_5_no_host_fails_with_a_summary(tmp_path: Path) -> None:
+    dedications = [{"resource": p, "domain": "D1"} for p in ("p1", "p2", "p3")]
+    dedications.append({"resource": "z2", "domain": "D2"})
+    code, data = plan(spec(tmp_path, dedications, [vm("shared", "A1", dedicated=False)]))
+    assert code == 1
+    [unplaced] = data["unplaced"]
+    assert unplaced["summary"] == (
+        "0/13 targets available: 11 are dedicated to domain D1, 2 are in zone z2, dedicated "
+        "to domain D2 and closed to domain D1"
+    )
+    [failed] = [e for e in data["events"] if e["subject"] == "shared/0"]
+    assert failed["kind"] == "placement-failed"
 
 
 def test_requirement_5_and_guideline_2_fail_with_an_event_when_implicit_is_off(
@@ -215,11 +258,11 @@ def test_requirement_5_and_guideline_2_fail_with_an_event_when_implicit_is_off(
     assert "insufficient" in unplaced["summary"] or "cpu" in unplaced["summary"]
     assert "implicit dedication is off" in unplaced["summary"]
     failed = [e for e in data["events"] if e["kind"] == "placement-failed"]
-    assert failed and failed[0]["details"]["why"] == "implicit dedication is off"
+    assert failed and "implicit dedication is off" in failed[0]["details"]["why"]
 
 
 def test_guideline_1_dedicated_resources_only_with_the_flag(tmp_path: Path) -> None:
-    dedications = [{"resource": "z1", "domain": "D1"}]
+    dedications = [{"resource": p, "domain": "D1"} for p in ("p1", "p2", "p3")]
     workloads = [vm("flag", "A1", 2), vm("noflag", "A1", 2, dedicated=False)]
     code, data = plan(spec(tmp_path, dedications, workloads))
     assert hosts(data, "flag") <= P1 | P2 | {"H3a", "H3b", "H33a", "H33b"}
@@ -309,8 +352,8 @@ def test_requirement_8_a_dedicated_pool_serves_its_owner_only(tmp_path: Path) ->
     done = CliRunner().invoke(app, ["plan", str(EXAMPLE), "-f", "json"])
     assert done.exit_code == 0
     pool = {p["unit"]: p["pool"] for p in json.loads(done.stdout)["placements"]}
-    assert pool["dedicated-a1/0"] == "ps-c1"  # A1 (D1) on c1: the pool dedicated to D1
-    assert pool["shared-u2/0"] == "ps-z1"  # a shared VM never on a dedicated pool
+    assert pool["dedicated-a1/1"] == "ps-c1"  # A1 (D1) on c1: the pool dedicated to D1
+    assert pool["shared-u2/1"] == "ps-z1"  # a shared VM never on a dedicated pool
     # With ps-z1 too small, a shared VM on a host that reaches only it has nowhere to go.
     document = {
         **BASE,
@@ -323,6 +366,7 @@ def test_requirement_8_a_dedicated_pool_serves_its_owner_only(tmp_path: Path) ->
             {"resource": "ps-c1", "domain": "D1", "account": "A1"},
         ],
         "workloads": [vm("shared", "U2", dedicated=False)],
+        "running": [],
     }
     path = tmp_path / "pools.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
@@ -424,3 +468,232 @@ def test_requirement_6_implicit_dedication_finds_a_new_unused_host(tmp_path: Pat
     assert len(made) == 2 and len(set(made)) == 2  # a second unused host when the first is full
     assert hosts(data, "a7") == set(made)
     assert all(d["account"] == "A7" and d["implicit"] for d in data["dedications_created"])
+
+
+# -- CloudStack as CloudStack behaves ---------------------------------------------------
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def readme_commands() -> list[tuple[str, int]]:
+    """Every `placed ...` line of the README's CloudStack section, with the exit code its
+    comment documents ("(exit N)"; 0 when it says none)."""
+    start = README.index("### CloudStack dedicated resources")
+    section = README[start : README.index("\n## ", start)]
+    found = []
+    for block in re.findall(r"```sh\n(.*?)```", section, re.S):
+        for line in block.splitlines():
+            if not line.startswith("placed "):
+                continue
+            command, _, comment = line.partition("#")
+            code = re.search(r"\(exit (\d)\)", comment)
+            found.append((command.strip(), int(code.group(1)) if code else 0))
+    return found
+
+
+def test_the_readme_lists_the_commands_it_promises() -> None:
+    commands = [command for command, _ in readme_commands()]
+    assert len(commands) >= 10
+    for needed in ("--migrate", "--targets", "--maintenance", "--coverage", "--account"):
+        assert any(needed in command for command in commands), needed
+
+
+@pytest.mark.parametrize(("command", "code"), readme_commands())
+def test_every_readme_cloudstack_command_runs_as_written(command: str, code: int) -> None:
+    done = CliRunner().invoke(app, shlex.split(command)[1:])
+    output = done.stdout + done.stderr
+    assert "Traceback" not in output
+    assert done.exception is None or isinstance(done.exception, SystemExit), done.exception
+    assert done.exit_code == code, output
+
+
+def json_of(*args: str) -> bytes:
+    done = CliRunner().invoke(app, [*args, "--format", "json"])
+    assert done.exit_code in (0, 1), done.stdout + done.stderr
+    return done.stdout_bytes
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("plan", str(EXAMPLE)),
+        ("simulate", str(EXAMPLE), "--migrate", "dedicated-a1/0=H4a", "--targets", "shared-u2/0"),
+        ("simulate", str(EXAMPLE), "--migrate", "shared-u2/0=H1a", "--maintenance", "H1a"),
+    ],
+    ids=["plan", "migrate", "maintenance"],
+)
+def test_json_is_the_same_bytes_on_every_run_with_the_specs_clock(args: tuple[str, ...]) -> None:
+    first, second = json_of(*args), json_of(*args)
+    assert first == second
+    events = json.loads(first)["events"]
+    assert events and {e["time"] for e in events} == {"2026-12-01T09:00:00+00:00"}
+
+
+def test_without_settings_now_events_have_no_time(tmp_path: Path) -> None:
+    path = spec(tmp_path, [{"resource": "p1", "domain": "D1"}], [vm("a1", "A1")])
+    first, second = json_of("plan", path), json_of("plan", path)
+    assert first == second
+    events = json.loads(first)["events"]
+    assert events and all(e["time"] is None for e in events)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ('"yesterday"', "'yesterday' is not an ISO-8601 time: write one as 2026-12-01T09:00:00Z"),
+        ("2026-12-01", "2026-12-01 is a date, not a time: write 2026-12-01T00:00:00Z"),
+        ('"2026-12-01T09:00:00"', "2026-12-01T09:00:00 has no UTC offset"),
+        ("12", "settings.now"),
+    ],
+)
+def test_settings_now_must_be_an_iso_time_with_its_offset(
+    tmp_path: Path, value: str, message: str
+) -> None:
+    path = tmp_path / "spec.yaml"
+    text = EXAMPLE.read_text(encoding="utf-8")
+    path.write_text(text.replace('now: "2026-12-01T09:00:00Z"', f"now: {value}"))
+    done = CliRunner().invoke(app, ["validate", str(path)])
+    assert done.exit_code == 2
+    assert "Traceback" not in done.stderr
+    line = 1 + text.splitlines().index(
+        next(row for row in text.splitlines() if row.lstrip().startswith("now:"))
+    )
+    assert f"{path}:{line}:" in done.stderr
+    assert message in " ".join(done.stderr.split())
+
+
+def test_an_unquoted_yaml_time_is_taken(tmp_path: Path) -> None:
+    path = tmp_path / "spec.yaml"
+    text = EXAMPLE.read_text(encoding="utf-8")
+    path.write_text(text.replace('now: "2026-12-01T09:00:00Z"', "now: 2026-12-01T10:00:00+01:00"))
+    events = json.loads(json_of("plan", str(path)))["events"]
+    assert {e["time"] for e in events} == {"2026-12-01T10:00:00+01:00"}
+
+
+def failures(data: dict[str, Any]) -> dict[str, str]:
+    return {
+        e["subject"]: e["kind"]
+        for e in data["events"]
+        if e["kind"] in ("placement-failed", "zone-closed")
+    }
+
+
+def test_every_failed_request_records_an_event_whatever_its_mode(tmp_path: Path) -> None:
+    # Every host full of D2's VMs: a strict request, a preferred one after its fall-back
+    # to shared hosts, and an unflagged one all fail, and each unit says so.
+    document = {
+        **BASE,
+        "dedications": [],
+        "offerings": [
+            *BASE["offerings"],
+            {
+                "name": "preferred",
+                "cpu": 1,
+                "memory": 2,
+                "dedicated": True,
+                "implicit": "preferred",
+            },
+            {"name": "big", "cpu": 4, "memory": 8},
+        ],
+        "workloads": [
+            {"name": "fill", "account": "A13", "offering": "big", "units": 13},
+            vm("strict", "A1", 2),
+            {"name": "pref", "account": "A1", "offering": "preferred", "units": 2},
+            vm("shared", "A1", 2, dedicated=False),
+        ],
+        "running": [],
+    }
+    path = tmp_path / "full.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    code, data = plan(str(path))
+    assert code == 1
+    assert {u["unit"] for u in data["unplaced"]} == {
+        f"{w}/{i}" for w in ("strict", "pref", "shared") for i in (0, 1)
+    }
+    assert failures(data) == {
+        f"{w}/{i}": "placement-failed" for w in ("strict", "pref", "shared") for i in (0, 1)
+    }
+    failed = [e for e in data["events"] if e["subject"] == "pref/0"]
+    assert failed[0]["details"]["offering"] == "preferred"
+    assert failed[0]["details"]["why"].startswith("0/13 targets available")
+
+
+def test_a_failed_maintenance_records_its_event(tmp_path: Path) -> None:
+    # web/0 runs on H1a, the only host dedicated to A1 with room; implicit dedication off.
+    document = {
+        **BASE,
+        "settings": {"implicit_dedication": False, "now": "2026-12-01T09:00:00Z"},
+        "dedications": [{"resource": "c1", "domain": "D1", "account": "A1"}],
+        "offerings": [
+            *BASE["offerings"],
+            {"name": "big", "cpu": 4, "memory": 8, "dedicated": True},
+        ],
+        "workloads": [vm("web", "A1"), {"name": "fill", "account": "A1", "offering": "big"}],
+        "running": [{"unit": "web/0", "target": "H1a"}, {"unit": "fill/0", "target": "H1b"}],
+    }
+    path = tmp_path / "maintenance.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    done = CliRunner().invoke(app, ["simulate", str(path), "--maintenance", "H1a", "-f", "json"])
+    assert done.exit_code == 1, done.stdout + done.stderr
+    data = json.loads(done.stdout)
+    assert data["migrated"] == []
+    [refused] = data["refused"]
+    assert refused["kind"] == "no-capacity"
+    [event] = data["events"]
+    assert event["kind"] == "maintenance-failed"
+    assert event["subject"] == "H1a"
+    assert event["details"]["vm"] == "web/0"
+    assert event["time"] == "2026-12-01T09:00:00+00:00"
+
+
+def test_maintenance_of_a_host_without_vms_says_so() -> None:
+    done = CliRunner().invoke(app, ["simulate", str(EXAMPLE), "--maintenance", "H2b"])
+    assert done.exit_code == 0
+    assert "host H2b runs no VMs: maintenance moves nothing" in done.stdout
+    data = json.loads(json_of("simulate", str(EXAMPLE), "--maintenance", "H2b"))
+    assert data["notes"] == ["host H2b runs no VMs: maintenance moves nothing"]
+    assert data["migrated"] == [] and data["refused"] == []
+
+
+def test_the_examples_running_vms_migrate_and_list_their_targets() -> None:
+    data = json.loads(
+        json_of(
+            "simulate",
+            str(EXAMPLE),
+            "--migrate",
+            "dedicated-a1/0=H1b",
+            "--migrate",
+            "dedicated-a1/0=H4a",
+            "--targets",
+            "dedicated-a7/0",
+        )
+    )
+    assert data["migrated"] == [{"unit": "dedicated-a1/0", "from": "H1a", "to": "H1b"}]
+    [refused] = data["refused"]
+    assert "zone z2 is dedicated to account A13: not available for account A1" in refused["why"]
+    # A7 (SD3) may use c11 (SD3's), c3 (SD2's), p2 (SD1's) and the rest of p1 (D1's).
+    assert set(data["targets"]["dedicated-a7/0"]) == {"H1a", "H1b", "H111a", "H3a", "H3b"} | P2
+
+
+@pytest.mark.parametrize(
+    ("args", "flag", "named"),
+    [
+        (("--kind", "hosts"), "--kind", "cluster, host, pod, pool, zone"),
+        (("--domain", "D9"), "--domain", "D1, D2, ROOT, SD1, SD11, SD12, SD2, SD3"),
+        (("--account", "A7"), "--account", "A7 is in SD3"),
+        (("--account", "A7", "--domain", "D1"), "--account", "it is in domain SD3"),
+    ],
+)
+def test_listing_filters_that_name_nothing_are_errors(
+    args: tuple[str, ...], flag: str, named: str
+) -> None:
+    code, out = dedications(*args)
+    assert code == 2
+    assert f"error: {flag}: invalid-parameter:" in out
+    assert named in " ".join(out.split())
+
+
+def test_listing_an_account_with_its_domain() -> None:
+    code, out = dedications("--domain", "D2", "--account", "A13", "-f", "json")
+    assert code == 0
+    assert [d["resource"] for d in json.loads(out)["dedications"]] == ["z2"]

@@ -446,7 +446,7 @@ def simulate_command(
             "--migrate",
             "-m",
             help="VM=HOST: move a running VM (a unit of the spec's running: section) to a "
-            "host, under the dedication rules (seed 004): refused, with the reason and an "
+            "host, under CloudStack's dedication rules: refused, with the reason and an "
             "event, onto a host its account may not use.",
         ),
     ] = None,
@@ -459,7 +459,8 @@ def simulate_command(
         typer.Option(
             "--maintenance",
             help="A host into maintenance: each running VM on it is placed again under the "
-            "same rules, or the command says why one cannot move (and nothing moves).",
+            "same rules, or the command says why one cannot move (and nothing moves), or "
+            "that the host runs no VMs.",
         ),
     ] = None,
     format_choice: FormatOption = ReportFormat.table,
@@ -483,6 +484,9 @@ def simulate_command(
       placed simulate examples/balanced-conductors.yaml --up conductor5
       placed simulate examples/distinct-racks.yaml --down r1 --format json
       placed simulate examples/juju-deployer.yaml --down 1
+      placed simulate examples/cloudstack-dedication.yaml \\
+          --migrate dedicated-a1/0=H1b --targets dedicated-a7/0
+      placed simulate examples/cloudstack-dedication.yaml --maintenance H1a
     """
     fmt = _begin(format_choice, wide)
     if migrate or targets or maintenance:
@@ -521,14 +525,14 @@ def simulate_command(
 def _migrations(
     specs: list[Spec], migrate: list[str], targets: list[str], maintenance: list[str], fmt: Format
 ) -> None:
-    """Seed 004's migrations and maintenance on each document's running VMs, in order, as
+    """CloudStack migrations and maintenance on each document's running VMs, in order, as
     the root admin."""
     documents = []
     refused_any = False
     for document in specs:
         cloud = Cloud(document)
         before = len(cloud.events)
-        moved, refused = [], []
+        moved, refused, notes = [], [], []
         for asked in migrate:
             name, sep, host = asked.partition("=")
             if not sep or not name or not host:
@@ -543,7 +547,10 @@ def _migrations(
                 refused.append({"unit": name, "to": host, "kind": error.kind, "why": error.message})
         for host in maintenance:
             try:
-                for name, to in cloud.evacuate(ROOT_ADMIN, host).items():
+                evacuated = cloud.evacuate(ROOT_ADMIN, host)
+                if not evacuated:
+                    notes.append(f"host {host} runs no VMs: maintenance moves nothing")
+                for name, to in evacuated.items():
                     moved.append({"unit": name, "from": host, "to": to})
             except DedicationError as error:
                 if error.kind == "invalid-parameter" and "no host" in error.message:
@@ -563,6 +570,7 @@ def _migrations(
                     "migrated": moved,
                     "refused": refused,
                     "targets": where,
+                    "notes": notes,
                     "events": [e.to_dict() for e in cloud.events[before:]],
                 },
             )
@@ -716,10 +724,18 @@ def dedications(
         ),
     ] = False,
     kind: Annotated[
-        str | None, typer.Option("--kind", help="Only zones, pods, clusters or hosts.")
+        str | None,
+        typer.Option("--kind", help="Only one kind: zone, pod, cluster, host (or pool)."),
     ] = None,
     domain: Annotated[str | None, typer.Option("--domain", help="Only this domain's.")] = None,
-    account: Annotated[str | None, typer.Option("--account", help="Only this account's.")] = None,
+    account: Annotated[
+        str | None,
+        typer.Option(
+            "--account",
+            help="Only this account's; give its domain with --domain (an account is named "
+            "inside its domain, as in CloudStack's listDedicated* commands).",
+        ),
+    ] = None,
     principal: Annotated[
         str,
         typer.Option(
@@ -746,7 +762,7 @@ def dedications(
     ] = None,
     input_format: InputFormatOption = InputFormat.auto,
 ) -> None:
-    """List the dedications of a spec (seed 004): which zones, pods, clusters and hosts
+    """List the dedications of a spec (CloudStack): which zones, pods, clusters and hosts
     belong to which domain or account, after its dedications: section is applied; and try
     dedicate, update and release (in that order) as a principal.
 
@@ -756,8 +772,10 @@ def dedications(
       placed dedications examples/cloudstack-dedication.yaml --coverage \\
           --kind host
       placed dedications examples/cloudstack-dedication.yaml --as user:A7 -f json
-      placed dedications examples/cloudstack-dedication.yaml --dedicate c2=SD2 \\
-          --release p2 --as root-admin
+      placed dedications examples/cloudstack-dedication.yaml --domain D2 \\
+          --account A13
+      placed dedications examples/cloudstack-dedication.yaml \\
+          --dedicate c22=SD2/A5 --release c3 --as root-admin
       # exit code 2: a user may not dedicate (the rule's kind and message)
       placed dedications examples/cloudstack-dedication.yaml --dedicate c2=SD2 \\
           --as user:A7
@@ -793,7 +811,11 @@ def dedications(
                     cloud.update(who, resource, owner_domain, owner_account or None)
             except DedicationError as error:
                 fail_at(f"--{operation}", f"{error.kind}: {error.message}", f"--{operation}")
-        listed = cloud.list_dedications(who, kind, domain, account)
+        try:
+            listed = cloud.list_dedications(who, kind, domain, account)
+        except DedicationError as error:
+            flag = f"--{error.parameter or 'as'}"
+            fail_at(flag, f"{error.kind}: {error.message}", flag)
         data: dict[str, Any] = {"dedications": [d.to_dict() for d in listed]}
         if coverage:
             # What a dedication of any kind covers; --kind picks the rows.

@@ -350,3 +350,5 @@ def migrations_table(console: Console, documents: Documents, view: View = View()
             show(console, Grid(("vm", "from", "to", "outcome"), rows))
         for vm, hosts in data["targets"].items():
             say(console, f"{vm} may migrate to: {', '.join(hosts) if hosts else 'no host'}")
+        for note in data.get("notes", ()):
+            say(console, note)

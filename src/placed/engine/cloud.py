@@ -6,17 +6,22 @@ raising a `DedicationError` with a stable `kind` and changing nothing:
     cloud.dedicate(ROOT_ADMIN, "p1", "D1")
     vm = cloud.deploy(ROOT_ADMIN, account="A7", offering="dedicated-small")
     cloud.migrate(ROOT_ADMIN, vm.name, "H1b")
+    cloud.stop(ROOT_ADMIN, vm.name); cloud.start(ROOT_ADMIN, vm.name)
     cloud.evacuate(ROOT_ADMIN, "H1a")          # maintenance: re-place its VMs
 
 Dedication rules live in model/dedications.py; placement is the plan's own pipeline and
 loop (the dedication filter, tenant affinity, implicit dedication as a fallback), run for
-one VM at a time on the cloud's plan state.
+one VM at a time on the cloud's plan state. Every failed deploy, start, migration and
+maintenance leaves an event (`placement-failed`, `zone-closed`, `migration-refused`,
+`maintenance-failed`); event times come from the cloud's clock, by default the spec's
+`settings.now` (None without it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from placed.engine import loop
 from placed.engine.outcomes import Placement, PlanResult
@@ -27,6 +32,8 @@ from placed.model.dedications import (
     MIGRATION_REFUSED,
     NO_CAPACITY,
     PERMISSION_DENIED,
+    ZONE_CLOSED,
+    Clock,
     Dedication,
     DedicationError,
     Dedications,
@@ -34,18 +41,25 @@ from placed.model.dedications import (
     Offering,
     Owner,
     Topology,
-    now,
     require_root,
 )
 from placed.model.tenancy import ROOT_ADMIN, Principal, Tenancy
 from placed.policy.dedication import (
     IMPLICIT_OVERRIDE,
+    PLACEMENT_FAILED,
     POOL_USED,
     VMS,
+    ZONE,
+    ZONE_CLOSED_EVENT,
+    ZONE_IN_FORCE,
+    ZONE_OWNER,
+    ZONES_READY,
     Tenant,
     choose_pool,
     may_use,
     pool_owners,
+    pool_private,
+    zone_refusal,
 )
 
 
@@ -59,6 +73,12 @@ class VM:
     pool: str | None = None  # the storage pool its disk is on
 
 
+@dataclass(frozen=True, slots=True)
+class _Stopped:
+    vm: VM  # as it last ran: its account, offering and last host
+    workload: Workload = field(compare=False)
+
+
 @dataclass
 class _Running:
     vm: VM
@@ -68,8 +88,10 @@ class _Running:
 
 
 class Cloud:
-    def __init__(self, spec: Spec) -> None:
+    def __init__(self, spec: Spec, clock: Clock | None = None) -> None:
         self.spec = spec
+        now = spec.settings.now
+        self.clock: Clock = clock if clock is not None else (lambda: now)
         self.tenancy: Tenancy = self.spec.tenancy or Tenancy()
         self.planner = Planner(self.spec)
         self.state = self.planner.initial_state()
@@ -78,12 +100,14 @@ class Cloud:
             self.tenancy,
             Topology.of_roots(self.spec.inventory.roots, [(p.id, "pool", p.at) for p in pools]),
             self._accounts_on,
+            self.clock,
         )
         self.rules.items.update({d.resource: d for d in self.spec.dedications})
         self.rules.events.extend(self.spec.events)
         self.implicit_enabled = self.spec.settings.implicit_dedication
         self.offerings: dict[str, Offering] = {o.name: o for o in self.spec.offerings}
         self.vms: dict[str, _Running] = {}
+        self.stopped: dict[str, _Stopped] = {}
         self._serial = 0
         workloads = {w.name: w for w in self.spec.workloads}
         for unit in self.spec.running:
@@ -96,6 +120,11 @@ class Cloud:
             vm = VM(unit.unit, tenant.account, tenant.offering, unit.target, pool=pool)
             one = Workload(unit.unit, 1, "allocation", workload.resources, requests=(tenant,))
             self.vms[unit.unit] = _Running(vm, one, position, unit.unit)
+        # The zones each host is in, and who they are dedicated to, kept in the plan
+        # state from here on (the policy reads the spec's only for a plan).
+        self.state.ledger(ZONES_READY, 1)[0] = 1.0
+        for root in self.spec.inventory.roots:
+            self._sync_owners(root.id)
 
     # -- reading ----------------------------------------------------------------------
 
@@ -124,7 +153,22 @@ class Cloud:
     def eligible(self, account: str, offering: str) -> list[str]:
         """The hosts such a request may use now, by dedication alone."""
         tenant = self._tenant(account, self._offering(offering))
-        return [host for host in self._hosts() if may_use(tenant, self.owner_of(host))]
+        return [host for host in self._hosts() if self._may_use(tenant, host)]
+
+    def _may_use(self, tenant: Tenant, host: str) -> bool:
+        zone, owner = self._zone(host)
+        if owner is not None and not tenant.covers(owner):
+            return False
+        found, _ = self.rules.owner(host)
+        in_force = found is not None and found.resource == zone
+        return may_use(tenant, found.owner if found is not None else None, in_force)
+
+    def _zone(self, host: str) -> tuple[str | None, Owner | None]:
+        """The zone a host is in and who it is dedicated to, if anyone."""
+        topology = self.rules.topology
+        zone = next((a for a in topology.ancestors(host) if topology.kinds[a] == ZONE), None)
+        found = self.rules.items.get(zone) if zone is not None else None
+        return zone, found.owner if found is not None else None
 
     # -- dedications ------------------------------------------------------------------
 
@@ -152,15 +196,22 @@ class Cloud:
         topology = self.rules.topology
         below = [resource, *topology.below(resource)]
         storage = self.spec.storage
+        zone_owner, in_force = self.state.tally(ZONE_OWNER), self.state.tally(ZONE_IN_FORCE)
         for host in below:
             owner, _ = self.rules.owner(host)
             code = self.state.owner_code(owner.owner) if owner else -1
             position = self.state.position(host)
             if position is not None:
                 self.state.set_owner(position, code)
+                zone, zone_by = self._zone(host)
+                # Tallies are views into the state's own columns.
+                zone_owner[position] = self.state.owner_code(zone_by) + 1 if zone_by else 0
+                in_force[position] = owner is not None and owner.resource == zone
             pool = storage.index(host) if storage is not None else None
             if storage is not None and pool is not None:
                 pool_owners(storage, self.state)[pool] = code
+                private = owner is not None and owner.kind == ZONE
+                pool_private(storage, self.state)[pool] = float(private)
 
     # -- settings and offerings -------------------------------------------------------
 
@@ -213,6 +264,7 @@ class Cloud:
             offering=offering.name,
             disk=offering.disk if self.spec.storage is not None else 0.0,
             storage=self.spec.storage,
+            time=self.clock(),
         )
 
     def _may_act_for(self, principal: Principal, account: str) -> None:
@@ -253,19 +305,51 @@ class Cloud:
         offering: str,
         name: str | None = None,
         avoid: Iterable[str] = (),
+        zone: str | None = None,
     ) -> VM:
-        """Place one VM; on failure nothing changes but the failure's event."""
+        """Place one VM (in `zone` if given, as CloudStack's deployVirtualMachine is);
+        on failure nothing changes but the failure's event."""
         self._may_act_for(principal, account)
         chosen = self._offering(offering)
         tenant = self._tenant(account, chosen)
         if name is None:
             self._serial += 1
             name = f"vm-{self._serial}"
-        if name in self.vms:
+        if name in self.vms or name in self.stopped:
             raise DedicationError(INVALID_PARAMETER, f"a VM named {name!r} exists already")
+        return self._place(principal, name, tenant, chosen, avoid, zone, "deploy")
+
+    def _place(
+        self,
+        principal: Principal,
+        name: str,
+        tenant: Tenant,
+        chosen: Offering,
+        avoid: Iterable[str],
+        zone: str | None,
+        operation: str,
+        record: bool = True,
+    ) -> VM:
+        """Place one VM on a trial state and keep it if it lands; else record the failure
+        (unless `record` is off: a start trying its last host only) and raise."""
+        outside: list[str] = []
+        if zone is not None:
+            if self.rules.topology.kinds.get(zone) != ZONE:
+                raise DedicationError(INVALID_PARAMETER, f"no zone named {zone!r}")
+            _, owner = self._zone(next(iter(self._hosts_below(zone)), zone))
+            if owner is not None and not tenant.covers(owner):
+                # CloudStack refuses before it plans: "Zone ... not available for the
+                # user account|domain".
+                why = zone_refusal(tenant, zone, owner)
+                details = {"account": tenant.account, "offering": tenant.offering, "why": why}
+                self._failed(principal, ZONE_CLOSED_EVENT, name, operation, details)
+                raise DedicationError(ZONE_CLOSED, f"{name}: {why}")
+            inside = set(self._hosts_below(zone))
+            outside = [host for host in self._hosts() if host not in inside]
         workload = self._workload(name, tenant, chosen)
         trial = self.state.fork()
-        for host in avoid:
+        hidden = [*avoid, *outside]
+        for host in hidden:
             position = trial.position(host)
             if position is not None:
                 trial.up[position] = False
@@ -277,9 +361,18 @@ class Cloud:
         [outcome] = loop.Allocation().place(workload, context)
         new_events = trial.events[events_before:]
         if not isinstance(outcome, Placement):
-            self.rules.events.extend(e for e in new_events if e.kind == "placement-failed")
-            raise DedicationError(NO_CAPACITY, f"{name}: {outcome.summary}")
-        for host in avoid:
+            failure = next(
+                (e for e in new_events if e.kind in (PLACEMENT_FAILED, ZONE_CLOSED_EVENT)), None
+            )
+            kind = PLACEMENT_FAILED if failure is None else failure.kind
+            details = dict(failure.details) if failure is not None else {}
+            if record:
+                self._failed(principal, kind, name, operation, details)
+            error = ZONE_CLOSED if kind == ZONE_CLOSED_EVENT else NO_CAPACITY
+            # The trial takes the other zones' hosts down: say so, or "down" misleads.
+            within = f" in zone {zone} (other zones' hosts count as down)" if zone else ""
+            raise DedicationError(error, f"{name}{within}: {outcome.summary}")
+        for host in hidden:
             position = trial.position(host)
             if position is not None:
                 trial.up[position] = self.state.up[position]
@@ -291,11 +384,75 @@ class Cloud:
         self.rules.events.extend(new_events)
         self.state = trial
         pool = trial.details(outcome.unit).get("pool")
-        vm = VM(name, account, offering, outcome.target, implicit, pool)
+        vm = VM(name, tenant.account, chosen.name, outcome.target, implicit, pool)
         self.vms[name] = _Running(vm, workload, trial.where(outcome.unit) or 0, outcome.unit)
         return vm
 
+    def _failed(
+        self,
+        principal: Principal,
+        kind: str,
+        name: str,
+        operation: str,
+        details: dict[str, Any],
+    ) -> None:
+        self.rules.events.append(
+            Event(self.clock(), str(principal), kind, name, {**details, "operation": operation})
+        )
+
+    def _hosts_below(self, location: str) -> list[str]:
+        topology = self.rules.topology
+        return [
+            node
+            for node in topology.below(location)
+            if topology.is_leaf(node) and topology.kinds.get(node) != "pool"
+        ]
+
+    def stop(self, principal: Principal, name: str) -> VM:
+        """The VM stops: it leaves its host (its capacity too) and keeps its name, account,
+        offering and last host, to start again."""
+        running = self._vm(name)
+        self._may_act_for(principal, running.vm.account)
+        self._take_off(running)
+        del self.vms[name]
+        self.stopped[name] = _Stopped(running.vm, running.workload)
+        return running.vm
+
+    def start(self, principal: Principal, name: str) -> VM:
+        """A stopped VM starts under the rules in force now: on its last host if it may
+        still use it and it has room (CloudStack's planDeployment tries the last host
+        first), else wherever a deploy would go. On failure it stays stopped, and the
+        failure is an event."""
+        stopped = self.stopped.get(name)
+        if stopped is None:
+            raise DedicationError(
+                INVALID_PARAMETER,
+                f"no stopped VM named {name!r}" + (" (it runs)" if name in self.vms else ""),
+            )
+        self._may_act_for(principal, stopped.vm.account)
+        chosen = self._offering(stopped.vm.offering)
+        tenant = self._tenant(stopped.vm.account, chosen)
+        last = stopped.vm.host
+        trial = _Running(replace(stopped.vm, pool=None), stopped.workload, 0, name)
+        if self.state.position(last) is not None and self._refusal(trial, last) is None:
+            avoid = [host for host in self._hosts() if host != last]
+            try:
+                vm = self._place(principal, name, tenant, chosen, avoid, None, "start", False)
+            except DedicationError:
+                pass  # the last host was a preference: plan as a deploy would
+            else:
+                del self.stopped[name]
+                return vm
+        vm = self._place(principal, name, tenant, chosen, (), None, "start")
+        del self.stopped[name]
+        return vm
+
     def destroy(self, principal: Principal, name: str) -> VM:
+        stopped = self.stopped.get(name)
+        if stopped is not None:  # a stopped VM holds nothing: only its record goes
+            self._may_act_for(principal, stopped.vm.account)
+            del self.stopped[name]
+            return stopped.vm
         running = self._vm(name)
         self._may_act_for(principal, running.vm.account)
         self._take_off(running)
@@ -364,13 +521,20 @@ class Cloud:
     def _refusal(self, running: _Running, host: str) -> str | None:
         tenant = running.workload.request(Tenant)
         assert tenant is not None
+        zone, closed_by = self._zone(host)
+        if zone is not None and closed_by is not None and not tenant.covers(closed_by):
+            return f"host {host}'s {zone_refusal(tenant, zone, closed_by)}"
         owner = self.owner_of(host)
-        if not may_use(tenant, owner):
+        if not self._may_use(tenant, host):
             if owner is None:
                 return f"host {host} is not dedicated to {tenant.account}'s domain chain"
             if tenant.dedicated:
                 return f"host {host} is dedicated to {owner}, which {tenant.account} may not use"
-            return f"host {host} is dedicated to {owner}; {running.vm.name} is not a dedicated VM"
+            found, _ = self.rules.owner(host)
+            by = f" ({found.kind} {found.resource})" if found is not None else ""
+            return (
+                f"host {host} is dedicated to {owner}{by}; {running.vm.name} is not a dedicated VM"
+            )
         storage, pool = self.spec.storage, self._pool_of(running)
         if (
             storage is not None
@@ -401,7 +565,11 @@ class Cloud:
         if refusal is not None:
             self.rules.events.append(
                 Event(
-                    now(), str(principal), "migration-refused", name, {"to": host, "why": refusal}
+                    self.clock(),
+                    str(principal),
+                    "migration-refused",
+                    name,
+                    {"to": host, "why": refusal},
                 )
             )
             raise DedicationError(MIGRATION_REFUSED, f"{name} cannot move to {host}: {refusal}")
@@ -419,6 +587,7 @@ class Cloud:
         saved_state, saved_vms = self.state.fork(), dict(self.vms)
         saved_items, saved_events = dict(self.rules.items), list(self.rules.events)
         moved: dict[str, str] = {}
+        name = ""
         try:
             self.state.up[position] = False
             for name in [n for n, r in self.vms.items() if r.vm.host == host]:
@@ -426,11 +595,21 @@ class Cloud:
                 self._take_off(running)
                 vm = self.deploy(ROOT_ADMIN, running.vm.account, running.vm.offering, name)
                 moved[name] = vm.host
-        except DedicationError:
+        except DedicationError as error:
             self.state, self.vms = saved_state, saved_vms
             self.rules.items.clear()
             self.rules.items.update(saved_items)
+            # Nothing moved, so no move is recorded; the failure itself is.
             self.rules.events[:] = saved_events
+            self.rules.events.append(
+                Event(
+                    self.clock(),
+                    str(principal),
+                    "maintenance-failed",
+                    host,
+                    {"vm": name, "error": error.kind, "why": error.message},
+                )
+            )
             raise
         return moved
 

@@ -156,10 +156,14 @@ def _placement(
     )
 
 
-def _all_unplaced(context: Context, request: Any, keys: list[str]) -> list[Outcome]:
+def _all_unplaced(
+    context: Context, workload: Workload, request: Any, keys: list[str]
+) -> list[Outcome]:
     if not keys:
         return []
     failed = context.judge.unplaced(request, keys[0], context.state)
+    for key in keys:
+        _report(context.judge.families, workload, key, context.state, failed.summary)
     return [Unplaced(failed.workload, key, failed.summary, failed.filtered) for key in keys]
 
 
@@ -182,6 +186,7 @@ class Allocation(Strategy):
                 # Nothing changed since a unit of this workload failed with no fallback,
                 # so it fails for the same reasons: explain once, reuse the summary.
                 outcomes.append(Unplaced(workload.name, key, failed.summary, failed.filtered))
+                _report(judge.families, workload, key, state, failed.summary)
                 continue
             outcome, fell_back = self._one(workload, request, key, context)
             if isinstance(outcome, Unplaced) and not fell_back:
@@ -228,7 +233,16 @@ class Allocation(Strategy):
                     state.create(first, key, found.constraints)
                 state.create(found.target, key, found.constraints, found.parent)
                 via = found.via
-        return judge.unplaced(request, key, state), fell_back
+        failed = judge.unplaced(request, key, state)
+        _report(judge.families, workload, key, state, failed.summary)
+        return failed, fell_back
+
+
+def _report(
+    families: tuple[Family, ...], workload: Workload, key: str, state: PlanState, summary: str
+) -> None:
+    for family in families:
+        family.unplaced(workload, key, state, summary)
 
 
 def _fallback(
@@ -251,7 +265,7 @@ class Mapping(Strategy):
         score = judge.scores(request, state)
         top = top_candidates(keep, score)
         if top.size == 0:
-            return _all_unplaced(context, request, keys)
+            return _all_unplaced(context, workload, request, keys)
         if workload.max_load is None or top.size == 1:
             # One candidate: nothing to balance.
             chosen = (

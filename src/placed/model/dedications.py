@@ -22,12 +22,13 @@ The checks, in order, each with a stable error kind:
   (`host-has-foreign-vms`);
 - releasing what is not dedicated is an error (`not-dedicated`); release evicts nothing.
 
-Every change is an event (time, actor, kind, subject, details).
+Every change is an event (time, actor, kind, subject, details). The time comes from a
+clock the caller gives (a spec's `settings.now`), None when there is none: the same spec
+gives the same events, byte for byte.
 """
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -43,15 +44,25 @@ DESCENDANT_CONFLICT = "descendant-conflict"
 HOST_HAS_FOREIGN_VMS = "host-has-foreign-vms"
 NOT_DEDICATED = "not-dedicated"
 NO_CAPACITY = "no-capacity"
+ZONE_CLOSED = "zone-closed"  # the VM's owner may not use the zone (dedicated to others)
 MIGRATION_REFUSED = "migration-refused"
+
+Clock = Callable[[], "str | None"]
+
+
+def no_clock() -> str | None:
+    return None
 
 
 class DedicationError(Exception):
-    """A refused operation; nothing changed. `kind` is stable, `message` for people."""
+    """A refused operation; nothing changed. `kind` is stable, `message` for people, and
+    `parameter` names the argument at fault when one is (a listing's kind, domain or
+    account)."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, parameter: str | None = None) -> None:
         self.kind = kind
         self.message = message
+        self.parameter = parameter
         super().__init__(message)
 
 
@@ -100,7 +111,7 @@ class Offering:
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    time: str
+    time: str | None  # ISO-8601, from the caller's clock; None without one
     actor: str
     kind: str  # dedication-created, dedication-released, dedication-updated, ...
     subject: str
@@ -122,10 +133,6 @@ def require_root(principal: Principal, what: str) -> None:
         raise DedicationError(
             PERMISSION_DENIED, f"only a root admin may {what}; {principal} may not"
         )
-
-
-def now() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +197,7 @@ class Dedications:
         tenancy: Tenancy,
         topology: Topology,
         accounts_on: Callable[[str], Iterable[str]] = lambda host: (),
-        clock: Callable[[], str] = now,
+        clock: Clock = no_clock,
     ) -> None:
         self.tenancy = tenancy
         self.topology = topology
@@ -251,11 +258,14 @@ class Dedications:
         self._check(resource, owner)
         dedication = Dedication(resource, self.topology.kinds[resource], owner)
         # As CloudStack does (the seed is silent): a dedication below to the very same
-        # owner is absorbed into the wider one, after every check has passed.
+        # owner is absorbed into the wider one, after every check has passed; a host the
+        # account took by implicit dedication too (the same owner, however it got it).
+        same = (owner.domain, owner.account)
         absorbed = [
             node
             for node in self.topology.below(resource)
-            if (below := self.items.get(node)) is not None and below.owner == owner
+            if (below := self.items.get(node)) is not None
+            and (below.owner.domain, below.owner.account) == same
         ]
         for node in absorbed:
             self._event(principal, "dedication-released", node, self.items.pop(node).to_dict())
@@ -313,7 +323,38 @@ class Dedications:
         account: str | None = None,
     ) -> list[Dedication]:
         """The dedications the principal may see (a root admin all; others those that
-        apply to their own domain chain and account), filtered."""
+        apply to their own domain chain and account), filtered. An account is named
+        inside its domain, as CloudStack's listDedicated* commands ask ("Please specify
+        the domain id of the account"): an account without its domain, or with another
+        domain, is refused rather than read as a filter that matches nothing."""
+        if kind is not None and kind not in set(self.topology.kinds.values()):
+            known = ", ".join(sorted(set(self.topology.kinds.values())))
+            raise DedicationError(
+                INVALID_PARAMETER, f"no resources of kind {kind!r}; the kinds are {known}", "kind"
+            )
+        if domain is not None and not self.tenancy.has_domain(domain):
+            known = ", ".join(sorted(self.tenancy.parents))
+            raise DedicationError(
+                INVALID_PARAMETER, f"no domain named {domain!r}; the domains are {known}", "domain"
+            )
+        if account is not None:
+            home = self.tenancy.domain_of(account)
+            if domain is None:
+                raise DedicationError(
+                    INVALID_PARAMETER,
+                    f"give the domain of account {account!r} too: an account is named inside "
+                    f"its domain ({account} is in {home})"
+                    if home
+                    else f"no account named {account!r}",
+                    "account",
+                )
+            if home != domain:
+                where = f"it is in domain {home}" if home else "there is no such account"
+                raise DedicationError(
+                    INVALID_PARAMETER,
+                    f"account {account!r} is not in domain {domain}: {where}",
+                    "account",
+                )
         seen = [d for d in self.items.values() if self._visible(principal, d)]
         return [
             d

@@ -15,6 +15,7 @@ from placed.model.workload import Mode, Workload
 class Settings:
     default_mode: Mode = "allocation"
     implicit_dedication: bool = True  # seed 004's implicit.dedication.enable
+    now: str | None = None  # the time events carry (ISO-8601), None: no time
 
 
 @dataclass(frozen=True, slots=True)

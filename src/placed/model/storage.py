@@ -27,6 +27,9 @@ class Storage:
     pools: tuple[StoragePool, ...]
     reach: tuple[frozenset[str], ...]  # per pool, the ids of the hosts it serves
     owners: tuple[Owner | None, ...]
+    # Per pool, whether the dedication in force is its zone's (a private zone's pools
+    # serve every VM of its owner, as its hosts do).
+    private: tuple[bool, ...] = ()
 
     def index(self, pool: str) -> int | None:
         for i, found in enumerate(self.pools):

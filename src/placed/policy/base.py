@@ -345,6 +345,12 @@ class Family(ABC):
         for naming. The default: no fallback."""
         return None
 
+    def unplaced(self, workload: Workload, unit: str, state: PlanView, summary: str) -> None:
+        """Called when `unit` ends unplaced, after any fallback, with its summary: a
+        family that records failures (CloudStack's failure events) does it here, once
+        per unit. The default: nothing."""
+        return None
+
 
 def plural_noun(noun: str, items: list[str]) -> str:
     return f"{noun}{'s' if len(items) > 1 else ''} {', '.join(items)}"

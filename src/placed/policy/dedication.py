@@ -1,12 +1,20 @@
-"""Seed 004: dedicated resources, as a filter, a preference and a fallback.
+"""Seed 004: dedicated resources, as filters, a preference and a fallback.
 
 A VM's request names its account (and so its domain chain) and whether its offering asks
 for dedication. The plan state holds an owner per target (engine/state.py), set from the
 spec's dedications and changed during a plan by implicit dedication.
 
+- `zone-dedication` (filter): a zone dedicated to a domain or an account is closed to
+  every VM whose owner that dedication does not cover, flagged or not (CloudStack's
+  DeploymentPlanningManagerImpl.checkForNonDedicatedResources: "Zone ... not available
+  for the user account|domain"). A VM that finds every zone closed fails as
+  `zone-closed`, not as `no-capacity`.
 - `dedication` (filter): a dedicated request lands only on hosts its account may use (an
   account dedication of its own, or a domain dedication of its domain or an ancestor);
-  any other request never lands on a dedicated host, implicit ones included.
+  any other request never lands on a host a pod, cluster or host dedication covers,
+  implicit ones included. A zone's own dedication is a private zone: every VM its
+  dedication covers may use the hosts nothing nearer dedicates, flagged or not (the
+  design's "Current Scenario": only users of that domain create guests there).
 - `tenant-affinity` (scorer): among the hosts a dedicated request may use, those already
   running the account's VMs first, then empty ones (the seed's VM deployment 2a).
 - fallback, implicit dedication: when no host takes a dedicated request and implicit
@@ -14,25 +22,29 @@ spec's dedications and changed during a plan by implicit dedication.
   `implicit.dedication.enable` property, nearest wins), the first empty, undedicated host
   that is up and has room becomes the account's (an implicit dedication, reported under
   `dedications_created` and as an event), and the request is judged again.
+- every request that ends unplaced, after any fallback, records a failure event:
+  `placement-failed`, or `zone-closed` when every zone is closed to it.
 """
 
 from __future__ import annotations
 
 import math
 import weakref
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from placed.model import Target, Workload
-from placed.model.dedications import Event, Owner, now
+from placed.model.dedications import Event, Owner
 from placed.model.storage import Storage
 from placed.policy.base import (
     BoolArray,
     Bound,
     Consumer,
+    Counts,
     Family,
     FloatArray,
     IndexView,
@@ -49,6 +61,18 @@ IMPLICIT_PROPERTY = "implicit.dedication.enable"
 IMPLICIT_OVERRIDE = "implicit-override"
 SHARED = "shared"  # what the preferred mode allows a unit that found nothing dedicated
 VMS = "vms"
+ZONE = "zone"  # the location kind CloudStack dedicates as a private zone
+# Per target: 1 + the owner code of its zone's dedication (0: the zone is not
+# dedicated), and 1 where that dedication is the one in force (nothing nearer dedicates
+# the target). Tallies, so that a running cloud changes them and the reference reads
+# them per target; filled from the spec the first time a plan state is judged.
+ZONE_OWNER = "zone-owner"
+ZONE_IN_FORCE = "zone-in-force"
+ZONES_READY = "zones-ready"
+PLACEMENT_FAILED = "placement-failed"
+ZONE_CLOSED_EVENT = "zone-closed"
+
+ZoneDedications = tuple[tuple[str, Owner], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +89,11 @@ class Tenant:
     offering: str = ""
     disk: float = 0.0  # GB on a storage pool, when the spec has pools
     storage: Storage | None = None
+    # The spec's zone dedications (zone id, owner), and the time the request's events
+    # carry. Neither changes what the request may use where, so neither is compared:
+    # equal requests share their cached masks.
+    zones: ZoneDedications = field(default=(), compare=False)
+    time: str | None = field(default=None, compare=False)
 
     def covers(self, owner: Owner) -> bool:
         if owner.account is not None:
@@ -75,24 +104,74 @@ class Tenant:
     def tally(self) -> str:
         return f"account:{self.account}"
 
+    def closed_to(self, owner: Owner) -> str:
+        """Whom a zone dedicated to `owner` is closed to, as CloudStack words it."""
+        return f"account {self.account}" if owner.account else f"domain {self.domain}"
+
 
 def tenant_of(workload: Workload) -> Tenant | None:
     found = workload.request(Tenant)
     return found if isinstance(found, Tenant) else None
 
 
-def may_use(tenant: Tenant, owner: Owner | None) -> bool:
-    """Seed 004's rule for a host: a dedicated request only where its account is
-    covered, any other request only where nobody is."""
+def may_use(tenant: Tenant, owner: Owner | None, private: bool = False) -> bool:
+    """Seed 004's rule for a host, `owner` being the dedication in force on it and
+    `private` whether that is its zone's: a dedicated request only where its account is
+    covered; any other request where nobody is, or in a zone dedicated to it (a private
+    zone admits every VM of its owner; pods, clusters and hosts need the flag)."""
     if owner is None:
         return not tenant.dedicated
-    return tenant.dedicated and tenant.covers(owner)
+    return tenant.covers(owner) and (tenant.dedicated or private)
 
 
-def _usable(tenant: Tenant, owners: list[Owner] | tuple[Owner, ...]) -> NDArray[np.bool_]:
-    """Per owner code, whether the request may land there; the last entry answers for
-    code -1 (not dedicated)."""
-    return np.array([*(may_use(tenant, o) for o in owners), may_use(tenant, None)], dtype=bool)
+def zone_of(target: Target) -> str | None:
+    for kind, location in target.ancestors:
+        if kind == ZONE:
+            return location
+    return None
+
+
+def zone_columns(state: PlanView, zones: ZoneDedications) -> tuple[Counts, Counts]:
+    """Per target, 1 + its zone's owner code (0: not dedicated) and whether that
+    dedication is in force; read from the spec's targets the first time (once per plan
+    state: forks copy them), kept by a running cloud afterwards (engine/cloud.py)."""
+    ready = state.ledger(ZONES_READY, 1)
+    owner, in_force = state.tally(ZONE_OWNER), state.tally(ZONE_IN_FORCE)
+    if ready[0]:
+        return owner, in_force
+    ready[0] = 1.0
+    if zones:
+        codes = {zone: state.owner_code(o) + 1 for zone, o in zones}
+        column = np.zeros(state.size, dtype=np.int32)
+        here = np.zeros(state.size, dtype=np.int32)
+        for i, target in enumerate(state.index.targets):
+            zone = zone_of(target)
+            if zone is not None and zone in codes:
+                column[i] = codes[zone]
+                found = target.dedication
+                here[i] = found is not None and found.resource == zone
+        owner[:] = column  # tallies are views into the state's own arrays
+        in_force[:] = here
+    return owner, in_force
+
+
+def _zone_owner_of(tenant: Tenant, target: Target, world: World) -> tuple[Owner | None, bool]:
+    """One target's zone dedication and whether it is in force, as the plan state keeps
+    them, else as the spec gave them."""
+    if world.ledger(ZONES_READY, 1)[0]:
+        code = world.tally(ZONE_OWNER, target)
+        owner = world.owners[code - 1] if code > 0 else None
+        return owner, bool(world.tally(ZONE_IN_FORCE, target))
+    zone = zone_of(target)
+    owner = dict(tenant.zones).get(zone) if zone is not None else None
+    found = target.dedication
+    return owner, owner is not None and found is not None and found.resource == zone
+
+
+def _covered(tenant: Tenant, owners: Sequence[Owner], none: bool) -> BoolArray:
+    """Per owner code, whether the tenant's account is covered; the last entry answers
+    for code -1 (not dedicated)."""
+    return np.array([*(tenant.covers(o) for o in owners), none], dtype=bool)
 
 
 def _via(target: Target, owner: Owner) -> str:
@@ -134,11 +213,67 @@ def dedication_reason(
     )
 
 
+class ZoneFilter(_Filter):
+    """A zone dedicated to a domain or an account is closed to every VM its dedication
+    does not cover, whether or not the VM asks for dedication."""
+
+    name = "zone-dedication"
+    summary = (
+        "in a zone dedicated to a domain or account that does not cover the VM's owner "
+        "(the zone is closed to it, flagged or not)"
+    )
+    needs = Tenant
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[Tenant, int], BoolArray] = {}
+
+    def prepare(self, workload: Workload) -> Tenant | None:
+        return tenant_of(workload)
+
+    def open_zones(self, prepared: Tenant, state: PlanView) -> BoolArray:
+        zone_owner, _ = zone_columns(state, prepared.zones)
+        key = (prepared, len(state.owners))
+        usable = self._open.get(key)
+        if usable is None:
+            # Indexed by zone code - 1: code 0 (no dedication) reads the last entry.
+            usable = self._open[key] = _covered(prepared, state.owners, True)
+        return usable[zone_owner - 1]
+
+    def keep(self, prepared: Tenant, state: PlanView) -> BoolArray:
+        return self.open_zones(prepared, state)
+
+    def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
+        tenant = tenant_of(workload)
+        assert tenant is not None
+        zone_owner, _ = zone_columns(state, tenant.zones)
+        owner = state.owners[int(zone_owner[position]) - 1]
+        return _zone_reason(tenant, zone_of(target) or target.id, owner)
+
+    def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
+        tenant = tenant_of(workload)
+        if tenant is None:
+            return None
+        owner, _ = _zone_owner_of(tenant, target, world)
+        if owner is None or tenant.covers(owner):
+            return None
+        return _zone_reason(tenant, zone_of(target) or target.id, owner)
+
+
+def _zone_reason(tenant: Tenant, zone: str, owner: Owner) -> Reason:
+    phrase = f"in zone {zone}, dedicated to {owner} and closed to {tenant.closed_to(owner)}"
+    return Reason(ZoneFilter.name, f"is {phrase}", f"are {phrase}")
+
+
+def zone_refusal(tenant: Tenant, zone: str, owner: Owner) -> str:
+    """CloudStack's words for a deploy into a zone closed to its owner."""
+    return f"zone {zone} is dedicated to {owner}: not available for {tenant.closed_to(owner)}"
+
+
 class DedicationFilter(_Filter, Consumer):
     name = "dedication"
     summary = (
         "dedicated to someone the VM's account may not use, or (a request without the "
-        "dedicated flag) dedicated at all"
+        "dedicated flag) dedicated at pod, cluster or host level"
     )
     needs = Tenant
 
@@ -152,7 +287,7 @@ class DedicationFilter(_Filter, Consumer):
             ],
             dtype=np.int8,
         )
-        self._usable: dict[tuple[Tenant, int], NDArray[np.bool_]] = {}
+        self._covered: dict[tuple[Tenant, int], BoolArray] = {}
 
     def prepare(self, workload: Workload) -> Tenant | None:
         return tenant_of(workload)
@@ -160,13 +295,19 @@ class DedicationFilter(_Filter, Consumer):
     def keep(self, prepared: Tenant, state: PlanView) -> BoolArray:
         owners = state.owners
         key = (prepared, len(owners))
-        usable = self._usable.get(key)
-        if usable is None:
-            usable = self._usable[key] = _usable(prepared, tuple(owners))
-        if state.allowed(state.judging, SHARED):
-            usable = usable.copy()
-            usable[-1] = True  # preferred mode, nothing dedicated left: shared hosts too
-        return usable[state.owner]
+        covered = self._covered.get(key)
+        if covered is None:
+            covered = self._covered[key] = _covered(prepared, tuple(owners), False)
+        owner = state.owner
+        kept: BoolArray
+        if prepared.dedicated:
+            kept = covered[owner]
+            if state.allowed(state.judging, SHARED):
+                kept = kept | (owner < 0)  # preferred mode, nothing dedicated left
+            return kept
+        _, in_force = zone_columns(state, prepared.zones)
+        kept = (owner < 0) | ((in_force > 0) & covered[owner])
+        return kept
 
     def reserve(self, prepared: Tenant, state: Any, positions: int | NDArray[np.intp]) -> None:
         state.count(prepared.tally, positions)
@@ -189,7 +330,10 @@ class DedicationFilter(_Filter, Consumer):
         if tenant is None:
             return None
         owner = world.owner(target)
-        if may_use(tenant, owner) or (owner is None and world.allowed(SHARED)):
+        private = False
+        if owner is not None and not tenant.dedicated:
+            _, private = _zone_owner_of(tenant, target, world)
+        if may_use(tenant, owner, private) or (owner is None and world.allowed(SHARED)):
             return None
         empty = world.tally(VMS, target) == 0
         setting = target.properties.get(IMPLICIT_PROPERTY)
@@ -199,6 +343,7 @@ class DedicationFilter(_Filter, Consumer):
 
 POOL_USED = "pool-used"
 POOL_OWNER = "pool-owner"
+POOL_PRIVATE = "pool-private"  # 1 where a pool's dedication in force is its zone's
 
 
 def pool_owners(storage: Storage, state: PlanView) -> FloatArray:
@@ -210,10 +355,20 @@ def pool_owners(storage: Storage, state: PlanView) -> FloatArray:
     return codes
 
 
-def pool_usable(tenant: Tenant, owner: Owner | None) -> bool:
+def pool_private(storage: Storage, state: PlanView) -> FloatArray:
+    """Each pool's 1 where the dedication in force on it is its zone's, kept as its
+    owner code is."""
+    flags = state.ledger(POOL_PRIVATE, len(storage.pools), float("nan"))
+    if len(flags) and np.isnan(flags[0]):
+        flags[:] = [float(p) for p in storage.private] or 0.0
+    return flags
+
+
+def pool_usable(tenant: Tenant, owner: Owner | None, private: bool = False) -> bool:
     """A shared pool serves every VM; a dedicated one only the VMs of the accounts it
-    covers that ask for dedication (as hosts do)."""
-    return owner is None or (tenant.dedicated and tenant.covers(owner))
+    covers, as hosts do: those that ask for dedication, and in a private zone (the
+    zone's dedication in force on the pool) every one."""
+    return owner is None or (tenant.covers(owner) and (tenant.dedicated or private))
 
 
 class StorageFilter(_Filter, Consumer):
@@ -252,10 +407,14 @@ class StorageFilter(_Filter, Consumer):
         assert storage is not None
         used = state.ledger(POOL_USED, len(storage.pools))
         codes = pool_owners(storage, state)
+        private = pool_private(storage, state).tolist()
         owners = state.owners
         capacity = np.array([p.capacity for p in storage.pools], dtype=np.float64)
         room = np.asarray(capacity - used >= tenant.disk, dtype=bool)
-        allowed = [pool_usable(tenant, owners[int(c)] if c >= 0 else None) for c in codes.tolist()]
+        allowed = [
+            pool_usable(tenant, owners[int(c)] if c >= 0 else None, bool(private[i]))
+            for i, c in enumerate(codes.tolist())
+        ]
         usable: NDArray[np.bool_] = room & np.array(allowed, dtype=bool)
         return usable
 
@@ -291,14 +450,16 @@ class StorageFilter(_Filter, Consumer):
         used = world.ledger(POOL_USED, len(storage.pools))
         # The owner codes a running cloud keeps, else the owners the spec gave.
         codes = world.ledger(POOL_OWNER, len(storage.pools), float("nan"))
+        flags = world.ledger(POOL_PRIVATE, len(storage.pools), float("nan"))
         for i, pool in enumerate(storage.pools):
             code = codes[i]
             if math.isnan(code):  # not kept yet
-                owner = storage.owners[i]
+                owner, private = storage.owners[i], storage.private[i]
             else:
                 owner = world.owners[int(code)] if code >= 0 else None
+                private = bool(flags[i]) if not math.isnan(flags[i]) else storage.private[i]
             reached = target.id in storage.reach[i] and pool.capacity - used[i] >= tenant.disk
-            if reached and pool_usable(tenant, owner):
+            if reached and pool_usable(tenant, owner, private):
                 return None
         return _storage_reason(tenant)
 
@@ -360,13 +521,17 @@ class Dedication(Family):
 
     name = "dedication"
     seed = "004"
-    filter_types: ClassVar[tuple[type[_Filter], ...]] = (DedicationFilter, StorageFilter)
+    filter_types: ClassVar[tuple[type[_Filter], ...]] = (
+        ZoneFilter,
+        DedicationFilter,
+        StorageFilter,
+    )
     scorer_types: ClassVar[tuple[type[Scorer], ...]] = (TenantAffinity,)
 
     def bind(self, index: IndexView) -> Bound:
         targets = tuple(index.targets)
         return Bound(
-            filters=(DedicationFilter(targets), StorageFilter(targets)),
+            filters=(ZoneFilter(), DedicationFilter(targets), StorageFilter(targets)),
             scorers=(TenantAffinity(),),
         )
 
@@ -408,21 +573,7 @@ class Dedication(Family):
             state.allow(unit, SHARED)
             return Retry(f"{unit}: preferred mode falls back to shared hosts")
         if candidates.size == 0:
-            why = (
-                "implicit dedication is off"
-                if not enabled.any()
-                else "no empty, undedicated host has room"
-            )
-            state.event(
-                Event(
-                    now(),
-                    "placed",
-                    "placement-failed",
-                    unit,
-                    {"account": tenant.account, "offering": tenant.offering, "why": why},
-                )
-            )
-            return None
+            return None  # the unit fails: `unplaced` records why
         position = int(candidates[0])
         owner = Owner(tenant.domain, tenant.account, implicit=True)
         state.dedicate(position, owner)
@@ -435,7 +586,7 @@ class Dedication(Family):
         )
         state.event(
             Event(
-                now(),
+                tenant.time,
                 "placed",
                 "implicit-dedication",
                 host,
@@ -443,6 +594,18 @@ class Dedication(Family):
             )
         )
         return Retry(f"host {host} dedicated to account {tenant.account} (implicit)")
+
+    def unplaced(self, workload: Workload, unit: str, state: PlanView, summary: str) -> None:
+        """Every request that fails records it, whatever its mode (flagged or not, strict,
+        or preferred after falling back to shared hosts): `zone-closed` when every zone
+        is closed to its owner, else `placement-failed`."""
+        tenant = tenant_of(workload)
+        if tenant is None:
+            return
+        closed = ~ZoneFilter().open_zones(tenant, state)
+        kind = ZONE_CLOSED_EVENT if closed.size and bool(closed.all()) else PLACEMENT_FAILED
+        details = {"account": tenant.account, "offering": tenant.offering, "why": summary}
+        state.event(Event(tenant.time, "placed", kind, unit, details))
 
 
 # Per index, its targets' implicit-dedication settings (an index never changes).

@@ -17,7 +17,7 @@ from placed.model import Location, Running, Settings, Workload
 from placed.model.dedications import Dedication, DedicationError, Dedications, Event, Topology
 from placed.model.storage import Storage, StoragePool
 from placed.model.tenancy import ROOT, ROOT_ADMIN, Tenancy
-from placed.policy.dedication import Tenant
+from placed.policy.dedication import ZONE, Tenant
 from placed.spec.collect import Collector
 from placed.spec.errors import quoted
 from placed.spec.schema import DomainSpec, OfferingSpec, SpecDocument, WorkloadSpec
@@ -90,7 +90,8 @@ def apply_dedications(
             on_host.setdefault(unit.target, []).append(account)
     found = pools(document, roots, out)
     topology = Topology.of_roots(roots, [(p.id, "pool", p.at) for p in found])
-    rules = Dedications(tenants, topology, lambda host: on_host.get(host, ()))
+    now = document.settings.now
+    rules = Dedications(tenants, topology, lambda host: on_host.get(host, ()), lambda: now)
     for i, entry in enumerate(document.dedications):
         try:
             rules.dedicate(ROOT_ADMIN, entry.resource, entry.domain, entry.account)
@@ -139,17 +140,22 @@ def storage(found: list[StoragePool], rules: Dedications) -> Storage:
         )
         for p in found
     )
-    owners = tuple(
-        (owner.owner if (owner := rules.owner(p.id)[0]) is not None else None) for p in found
-    )
-    return Storage(tuple(found), reach, owners)
+    in_force = [rules.owner(p.id)[0] for p in found]
+    owners = tuple(d.owner if d is not None else None for d in in_force)
+    private = tuple(d is not None and d.kind == ZONE for d in in_force)
+    return Storage(tuple(found), reach, owners, private)
 
 
 def with_storage(
-    workloads: list[Workload], found: Storage | None, offerings: dict[str, float]
+    workloads: list[Workload],
+    found: Storage | None,
+    offerings: dict[str, float],
+    dedications: Sequence[Dedication] = (),
 ) -> list[Workload]:
-    """Each tenant's VMs with their disk and the pools it may go to."""
-    if found is None:
+    """Each tenant's VMs with their disk and the pools it may go to, and the zones
+    dedicated (a private zone admits or refuses a VM before any host is looked at)."""
+    zones = tuple((d.resource, d.owner) for d in dedications if d.kind == ZONE)
+    if found is None and not zones:
         return workloads
     result = []
     for workload in workloads:
@@ -157,8 +163,10 @@ def with_storage(
         if tenant is None:
             result.append(workload)
             continue
-        disk = offerings.get(tenant.offering, 0.0)
-        request = replace(tenant, disk=disk, storage=found)
+        request = replace(tenant, zones=zones)
+        if found is not None:
+            disk = offerings.get(tenant.offering, 0.0)
+            request = replace(request, disk=disk, storage=found)
         requests = tuple(request if r is tenant else r for r in workload.requests)
         result.append(replace(workload, requests=requests))
     return result
@@ -259,5 +267,6 @@ def _tenant(
         implicit="preferred" if implicit == "preferred" else "strict",
         implicit_enabled=settings.implicit_dedication,
         offering=spec.offering or "",
+        time=settings.now,
     )
     return replace(workload, resources=resources, requests=(*workload.requests, request))

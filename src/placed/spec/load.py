@@ -405,6 +405,7 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
     settings = Settings(
         default_mode=document.settings.default_mode,
         implicit_dedication=document.settings.implicit_dedication,
+        now=document.settings.now,
     )
     names: dict[str, int] = {}
     workloads = []
@@ -451,7 +452,7 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
         if located is not roots:
             roots, inventory = located, Inventory.from_roots(located)
         disks = {o.name: o.disk for o in document.offerings}
-        workloads = cloudstack.with_storage(workloads, storage, disks)
+        workloads = cloudstack.with_storage(workloads, storage, disks, dedications)
     if problems:
         raise SpecError(source, problems)
     name = document.name or FilePath(source).stem

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
 import unicodedata
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -266,8 +268,39 @@ class ServiceSpec(_Strict):
     constraints: Constraints = Field(default_factory=list)
 
 
+def iso_time(value: Any) -> Any:
+    """settings.now as one ISO-8601 text. YAML reads an unquoted time as a datetime and a
+    quoted one as text: both are taken. A time without a UTC offset is refused: it would
+    name a different instant on every machine that reads the spec."""
+    if isinstance(value, datetime.datetime):
+        parsed = value
+    elif isinstance(value, datetime.date):
+        day = value.isoformat()
+        raise ValueError(f"{day} is a date, not a time: write {day}T00:00:00Z")
+    elif isinstance(value, str):
+        try:
+            parsed = datetime.datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(
+                f"{value!r} is not an ISO-8601 time: write one as 2026-12-01T09:00:00Z"
+            ) from None
+    else:
+        return value  # None, or a type the field refuses with its own message
+    if parsed.tzinfo is None:
+        raise ValueError(
+            f"{parsed.isoformat()} has no UTC offset: add one, as in {parsed.isoformat()}Z"
+        )
+    return parsed.isoformat()
+
+
 class SettingsSpec(_Strict):
     default_mode: Literal["allocation", "mapping", "every"] = "allocation"
+    now: Annotated[str | None, BeforeValidator(iso_time)] = Field(
+        default=None,
+        description="The time every event of a plan or simulation carries (ISO-8601, with "
+        "its UTC offset): two runs of one spec print the same bytes. Without it, events "
+        'carry "time": null.',
+    )
     implicit_dedication: bool = Field(
         default=True,
         description="CloudStack's implicit.dedication.enable: a dedicated request that "
