@@ -561,7 +561,10 @@ def test_highest_defined_version_per_arch_and_one_workload_per_arch(tmp_path: Pa
 
 def test_where_a_service_runs_and_whether_it_needs_privileges(tmp_path: Path) -> None:
     both = {**device_service(), "url": "com.example.both"}
-    both["clusterDeployment"] = {"metadata": {"namespace": ""}, "operatorYamlArchive": "x..."}
+    # As the exchange keeps it (JSON text, metadata recorded at publish time).
+    both["clusterDeployment"] = json.dumps(
+        {"metadata": {"namespace": ""}, "operatorYamlArchive": "x..."}
+    )
     write(tmp_path, "both.json", both)
     write(tmp_path, "priv.json", {**device_service(privileged=True), "url": "com.example.priv"})
     write(tmp_path, "host.json", {**device_service(network="host"), "url": "com.example.host"})
@@ -731,6 +734,9 @@ def test_operator_archive_given_as_a_path_beside_the_definition(tmp_path: Path) 
 def test_namespace_recorded_at_publish_wins_and_a_cut_archive_is_unknown(tmp_path: Path) -> None:
     recorded = cluster_service(b64(archive(("ns.yaml", NAMESPACE_XYZ))))
     recorded["clusterDeployment"]["metadata"] = {"namespace": "RECORDED"}
+    # Pre-signed, as JSON text: hzn publishes it as it is (a publish file's own object may
+    # not carry metadata, see test_publish_refusals).
+    recorded["clusterDeployment"] = json.dumps(recorded["clusterDeployment"])
     assert _namespace_of(tmp_path, recorded) == "RECORDED"
     # `hzn exchange service list -l` cuts long archives at 100 characters.
     assert _namespace_of(tmp_path, cluster_service("H4sIAAAAAAAAA+3UW0vDMBQ...")) is None
