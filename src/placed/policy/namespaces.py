@@ -6,7 +6,9 @@ targets accept it.
 - A namespace-scoped agent accepts only its own namespace; a cluster-scoped agent accepts
   any; a device ignores namespaces.
 - Patterns: a cluster-scoped agent takes only patterns with no cluster_namespace; a
-  namespace-scoped agent only patterns whose cluster_namespace is its namespace.
+  namespace-scoped agent only patterns whose cluster_namespace is its namespace. A pattern
+  whose services embed different namespaces and that names none is in error (the seed)
+  where a namespace-scoped agent would take it but for its namespace: a real conflict.
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ DEPLOYMENT_POLICY = Keys(
     nested={"service": ("object", SERVICE_REF), "properties": ("list", PROPERTY)},
 )
 NODE_POLICY = Keys(
-    "exchangecommon.NodePolicy (and exchange.ExchangeNodePolicy, as listpolicy prints it)",
+    "exchangecommon.NodePolicy; exchange.ExchangeNodePolicy adds the last two",
     ("properties", "constraints", "deployment"),
     ("label", "description", "management", "nodePolicyVersion", "lastUpdated"),
     nested={"properties": ("list", PROPERTY), "deployment": ("object", EXTERNAL_POLICY)},
