@@ -192,3 +192,37 @@ def test_check_gives_a_self_contradicting_policy_the_general_reason_first(
         "is scoped to namespace XYZ (the deployment goes to ABC)"
         in targets["ns-xyz"]["reason"][key]
     )
+
+
+SPLIT = """
+settings: {default_mode: every}
+inventory:
+  - {id: cluster, kind: cluster, scope: cluster, properties: {site: lab}}
+  - {id: ns-abc, kind: cluster, scope: namespace, namespace: ABC, properties: {site: SITE}}
+workloads:
+  - name: split
+    pattern: true
+    constraints: site == lab
+    services:
+      - {url: a, namespace: XYZ, runs_on: [cluster]}
+      - {url: b, namespace: DEP, runs_on: [cluster]}
+"""
+
+
+def test_a_pattern_split_over_namespaces_is_a_conflict_where_a_scoped_node_would_take_it(
+    tmp_path: Path,
+) -> None:
+    # The seed: such a pattern "is in error" where it would deploy to a namespace-scoped
+    # node; ns-abc would take it (site == lab) but for its namespace.
+    code, out, _ = run("check", write(tmp_path, SPLIT.replace("SITE", "lab")), "-f", "json")
+    assert code == 0
+    report = json.loads(out)
+    (conflict,) = report["conflicts"]
+    assert conflict["code"] == "pattern-namespaces-differ" and conflict["real"] is True
+    assert "namespace-scoped nodes would take it (ns-abc)" in conflict["message"]
+    # Where no namespace-scoped node would take it (its constraint excludes ns-abc), only
+    # the warning stays.
+    code, out, _ = run("check", write(tmp_path, SPLIT.replace("SITE", "other")), "-f", "json")
+    report = json.loads(out)
+    assert report["conflicts"] == []
+    assert "pattern-namespaces-differ" in {w["code"] for w in report["warnings"]}

@@ -51,7 +51,8 @@ def _pattern_namespace_reasons(workload: Workload, text: str) -> dict[str, str]:
     deploycheck gives it (compcheck/comp_check.go patternClusterNSCompatible), naming the
     pattern."""
     return {
-        service_key(service): f"cluster namespace is incompatible: pattern {workload.name} {text}"
+        service_key(service): f"cluster namespace is incompatible with pattern "
+        f"{workload.name}: the node {text}"
         for service in deployment_of(workload).services
     }
 
@@ -151,14 +152,11 @@ def deploy_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str,
                     }
                 )
         rows.append(summary)
-        findings = [
-            f
-            for f in namespace_findings(workload, planner.spec.inventory.targets)
-            if f.code.startswith("namespace-") or f.code == "pattern-namespaces-differ"
-        ]
+        every = namespace_findings(workload, planner.spec.inventory.targets)
+        findings = [f for f in every if f.code.startswith("namespace-")]
         conflicts.extend(
             {"code": f.code, "workload": f.workload, "message": f.message, "real": True}
-            for f in findings
+            for f in every
             if f.real
         )
         if findings and compatible == 0:

@@ -230,7 +230,7 @@ def _shape(data: Any, name: str) -> str | None:
     # then reported as such, not as an unknown document).
     if lowered.endswith("node.policy.json") or (
         set(data) & _NODE_POLICY_SECTIONS
-        and len(set(data) - _NODE_POLICY_KEYS) < len(set(data) & _NODE_POLICY_KEYS)
+        and len(set(data) - _NODE_POLICY_KEYS) <= len(set(data) & _NODE_POLICY_KEYS)
     ):
         return "node-policy"
     return None
