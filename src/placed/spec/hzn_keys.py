@@ -34,6 +34,11 @@ class Keys:
     read: tuple[str, ...]
     ignored: tuple[str, ...] = ()
     nested: Mapping[str, tuple[str, Keys]] = field(default_factory=dict)
+    # For the check of each of many thousand node list entries.
+    names: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", frozenset(self.known))
 
     @property
     def known(self) -> tuple[str, ...]:
@@ -161,9 +166,10 @@ def _walk(
 ) -> Iterator[tuple[str, tuple[str | int, ...]]]:
     if not isinstance(data, dict):
         return  # the typed checks say what is wrong with it
-    for key in data:
-        if not isinstance(key, str) or key not in keys.known:
-            yield _message(str(key), keys), (*path, key)
+    if not keys.names.issuperset(data):
+        for key in data:
+            if key not in keys.names:
+                yield _message(str(key), keys), (*path, key)
     for key, (kind, inner) in keys.nested.items():
         value = data.get(key)
         if kind == "object":
