@@ -1084,3 +1084,10 @@ def test_expr_reads_hzn_policy_list_from_standard_input() -> None:
     result = runner.invoke(app, ["expr", "tier > 2", "--props", "@-"], input=POLICY_LIST)
     assert result.exit_code == EXIT_INVALID
     assert result.stderr.startswith("error: <stdin>:10:33: property 'tier': value '4' is text")
+    # Its keys are a node policy's (exchangecommon.NodePolicy), misspelt ones named.
+    misspelt = good.replace('"deployment"', '"deploymnet"')
+    result = runner.invoke(app, ["expr", "a == 1", "--props", "@-"], input=misspelt)
+    assert result.exit_code == EXIT_INVALID
+    assert result.stderr.startswith(
+        "error: <stdin>:7:3: deploymnet: unknown key 'deploymnet'; did you mean 'deployment'?"
+    )

@@ -219,8 +219,8 @@ def read_props(text: str) -> Props:
 def _is_node_policy(data: Any) -> bool:
     """Whether --props is a node policy as `hzn policy list` prints it
     (exchangecommon.NodePolicy: properties, constraints, deployment, management) rather than
-    properties themselves (a property's value is never a list of objects)."""
-    if not isinstance(data, dict) or not set(data) <= set(hzn_keys.NODE_POLICY.known):
+    properties themselves (no property's value is a list of objects or an object)."""
+    if not isinstance(data, dict):
         return False
     top, deployment = data.get("properties"), data.get("deployment")
     return (isinstance(top, list) and all(isinstance(p, dict) for p in top)) or (
@@ -231,6 +231,12 @@ def _is_node_policy(data: Any) -> bool:
 def _node_policy_props(data: dict[str, Any], source: str, sources: SourceMap) -> Props:
     """A node policy's properties as its deployment policy sees them: the top level's, the
     `deployment` section's over them (exchangecommon/nodepolicy.go GetDeploymentPolicy)."""
+    misspelt = [
+        Problem(message, dotted(path), sources.key(path))
+        for message, path in hzn_keys.unknown_keys("node-policy", data)
+    ]
+    if misspelt:
+        raise SpecError(source, misspelt)
     merged: dict[str, dict[str, Any]] = {}
     paths: dict[str, tuple[str | int, ...]] = {}
     deployment = data.get("deployment")
