@@ -7,6 +7,7 @@ import base64
 import gzip
 import io
 import json
+import re
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from placed.cli.main import EXIT_INVALID, app
-from placed.spec import hzn
+from placed.spec import hzn, hzn_keys
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 HZN = EXAMPLES / "openhorizon"
@@ -561,7 +562,10 @@ def test_highest_defined_version_per_arch_and_one_workload_per_arch(tmp_path: Pa
 
 def test_where_a_service_runs_and_whether_it_needs_privileges(tmp_path: Path) -> None:
     both = {**device_service(), "url": "com.example.both"}
-    both["clusterDeployment"] = {"metadata": {"namespace": ""}, "operatorYamlArchive": "x..."}
+    # As the exchange keeps it (JSON text, metadata recorded at publish time).
+    both["clusterDeployment"] = json.dumps(
+        {"metadata": {"namespace": ""}, "operatorYamlArchive": "x..."}
+    )
     write(tmp_path, "both.json", both)
     write(tmp_path, "priv.json", {**device_service(privileged=True), "url": "com.example.priv"})
     write(tmp_path, "host.json", {**device_service(network="host"), "url": "com.example.host"})
@@ -731,6 +735,9 @@ def test_operator_archive_given_as_a_path_beside_the_definition(tmp_path: Path) 
 def test_namespace_recorded_at_publish_wins_and_a_cut_archive_is_unknown(tmp_path: Path) -> None:
     recorded = cluster_service(b64(archive(("ns.yaml", NAMESPACE_XYZ))))
     recorded["clusterDeployment"]["metadata"] = {"namespace": "RECORDED"}
+    # Pre-signed, as JSON text: hzn publishes it as it is (a publish file's own object may
+    # not carry metadata, see test_publish_refusals).
+    recorded["clusterDeployment"] = json.dumps(recorded["clusterDeployment"])
     assert _namespace_of(tmp_path, recorded) == "RECORDED"
     # `hzn exchange service list -l` cuts long archives at 100 characters.
     assert _namespace_of(tmp_path, cluster_service("H4sIAAAAAAAAA+3UW0vDMBQ...")) is None
@@ -862,3 +869,225 @@ def test_pattern_services_may_embed_different_namespaces(tmp_path: Path) -> None
     assert [s["namespace"] for s in services] == ["XYZ", "DEP"]
     warnings = as_json("validate", tmp_path)["warnings"]
     assert "pattern-namespaces-differ" in {w["code"] for w in warnings}
+
+
+# -- keys (issue 15): unknown to the real tool is an error, known and unused is ignored --------
+
+
+def at(path: Path, needle: str) -> str:
+    """file:line:column of the first `needle` in the file (1-based, as errors give them)."""
+    text = path.read_text()
+    offset = text.index(needle)
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return f"{path}:{line}:{column}"
+
+
+def test_misspelt_constraints_in_a_deployment_policy_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path, "web.json", device_service())
+    path = write(tmp_path, "web.deployment.policy.json", policy(constriants=["purpose == lab"]))
+    stderr = invalid("validate", tmp_path)
+    where = at(path, '"constriants"')
+    assert f"{where}: constriants: unknown key 'constriants'; did you mean 'constraints'?" in stderr
+
+
+PATTERN_REF = {"serviceUrl": "com.example.web", "serviceOrgid": "myorg", "serviceArch": "amd64"}
+
+
+@pytest.mark.parametrize(
+    ("name", "document", "bad", "key", "meant"),
+    [
+        (
+            "a.node.policy.json",
+            {"propertes": [], "constraints": []},
+            "propertes",
+            "propertes",
+            "properties",
+        ),
+        (
+            "a.node.policy.json",
+            {"deployment": {"properties": [], "constraint": ["x == 1"]}},
+            "constraint",
+            "deployment.constraint",
+            "constraints",
+        ),
+        (
+            "a.node.policy.json",
+            {"properties": [{"name": "purpose", "vaule": "lab"}]},
+            "vaule",
+            "properties[0].vaule",
+            "value",
+        ),
+        (
+            "web.json",
+            {**device_service(), "sharabel": "multiple"},
+            "sharabel",
+            "sharabel",
+            "sharable",
+        ),
+        (
+            "web.deployment.policy.json",
+            policy(service={"serviceVersion": []}),
+            "serviceVersion",
+            "service.serviceVersion",
+            "serviceVersions",
+        ),
+        (
+            "p.json",
+            {"name": "p", "clusterNamspace": "", "services": [{**PATTERN_REF}]},
+            "clusterNamspace",
+            "clusterNamspace",
+            "clusterNamespace",
+        ),
+        (
+            "p.json",
+            {"name": "p", "services": [{**PATTERN_REF, "serviceVersion": [{"version": "1.0.0"}]}]},
+            "serviceVersion",
+            "services[0].serviceVersion",
+            "serviceVersions",
+        ),
+        (
+            "p.json",
+            {"name": "p", "services": [{**PATTERN_REF, "serviceVersions": [{"versoin": "1"}]}]},
+            "versoin",
+            "services[0].serviceVersions[0].versoin",
+            "version",
+        ),
+        (
+            "nodes.json",
+            {"myorg/a": node(isNamespacedScoped=True)},
+            "isNamespacedScoped",
+            "myorg/a.isNamespacedScoped",
+            "isNamespaceScoped",
+        ),
+        (
+            "services.json",
+            {"myorg/web_1.0.0_amd64": {"url": "web", "version": "1.0.0", "clusterDeploymnet": ""}},
+            "clusterDeploymnet",
+            "myorg/web_1.0.0_amd64.clusterDeploymnet",
+            "clusterDeployment",
+        ),
+    ],
+)
+def test_a_key_unknown_to_hzn_is_an_error_in_every_document(
+    tmp_path: Path, name: str, document: dict[str, Any], bad: str, key: str, meant: str
+) -> None:
+    if name != "web.json":
+        write(tmp_path, "web.json", device_service())
+    path = write(tmp_path, name, document)
+    stderr = " ".join(invalid("validate", tmp_path).split())
+    expected = f"{at(path, json.dumps(bad))}: {key}: unknown key '{bad}'; did you mean '{meant}'?"
+    assert expected in stderr
+
+
+def test_a_key_that_differs_only_in_case_is_named(tmp_path: Path) -> None:
+    # Go's encoding/json would read "Constraints" as constraints; placed asks for the exact
+    # spelling and says so, rather than reading it or dropping it silently.
+    write(tmp_path, "web.json", device_service())
+    path = write(tmp_path, "web.deployment.policy.json", policy(Constraints=["a == 1"]))
+    stderr = " ".join(invalid("validate", tmp_path).split())
+    where = at(path, '"Constraints"')
+    assert (
+        f"{where}: Constraints: unknown key 'Constraints'; did you mean "
+        "'constraints'? (hzn would read it as constraints, since Go's encoding/json matches "
+        "keys ignoring case" in stderr
+    )
+
+
+def _with_every_ignored_key(keys: hzn_keys.Keys, document: dict[str, Any]) -> dict[str, Any]:
+    found = {**document, **{key: document.get(key, "x") for key in keys.ignored}}
+    for key, (kind, inner) in keys.nested.items():
+        value = found.get(key)
+        if kind == "object" and isinstance(value, dict):
+            found[key] = _with_every_ignored_key(inner, value)
+        elif kind == "list" and isinstance(value, list):
+            found[key] = [_with_every_ignored_key(inner, v) for v in value]
+    return found
+
+
+def test_every_key_hzn_knows_is_accepted_and_ignored(tmp_path: Path) -> None:
+    documents = {
+        "nodes.json": ("nodes", {"myorg/a": node(), "myorg/gw": node(arch="arm64")}),
+        "a.node.policy.json": (
+            "node-policy",
+            {"properties": [{"name": "p", "value": 1}], "deployment": {"properties": []}},
+        ),
+        "web.json": ("service", device_service()),
+        "web.deployment.policy.json": (
+            "deployment-policy",
+            policy(properties=[{"name": "app", "value": "web", "type": "string"}]),
+        ),
+        "services.json": (
+            "services",
+            {"myorg/x_1.0.0_arm64": {"url": "x", "version": "1.0.0", "arch": "arm64"}},
+        ),
+        "p.json": (
+            "pattern",
+            {"name": "p", "services": [{**PATTERN_REF, "serviceVersions": [{"version": "1.0.0"}]}]},
+        ),
+    }
+    for name, (shape, document) in documents.items():
+        keys = hzn_keys.FORMATS[shape][2]
+        if shape in hzn_keys.ENTRIES:
+            document = {k: _with_every_ignored_key(keys, v) for k, v in document.items()}
+        else:
+            document = _with_every_ignored_key(keys, document)
+        write(tmp_path, name, document)
+    result = invoke("validate", tmp_path)
+    assert result.exit_code == 0, result.output
+
+
+def test_the_readme_lists_the_ignored_keys() -> None:
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    block = re.search(
+        r"<!-- hzn keys: generated by python -m placed.spec.hzn_keys -->\n(.*?)\n"
+        r"<!-- end of hzn keys -->",
+        readme,
+        re.S,
+    )
+    assert block is not None, "the README lost its table of hzn keys"
+    assert block.group(1) == hzn_keys.markdown_table()
+
+
+# -- expr --props reads `hzn policy list` (issue 15) ---------------------------------------------
+
+# A node's policy as `hzn policy list` prints it (cli/policy/policy.go List).
+POLICY_LIST = """{
+  "properties": [
+    {"name": "openhorizon.cpu", "value": 4},
+    {"name": "purpose", "value": "dev"}
+  ],
+  "constraints": [],
+  "deployment": {
+    "properties": [
+      {"name": "purpose", "value": "lab"},
+      {"name": "tier", "value": "4", "type": "int"}
+    ],
+    "constraints": []
+  },
+  "management": {"properties": null, "constraints": null}
+}
+"""
+
+
+def test_expr_reads_hzn_policy_list_from_standard_input() -> None:
+    # The example `placed expr --help` gives. The deployment section wins over the top
+    # level (exchangecommon/nodepolicy.go GetDeploymentPolicy).
+    good = POLICY_LIST.replace('"value": "4", "type": "int"', '"value": 4, "type": "int"')
+    runner = CliRunner()
+    result = runner.invoke(app, ["expr", 'purpose == "lab"', "--props", "@-"], input=good)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "true\n"
+    result = runner.invoke(app, ["expr", "openhorizon.cpu >= 8", "--props", "@-"], input=good)
+    assert result.exit_code == 1
+    # A bad property points into the policy, at its value.
+    result = runner.invoke(app, ["expr", "tier > 2", "--props", "@-"], input=POLICY_LIST)
+    assert result.exit_code == EXIT_INVALID
+    assert result.stderr.startswith("error: <stdin>:10:33: property 'tier': value '4' is text")
+    # Its keys are a node policy's (exchangecommon.NodePolicy), misspelt ones named.
+    misspelt = good.replace('"deployment"', '"deploymnet"')
+    result = runner.invoke(app, ["expr", "a == 1", "--props", "@-"], input=misspelt)
+    assert result.exit_code == EXIT_INVALID
+    assert result.stderr.startswith(
+        "error: <stdin>:7:3: deploymnet: unknown key 'deploymnet'; did you mean 'deployment'?"
+    )

@@ -149,14 +149,80 @@ def test_the_service_rule_agrees_with_the_reference(spec: Spec) -> None:
     assert _fast(spec) == [(o.unit, o.target) for o in reference_plan(spec)]
 
 
-def test_check_gives_a_self_contradicting_policy_one_general_reason() -> None:
-    example = Path(__file__).resolve().parent.parent / "examples" / "edge-namespaces.yaml"
-    code, out, _ = run("check", str(example), "-w", "namespaced-4-conflict", "-f", "json")
+CONFLICT = """
+settings: {default_mode: every}
+inventory:
+  - {id: ns-abc, kind: cluster, scope: namespace, namespace: ABC}
+  - {id: ns-xyz, kind: cluster, scope: namespace, namespace: XYZ}
+workloads:
+  - name: conflict
+    constraints: [openhorizon.kubernetesNamespace == XYZ]
+    cluster_namespace: ABC
+    service: {url: web, org: example, version: 1.0.0, runs_on: [cluster]}
+"""
+
+
+def test_check_gives_a_self_contradicting_policy_the_general_reason_first(
+    tmp_path: Path,
+) -> None:
+    # compcheck/policy_check.go: on a namespace-scoped node, deploycheck's "general" entry
+    # says the policy contradicts itself (businesspolicy.ValidateClusterNSWithConstraint);
+    # placed keeps each filter's own reasons after it.
+    code, out, _ = run("check", write(tmp_path, CONFLICT), "-f", "json")
     assert code == 1
     (row,) = json.loads(out)["workloads"]
-    scoped = [t for t in row["targets"] if t.get("namespace") == "ABC"]
-    assert len(scoped) == 4
-    for target in scoped:
-        (only,) = target["reason"].items()
-        assert only[0] == "general"
-        assert only[1].startswith("policy conflict: the policy deploys to namespace ABC")
+    targets = {t["target"]: t for t in row["targets"]}
+    key = "example/web_1.0.0"
+    for name in ("ns-abc", "ns-xyz"):
+        reason = targets[name]["reason"]
+        assert next(iter(reason)) == "general"
+        assert reason["general"].startswith("policy conflict: the policy deploys to namespace ABC")
+        assert targets[name]["reasons"][0]["filter"] == "general"
+    # The failing constraint is still listed under the service.
+    assert "fails openhorizon.kubernetesNamespace == XYZ" in targets["ns-abc"]["reason"][key]
+    # The namespace filter says what anax's namespace check says
+    # (compcheck/comp_check.go CheckClusterNamespaceCompatibility): ABC is the policy's
+    # namespace, so ns-abc passes it; ns-xyz does not.
+    filters = {n: [r["filter"] for r in t["reasons"]] for n, t in targets.items()}
+    assert filters == {
+        "ns-abc": ["general", "constraint"],
+        "ns-xyz": ["general", "namespace"],
+    }
+    assert (
+        "is scoped to namespace XYZ (the deployment goes to ABC)"
+        in targets["ns-xyz"]["reason"][key]
+    )
+
+
+SPLIT = """
+settings: {default_mode: every}
+inventory:
+  - {id: cluster, kind: cluster, scope: cluster, properties: {site: lab}}
+  - {id: ns-abc, kind: cluster, scope: namespace, namespace: ABC, properties: {site: SITE}}
+workloads:
+  - name: split
+    pattern: true
+    constraints: site == lab
+    services:
+      - {url: a, namespace: XYZ, runs_on: [cluster]}
+      - {url: b, namespace: DEP, runs_on: [cluster]}
+"""
+
+
+def test_a_pattern_split_over_namespaces_is_a_conflict_where_a_scoped_node_would_take_it(
+    tmp_path: Path,
+) -> None:
+    # The seed: such a pattern "is in error" where it would deploy to a namespace-scoped
+    # node; ns-abc would take it (site == lab) but for its namespace.
+    code, out, _ = run("check", write(tmp_path, SPLIT.replace("SITE", "lab")), "-f", "json")
+    assert code == 0
+    report = json.loads(out)
+    (conflict,) = report["conflicts"]
+    assert conflict["code"] == "pattern-namespaces-differ" and conflict["real"] is True
+    assert "namespace-scoped nodes would take it (ns-abc)" in conflict["message"]
+    # Where no namespace-scoped node would take it (its constraint excludes ns-abc), only
+    # the warning stays.
+    code, out, _ = run("check", write(tmp_path, SPLIT.replace("SITE", "other")), "-f", "json")
+    report = json.loads(out)
+    assert report["conflicts"] == []
+    assert "pattern-namespaces-differ" in {w["code"] for w in report["warnings"]}

@@ -110,16 +110,22 @@ def test_check_reports_the_real_conflict_of_scenario_4(spec: Spec) -> None:
     ]
     ns4 = next(t for t in report["workloads"][0]["targets"] if t["target"] == "ns-4")
     assert ns4["compatible"] is False
-    # Issue 11: one policy-level reason naming the conflict, as hzn deploycheck reports
-    # it, instead of a constraint failure under the service.
+    # Issue 11: a policy-level reason naming the conflict, as hzn deploycheck reports it;
+    # issue 15: first, with the constraint failure still under the service.
     conflict = (
         "policy conflict: the policy deploys to namespace ABC but requires "
         "openhorizon.kubernetesNamespace == XYZ; on a namespace-scoped node "
         "openhorizon.kubernetesNamespace is the deployment's namespace, so no such node can "
         "run it"
     )
-    assert ns4["reason"] == {"general": conflict}
-    assert ns4["reasons"] == [{"filter": "namespace", "message": conflict}]
+    failing = (
+        'fails openhorizon.kubernetesNamespace == XYZ (openhorizon.kubernetesNamespace is "ABC")'
+    )
+    assert ns4["reason"] == {"general": conflict, "example/com.example.web_1.0.0": failing}
+    assert ns4["reasons"] == [
+        {"filter": "general", "message": conflict},
+        {"filter": "constraint", "message": failing},
+    ]
     assert ns4["namespace"] == "ABC"
     # A cluster-scoped node is refused for what it is (its scenario), not for the conflict.
     c1 = next(t for t in report["workloads"][0]["targets"] if t["target"] == "cluster-1")

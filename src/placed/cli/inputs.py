@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from placed.model import Spec
-from placed.spec import SpecError, load_specs, load_specs_text
+from placed.spec import SpecError, hzn_keys, load_specs, load_specs_text
 from placed.spec.errors import Problem, SourcePosition
 from placed.spec.hzn import load_openhorizon, looks_like_openhorizon
 from placed.spec.juju.files import Status
 from placed.spec.load import Reader
-from placed.spec.source import MAX_BYTES, SourceMap, decode, parse, read_bounded
+from placed.spec.source import MAX_BYTES, SourceMap, decode, dotted, parse, read_bounded
 
 STDIN = "-"
 STDIN_SOURCE = "<stdin>"
@@ -159,11 +159,15 @@ class Props:
     data: Any
     source: str
     sources: SourceMap | None = None
+    # Where each property's value stands, when the data was rebuilt from a node policy.
+    paths: dict[str, tuple[str | int, ...]] = dataclasses.field(default_factory=dict)
 
     def position(self, name: str) -> SourcePosition | None:
         """Where the property `name` is given (its value), when it is known."""
         if self.sources is None:
             return None
+        if name in self.paths:
+            return self.sources.value(self.paths[name])
         if isinstance(self.data, dict):
             return self.sources.value((name,))
         if isinstance(self.data, list):
@@ -207,4 +211,52 @@ def read_props(text: str) -> Props:
             source, [Problem(f"holds {len(documents)} YAML documents; properties are one")]
         )
     data, sources = documents[0]
+    if _is_node_policy(data):
+        return _node_policy_props(data, source, sources)
     return Props(data, source, sources)
+
+
+def _is_node_policy(data: Any) -> bool:
+    """Whether --props is a node policy as `hzn policy list` prints it
+    (exchangecommon.NodePolicy: properties, constraints, deployment, management) rather than
+    properties themselves (no property's value is a list of objects or an object)."""
+    if not isinstance(data, dict):
+        return False
+    top, deployment = data.get("properties"), data.get("deployment")
+    return (isinstance(top, list) and all(isinstance(p, dict) for p in top)) or (
+        isinstance(deployment, dict) and isinstance(deployment.get("properties"), list | None)
+    )
+
+
+def _node_policy_props(data: dict[str, Any], source: str, sources: SourceMap) -> Props:
+    """A node policy's properties as its deployment policy sees them: the top level's, the
+    `deployment` section's over them (exchangecommon/nodepolicy.go GetDeploymentPolicy)."""
+    misspelt = [
+        Problem(message, dotted(path), sources.key(path))
+        for message, path in hzn_keys.unknown_keys("node-policy", data)
+    ]
+    if misspelt:
+        raise SpecError(source, misspelt)
+    merged: dict[str, dict[str, Any]] = {}
+    paths: dict[str, tuple[str | int, ...]] = {}
+    deployment = data.get("deployment")
+    sections: list[tuple[tuple[str, ...], Any]] = [((), data.get("properties"))]
+    if isinstance(deployment, dict):
+        sections.append((("deployment",), deployment.get("properties")))
+    for prefix, found in sections:
+        for index, item in enumerate(found or []):
+            where: tuple[str | int, ...] = (*prefix, "properties", index)
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+                raise SpecError(
+                    source,
+                    [
+                        Problem(
+                            "expected a property {name, value, type}",
+                            dotted(where),
+                            sources.value(where),
+                        )
+                    ],
+                )
+            merged[item["name"]] = item
+            paths[item["name"]] = (*where, "value") if "value" in item else where
+    return Props(list(merged.values()), source, sources, paths)

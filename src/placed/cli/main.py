@@ -857,7 +857,9 @@ def expr(
             "--props",
             "-p",
             help="Properties as JSON or YAML text, or @FILE (@- for standard input): a "
-            "mapping {name: value} or Open Horizon's list [{name, value, type}].",
+            "mapping {name: value}, Open Horizon's list [{name, value, type}], or a node "
+            "policy as hzn policy list prints it (its deployment properties over the top "
+            "level's).",
         ),
     ] = "{}",
     format_choice: DataFormatOption = DataFormat.table,

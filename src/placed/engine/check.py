@@ -10,7 +10,7 @@ import numpy as np
 from placed.engine.explain import verdicts
 from placed.engine.planner import Planner
 from placed.engine.state import PlanState
-from placed.model import Workload
+from placed.model import Service, Workload
 from placed.policy.builtins import NAMESPACE, workload_constraints
 from placed.policy.deployment import deployment_of
 from placed.policy.distinct import Distinct
@@ -32,13 +32,29 @@ def service_label(workload: Workload) -> str:
     services = deployment.services
     if len(services) != 1:
         return "general"
-    service = services[0]
+    return service_key(services[0])
+
+
+def service_key(service: Service) -> str:
+    """A service as hzn deploycheck keys it: org/url_version_arch (compcheck/comp_check.go
+    GetServiceAndDeps, cutil.FormExchangeIdForService)."""
     label = f"{service.org}/{service.url}" if service.org else service.url
     return (
         label
         + (f"_{service.version}" if service.version else "")
         + (f"_{service.arch}" if service.arch else "")
     )
+
+
+def _pattern_namespace_reasons(workload: Workload, text: str) -> dict[str, str]:
+    """A pattern's namespace refusal on a namespace-scoped node, one entry per service as
+    deploycheck gives it (compcheck/comp_check.go patternClusterNSCompatible), naming the
+    pattern."""
+    return {
+        service_key(service): f"cluster namespace is incompatible with pattern "
+        f"{workload.name}: the node {text}"
+        for service in deployment_of(workload).services
+    }
 
 
 def _distinct(
@@ -90,15 +106,20 @@ def deploy_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str,
             reasons = [{"filter": r.filter, "message": r.text} for r in verdict.reasons]
             by_service: dict[str, list[str]] = {}
             if conflict is not None and reasons and target.agent.scope == "namespace":
-                # On a namespace-scoped node the policy contradicts itself: one
-                # policy-level reason, as hzn deploycheck gives it, not a constraint
-                # failure under the service.
-                reasons = [{"filter": "namespace", "message": conflict}]
+                # On a namespace-scoped node the policy contradicts itself: the policy-level
+                # reason first, under "general" as hzn deploycheck gives it
+                # (compcheck/policy_check.go policyCompatible); each filter's own reasons
+                # stay, so the failing constraint is still named.
+                reasons.insert(0, {"filter": "general", "message": conflict})
                 by_service["general"] = [conflict]
-            else:
-                for reason in verdict.reasons:
-                    key = label if reason.filter in _SERVICE_FILTERS else "general"
-                    by_service.setdefault(key, []).append(reason.text)
+            pattern = deployment_of(workload).pattern
+            for reason in verdict.reasons:
+                if pattern and reason.filter == "namespace" and target.agent.scope == "namespace":
+                    for key, text in _pattern_namespace_reasons(workload, reason.text).items():
+                        by_service.setdefault(key, []).append(text)
+                    continue
+                key = label if reason.filter in _SERVICE_FILTERS else "general"
+                by_service.setdefault(key, []).append(reason.text)
             row: dict[str, Any] = {"target": verdict.target}
             if target.agent.agent_namespace is not None:
                 row["namespace"] = target.agent.agent_namespace  # an edge cluster's agent
@@ -131,10 +152,11 @@ def deploy_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str,
                     }
                 )
         rows.append(summary)
-        findings = [f for f in namespace_findings(workload) if f.code.startswith("namespace-")]
+        every = namespace_findings(workload, planner.spec.inventory.targets)
+        findings = [f for f in every if f.code.startswith("namespace-")]
         conflicts.extend(
             {"code": f.code, "workload": f.workload, "message": f.message, "real": True}
-            for f in findings
+            for f in every
             if f.real
         )
         if findings and compatible == 0:

@@ -6,7 +6,9 @@ targets accept it.
 - A namespace-scoped agent accepts only its own namespace; a cluster-scoped agent accepts
   any; a device ignores namespaces.
 - Patterns: a cluster-scoped agent takes only patterns with no cluster_namespace; a
-  namespace-scoped agent only patterns whose cluster_namespace is its namespace.
+  namespace-scoped agent only patterns whose cluster_namespace is its namespace. A pattern
+  whose services embed different namespaces and that names none is in error (the seed)
+  where a namespace-scoped agent would take it but for its namespace: a real conflict.
 """
 
 from __future__ import annotations
@@ -21,10 +23,16 @@ from numpy.typing import NDArray
 from placed.model import Notice, Spec, Target, Workload
 from placed.model.properties import make_property
 from placed.policy.base import BoolArray, Bound, Family, Filter, IndexView, PlanView, Reason, World
-from placed.policy.builtins import NAMESPACE, workload_constraints
+from placed.policy.builtins import (
+    NAMESPACE,
+    node_properties,
+    workload_constraints,
+    workload_properties,
+)
 from placed.policy.deployment import Deployment, deployment_of
-from placed.policy.expressions import parse_constraint
-from placed.policy.expressions.evaluate import holds_if_known
+from placed.policy.expressions import Constraint, parse_constraint
+from placed.policy.expressions.evaluate import holds_if_known, satisfied
+from placed.policy.services import first_refusal
 
 DEVICE, CLUSTER, NAMESPACED = 0, 1, 2
 _SCOPES = {"device": DEVICE, "cluster": CLUSTER, "namespace": NAMESPACED}
@@ -125,10 +133,11 @@ class Namespaces(Family):
         return Bound(filters=(NamespaceScope(index.targets),))
 
     def lint(self, spec: Spec) -> list[Notice]:
+        targets = spec.inventory.targets
         return [
             Notice(finding.code, finding.message, workload=finding.workload)
             for workload in spec.workloads
-            for finding in namespace_findings(workload)
+            for finding in namespace_findings(workload, targets)
         ]
 
 
@@ -177,25 +186,59 @@ class Finding:
     real: bool  # a real conflict (no target of that kind can ever match), not an overlap
 
 
-def namespace_findings(workload: Workload) -> list[Finding]:
+def could_target(workload: Workload, targets: Sequence[Target]) -> list[Target]:
+    """The namespace-scoped targets that would take the workload but for its namespace:
+    its services fit them and the constraints hold both ways. Only asked of a pattern whose
+    services embed different namespaces, so the loop over targets is rare (and lint's)."""
+    scoped = [t for t in targets if t.agent.scope == "namespace"]
+    if not scoped:
+        return []
+    wanted = parse_constraint(workload_constraints(workload))
+    properties = workload_properties(workload)
+    theirs: dict[tuple[str, ...], Constraint] = {}
+    found = []
+    for target in scoped:
+        if first_refusal(workload, target) is not None:
+            continue
+        if not satisfied(wanted, node_properties(target)):
+            continue
+        own = theirs.get(target.constraints)
+        if own is None:
+            own = theirs[target.constraints] = parse_constraint(list(target.constraints))
+        if satisfied(own, properties):
+            found.append(target)
+    return found
+
+
+def namespace_findings(workload: Workload, targets: Sequence[Target] = ()) -> list[Finding]:
     """What Open Horizon's publish step warns about and deploycheck must decide (seed 002):
     a policy that picks a namespace and also constrains openhorizon.kubernetesNamespace,
-    and a service that embeds its namespace."""
+    a service that embeds its namespace, and a pattern whose services embed different
+    namespaces (the seed: such a pattern "is in error" where it would deploy to a
+    namespace-scoped node, so that is a real conflict when `targets` hold one)."""
     findings = []
     deployment = deployment_of(workload)
     embedded = sorted({s.namespace for s in deployment.services if s.namespace})
     if deployment.pattern and not deployment.cluster_namespace and len(embedded) > 1:
-        findings.append(
-            Finding(
-                "pattern-namespaces-differ",
-                workload.name,
-                f"the pattern's services embed different namespaces ({', '.join(embedded)}) "
-                "and the pattern sets no cluster_namespace: on an edge cluster each service "
-                "deploys to its own, and no namespace-scoped node can run the pattern; set "
-                "cluster_namespace to deploy them together",
-                False,
-            )
+        head = (
+            f"the pattern's services embed different namespaces ({', '.join(embedded)}) "
+            "and the pattern sets no cluster_namespace"
         )
+        reached = could_target(workload, targets)
+        if reached:
+            names = ", ".join(t.id for t in reached[:3]) + (", ..." if len(reached) > 3 else "")
+            message = (
+                f"{head}, and namespace-scoped nodes would take it ({names}): the pattern "
+                "is in error there (no one namespace holds its services); set "
+                "cluster_namespace to deploy them together"
+            )
+        else:
+            message = (
+                f"{head}: on an edge cluster each service deploys to its own, and no "
+                "namespace-scoped node can run the pattern; set cluster_namespace to "
+                "deploy them together"
+            )
+        findings.append(Finding("pattern-namespaces-differ", workload.name, message, bool(reached)))
     for service in deployment.services:
         if service.namespace:
             findings.append(

@@ -19,7 +19,9 @@ The documents, as hzn prints or takes them (field spellings are anax's JSON tags
   where deployment and clusterDeployment are JSON text).
 
 Like hzn (cli/cliutils/cliutils.go ReadJsonFile), /* */ comments are removed before
-parsing; unknown keys are ignored, as Go's encoding/json ignores them.
+parsing. A key the real tool does not know is an error with a did-you-mean, where hzn
+(Go's encoding/json) would ignore it; the keys it knows and placed does not use are
+accepted and ignored (placed.spec.hzn_keys, one table per document).
 
 Errors in these files name the hzn file and line:column. Positions come from
 placed.spec.source, computed only when a problem needs one (a big node list would
@@ -47,7 +49,7 @@ from placed.model import Spec
 from placed.model.inventory import DEFAULT_AGENT_NAMESPACE
 from placed.model.properties import ALLOW_PRIVILEGED, PropertyError, make_property, parse_version
 from placed.policy.builtins import read_only_reason
-from placed.spec import openhorizon
+from placed.spec import hzn_keys, openhorizon
 from placed.spec.collect import Collector
 from placed.spec.errors import Problem, SourcePosition, SpecError, quoted
 from placed.spec.load import load_specs_text
@@ -85,16 +87,8 @@ _NODE_FIELDS = (_CPU, _MEMORY, _ARCH, _HARDWARE_ID, _K8S_VERSION, _K8S_NAMESPACE
 _CLUSTER_FIELDS = (_K8S_VERSION, _K8S_NAMESPACE, _K8S_SCOPED)
 
 _NODE_KEYS = {"nodeType", "isNamespaceScoped", "registeredServices", "publicKey", "pattern"}
-_NODE_POLICY_KEYS = {
-    "label",
-    "description",
-    "properties",
-    "constraints",
-    "deployment",
-    "management",
-    "nodePolicyVersion",  # exchange/policy.go ExchangeNodePolicy, as listpolicy prints it
-    "lastUpdated",
-}
+_NODE_POLICY_KEYS = set(hzn_keys.NODE_POLICY.known)
+_NODE_POLICY_SECTIONS = {"properties", "constraints", "deployment", "management"}
 _SHAPES = (
     "the node list (hzn exchange node list -l), a node policy (hzn policy new), a "
     "deployment policy (hzn exchange deployment addpolicy), a pattern (hzn exchange "
@@ -232,9 +226,11 @@ def _shape(data: Any, name: str) -> str | None:
     lowered = name.lower()
     if lowered.endswith("service.policy.json"):
         return "service-policy"
-    if set(data) <= _NODE_POLICY_KEYS and (
-        lowered.endswith("node.policy.json")
-        or set(data) & {"properties", "constraints", "deployment", "management"}
+    # A node policy is one by its file's name, or by its keys (a misspelt one among them is
+    # then reported as such, not as an unknown document).
+    if lowered.endswith("node.policy.json") or (
+        set(data) & _NODE_POLICY_SECTIONS
+        and len(set(data) - _NODE_POLICY_KEYS) <= len(set(data) & _NODE_POLICY_KEYS)
     ):
         return "node-policy"
     return None
@@ -394,7 +390,13 @@ class _Definition:
     file: _File
 
 
-def _definition(file: _File, data: dict[str, Any], path: KeyPath, org: str) -> _Definition | None:
+def _definition(
+    file: _File, data: dict[str, Any], path: KeyPath, org: str, publish: bool = False
+) -> _Definition | None:
+    """A service definition; `publish` when it is a `hzn exchange service publish` file
+    rather than what the exchange keeps."""
+    if publish:
+        _publishable(file, data, path)
     url = _text(file, data, "url", path, required=True)
     version = _text(file, data, "version", path, required=True)
     arch = _text(file, data, "arch", path, required=True)
@@ -418,6 +420,27 @@ def _definition(file: _File, data: dict[str, Any], path: KeyPath, org: str) -> _
         namespace=_embedded_namespace(file, cluster, (*path, "clusterDeployment")),
         file=file,
     )
+
+
+def _publishable(file: _File, data: dict[str, Any], path: KeyPath) -> None:
+    """What `hzn exchange service publish` refuses before it signs a cluster deployment
+    (cli/kube_deployment/kube_deployment.go Sign): publishing records the operator's
+    namespace as clusterDeployment.metadata itself, so a publish file may not carry one.
+    A clusterDeployment given as JSON text is pre-signed and published as it is."""
+    cluster = data.get("clusterDeployment")
+    if (
+        isinstance(cluster, dict)
+        and isinstance(cluster.get("operatorYamlArchive"), str)
+        and cluster["operatorYamlArchive"]
+        and "metadata" in cluster
+    ):
+        file.add(
+            "'metadata' in 'clusterDeployment' should not be set; remove it before "
+            "publishing (hzn exchange service publish refuses it: publishing records the "
+            "operator's namespace there)",
+            (*path, "clusterDeployment", "metadata"),
+            key=True,
+        )
 
 
 def _json_field(file: _File, data: dict[str, Any], key: str, path: KeyPath) -> dict[str, Any]:
@@ -607,10 +630,13 @@ class _Converter:
                     file.at(()),
                 )
             shapes.setdefault(shape, []).append(file)
+            for message, path in hzn_keys.unknown_keys(shape, file.data):
+                file.add(message, path, key=True)
+        self.check()
         for file in shapes.get("nodes", []):
             self._node_list(file)
         for file in shapes.get("service", []):
-            self._add_definition(_definition(file, file.data, (), ""))
+            self._add_definition(_definition(file, file.data, (), "", publish=True))
         for file in shapes.get("services", []):
             for key, data in file.data.items():
                 org = key.rpartition("/")[0]
@@ -815,6 +841,26 @@ class _Converter:
             )
         return dict(sorted(chosen.items()))
 
+    def _runs_on_clusters(self, url: str, org: str, arch: str, versions: list[Any]) -> bool | None:
+        """Whether a definition of any listed version (of any arch for "" or "*") has a
+        clusterDeployment; None when there is no definition at all (reported already)."""
+        wanted = {
+            parse_version(choice["version"])
+            for choice in versions
+            if isinstance(choice, dict) and isinstance(choice.get("version"), str)
+        }
+        found = [
+            definition
+            for definition in self.definitions
+            if definition.url == url
+            and (not definition.org or definition.org == org)
+            and definition.key in wanted
+            and arch in ("", "*", definition.arch)
+        ]
+        if not found:
+            return None
+        return any("cluster" in definition.runs_on for definition in found)
+
     def _service(self, definition: _Definition, org: str) -> dict[str, Any]:
         service: dict[str, Any] = {
             "url": definition.url,
@@ -855,6 +901,16 @@ class _Converter:
         if file.problems or not url:
             return []
         chosen = self._resolve(file, url, org, arch, versions, path)
+        if namespace and self._runs_on_clusters(url, org, arch, versions) is False:
+            # hzn exchange deployment addpolicy refuses it
+            # (cli/exchange/business.go ValidateServiceClusterNS).
+            file.add(
+                f"clusterNamespace should not be set for device service {org}/{url} with "
+                f"arch {arch}: no version the policy names has a clusterDeployment (hzn "
+                "exchange deployment addpolicy refuses it)",
+                (*path, "clusterNamespace"),
+            )
+            return []
         workloads = []
         for service_arch, definition in chosen.items():
             workload: dict[str, Any] = {
@@ -896,6 +952,7 @@ class _Converter:
         # (compcheck/userinput_check.go getWorkloadsFromPattern), so the pattern becomes one
         # workload per arch, each with the services that arch runs.
         by_arch: dict[str, list[dict[str, Any]]] = {}
+        on_clusters: list[bool | None] = []
         for index, reference in enumerate(_list(file, data, "services", ())):
             path: KeyPath = ("services", index)
             if not isinstance(reference, dict):
@@ -911,6 +968,15 @@ class _Converter:
                 file, url, org, arch, versions, path
             ).items():
                 by_arch.setdefault(service_arch, []).append(self._service(definition, org))
+            on_clusters.append(self._runs_on_clusters(url, org, arch, versions))
+        if namespace and on_clusters and not any(on_clusters) and None not in on_clusters:
+            # hzn exchange pattern publish refuses it
+            # (cli/exchange/pattern.go PatternPublish, HasClusterTypeService).
+            file.add(
+                "'clusterNamespace' is specified, but no service has a clusterDeployment "
+                "(hzn exchange pattern publish refuses it)",
+                ("clusterNamespace",),
+            )
         if file.problems:
             return []
         workloads = []

@@ -197,7 +197,9 @@ def services(spec: WorkloadSpec, path: Path, out: Collector) -> tuple[Service, .
     )
     # A pattern whose services embed different namespaces is legal (issue 11): on a
     # cluster-scoped node each service goes to its own, and a namespace-scoped node never
-    # takes a pattern without a cluster_namespace. `placed validate` warns about it.
+    # takes a pattern without a cluster_namespace. `placed validate` warns about it, and
+    # `placed check` lists it as a conflict where a namespace-scoped node would take it
+    # (issue 15; policy/namespaces.py namespace_findings).
     return result
 
 
