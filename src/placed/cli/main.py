@@ -872,7 +872,11 @@ def expr(
     \b
     Examples:
       placed expr 'purpose == "lab" && cpu >= 2' --props '{purpose: lab, cpu: 4}'
-      hzn policy list | placed expr 'purpose == "lab"' --props @-
+      # on a node, its policy as hzn policy list prints it:
+      #   hzn policy list | placed expr 'tier == silver' --props @-
+      # the same policy from a file (its deployment properties win):
+      cat examples/openhorizon/edge-device.node.policy.json \\
+          | placed expr 'tier == silver && cameras >= 2' --props @-
     """
     fmt = _begin(format_choice)
     try:
