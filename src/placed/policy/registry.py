@@ -36,27 +36,29 @@ FAMILIES: tuple[Family, ...] = (
 def markdown_table(families: tuple[Family, ...] = FAMILIES) -> str:
     """The README's table of filters and scorers, in pipeline order (a test holds the
     README to it; print it with `python -m placed.policy.registry`)."""
-    seeds = {
-        "core": "all",
-        "000": "000 Juju",
-        "001": "001 Ironic",
-        "002": "002 Open Horizon",
-        "004": "004 CloudStack",
+    # Named for what a reader knows (the tool whose behaviour the family follows), not by
+    # the number of a design document the reader cannot open.
+    origins = {
+        "core": "every spec",
+        "000": "Juju placement",
+        "001": "Ironic conductor affinity",
+        "002": "Open Horizon",
+        "004": "CloudStack dedication",
     }
     rows = [
-        "| step | name | family | seed | rejects a target when (filter), or scores (scorer) |",
+        "| step | name | family | from | rejects a target when (filter), or scores (scorer) |",
         "|---|---|---|---|---|",
     ]
     for family in families:
         for f in family.filter_types:
             rows.append(
-                f"| filter | `{f.name}` | {family.name} | {seeds.get(family.seed, family.seed)} "
+                f"| filter | `{f.name}` | {family.name} | {origins.get(family.seed, family.seed)} "
                 f"| {f.summary} |"
             )
     for family in families:
         for s in family.scorer_types:
             rows.append(
-                f"| scorer | `{s.name}` | {family.name} | {seeds.get(family.seed, family.seed)} "
+                f"| scorer | `{s.name}` | {family.name} | {origins.get(family.seed, family.seed)} "
                 f"| {s.summary} |"
             )
     return "\n".join(rows)
