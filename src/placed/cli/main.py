@@ -64,7 +64,12 @@ from placed.policy.lint import lint
 from placed.spec import SpecError
 from placed.spec.hzn import convert_openhorizon, dump_native
 from placed.spec.juju.convert import dump_juju_native, native_document
-from placed.spec.juju.files import load_status, looks_like_juju_text, non_portable
+from placed.spec.juju.files import (
+    JujuFileError,
+    load_status,
+    looks_like_juju_text,
+    non_portable,
+)
 from placed.spec.schema import SpecDocument
 
 __all__ = ["EXIT_FAILED", "EXIT_INVALID", "EXIT_OK", "app", "run"]
@@ -172,13 +177,19 @@ def _begin(fmt: Format, wide: bool = False, changes: bool = False) -> Format:
 
 
 def _load_inputs(
-    paths: list[Path], input_format: InputFormat, status: Path | None = None
+    paths: list[Path],
+    input_format: InputFormat,
+    status: Path | None = None,
+    portable: bool = False,
 ) -> list[Spec]:
     names = ", ".join("standard input" if str(p) == "-" else str(p) for p in paths[:3])
     try:
         with DelayedStatus(f"reading {names}{', ...' if len(paths) > 3 else ''}", console=err):
             running = load_status(str(status)) if status is not None else None
             return read_specs(paths, input_format, running)
+    except JujuFileError as error:
+        # --portable: the machines it refuses are told with every other mistake.
+        fail_spec(error.with_portability() if portable else error)
     except SpecError as error:
         fail_spec(error)
 
@@ -616,7 +627,7 @@ def validate(
     Example: placed validate --portable examples/juju-proposed.yaml
     """
     fmt = _begin(fmt)
-    specs = _load_inputs(spec, input_format, status)
+    specs = _load_inputs(spec, input_format, status, portable)
     if portable:
         problems = non_portable(specs)
         if problems:
