@@ -80,19 +80,23 @@ applications:
     num_units: 1
     options: {max-connections: 10}
     annotations: {gui-x: "1"}
-    expose: true
     bindings: {"": alpha}
     storage: {data: 10G}
     devices: {gpu: 1,nvidia.com/gpu}
     resources: {image: 2}
     plan: default
     trust: true
-    offers:
-      db: {endpoints: [db], acl: {admin: admin}}
   wordpress:
     charm: cs:wordpress
     num_units: 1
     to: ["lxd:mysql/0"]
+---
+applications:
+  mysql:
+    offers:
+      db: {endpoints: [db], acl: {admin: admin}}
+    exposed-endpoints:
+      "": {expose-to-cidrs: [10.0.0.0/8]}
 """,
     )
     code, out, err = invoke("validate", "--strict", path)
@@ -255,3 +259,65 @@ def test_the_readme_renders_every_key_table() -> None:
         for table in tables:
             for key in (*table.used, *table.ignored):
                 assert key in section, (table.part, key)
+
+
+OVERLAY_BASE = """\
+applications:
+  db:
+    charm: cs:mysql
+    num_units: 1
+  legacy:
+    charm: cs:legacy
+    num_units: 1
+  web:
+    charm: cs:wordpress
+    num_units: 1
+    to: ["lxd:db/0"]
+"""
+
+
+def test_overlay_file_is_merged_as_juju_deploy_overlay_merges_it(tmp_path: Path) -> None:
+    base = write(tmp_path, OVERLAY_BASE)
+    overlay = write(
+        tmp_path,
+        "applications:\n  db:\n    num_units: 2\n    constraints: mem=4G\n  legacy:\n",
+        "overlay.yaml",
+    )
+    for command in ("plan", "check", "validate"):
+        code, out, err = invoke(command, base, "--overlay", overlay, "-f", "json")
+        assert code == 0, (command, err)
+    code, out, err = invoke("convert", base, "--overlay", overlay)
+    assert code == 0, err
+    assert "legacy" not in out and "units: 2" in out
+    code, out, _ = invoke("plan", base, "--overlay", overlay, "-f", "json")
+    document = json.loads(out)
+    where = {p["unit"]: p["target"] for p in document["placements"]}
+    # db has two units with the overlay's constraints, legacy is gone, web keeps its to:.
+    assert where == {"db/0": "0", "db/1": "1", "web/0": "0/lxd/0"}
+    assert {t["constraints"] for t in document["new_targets"] if t["kind"] == "machine"} == {
+        "mem=4096M"
+    }
+
+
+def test_several_documents_of_one_bundle_file_are_one_bundle(tmp_path: Path) -> None:
+    path = write(tmp_path, OVERLAY_BASE + "---\napplications:\n  legacy:\n")
+    code, out, err = invoke("plan", path, "-f", "json")
+    assert code == 0, err
+    units = {p["unit"] for p in json.loads(out)["placements"]}
+    assert units == {"db/0", "web/0"}
+
+
+def test_overlay_errors_name_the_overlay_file(tmp_path: Path) -> None:
+    base = write(tmp_path, OVERLAY_BASE)
+    overlay = write(
+        tmp_path, "applications:\n  web:\n    to: [lxd:nosuch/0]\n    num_unit: 2\n", "o.yaml"
+    )
+    code, _, err = invoke("validate", base, "--overlay", overlay)
+    assert code == 2
+    assert f"{overlay}:4:5:" in err and "did you mean 'num_units'?" in err
+    assert f"{overlay}:3:10:" in err and "nosuch" in err
+    # simulate reads the overlay before it looks at what goes down.
+    code, _, err = invoke("simulate", base, "--overlay", overlay, "--down", "0")
+    assert code == 2 and f"{overlay}:4:5:" in err
+    code, _, err = invoke("plan", str(EXAMPLES / "juju-deployer.yaml"), "--overlay", overlay)
+    assert code == 2 and "--overlay merges into a bundle" in err

@@ -69,6 +69,7 @@ from placed.spec.juju.files import (
     load_status,
     looks_like_juju_text,
     non_portable,
+    read_overlay,
 )
 from placed.spec.schema import SpecDocument
 
@@ -137,6 +138,16 @@ StatusOption = Annotated[
         show_default=False,
     ),
 ]
+OverlayOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--overlay",
+        help="A bundle overlay to merge into the bundle, as `juju deploy --overlay` does "
+        "(repeat for several, applied in order): applications merged key by key, an empty "
+        "one removed, machines replaced.",
+        show_default=False,
+    ),
+]
 WorkloadOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -181,12 +192,14 @@ def _load_inputs(
     input_format: InputFormat,
     status: Path | None = None,
     portable: bool = False,
+    overlays: list[Path] | None = None,
 ) -> list[Spec]:
     names = ", ".join("standard input" if str(p) == "-" else str(p) for p in paths[:3])
     try:
         with DelayedStatus(f"reading {names}{', ...' if len(paths) > 3 else ''}", console=err):
             running = load_status(str(status)) if status is not None else None
-            return read_specs(paths, input_format, running)
+            merged = [(read_overlay(str(path)), str(path)) for path in overlays or ()]
+            return read_specs(paths, input_format, running, merged)
     except JujuFileError as error:
         # --portable: the machines it refuses are told with every other mistake.
         fail_spec(error.with_portability() if portable else error)
@@ -221,6 +234,7 @@ def plan(
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
+    overlay: OverlayOption = None,
 ) -> None:
     """Place every unit of every workload and say why each landed where it did.
 
@@ -242,7 +256,7 @@ def plan(
     hidden: dict[str, int] = {}
     failed = False
     steps: list[tuple[str, list[Change]]] = []
-    chosen = _chosen_workloads(_load_inputs(spec, input_format, status), workload)
+    chosen = _chosen_workloads(_load_inputs(spec, input_format, status, overlays=overlay), workload)
     with DelayedProgress("placing", console=err) as progress:
         for document, wanted in chosen:
             result = Planner(document).plan(progress=progress)
@@ -287,6 +301,7 @@ def check(
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
+    overlay: OverlayOption = None,
 ) -> None:
     """For each workload and each target: compatible or not, and every reason why not.
 
@@ -300,7 +315,9 @@ def check(
     fmt = _begin(fmt, wide)
     documents = []
     failed = False
-    for document, wanted in _chosen_workloads(_load_inputs(spec, input_format, status), workload):
+    for document, wanted in _chosen_workloads(
+        _load_inputs(spec, input_format, status, overlays=overlay), workload
+    ):
         report, incompatible = deploy_check(Planner(document), wanted)
         failed = failed or incompatible
         documents.append((document.name, report))
@@ -344,6 +361,7 @@ def explain(
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
+    overlay: OverlayOption = None,
 ) -> None:
     """Why one unit went where it did: every target, judged as the plan judged it.
 
@@ -359,7 +377,7 @@ def explain(
     fmt = _begin(fmt, wide)
     documents = []
     failed = False
-    specs = _load_inputs(spec, input_format, status)
+    specs = _load_inputs(spec, input_format, status, overlays=overlay)
     for document in specs:
         planner = Planner(document)
         try:
@@ -418,6 +436,7 @@ def simulate_command(
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
+    overlay: OverlayOption = None,
 ) -> None:
     """Take targets down or bring them up, and show which units move, where, and why;
     or migrate running VMs (--migrate VM=HOST) and list where one may go (--targets VM).
@@ -443,7 +462,7 @@ def simulate_command(
                 "simulate --down/--up apart"
             )
         _migrations(
-            _load_inputs(spec, input_format, status),
+            _load_inputs(spec, input_format, status, overlays=overlay),
             migrate or [],
             targets or [],
             maintenance or [],
@@ -454,7 +473,7 @@ def simulate_command(
             "nothing to simulate: give at least one --down TARGET or --up TARGET (or "
             "--migrate VM=HOST, --targets VM)"
         )
-    specs = _load_inputs(spec, input_format, status)
+    specs = _load_inputs(spec, input_format, status, overlays=overlay)
     documents = []
     failed = False
     for document, (mine_down, mine_up) in _scope(specs, down or [], up or []):
@@ -614,6 +633,7 @@ def validate(
         ),
     ] = False,
     status: StatusOption = None,
+    overlay: OverlayOption = None,
 ) -> None:
     """Check a spec without placing anything: syntax, types, unknown keys, duplicate ids,
     and warnings for what is valid but probably unintended.
@@ -627,7 +647,7 @@ def validate(
     Example: placed validate --portable examples/juju-proposed.yaml
     """
     fmt = _begin(fmt)
-    specs = _load_inputs(spec, input_format, status, portable)
+    specs = _load_inputs(spec, input_format, status, portable, overlay)
     if portable:
         problems = non_portable(specs)
         if problems:
@@ -860,6 +880,7 @@ def convert(
     ] = None,
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
+    overlay: OverlayOption = None,
 ) -> None:
     """Convert Open Horizon's files, or a Juju bundle or deployer file, into the
     equivalent native spec (YAML).
@@ -880,7 +901,7 @@ def convert(
         if input_format is InputFormat.juju or (
             input_format is InputFormat.auto and _is_juju_file(paths)
         ):
-            specs = _load_inputs(paths, InputFormat.juju, status)
+            specs = _load_inputs(paths, InputFormat.juju, status, overlays=overlay)
             text = "---\n".join(dump_juju_native(native_document(spec)) for spec in specs)
         else:
             text = dump_native(convert_openhorizon(paths))

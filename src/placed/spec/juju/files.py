@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -44,7 +44,7 @@ from placed.spec.juju.directives import (
     WithUnit,
     parse_entry,
 )
-from placed.spec.source import Path, parse, read_bounded
+from placed.spec.source import Path, SourceMap, parse, read_bounded
 
 MAX_UNITS = 100_000  # per service: a bundle of more is a mistake, not a deployment
 # Per file: each unit of a Juju file may get a machine of its own, made during the plan,
@@ -326,12 +326,40 @@ def _machine_sort_key(machine_id: str) -> tuple[int, str]:
 
 
 def read_juju(
-    text: str, source: str, status: Status | None = None, style: Style | None = None
+    text: str,
+    source: str,
+    status: Status | None = None,
+    style: Style | None = None,
+    overlays: Sequence[tuple[str, str]] = (),
 ) -> list[Spec]:
-    """The specs a Juju file describes (one per deployment of a deployer file)."""
+    """The specs a Juju file describes (one per deployment of a deployer file). A
+    bundle's later documents, and the `overlays` ((text, source) of --overlay files),
+    are merged into it as `juju deploy --overlay` merges them."""
     documents = parse(text, source, any_keys=True)
     problems: list[Problem] = []
     specs: list[Spec] = []
+    first = style or juju_style(documents[0][0])
+    if first == "bundle":
+        _overlay_only_in_base(documents[0][0], Collector(documents[0][1], problems))
+    if first == "bundle" and (len(documents) > 1 or overlays):
+        parts = [(data, sources, "") for data, sources in documents]
+        for overlay_text, overlay_source in overlays:
+            parts.extend(
+                (data, sources, overlay_source)
+                for data, sources in parse(overlay_text, overlay_source, any_keys=True)
+            )
+        data, merged = merge_overlays(parts, problems)
+        spec = _bundle(data, source, status, _FileCollector(merged, problems))
+        if spec is not None:
+            specs.append(spec)
+        documents = []
+    elif overlays:
+        problems.append(
+            Problem(
+                "--overlay merges into a bundle (applications:); this is a juju-deployer file",
+                position=documents[0][1].value(()),
+            )
+        )
     for data, sources in documents:
         out = Collector(sources, problems)
         found = style or juju_style(data)
@@ -346,9 +374,8 @@ def read_juju(
                 source,
                 [
                     Problem(
-                        "not a Juju file: expected a bundle (applications: or services: "
-                        "with machines:) or a juju-deployer file (deployments with "
-                        "services:)",
+                        "not a Juju file: expected a bundle (applications: or services:) "
+                        "or a juju-deployer file (deployments with services:)",
                         position=sources.value(()),
                     )
                 ],
@@ -366,6 +393,175 @@ def read_juju(
         # A padded entry is planned for several units: its mistake is told once.
         raise JujuFileError(source, list(dict.fromkeys(problems)), non_portable(specs))
     return specs
+
+
+# -- overlays --------------------------------------------------------------------------
+
+
+class _MergedSources(SourceMap):
+    """Where each part of a merged bundle was written: the document (and file) that
+    last set it, found by the longest path prefix that one owns."""
+
+    def __init__(self, base: SourceMap) -> None:
+        super().__init__()
+        self.owners: dict[Path, tuple[SourceMap, str]] = {(): (base, "")}
+
+    def own(self, prefix: Path, sources: SourceMap, file: str) -> None:
+        for path in [p for p in self.owners if p[: len(prefix)] == prefix and p != prefix]:
+            del self.owners[path]
+        self.owners[prefix] = (sources, file)
+
+    def owner(self, path: Path) -> tuple[SourceMap, str]:
+        for length in range(len(path), -1, -1):
+            found = self.owners.get(tuple(path[:length]))
+            if found is not None:
+                return found
+        return self.owners[()]
+
+    def value(self, path: Path) -> SourcePosition | None:
+        return self.owner(path)[0].value(path)
+
+    def key(self, path: Path) -> SourcePosition | None:
+        return self.owner(path)[0].key(path)
+
+    def inside(self, path: Path, offset: int) -> SourcePosition | None:
+        return self.owner(path)[0].inside(path, offset)
+
+    def scalar_text(self, path: Path) -> str | None:
+        return self.owner(path)[0].scalar_text(path)
+
+
+class _FileCollector(Collector):
+    """Problems of a merged bundle, each naming the file of the part it is about."""
+
+    def __init__(self, sources: _MergedSources, problems: list[Problem]) -> None:
+        super().__init__(sources, problems)
+        self.merged = sources
+
+    def add(self, message: str, path: Path, key: bool = False) -> None:
+        super().add(message, path, key)
+        self._name_file(path)
+
+    def add_inside(self, message: str, path: Path, offset: int) -> None:
+        super().add_inside(message, path, offset)
+        self._name_file(path)
+
+    def _name_file(self, path: Path) -> None:
+        file = self.merged.owner(path)[1]
+        if file:
+            self.problems[-1] = replace(self.problems[-1], file=file)
+
+
+# ApplicationSpec's map fields: an overlay merges them key by key (overlay.go
+# mergeStructs); every other field it sets replaces the base's.
+_MAP_FIELDS = frozenset(
+    (
+        "options",
+        "annotations",
+        "storage",
+        "devices",
+        "bindings",
+        "resources",
+        "offers",
+        "exposed-endpoints",
+    )
+)
+# Fields only an overlay may hold (overlay.go VerifyNoOverlayFieldsPresent, the
+# source:"overlay-only" tags of bundledata.go).
+_OVERLAY_ONLY = ("offers", "exposed-endpoints")
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == {} or value == [] or value == ""
+
+
+def _overlay_only_in_base(data: Any, out: Collector) -> None:
+    """The fields only an overlay may set, in the base bundle: errors."""
+    for section in ("applications", "services"):
+        apps = data.get(section) if isinstance(data, dict) else None
+        for name, app in apps.items() if isinstance(apps, dict) else ():
+            for field_name in _OVERLAY_ONLY:
+                if isinstance(app, dict) and not _empty(app.get(field_name)):
+                    out.add(
+                        f"{name}: {field_name} can only appear in an overlay (juju/charm "
+                        "overlay.go VerifyNoOverlayFieldsPresent)",
+                        (section, name, field_name),
+                        key=True,
+                    )
+
+
+def merge_overlays(
+    parts: list[tuple[Any, SourceMap, str]], problems: list[Problem]
+) -> tuple[dict[str, Any], _MergedSources]:
+    """The base bundle (the first part) with each later part merged in, as juju/charm
+    overlay.go ReadAndMergeBundleData and applyOverlay do: an application the overlay
+    leaves empty is removed, a new one is added, one in both is merged field by field
+    (maps key by key, an empty map clearing the base's, other fields replaced); saas
+    alike; a series replaces the base's, relations are appended, machines replace the
+    base's whole."""
+    base, base_sources, _ = parts[0]
+    merged = _MergedSources(base_sources)
+    data: dict[str, Any] = dict(base) if isinstance(base, dict) else {}
+    key = "applications" if isinstance(data.get("applications"), dict) else "services"
+    data[key] = dict(data.get(key) or {})
+    for overlay, sources, file in parts[1:]:
+        if overlay is None:
+            continue
+        here = Collector(sources, [])
+        if not isinstance(overlay, dict):
+            here.add("an overlay is a mapping, as a bundle is", ())
+            problems.extend(replace(p, file=file) for p in here.problems)
+            continue
+        check_keys(overlay, BUNDLE_KEYS, (), here)
+        if "services" in overlay:
+            here.add(
+                "an overlay names applications under applications:, not the deprecated "
+                "services: (overlay.go applyOverlay)",
+                ("services",),
+                key=True,
+            )
+        problems.extend(replace(p, file=file) for p in here.problems)
+        for section in ("applications", "saas"):
+            given = overlay.get(section)
+            if not isinstance(given, dict):
+                continue
+            target = key if section == "applications" else "saas"
+            current = dict(data.get(target) or {})
+            for name, spec in given.items():
+                if _empty(spec):
+                    current.pop(name, None)
+                    continue
+                old = current.get(name)
+                if not isinstance(old, dict) or not isinstance(spec, dict):
+                    current[name] = spec
+                    merged.own((target, name), sources, file)
+                    continue
+                new = dict(old)
+                for field_name, value in spec.items():
+                    if field_name in _MAP_FIELDS and isinstance(value, dict) and value:
+                        inner = dict(new.get(field_name) or {})
+                        for entry, entry_value in value.items():
+                            if entry_value is None or entry_value in ({}, []):
+                                inner.pop(entry, None)
+                            else:
+                                inner[entry] = entry_value
+                        new[field_name] = inner
+                    elif field_name in _MAP_FIELDS and _empty(value):
+                        new[field_name] = {}
+                    else:
+                        new[field_name] = value
+                    merged.own((target, name, field_name), sources, file)
+                current[name] = new
+            data[target] = current
+        if isinstance(overlay.get("series"), str) and overlay["series"]:
+            data["series"] = overlay["series"]
+            merged.own(("series",), sources, file)
+        if overlay.get("machines") is not None:
+            data["machines"] = overlay["machines"]
+            merged.own(("machines",), sources, file)
+        if isinstance(overlay.get("relations"), list):
+            data["relations"] = [*(data.get("relations") or []), *overlay["relations"]]
+    return data, merged
 
 
 # -- reading the parts ---------------------------------------------------------------
@@ -1205,6 +1401,16 @@ def non_portable(specs: list[Spec]) -> list[Problem]:
                         )
                     )
     return problems
+
+
+def read_overlay(path: str) -> str:
+    """The text of a bundle overlay file (raises SpecError)."""
+    try:
+        return read_bounded(path, path)
+    except FileNotFoundError:
+        raise SpecError(path, [Problem("no such file")]) from None
+    except OSError as error:
+        raise SpecError(path, [Problem(f"cannot read: {error.strerror or error}")]) from None
 
 
 def load_status(path: str) -> Status:
