@@ -33,13 +33,7 @@ WARNING_CODES = {
 
 # Cases whose outcome placed does not produce yet, with what differs: each is a strict
 # xfail, so a fix that makes one pass says to remove it.
-KNOWN_GAPS: dict[str, str] = {
-    "bundle-existing-units-and-container-sequence": (
-        "an existing unit that already satisfies a bundle entry uses that entry up "
-        "(bundlechanges' InferMachineMap); placed applies entry i to unit i over all the "
-        "service's units, so mysql/1 takes lxd:0's place and keystone follows"
-    ),
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def _plan(case: dict[str, Any]) -> tuple[list[PlanResult], Any]:

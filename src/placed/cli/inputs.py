@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -52,7 +53,10 @@ def read_stdin(source: str = STDIN_SOURCE) -> str:
 
 
 def read_specs(
-    paths: list[Path], input_format: InputFormat, status: Status | None = None
+    paths: list[Path],
+    input_format: InputFormat,
+    status: Status | None = None,
+    overlays: Sequence[tuple[str, str]] = (),
 ) -> list[Spec]:
     """The specs the inputs hold, native, Juju or Open Horizon (raises SpecError).
     `status` is what already runs (`juju status --format yaml`)."""
@@ -88,9 +92,9 @@ def read_specs(
             else "auto"
         )
         found = (
-            load_specs_text(read_stdin(), STDIN_SOURCE, reader, status)
+            load_specs_text(read_stdin(), STDIN_SOURCE, reader, status, overlays)
             if is_stdin(path)
-            else load_specs(path, reader, status)
+            else load_specs(path, reader, status, overlays)
         )
         # Documents of one file have distinct names already (the loader checks).
         duplicates = []

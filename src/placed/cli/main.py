@@ -69,7 +69,13 @@ from placed.spec.fields import UnknownFieldError
 from placed.spec.fields import explain as explain_field
 from placed.spec.hzn import convert_openhorizon, dump_native
 from placed.spec.juju.convert import dump_juju_native, native_document
-from placed.spec.juju.files import load_status, looks_like_juju_text, non_portable
+from placed.spec.juju.files import (
+    JujuFileError,
+    load_status,
+    looks_like_juju_text,
+    non_portable,
+    read_overlay,
+)
 from placed.spec.schema import SpecDocument
 
 __all__ = ["EXIT_FAILED", "EXIT_INVALID", "EXIT_OK", "app", "run"]
@@ -176,6 +182,16 @@ StatusOption = Annotated[
         show_default=False,
     ),
 ]
+OverlayOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--overlay",
+        help="A bundle overlay to merge into the bundle, as `juju deploy --overlay` does "
+        "(repeat for several, applied in order): applications merged key by key, an empty "
+        "one removed, machines replaced.",
+        show_default=False,
+    ),
+]
 WorkloadOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -215,13 +231,21 @@ def _begin(chosen: StrEnum, wide: bool = False) -> Format:
 
 
 def _load_inputs(
-    paths: list[Path], input_format: InputFormat, status: Path | None = None
+    paths: list[Path],
+    input_format: InputFormat,
+    status: Path | None = None,
+    portable: bool = False,
+    overlays: list[Path] | None = None,
 ) -> list[Spec]:
     names = ", ".join("standard input" if str(p) == "-" else str(p) for p in paths[:3])
     try:
         with DelayedStatus(f"reading {names}{', ...' if len(paths) > 3 else ''}", console=err):
             running = load_status(str(status)) if status is not None else None
-            return read_specs(paths, input_format, running)
+            merged = [(read_overlay(str(path)), str(path)) for path in overlays or ()]
+            return read_specs(paths, input_format, running, merged)
+    except JujuFileError as error:
+        # --portable: the machines it refuses are told with every other mistake.
+        fail_spec(error.with_portability() if portable else error)
     except SpecError as error:
         fail_spec(error)
 
@@ -253,6 +277,7 @@ def plan(
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
+    overlay: OverlayOption = None,
 ) -> None:
     """Place every unit of every workload and say why each landed where it did.
 
@@ -281,7 +306,7 @@ def plan(
     hidden: dict[str, int] = {}
     failed = False
     steps: list[tuple[str, list[Change]]] = []
-    chosen = _chosen_workloads(_load_inputs(spec, input_format, status), workload)
+    chosen = _chosen_workloads(_load_inputs(spec, input_format, status, overlays=overlay), workload)
     with DelayedProgress("placing", console=err) as progress:
         for document, wanted in chosen:
             result = Planner(document).plan(progress=progress)
@@ -326,6 +351,7 @@ def check(
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
+    overlay: OverlayOption = None,
 ) -> None:
     """For each workload and each target: compatible or not, and every reason why not.
 
@@ -342,7 +368,9 @@ def check(
     fmt = _begin(format_choice, wide)
     documents = []
     failed = False
-    for document, wanted in _chosen_workloads(_load_inputs(spec, input_format, status), workload):
+    for document, wanted in _chosen_workloads(
+        _load_inputs(spec, input_format, status, overlays=overlay), workload
+    ):
         report, incompatible = deploy_check(Planner(document), wanted)
         failed = failed or incompatible
         documents.append((document.name, report))
@@ -385,6 +413,7 @@ def explain(
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
+    overlay: OverlayOption = None,
 ) -> None:
     """Why one unit went where it did: every target, judged as the plan judged it.
 
@@ -402,7 +431,7 @@ def explain(
     fmt = _begin(format_choice, wide)
     documents = []
     failed = False
-    specs = _load_inputs(spec, input_format, status)
+    specs = _load_inputs(spec, input_format, status, overlays=overlay)
     for document in specs:
         planner = Planner(document)
         try:
@@ -467,6 +496,7 @@ def simulate_command(
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
+    overlay: OverlayOption = None,
 ) -> None:
     """Take targets down or bring them up, and show which units move, where, and why;
     or migrate running VMs (--migrate VM=HOST) and list where one may go (--targets VM).
@@ -496,7 +526,7 @@ def simulate_command(
                 "simulate --down/--up apart"
             )
         _migrations(
-            _load_inputs(spec, input_format, status),
+            _load_inputs(spec, input_format, status, overlays=overlay),
             migrate or [],
             targets or [],
             maintenance or [],
@@ -507,7 +537,7 @@ def simulate_command(
             "nothing to simulate: give at least one --down TARGET or --up TARGET (or "
             "--migrate VM=HOST, --targets VM)"
         )
-    specs = _load_inputs(spec, input_format, status)
+    specs = _load_inputs(spec, input_format, status, overlays=overlay)
     documents = []
     failed = False
     for document, (mine_down, mine_up) in _scope(specs, down or [], up or []):
@@ -667,6 +697,7 @@ def validate(
         ),
     ] = False,
     status: StatusOption = None,
+    overlay: OverlayOption = None,
 ) -> None:
     """Check a spec without placing anything: syntax, types, unknown keys, duplicate ids,
     and warnings for what is valid but probably unintended.
@@ -684,7 +715,7 @@ def validate(
       placed validate --portable examples/juju-proposed.yaml
     """
     fmt = _begin(format_choice)
-    specs = _load_inputs(spec, input_format, status)
+    specs = _load_inputs(spec, input_format, status, portable, overlay)
     if portable:
         problems = non_portable(specs)
         if problems:
@@ -964,6 +995,7 @@ def convert(
     ] = SpecFormat.yaml,
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
+    overlay: OverlayOption = None,
 ) -> None:
     """Convert Open Horizon's files, or a Juju bundle or deployer file, into the
     equivalent native spec.
@@ -990,7 +1022,7 @@ def convert(
         if input_format is InputFormat.juju or (
             input_format is InputFormat.auto and _is_juju_file(paths)
         ):
-            specs = _load_inputs(paths, InputFormat.juju, status)
+            specs = _load_inputs(paths, InputFormat.juju, status, overlays=overlay)
             documents = [native_document(spec) for spec in specs]
             text = "---\n".join(dump_juju_native(document) for document in documents)
         else:

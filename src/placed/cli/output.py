@@ -140,7 +140,7 @@ def spec_errors(error: SpecError) -> list[Error]:
     return [
         Error(
             problem.message,
-            file=error.source,
+            file=problem.file or error.source,
             line=problem.position.line if problem.position else None,
             column=problem.position.column if problem.position else None,
             key=problem.key or None,

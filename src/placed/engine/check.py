@@ -13,6 +13,7 @@ from placed.engine.state import PlanState
 from placed.model import Service, Workload
 from placed.policy.builtins import NAMESPACE, workload_constraints
 from placed.policy.deployment import deployment_of
+from placed.policy.directives import creates_targets
 from placed.policy.distinct import Distinct
 from placed.policy.expressions import All, parse_constraint
 from placed.policy.expressions.syntax import comparisons
@@ -97,7 +98,8 @@ def deploy_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str,
     for workload in workloads:
         found = verdicts(planner.pipeline, planner.request(workload), state)
         compatible = sum(v.compatible for v in found)
-        failed = failed or compatible == 0
+        # Units that get a target made for them (Juju's new machines) need none to exist.
+        failed = failed or (compatible == 0 and not creates_targets(workload))
         label = service_label(workload)
         conflict = _real_conflict(workload)
         targets = []

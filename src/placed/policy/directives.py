@@ -77,11 +77,20 @@ class Directed:
     # Next container number per "host/kind" (after those that exist already).
     container_base: Mapping[str, int] = field(default_factory=dict)
     extra: tuple[str, ...] = ()  # entries past the last unit
+    notes: tuple[tuple[str, str], ...] = ()  # (code, message): what the reader could not tell
 
 
 def directed_of(workload: Workload) -> Directed | None:
     found = workload.request(Directed)
     return found if isinstance(found, Directed) else None
+
+
+def creates_targets(workload: Workload) -> bool:
+    """Whether the workload's units get targets made for them when none fits (a Juju
+    file's default placement: a new machine each), so that no existing target being
+    compatible is no failure."""
+    directed = directed_of(workload)
+    return directed is not None and directed.new_machines
 
 
 def host_of(target: Target) -> str:
@@ -345,6 +354,15 @@ class Directive(Filter):
 
     def keep(self, prepared: tuple[Workload, Directed], state: PlanView) -> BoolArray:
         workload, directed = prepared
+        if state.judging is None and directed.new_machines:
+            # The workload as a whole (placed check): the existing machines its units
+            # are directed to; the others get targets made for them.
+            mask = np.zeros(state.size, dtype=bool)
+            for plan in directed.units.values():
+                position = state.position(plan.machine) if plan.machine else None
+                if position is not None and plan.container is None and not plan.fallback:
+                    mask[position] = True
+            return mask
         resolved = resolve(workload, directed, state)
         if resolved.position == ANY:
             constraints = constraints_for(directed, resolved.plan)
@@ -479,6 +497,9 @@ class Directives(Family):
                             unit=unit,
                         )
                     )
+            notices.extend(
+                Notice(code, message, workload=workload.name) for code, message in directed.notes
+            )
             if directed.extra:
                 notices.append(
                     Notice(
@@ -513,7 +534,11 @@ class Directives(Family):
             elif not state.up[on]:
                 return None  # no container on a failed machine (a what-if's down host)
             container = _container(host, plan.container, directed, state)
-            return Created(container, "", via="directive", parent=host, before=before)
+            # bundlechanges gives a new container (and the new machine of lxd:new) the
+            # application's constraints (handlers.go addNewMachine, addContainer).
+            return Created(
+                container, str(constraints or ""), via="directive", parent=host, before=before
+            )
         if plan is not None and plan.machine is not None:
             # A machine a directive names that does not exist: placed adds it.
             return Created(_machine(plan.machine, None, directed), "", via="directive")

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from placed.model import Notice, Spec
 from placed.policy.base import Family
+from placed.policy.directives import creates_targets
 
 
 def lint(spec: Spec, families: Sequence[Family] | None = None) -> list[Notice]:
@@ -15,7 +16,8 @@ def lint(spec: Spec, families: Sequence[Family] | None = None) -> list[Notice]:
 
         families = FAMILIES
     notices: list[Notice] = []
-    if not spec.inventory.targets:
+    # A Juju file's units get machines made for them: no targets yet is what it means.
+    if not spec.inventory.targets and not any(creates_targets(w) for w in spec.workloads):
         notices.append(Notice("no-targets", "the inventory has no targets; nothing can be placed"))
     for family in families:
         notices.extend(family.lint(spec))

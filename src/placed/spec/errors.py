@@ -16,6 +16,7 @@ class Problem:
     message: str
     key: str = ""  # dotted path such as inventory[0].children[1].tags
     position: SourcePosition | None = None
+    file: str = ""  # another file than the error's source (a bundle's --overlay)
 
 
 class SpecError(Exception):
@@ -29,7 +30,7 @@ class SpecError(Exception):
     def render(self, limit: int = 10) -> str:
         lines = []
         for problem in self.problems[:limit]:
-            where = self.source
+            where = problem.file or self.source
             if problem.position is not None:
                 where += f":{problem.position.line}:{problem.position.column}"
             key = f" {problem.key}:" if problem.key else ""

@@ -10,7 +10,7 @@ import math
 import re
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path as FilePath
 from typing import Any, Literal
 
@@ -39,7 +39,10 @@ def load_spec(path: str | FilePath) -> Spec:
 
 
 def load_specs(
-    path: str | FilePath, reader: Reader = "auto", status: Status | None = None
+    path: str | FilePath,
+    reader: Reader = "auto",
+    status: Status | None = None,
+    overlays: Sequence[tuple[str, str]] = (),
 ) -> list[Spec]:
     """Every spec in a file: a file may hold several YAML documents separated by `---`,
     each a complete, independent spec (several scenarios side by side). A Juju bundle or
@@ -54,7 +57,7 @@ def load_specs(
         raise SpecError(source, [Problem("is a directory, not a spec file")]) from None
     except OSError as error:
         raise SpecError(source, [Problem(f"cannot read: {error.strerror or error}")]) from None
-    return load_specs_text(text, source, reader, status)
+    return load_specs_text(text, source, reader, status, overlays)
 
 
 def load_spec_text(text: str, source: str = "<spec>") -> Spec:
@@ -79,15 +82,24 @@ def _without_cycle_collection() -> Iterator[None]:
 
 
 def load_specs_text(
-    text: str, source: str = "<spec>", reader: Reader = "auto", status: Status | None = None
+    text: str,
+    source: str = "<spec>",
+    reader: Reader = "auto",
+    status: Status | None = None,
+    overlays: Sequence[tuple[str, str]] = (),
 ) -> list[Spec]:
+    """`overlays`: (text, source) of bundle overlays to merge (`--overlay`)."""
     with _without_cycle_collection():
         if reader == "juju" or (reader == "auto" and looks_like_juju_text(text)):
             try:
-                return read_juju(text, source, status)
+                return read_juju(text, source, status, overlays=overlays)
             except NotJuju:
-                if reader == "juju":
+                if reader == "juju" or overlays:
                     raise
+        if overlays:
+            raise SpecError(
+                source, [Problem("--overlay merges into a Juju bundle; this is not one")]
+            )
         return _load_specs_text(text, source)
 
 
