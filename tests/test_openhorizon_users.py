@@ -226,3 +226,15 @@ def test_a_pattern_split_over_namespaces_is_a_conflict_where_a_scoped_node_would
     report = json.loads(out)
     assert report["conflicts"] == []
     assert "pattern-namespaces-differ" in {w["code"] for w in report["warnings"]}
+
+
+def test_validate_refuses_a_split_pattern_where_a_scoped_node_would_take_it(
+    tmp_path: Path,
+) -> None:
+    code, out, _ = run("validate", write(tmp_path, SPLIT.replace("SITE", "lab")), "-f", "json")
+    assert code == 2
+    (error,) = json.loads(out)["errors"]
+    assert error["key"] == "workloads.split" and "is in error there" in error["message"]
+    code, out, _ = run("validate", write(tmp_path, SPLIT.replace("SITE", "other")), "-f", "json")
+    assert code == 0
+    assert "pattern-namespaces-differ" in {w["code"] for w in json.loads(out)["warnings"]}

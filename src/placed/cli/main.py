@@ -64,6 +64,7 @@ from placed.policy.expressions import All, ExpressionError, parse_constraint
 from placed.policy.expressions.dialect import dialect_notices
 from placed.policy.expressions.evaluate import holds, satisfied
 from placed.policy.lint import lint
+from placed.policy.namespaces import namespace_findings
 from placed.spec import SpecError
 from placed.spec.fields import UnknownFieldError
 from placed.spec.fields import explain as explain_field
@@ -720,6 +721,17 @@ def validate(
         problems = non_portable(specs)
         if problems:
             fail_spec(SpecError(specs[0].source, problems))
+    in_error = [
+        Error(finding.message, file=document.source, key=f"workloads.{finding.workload}")
+        for document in specs
+        for workload in document.workloads
+        for finding in namespace_findings(workload, document.inventory.targets)
+        if finding.code == "pattern-namespaces-differ" and finding.real
+    ]
+    if in_error:
+        # The design calls such a pattern "in error" where a namespace-scoped node would
+        # take it; elsewhere it stays a warning (lint).
+        fail("\n".join(f"{e.file}: {e.key}: {e.message}" for e in in_error), in_error)
     documents = [
         (
             document.name,
