@@ -116,3 +116,26 @@ def test_an_unknown_machine_is_an_error_naming_the_option(bundle: Path) -> None:
     (error,) = data["errors"]
     assert error["key"] == "--down"
     assert "7" in error["message"] and "Traceback" not in err
+
+
+def test_units_that_already_run_move_when_their_machine_fails() -> None:
+    # Against juju status the bundle has nothing left to place; what runs on machine 1
+    # (wordpress/1 on it, haproxy/0 in its container) is placed again: new machines.
+    bundle = EXAMPLES / "juju-bundle.yaml"
+    status = EXAMPLES / "juju-bundle-status.yaml"
+    code, data, _ = simulate(bundle, "--status", str(status), "--down", "1")
+    assert code == 0
+    assert data["down"] == ["1", "1/lxd/0"]
+    assert moves(data) == {"wordpress/1": ("1", "2"), "haproxy/0": ("1/lxd/0", "3")}
+    assert data["units_before"] == 2 and data["units"] == 2
+    code, data, _ = simulate(bundle, "--status", str(status), "--up", "0")
+    assert code == 0 and data["moves"] == [] and data["already_up"] == ["0", "0/lxd/0"]
+
+
+def test_running_vms_on_a_failed_host_are_placed_again_under_the_same_rules() -> None:
+    code, data, _ = simulate(EXAMPLES / "cloudstack-dedication.yaml", "--down", "H1a")
+    assert code == 0
+    moved = moves(data)
+    assert set(moved) == {"dedicated-a1/0", "dedicated-a1/1"}
+    # Still inside what A1's domain may use (p1's hosts), never on H1a.
+    assert all(src == "H1a" and dst not in (None, "H1a") for src, dst in moved.values())

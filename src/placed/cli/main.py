@@ -623,7 +623,7 @@ def _simulation(planner: Planner, result: Simulation) -> dict[str, Any]:
         move["removed"] = gone
         removed += gone
     data.update(
-        units_before=len(result.before.outcomes),
+        units_before=len(result.before.outcomes) + result.ran,
         unplaced_before=plan_document(
             dataclasses.replace(result.before, outcomes=list(result.before.unplaced))
         )["unplaced"],

@@ -90,6 +90,9 @@ class Context:
     # A simulation: the outcomes before the change, and the state before it.
     previous: dict[str, Outcome] = field(default_factory=dict)
     before: PlanState | None = None
+    # Units that ran (a spec's running:) on targets a simulation took down: placed again,
+    # before the workload's own units.
+    again: dict[str, list[str]] = field(default_factory=dict)
     progress: Progress | None = None
     done: int = 0
     total: int = 0
@@ -174,7 +177,11 @@ class Allocation(Strategy):
         outcomes: list[Outcome] = []
         failed: Unplaced | None = None
         previous, watching = context.previous, context.watch is not None
-        for count, key in enumerate(workload.unit_key(i) for i in range(workload.units)):
+        keys = [
+            *context.again.get(workload.name, ()),
+            *(workload.unit_key(i) for i in range(workload.units)),
+        ]
+        for count, key in enumerate(keys):
             if previous:
                 kept = previous.get(key)
                 if isinstance(kept, Placement) and key in state.units:

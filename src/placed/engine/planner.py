@@ -109,10 +109,13 @@ class Planner:
     def request(self, workload: Workload) -> CompiledRequest:
         return self.judge.request(workload)
 
-    def initial_state(self) -> PlanState:
-        """The state a plan starts from: the units that already run in their places."""
+    def initial_state(self, leaving: frozenset[str] = frozenset()) -> PlanState:
+        """The state a plan starts from: the units that already run in their places (but
+        those `leaving`: in a what-if, units whose target failed)."""
         state = PlanState(self.index)
         for running in self.spec.running:
+            if running.unit in leaving:
+                continue
             position = state.position(running.target)
             if position is None:
                 continue  # the reader checked; a target it dropped is no place to start

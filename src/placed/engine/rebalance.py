@@ -18,6 +18,7 @@ from placed.engine.outcomes import Outcome, Placement, PlanResult, Unplaced
 from placed.engine.planner import Planner
 from placed.engine.report import Explainer
 from placed.engine.state import PlanState
+from placed.model import CONTAINER_KINDS
 
 
 class UnknownTargetError(ValueError):
@@ -55,6 +56,7 @@ class Simulation:
     moves: list[Move]
     already_down: list[str] = field(default_factory=list)
     already_up: list[str] = field(default_factory=list)
+    ran: int = 0  # units that already ran (running:) on targets that went down
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +75,10 @@ def expand(planner: Planner, names: list[str], flag: str, made: PlanState) -> li
     containers on it."""
     inventory = planner.spec.inventory
     children: dict[str, list[str]] = {}
+    for target in inventory.targets:
+        if target.kind in CONTAINER_KINDS and target.id.count("/") >= 2:
+            # A container that already runs (juju status) is named after its machine.
+            children.setdefault(target.id.rsplit("/", 2)[0], []).append(target.id)
     for created in made.created:
         children.setdefault(created.target.id, [])
         if created.parent is not None:
@@ -100,8 +106,19 @@ def simulate(planner: Planner, down: list[str], up: list[str]) -> Simulation:
     if both:
         raise UnknownTargetError("--up", f"{', '.join(both)} named by both --down and --up")
 
+    # What already ran (a spec's running:, a juju status) on a target that goes down is
+    # placed again, as the units of the plan are.
+    lost_set = set(going_down)
+    lost = [
+        r for r in planner.spec.running if r.target in lost_set and r.workload in planner.workloads
+    ]
+    again: dict[str, list[str]] = {}
+    for running in lost:
+        if planner.workloads[running.workload].mode == "allocation":
+            again.setdefault(running.workload, []).append(running.unit)
+
     # The world the plan left: the inventory, and the machines and containers it made.
-    state = planner.initial_state()
+    state = planner.initial_state(frozenset(u for units in again.values() for u in units))
     state.adopt_created(planned)
     was_up = state.up.copy()
     for target_id in going_down:
@@ -128,11 +145,19 @@ def simulate(planner: Planner, down: list[str], up: list[str]) -> Simulation:
         after,
         previous=before.by_unit(),
         before=planner.initial_state(),
+        again=again,
     )
     after.outcomes = loop.run(context, planner.spec.workloads)
     after.new_targets = list(state.created)
     explainer = Explainer(planner.spec, planner.families, [c.target for c in state.created])
-    moves = _moves(explainer, before.by_unit(), after.by_unit(), set(going_down), set(coming_up))
+    was = {
+        r.unit: Placement(r.workload, r.unit, r.target, 0.0, 1, 1, (), via="running")
+        for r in lost
+        if r.unit in set().union(*again.values())
+    }
+    moves = _moves(
+        explainer, {**was, **before.by_unit()}, after.by_unit(), set(going_down), set(coming_up)
+    )
     return Simulation(
         going_down,
         coming_up,
@@ -141,6 +166,7 @@ def simulate(planner: Planner, down: list[str], up: list[str]) -> Simulation:
         moves,
         already_down=[t for t in going_down if not was_up[_position(state, t)]],
         already_up=[t for t in coming_up if was_up[_position(state, t)]],
+        ran=len(was),
     )
 
 
