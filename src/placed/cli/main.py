@@ -327,7 +327,11 @@ def check(
     if brief and not summary:
         if len(chosen) == 1:
             _, planner, wanted = chosen[0]
-            size = f"{len(wanted):,} workloads x {len(planner.index):,} targets"
+            many = ("workload", "workloads"), ("target", "targets")
+            size = " x ".join(
+                f"{n:,} {words[n != 1]}"
+                for n, words in zip((len(wanted), len(planner.index)), many, strict=True)
+            )
         else:
             size = f"{len(chosen)} documents, {pairs:,} workload-target pairs"
         err.print(Text(f"{size}: showing --summary; --all for every pair"), soft_wrap=True)

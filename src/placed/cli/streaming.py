@@ -261,7 +261,9 @@ class CheckWriter:
                 return
             if self.summary:
                 checked = f"{_count(self.count, 'workload')} on {_count(self.targets, 'target')}"
-                if self.failed:
+                if not self.count:
+                    say(self.console, f"no workloads to check on {_count(self.targets, 'target')}")
+                elif self.failed:
                     say(
                         self.console,
                         f"{checked}: ",
