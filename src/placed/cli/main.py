@@ -284,7 +284,7 @@ def check(
             "--summary",
             help="One row per workload: how many targets are compatible, and why the others "
             "are not, counted per filter (as in: 0/12 targets available: 5 are dedicated "
-            "elsewhere or not to the account, 4 fail the workload's constraints). The "
+            "to another tenant or not to this one, 4 fail the workload's constraints). The "
             f"default above {CHECK_PAIRS_SHOWN:,} workload-target pairs.",
         ),
     ] = False,

@@ -51,8 +51,8 @@ PHRASES: dict[str, tuple[str, str]] = {
     ),
     "service": ("does not fit the service", "do not fit the service"),
     "dedication": (
-        "is dedicated elsewhere or not to the account",
-        "are dedicated elsewhere or not to the account",
+        "is dedicated to another tenant or not to this one",
+        "are dedicated to another tenant or not to this one",
     ),
     "storage": ("reaches no storage pool with room", "reach no storage pool with room"),
     "directive": (
