@@ -5,12 +5,13 @@ resources`.
 
 The full matrix (engine/check.py) asks every filter why it rejected every target, which is
 a Python call per (workload, target) pair: five million of them for 5,000 workloads on
-1,000 targets. The summary only counts: the filter masks of a workload are stacked, each
-rejected target is charged to the first filter that rejects it (as `explain` and
-kube-scheduler do, so the counts add up to the rejected targets), and the charges are a
-`bincount`. The phrase for a count is the filter's, not the target's ("fail the
-workload's constraints", not which term failed on which target): that is what keeps it
-numpy, and what `placed check --all` or `placed explain` are for.
+1,000 targets. The summary only counts: each rejected target is charged to the first
+filter that rejects it (as `explain` and kube-scheduler do, so the counts add up to the
+rejected targets), by walking a workload's filter masks in pipeline order with the
+targets no filter has rejected yet: a few numpy operations per filter, none per target.
+The phrase for a count is the filter's, not the target's ("fail the workload's
+constraints", not which term failed on which target): that is what keeps it numpy, and
+what `placed check --all` or `placed explain` are for.
 
 The counts are those of the full matrix: a target's first listed reason there is the
 filter charged here, including the one case where `check` replaces the reasons (a policy
