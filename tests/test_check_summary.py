@@ -139,6 +139,7 @@ def test_summary_json_has_the_documented_shape_with_conflicts_and_warnings(
     code, out, _ = run("check", path, "--summary", "--format", "json")
     assert code == 1  # nowhere has no compatible target
     data = json.loads(out)
+    assert out == json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     assert list(data) == ["name", "view", "workloads", "conflicts", "warnings"]
     assert data["name"] == "small" and data["view"] == "summary"
     rows = {row["workload"]: row for row in data["workloads"]}
@@ -173,6 +174,8 @@ def test_several_documents_stream_as_one_json_document(tmp_path: Path) -> None:
         code, out, _ = run("check", path, mode, "--format", "json")
         assert code == 0
         data = json.loads(out)
+        # Written piece by piece, laid out as one json.dumps(indent=2), as other commands.
+        assert out == json.dumps(data, indent=2, ensure_ascii=False) + "\n"
         assert [d["name"] for d in data["documents"]] == ["small", "other"]
         assert all(len(d["workloads"]) == 3 for d in data["documents"])
         _, as_yaml, _ = run("check", path, mode, "--format", "yaml")
