@@ -6,7 +6,9 @@ scenario is one module in `scenarios/`, whose docstring says what it measures an
 `constraints`, `check`, `loading` (issue 8: spec loading, validate's did-you-mean check,
 tables against JSON), `juju` (issue 9: a 10,000-unit bundle against the plain pipeline),
 `dedication` (issue 10: 10,000 hosts, a 3-level domain tree, fast path against the
-reference), and `acceptance`, which judges what the others measured.
+reference), and `acceptance`, which judges what the others measured. `check_fleet` (issue
+15: `placed check --summary` on 5,000 workloads x 1,000 targets, run as a user runs it)
+runs after `check`.
 `harness.py` holds the configuration and the timing, profiling and table helpers;
 `inventories.py` the random problems the scenarios share. `compare.py` runs this file
 against two source trees.
@@ -43,6 +45,7 @@ from scenarios import (
     acceptance,
     allocation,
     check,
+    check_fleet,
     constraints,
     dedication,
     juju,
@@ -133,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     scale = mapping_scale.run(config)
     evaluations = constraints.run(config)
     checked = check.run(config)
+    fleet = check_fleet.run(config)
     loaded = loading.run(config)
     directed = juju.run(config)
     dedicated = dedication.run(config)
@@ -143,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         mapping_scale.section(scale),
         constraints.section(evaluations),
         check.section(checked),
+        check_fleet.section(fleet),
         loading.section(loaded),
         juju.section(directed),
         dedication.section(dedicated),
@@ -153,8 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     if config.write is not None:
         config.write.write_text(report)
         progress(f"wrote {config.write}")
-    # The fast path and the reference must agree on every placement with dedication.
-    return 0 if judged.correct and dedicated.mismatches == 0 else 1
+    # The fast path and the reference must agree on every placement with dedication, and
+    # check's summary with its full matrix.
+    return 0 if judged.correct and dedicated.mismatches == 0 and fleet.ok else 1
 
 
 if __name__ == "__main__":

@@ -149,3 +149,19 @@ def test_loading_goals_are_reported_not_enforced(quick_run: tuple[int, str, str]
         row = re.search(rf"\| {re.escape(goal)} \| (.*) \|", report)
         assert row is not None, goal
         assert row.group(1) == "n/a | not run (quick)", row.group(1)
+
+
+def test_check_at_fleet_size_is_measured_and_agrees_with_the_full_matrix(
+    quick_run: tuple[int, str, str],
+) -> None:
+    """Issue 15, point 7: the scenario runs `placed check --summary` as a user does; its
+    agreement with `--all` and the default switch are correctness (PASS), its speed and
+    memory goals are judged only at full size."""
+    _, report, _ = quick_run
+    assert "## `placed check` at fleet size" in report
+    assert "| `placed check SPEC --summary` |" in report
+    assert (
+        "| summary agrees with `--all`; the default switches above 10,000 pairs "
+        "| 0 disagreements, switched: yes | PASS |"
+    ) in report
+    assert "| not judged (quick) |" in report

@@ -40,7 +40,6 @@ from placed.cli.render import (
     Documents,
     Table,
     View,
-    check_table,
     combine,
     dedications_table,
     emit_data,
@@ -50,8 +49,10 @@ from placed.cli.render import (
     simulate_table,
     validate_table,
 )
+from placed.cli.streaming import CheckWriter
 from placed.engine.changes import Change, changes
-from placed.engine.check import deploy_check
+from placed.engine.check import check_rows, check_warnings
+from placed.engine.check_summary import summary_rows
 from placed.engine.cloud import Cloud
 from placed.engine.planner import Placement, Planner, PlanResult
 from placed.engine.rebalance import Simulation, UnknownTargetError, simulate
@@ -344,10 +345,33 @@ def _only(result: PlanResult, names: set[str]) -> PlanResult:
     )
 
 
+# Above this many (workload, target) pairs the full matrix is more than anyone reads:
+# check shows the summary unless --all asks for every pair.
+CHECK_PAIRS_SHOWN = 10_000
+
+
 @app.command()
 def check(
     spec: InputsArgument,
     workload: WorkloadOption = None,
+    summary: Annotated[
+        bool,
+        typer.Option(
+            "--summary",
+            help="One row per workload: how many targets are compatible, and why the others "
+            "are not, counted per filter (as in: 0/12 targets available: 5 are dedicated "
+            "to another tenant or not to this one, 4 fail the workload's constraints). The "
+            f"default above {CHECK_PAIRS_SHOWN:,} workload-target pairs.",
+        ),
+    ] = False,
+    every: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Every workload against every target, with every reason (the default up "
+            f"to {CHECK_PAIRS_SHOWN:,} pairs).",
+        ),
+    ] = False,
     format_choice: FormatOption = ReportFormat.table,
     wide: WideOption = False,
     input_format: InputFormatOption = InputFormat.auto,
@@ -357,7 +381,9 @@ def check(
     """For each workload and each target: compatible or not, and every reason why not.
 
     Capacity is judged against an empty inventory (nothing placed yet). Exit code 1 when a
-    workload has no compatible target at all.
+    workload has no compatible target at all. Above 10,000 workload-target pairs the
+    summary is shown instead of every pair (stderr says so); --all or --summary choose.
+    Both print workload by workload as they are checked, JSON and YAML too.
 
     \b
     Examples:
@@ -365,18 +391,69 @@ def check(
       placed check examples/ironic-affinity.yaml -o wide | grep -w no
       cd examples/openhorizon && placed check nodes.json \\
           web.deployment.policy.json web.service.definition.json
+      placed check examples/cloudstack-dedication.yaml --summary --format json
+      placed check examples/cloudstack-dedication.yaml --all > every-pair.txt
     """
     fmt = _begin(format_choice, wide)
-    documents = []
-    failed = False
-    for document, wanted in _chosen_workloads(
-        _load_inputs(spec, input_format, status, overlays=overlay), workload
-    ):
-        report, incompatible = deploy_check(Planner(document), wanted)
-        failed = failed or incompatible
-        documents.append((document.name, report))
-    _emit(documents, fmt, check_table)
+    if summary and every:
+        fail("--summary and --all ask for different outputs: give one of them")
+    specs = _load_inputs(spec, input_format, status, overlays=overlay)
+    chosen = [
+        (document.name, Planner(document), wanted)
+        for document, wanted in _chosen_workloads(specs, workload)
+    ]
+    pairs = sum(len(wanted) * len(planner.index) for _, planner, wanted in chosen)
+    brief = summary or (not every and pairs > CHECK_PAIRS_SHOWN)
+    if brief and not summary:
+        if len(chosen) == 1:
+            _, planner, wanted = chosen[0]
+            many = ("workload", "workloads"), ("target", "targets")
+            size = " x ".join(
+                f"{n:,} {words[n != 1]}"
+                for n, words in zip((len(wanted), len(planner.index)), many, strict=True)
+            )
+        else:
+            size = f"{len(chosen)} documents, {pairs:,} workload-target pairs"
+        err.print(Text(f"{size}: showing --summary; --all for every pair"), soft_wrap=True)
+    writer = CheckWriter(out, fmt, len(chosen) > 1, brief, View(wide=fmt is Format.wide))
+    # On a terminal the bar goes where the rows go, so that rows scroll above it; neither
+    # console's file is redirected through the other.
+    bar = out if out.is_terminal else err
+    with DelayedProgress("checking", console=bar, redirect=False) as progress:
+        failed = _stream_check(chosen, writer, brief, progress)
+    writer.close()
     _exit(failed)
+
+
+def _stream_check(
+    chosen: list[tuple[str, Planner, list[Workload]]],
+    writer: CheckWriter,
+    brief: bool,
+    progress: DelayedProgress,
+) -> bool:
+    """Check and print workload by workload; whether some workload has no compatible
+    target."""
+    total = sum(len(wanted) for _, _, wanted in chosen)
+    failed = False
+    done = 0
+    for number, (name, planner, wanted) in enumerate(chosen):
+        writer.begin(name, wanted, len(planner.index))
+        rows = summary_rows(planner, wanted) if brief else check_rows(planner, wanted)
+        conflicts = []
+        for position, checked in enumerate(rows):
+            failed = failed or checked.failed
+            conflicts.extend(checked.conflicts)
+            writer.row(checked.row)
+            done += 1
+            progress(done, total)
+            if writer.closed:
+                # Nobody reads the rest, but the exit code still tells whether some
+                # workload has no compatible target: the summary's counts are enough.
+                rest = [(planner, wanted[position + 1 :])]
+                rest += [(p, w) for _, p, w in chosen[number + 1 :]]
+                return failed or any(c.failed for p, w in rest for c in summary_rows(p, w))
+        writer.end(conflicts, check_warnings(planner, wanted))
+    return failed
 
 
 def _chosen_workloads(

@@ -20,9 +20,17 @@ from rich.status import Status
 
 class DelayedProgress:
     def __init__(
-        self, description: str, delay: float = 1.0, console: Console | None = None
+        self,
+        description: str,
+        delay: float = 1.0,
+        console: Console | None = None,
+        redirect: bool = True,
     ) -> None:
         self.description = description
+        # Whether print() and stray writes to sys.stdout and sys.stderr go above the bar.
+        # Output written while the bar runs (check's streamed rows) must not: a bar on
+        # stderr would carry stdout's text to stderr's file.
+        self.redirect = redirect
         self.delay = delay
         self.console = console or Console(stderr=True)
         self.started = time.monotonic()
@@ -45,6 +53,8 @@ class DelayedProgress:
                 TimeRemainingColumn(),
                 console=self.console,
                 transient=True,
+                redirect_stdout=self.redirect,
+                redirect_stderr=self.redirect,
             )
             self._bar.start()
             self._task = self._bar.add_task(self.description, total=total)

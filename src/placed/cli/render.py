@@ -175,36 +175,47 @@ def check_table(console: Console, documents: Documents, view: View = View()) -> 
     for name, data in documents:
         _heading(console, name, len(documents) > 1)
         for workload in data["workloads"]:
-            # The node's own namespace, where any node has one (seed 002: shown in node
-            # commands), so a namespace refusal can be read off the row.
-            spaced = view.wide or any(v.get("namespace") for v in workload["targets"])
-            first = ("workload",) if view.wide else ()
-            middle = ("namespace",) if spaced else ()
-            columns = (*first, "target", *middle, "compatible", "score", "reasons")
-            rows: list[Sequence[Cell]] = []
-            for verdict in workload["targets"]:
-                ok = verdict["compatible"]
-                rows.append(
-                    (
-                        *((workload["workload"],) if view.wide else ()),
-                        verdict["target"],
-                        *((verdict.get("namespace") or "-",) if spaced else ()),
-                        Styled("yes", "green") if ok else Styled("no", "red"),
-                        f"{verdict['score']:g}" if ok else "-",
-                        _reasons(verdict),
-                    )
-                )
-            title = f"{workload['workload']}: {workload['summary']}"
-            show(console, Grid(columns, rows, title=title))
-        for conflict in data["conflicts"]:
-            say(
-                console,
-                Styled(
-                    f"conflict [{conflict['code']}] {conflict['workload']}: {conflict['message']}",
-                    "bold red",
-                ),
+            check_workload_table(console, workload, view)
+        check_footer(console, data["conflicts"], data["warnings"])
+
+
+def check_workload_table(console: Console, workload: dict[str, Any], view: View) -> None:
+    """One workload of the full matrix: its title, then a row per target."""
+    # The node's own namespace, where any node has one (seed 002: shown in node
+    # commands), so a namespace refusal can be read off the row.
+    spaced = view.wide or any(v.get("namespace") for v in workload["targets"])
+    first = ("workload",) if view.wide else ()
+    middle = ("namespace",) if spaced else ()
+    columns = (*first, "target", *middle, "compatible", "score", "reasons")
+    rows: list[Sequence[Cell]] = []
+    for verdict in workload["targets"]:
+        ok = verdict["compatible"]
+        rows.append(
+            (
+                *((workload["workload"],) if view.wide else ()),
+                verdict["target"],
+                *((verdict.get("namespace") or "-",) if spaced else ()),
+                Styled("yes", "green") if ok else Styled("no", "red"),
+                f"{verdict['score']:g}" if ok else "-",
+                _reasons(verdict),
             )
-        _warnings(console, data["warnings"])
+        )
+    title = f"{workload['workload']}: {workload['summary']}"
+    show(console, Grid(columns, rows, title=title))
+
+
+def check_footer(
+    console: Console, conflicts: list[dict[str, Any]], warnings: list[dict[str, Any]]
+) -> None:
+    for conflict in conflicts:
+        say(
+            console,
+            Styled(
+                f"conflict [{conflict['code']}] {conflict['workload']}: {conflict['message']}",
+                "bold red",
+            ),
+        )
+    _warnings(console, warnings)
 
 
 def _plural(n: int, word: str) -> str:

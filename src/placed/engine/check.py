@@ -3,14 +3,17 @@ target, with all the reasons, and the conflicts a spec holds."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from placed.engine.explain import verdicts
 from placed.engine.planner import Planner
 from placed.engine.state import PlanState
-from placed.model import Service, Workload
+from placed.model import Service, Spec, Workload
 from placed.policy.builtins import NAMESPACE, workload_constraints
 from placed.policy.deployment import deployment_of
 from placed.policy.directives import creates_targets
@@ -59,7 +62,7 @@ def _pattern_namespace_reasons(workload: Workload, text: str) -> dict[str, str]:
 
 
 def _distinct(
-    workload: Workload, compatible: list[bool], state: PlanState
+    workload: Workload, compatible: Sequence[bool] | NDArray[np.bool_], state: PlanState
 ) -> dict[str, Any] | None:
     """How many values of its `distinct` level the workload's compatible targets span
     (None when one of them has no ancestor of that kind: then there is no limit)."""
@@ -89,17 +92,78 @@ def _real_conflict(workload: Workload) -> str | None:
     return None
 
 
-def deploy_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str, Any], bool]:
-    """(the check document, whether some workload has no compatible target at all)."""
-    state = planner.initial_state()
-    rows = []
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """One workload's part of a check: its row, and the conflicts it brings."""
+
+    row: dict[str, Any]
+    conflicts: list[dict[str, Any]]
+    creates: bool = False  # its units get targets made for them (Juju's new machines)
+
+    @property
+    def failed(self) -> bool:
+        """No target is compatible with the workload (exit code 1); units that get a
+        target made for them need none to exist."""
+        return int(self.row["compatible_targets"]) == 0 and not self.creates
+
+
+def workload_conflicts(
+    workload: Workload, compatible: NDArray[np.bool_], state: PlanState, spec: Spec
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """(the workload's `distinct` spread, or None; the conflicts it brings), from which
+    targets are compatible with it: the same for the full matrix and the summary."""
     conflicts = []
-    failed = False
+    count = int(compatible.sum())
+    spread = _distinct(workload, compatible, state)
+    if spread is not None and spread["values"] is not None and spread["values"] < workload.units:
+        conflicts.append(
+            {
+                "code": "distinct-too-few-values",
+                "workload": workload.name,
+                "message": f"{workload.name} asks for {workload.units} units on "
+                f"distinct {spread['level']}s, but its compatible targets span "
+                f"{spread['values']}; {workload.units - spread['values']} would "
+                "stay unplaced",
+                "real": True,
+            }
+        )
+    every = namespace_findings(workload, spec.inventory.targets)
+    findings = [f for f in every if f.code.startswith("namespace-")]
+    conflicts.extend(
+        {"code": f.code, "workload": f.workload, "message": f.message, "real": True}
+        for f in every
+        if f.real
+    )
+    if findings and count == 0:
+        conflicts.append(
+            {
+                "code": "no-compatible-target",
+                "workload": workload.name,
+                "message": f"no target in the inventory can deploy {workload.name}: "
+                f"{compatible.size} checked, none compatible",
+                "real": True,
+            }
+        )
+    return spread, conflicts
+
+
+def check_warnings(planner: Planner, workloads: Sequence[Workload]) -> list[dict[str, Any]]:
+    """The spec's lint warnings that concern the checked workloads (or no workload)."""
+    chosen = {workload.name for workload in workloads}
+    return [
+        notice.to_dict()
+        for notice in lint(planner.spec, planner.families)
+        if notice.workload is None or notice.workload in chosen
+    ]
+
+
+def check_rows(planner: Planner, workloads: Sequence[Workload]) -> Iterator[Checked]:
+    """The full matrix, one workload at a time (so that the CLI can print each as it
+    comes): every target, with every failing filter's reason."""
+    state = planner.initial_state()
     for workload in workloads:
         found = verdicts(planner.pipeline, planner.request(workload), state)
         compatible = sum(v.compatible for v in found)
-        # Units that get a target made for them (Juju's new machines) need none to exist.
-        failed = failed or (compatible == 0 and not creates_targets(workload))
         label = service_label(workload)
         conflict = _real_conflict(workload)
         targets = []
@@ -138,43 +202,21 @@ def deploy_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str,
             "summary": f"{compatible}/{len(found)} targets compatible",
             "targets": targets,
         }
-        spread = _distinct(workload, [v.compatible for v in found], state)
+        mask = np.fromiter((v.compatible for v in found), dtype=bool, count=len(found))
+        spread, conflicts = workload_conflicts(workload, mask, state, planner.spec)
         if spread is not None:
             summary["distinct"] = spread
-            if spread["values"] is not None and spread["values"] < workload.units:
-                conflicts.append(
-                    {
-                        "code": "distinct-too-few-values",
-                        "workload": workload.name,
-                        "message": f"{workload.name} asks for {workload.units} units on "
-                        f"distinct {spread['level']}s, but its compatible targets span "
-                        f"{spread['values']}; {workload.units - spread['values']} would "
-                        "stay unplaced",
-                        "real": True,
-                    }
-                )
-        rows.append(summary)
-        every = namespace_findings(workload, planner.spec.inventory.targets)
-        findings = [f for f in every if f.code.startswith("namespace-")]
-        conflicts.extend(
-            {"code": f.code, "workload": f.workload, "message": f.message, "real": True}
-            for f in every
-            if f.real
-        )
-        if findings and compatible == 0:
-            conflicts.append(
-                {
-                    "code": "no-compatible-target",
-                    "workload": workload.name,
-                    "message": f"no target in the inventory can deploy {workload.name}: "
-                    f"{len(found)} checked, none compatible",
-                    "real": True,
-                }
-            )
-    chosen = {workload.name for workload in workloads}
-    warnings = [
-        notice.to_dict()
-        for notice in lint(planner.spec, planner.families)
-        if notice.workload is None or notice.workload in chosen
-    ]
+        yield Checked(summary, conflicts, creates_targets(workload))
+
+
+def deploy_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str, Any], bool]:
+    """(the check document, whether some workload has no compatible target at all)."""
+    rows = []
+    conflicts = []
+    failed = False
+    for checked in check_rows(planner, workloads):
+        rows.append(checked.row)
+        conflicts.extend(checked.conflicts)
+        failed = failed or checked.failed
+    warnings = check_warnings(planner, workloads)
     return {"workloads": rows, "conflicts": conflicts, "warnings": warnings}, failed
