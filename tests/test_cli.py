@@ -125,7 +125,7 @@ def test_check_lists_every_failing_filter(tmp_path: Path) -> None:
     assert h1 == {
         "target": "h1",
         "compatible": False,
-        "score": 0.0,
+        "score": None,
         "reasons": [{"filter": "hard-affinity", "message": "lacks required tag datacenter1"}],
         "reason": {"general": "lacks required tag datacenter1"},
     }

@@ -87,7 +87,13 @@ def shape_of(text: str) -> Shape:
     return built if isinstance(built, Shape) else Shape(free=True)  # a plain value
 
 
-CONTRACTS = re.findall(r"<!-- contract: (.+?) -->\n```text\n(.*?)```", README, re.S)
+CONTRACTS = [
+    (args, text)
+    for markers, text in re.findall(
+        r"((?:<!-- contract: [^\n]+ -->\n)+)```text\n(.*?)```", README, re.S
+    )
+    for args in re.findall(r"<!-- contract: ([^\n]+) -->", markers)
+]
 
 
 def mismatches(shape: Shape, value: Any, where: str) -> list[str]:
@@ -117,7 +123,8 @@ def mismatches(shape: Shape, value: Any, where: str) -> list[str]:
 
 def test_the_contract_section_documents_every_command() -> None:
     commands = {shlex.split(args)[0] for args, _ in CONTRACTS}
-    assert {"plan", "check", "explain", "simulate", "validate", "dedications", "expr"} <= commands
+    every = {"plan", "check", "explain", "simulate", "validate", "dedications", "expr"}
+    assert every | {"explain-spec"} <= commands
 
 
 @pytest.mark.parametrize(("args", "text"), CONTRACTS, ids=[a for a, _ in CONTRACTS])
@@ -126,6 +133,33 @@ def test_the_contract_is_what_is_printed(args: str, text: str, monkeypatch: Any)
     shape = shape_of(text)
     done = CliRunner().invoke(app, [*shlex.split(args), "--format", "json"])
     assert done.exception is None or isinstance(done.exception, SystemExit), done.exception
-    assert done.exit_code in (0, 1), done.output
+    assert done.exit_code in (0, 1, 2), done.output  # 2: the errors document
     printed = json.loads(done.stdout)
-    assert mismatches(shape, printed, "") == []
+    # A file of several documents prints each, under "documents".
+    documents = printed.get("documents", [printed])
+    for i, document in enumerate(documents):
+        assert mismatches(shape, document, f"[{i}]") == []
+
+
+def run_json(*args: str) -> Any:
+    done = CliRunner().invoke(app, [*args, "--format", "json"])
+    assert done.exit_code in (0, 1), done.output
+    return json.loads(done.stdout)
+
+
+def test_an_incompatible_target_has_no_score() -> None:
+    data = run_json("check", str(ROOT / "examples" / "cloudstack-dedication.yaml"), "--all")
+    rows = [t for w in data["workloads"] for t in w["targets"]]
+    assert any(not t["compatible"] for t in rows)
+    for row in rows:
+        assert (row["score"] is None) == (not row["compatible"]), row
+    traced = run_json("explain", str(ROOT / "examples" / "distinct-racks.yaml"), "web/3")
+    assert all(t["score"] is None for t in traced["targets"] if not t["compatible"])
+
+
+def test_explain_gives_every_key_placed_or_not() -> None:
+    racks = str(ROOT / "examples" / "distinct-racks.yaml")
+    placed, unplaced = run_json("explain", racks, "web/0"), run_json("explain", racks, "web/3")
+    assert set(placed) == set(unplaced)
+    assert placed["summary"] is None and placed["filtered"] is None and placed["target"]
+    assert unplaced["target"] is None and unplaced["reason"] is None and unplaced["summary"]

@@ -92,8 +92,14 @@ def test_a_fallback_creates_targets_that_later_units_use() -> None:
 
     data = result.to_dict()
     assert data["new_targets"] == [
-        {"id": "new-1", "kind": "machine", "for": "big/1", "constraints": "cpu=6"},
-        {"id": "new-2", "kind": "machine", "for": "small/0", "constraints": "cpu=4"},
+        {"id": "new-1", "kind": "machine", "for": "big/1", "constraints": "cpu=6", "parent": None},
+        {
+            "id": "new-2",
+            "kind": "machine",
+            "for": "small/0",
+            "constraints": "cpu=4",
+            "parent": None,
+        },
     ]
     reasons = {p["unit"]: p["reason"] for p in data["placements"]}
     assert reasons["big/1"].endswith("created for it (new-machine)")

@@ -640,7 +640,9 @@ def _migrations(
     for document in specs:
         cloud = Cloud(document)
         before = len(cloud.events)
-        moved, refused, notes = [], [], []
+        moved: list[dict[str, str | None]] = []
+        refused: list[dict[str, str | None]] = []
+        notes: list[str] = []
         for asked in migrate:
             name, sep, host = asked.partition("=")
             if not sep or not name or not host:
@@ -663,7 +665,7 @@ def _migrations(
             except DedicationError as error:
                 if error.kind == "invalid-parameter" and "no host" in error.message:
                     fail_at("--maintenance", error.message, "--maintenance")
-                refused.append({"unit": host, "to": "-", "kind": error.kind, "why": error.message})
+                refused.append({"unit": host, "to": None, "kind": error.kind, "why": error.message})
         where: dict[str, list[str]] = {}
         for name in targets:
             try:

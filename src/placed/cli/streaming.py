@@ -203,8 +203,7 @@ class CheckWriter:
         with guarded():
             if self.data is not None:
                 head: dict[str, Any] = {"name": name}
-                if self.summary:
-                    head["view"] = "summary"
+                head["view"] = "summary" if self.summary else "all"
                 self.data.begin(head)
                 return
             if self.several:

@@ -191,7 +191,7 @@ def check_rows(planner: Planner, workloads: Sequence[Workload]) -> Iterator[Chec
                 row["namespace"] = target.agent.agent_namespace  # an edge cluster's agent
             row.update(
                 compatible=verdict.compatible,
-                score=verdict.score,
+                score=verdict.score if verdict.compatible else None,  # ranks usable ones
                 reasons=reasons,
                 reason={key: "; ".join(texts) for key, texts in by_service.items()},
             )
@@ -219,4 +219,5 @@ def deploy_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str,
         conflicts.extend(checked.conflicts)
         failed = failed or checked.failed
     warnings = check_warnings(planner, workloads)
-    return {"workloads": rows, "conflicts": conflicts, "warnings": warnings}, failed
+    document = {"view": "all", "workloads": rows, "conflicts": conflicts, "warnings": warnings}
+    return document, failed

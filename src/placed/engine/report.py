@@ -128,7 +128,7 @@ def plan_document(result: PlanResult) -> dict[str, Any]:
                 "kind": made.target.kind,
                 "for": made.unit,
                 "constraints": made.constraints,
-                **({"parent": made.parent} if made.parent else {}),
+                "parent": made.parent or None,
             }
             for made in result.new_targets
         ],
@@ -156,14 +156,27 @@ def trace_document(found: UnitTrace) -> dict[str, Any]:
         explainer = Explainer(
             found.result.spec, found.result.families, [m.target for m in found.result.new_targets]
         )
-        data.update(placed=True, target=outcome.target, reason=explainer.reason(outcome))
+        data.update(
+            placed=True,
+            target=outcome.target,
+            reason=explainer.reason(outcome),
+            summary=None,
+            filtered=None,
+        )
     else:
-        data.update(placed=False, summary=outcome.summary, filtered=outcome.filtered)
+        data.update(
+            placed=False,
+            target=None,
+            reason=None,
+            summary=outcome.summary,
+            filtered=outcome.filtered,
+        )
     data["targets"] = [
         {
             "target": verdict.target,
             "compatible": verdict.compatible,
-            "score": verdict.score,
+            # A score ranks only the targets a unit may use.
+            "score": verdict.score if verdict.compatible else None,
             "reasons": [{"filter": r.filter, "message": r.text} for r in verdict.reasons],
         }
         for verdict in found.verdicts

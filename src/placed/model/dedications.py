@@ -85,15 +85,13 @@ class Dedication:
     owner: Owner
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+        return {
             "resource": self.resource,
             "kind": self.kind,
             "domain": self.owner.domain,
+            "account": self.owner.account or None,  # a domain's dedication: null
+            "implicit": self.owner.implicit,
         }
-        if self.owner.account:
-            data["account"] = self.owner.account
-        data["implicit"] = self.owner.implicit
-        return data
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,11 +125,11 @@ class LocationSpec(_Strict):
     tags: TagList = Field(
         default_factory=list,
         description="What this location is or reaches (rack10, network1). A workload tag "
-        "that matches one scores +1 (seed 001's first form).",
+        "that matches one scores +1 (the Ironic RFE's first form).",
     )
     anti_tags: TagList = Field(
         default_factory=list,
-        description="Seed 001's first-form 'anti-tags': shorthand for hard_anti_affinity.",
+        description="The Ironic RFE's first-form 'anti-tags': shorthand for hard_anti_affinity.",
     )
     hard_affinity: TagList = Field(
         default_factory=list, description="Tags a workload must all carry to land here."
@@ -221,7 +221,7 @@ class WorkloadSpec(_Strict):
         "without their own must meet, or a new machine gets.",
     )
     account: Identifier | None = Field(
-        None, description="The tenant account the VMs belong to (seed 004)."
+        None, description="The tenant account the VMs belong to (CloudStack)."
     )
     offering: Identifier | None = Field(
         None,
@@ -317,7 +317,7 @@ class DomainSpec(_Strict):
 
 
 class TenancySpec(_Strict):
-    """The domain tree under ROOT and the accounts of each domain (seed 004)."""
+    """The domain tree under ROOT and the accounts of each domain (CloudStack)."""
 
     domains: dict[Identifier, DomainSpec] = Field(
         default_factory=dict, description="The domains directly under ROOT."
@@ -341,7 +341,7 @@ class OfferingSpec(_Strict):
 
 
 class StoragePoolSpec(_Strict):
-    """A primary storage pool: zone-wide or cluster-wide (seed 004, requirement 8)."""
+    """A primary storage pool: zone-wide or cluster-wide (CloudStack dedicated resources)."""
 
     id: TargetId
     scope: Literal["zone", "cluster"]
@@ -374,7 +374,7 @@ class SpecDocument(_Strict):
     inventory: list[LocationSpec] = Field(default_factory=list)
     workloads: list[WorkloadSpec] = Field(default_factory=list)
     settings: SettingsSpec = Field(default_factory=SettingsSpec)
-    tenancy: TenancySpec | None = Field(None, description="Domains and accounts (seed 004).")
+    tenancy: TenancySpec | None = Field(None, description="Domains and accounts (CloudStack).")
     offerings: list[OfferingSpec] = Field(default_factory=list)
     storage: list[StoragePoolSpec] = Field(
         default_factory=list, description="Primary storage pools, dedicable like hosts."
