@@ -188,6 +188,7 @@ OverlayOption = Annotated[
     list[Path] | None,
     typer.Option(
         "--overlay",
+        metavar="FILE",
         help="A bundle overlay to merge into the bundle, as `juju deploy --overlay` does "
         "(repeat for several, applied in order): applications merged key by key, an empty "
         "one removed, machines replaced.",
@@ -552,6 +553,7 @@ def simulate_command(
         typer.Option(
             "--migrate",
             "-m",
+            metavar="VM=HOST",
             help="VM=HOST: move a running VM (a unit of the spec's running: section) to a "
             "host, under CloudStack's dedication rules: refused, with the reason and an "
             "event, onto a host its account may not use.",
@@ -559,12 +561,15 @@ def simulate_command(
     ] = None,
     targets: Annotated[
         list[str] | None,
-        typer.Option("--targets", help="A running VM: list the hosts it may migrate to."),
+        typer.Option(
+            "--targets", metavar="VM", help="A running VM: list the hosts it may migrate to."
+        ),
     ] = None,
     maintenance: Annotated[
         list[str] | None,
         typer.Option(
             "--maintenance",
+            metavar="HOST",
             help="A host into maintenance: each running VM on it is placed again under the "
             "same rules, or the command says why one cannot move (and nothing moves), or "
             "that the host runs no VMs.",
@@ -847,13 +852,18 @@ def dedications(
     ] = False,
     kind: Annotated[
         str | None,
-        typer.Option("--kind", help="Only one kind: zone, pod, cluster, host (or pool)."),
+        typer.Option(
+            "--kind", metavar="KIND", help="Only one kind: zone, pod, cluster, host (or pool)."
+        ),
     ] = None,
-    domain: Annotated[str | None, typer.Option("--domain", help="Only this domain's.")] = None,
+    domain: Annotated[
+        str | None, typer.Option("--domain", metavar="DOMAIN", help="Only this domain's.")
+    ] = None,
     account: Annotated[
         str | None,
         typer.Option(
             "--account",
+            metavar="ACCOUNT",
             help="Only this account's; give its domain with --domain (an account is named "
             "inside its domain, as in CloudStack's listDedicated* commands).",
         ),
@@ -862,6 +872,7 @@ def dedications(
         str,
         typer.Option(
             "--as",
+            metavar="PRINCIPAL",
             help="List as this principal: root-admin (everything), domain-admin:D1 or user:A7 "
             "(only what applies to their domain chain and account).",
         ),
@@ -870,6 +881,7 @@ def dedications(
         list[str] | None,
         typer.Option(
             "--dedicate",
+            metavar="RESOURCE=OWNER",
             help="RESOURCE=DOMAIN or RESOURCE=DOMAIN/ACCOUNT: dedicate it, as --as, before "
             "listing (on a copy: the spec is not changed). A refused operation exits 2 with "
             "the rule's kind and message.",
@@ -877,10 +889,15 @@ def dedications(
     ] = None,
     update: Annotated[
         list[str] | None,
-        typer.Option("--update", help="RESOURCE=DOMAIN[/ACCOUNT]: give it to a new owner."),
+        typer.Option(
+            "--update",
+            metavar="RESOURCE=OWNER",
+            help="RESOURCE=DOMAIN[/ACCOUNT]: give it to a new owner.",
+        ),
     ] = None,
     release: Annotated[
-        list[str] | None, typer.Option("--release", help="RESOURCE: release its dedication.")
+        list[str] | None,
+        typer.Option("--release", metavar="RESOURCE", help="RESOURCE: release its dedication."),
     ] = None,
     input_format: InputFormatOption = InputFormat.auto,
 ) -> None:
@@ -978,6 +995,7 @@ def expr(
         typer.Option(
             "--props",
             "-p",
+            metavar="PROPS",
             help="Properties as JSON or YAML text, or @FILE (@- for standard input): a "
             "mapping {name: value}, Open Horizon's list [{name, value, type}], or a node "
             "policy as hzn policy list prints it (its deployment properties over the top "
