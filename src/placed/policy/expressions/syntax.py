@@ -167,6 +167,10 @@ def _parser() -> Lark:
 _KEYWORD = re.compile(r"(and|or|And|Or)\b")
 
 
+# A fleet's policies repeat a few constraints thousands of times, and the spec reader
+# checks each before the planner parses it again; the tree is immutable and an error is
+# raised, not cached, so one parse per distinct text serves both.
+@lru_cache(maxsize=16384)
 def parse(text: str) -> Node | None:
     """One expression; None when it is empty (which is true)."""
     if not text.strip():
