@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,8 @@ from typer.testing import CliRunner
 
 from placed.cli.main import app
 from placed.spec.schema import SpecDocument
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def invoke(*args: str) -> tuple[int, str, str]:
@@ -83,3 +86,36 @@ def test_an_unknown_field_is_an_error_with_its_column_and_a_suggestion() -> None
     assert "Traceback" not in err
     code, _, err = invoke("explain-spec", "workloads.units.more")
     assert code == 2 and "workloads.units has no fields" in err
+
+
+def test_convert_never_writes_over_what_it_reads(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle.yaml"
+    original = (ROOT / "examples" / "juju-bundle.yaml").read_text()
+    bundle.write_text(original)
+    code, out, err = invoke("convert", str(bundle), "--output-file", str(bundle), "-o", "json")
+    assert code == 2 and bundle.read_text() == original
+    (error,) = json.loads(out)["errors"]
+    assert error["key"] == "--output-file" and error["file"] is None
+    hzn = tmp_path / "hzn"
+    hzn.mkdir()
+    for source in (ROOT / "examples" / "openhorizon").iterdir():
+        (hzn / source.name).write_text(source.read_text())
+    code, _, err = invoke("convert", str(hzn), "--output-file", str(hzn / "spec.yaml"))
+    assert code == 2 and "inside" in err and not (hzn / "spec.yaml").exists()
+    code, _, _ = invoke("convert", str(bundle), "--output-file", str(tmp_path / "native.yaml"))
+    assert code == 0 and (tmp_path / "native.yaml").read_text().startswith("# The native")
+
+
+def test_readers_meet_behaviour_in_words_not_design_document_numbers() -> None:
+    # The design documents live outside the repository: "seed 004" means nothing to a
+    # reader of the README, the examples, help or the schema's descriptions.
+    texts = {"README.md": (ROOT / "README.md").read_text()}
+    for example in sorted((ROOT / "examples").rglob("*")):
+        if example.is_file():
+            texts[str(example.relative_to(ROOT))] = example.read_text()
+    texts["schema"] = json.dumps(SpecDocument.model_json_schema())
+    for path in (("plan",), ("simulate",), ("dedications",), ("check",), ("validate",)):
+        texts[f"{path[0]} --help"] = invoke(*path, "--help")[1]
+    pattern = re.compile(r"\bseed(?:'s| 0\d\d)|requirement \d", re.I)
+    found = {name: pattern.findall(text) for name, text in texts.items()}
+    assert {name: hits for name, hits in found.items() if hits} == {}
