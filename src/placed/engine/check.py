@@ -3,7 +3,7 @@ target, with all the reasons, and the conflicts a spec holds."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -209,15 +209,22 @@ def check_rows(planner: Planner, workloads: Sequence[Workload]) -> Iterator[Chec
         yield Checked(summary, conflicts, creates_targets(workload))
 
 
-def deploy_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str, Any], bool]:
-    """(the check document, whether some workload has no compatible target at all)."""
+def check_document(
+    view: str, checked: Iterable[Checked], planner: Planner, workloads: Sequence[Workload]
+) -> tuple[dict[str, Any], bool]:
+    """(the document of a check's rows, whether some workload has no compatible target)."""
     rows = []
     conflicts = []
     failed = False
-    for checked in check_rows(planner, workloads):
-        rows.append(checked.row)
-        conflicts.extend(checked.conflicts)
-        failed = failed or checked.failed
+    for one in checked:
+        rows.append(one.row)
+        conflicts.extend(one.conflicts)
+        failed = failed or one.failed
     warnings = check_warnings(planner, workloads)
-    document = {"view": "all", "workloads": rows, "conflicts": conflicts, "warnings": warnings}
+    document = {"view": view, "workloads": rows, "conflicts": conflicts, "warnings": warnings}
     return document, failed
+
+
+def deploy_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str, Any], bool]:
+    """(the check document, whether some workload has no compatible target at all)."""
+    return check_document("all", check_rows(planner, workloads), planner, workloads)

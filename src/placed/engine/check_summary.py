@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from placed.engine.check import Checked, _real_conflict, check_warnings, workload_conflicts
+from placed.engine.check import Checked, _real_conflict, check_document, workload_conflicts
 from placed.engine.pipeline import CompiledRequest, Pipeline
 from placed.engine.planner import Planner
 from placed.engine.state import PlanState
@@ -163,13 +163,4 @@ def summary_rows(planner: Planner, workloads: Sequence[Workload]) -> Iterator[Ch
 def summary_check(planner: Planner, workloads: list[Workload]) -> tuple[dict[str, Any], bool]:
     """(the summary document, whether some workload has no compatible target at all), as
     deploy_check gives the full one."""
-    rows = []
-    conflicts = []
-    failed = False
-    for checked in summary_rows(planner, workloads):
-        rows.append(checked.row)
-        conflicts.extend(checked.conflicts)
-        failed = failed or checked.failed
-    warnings = check_warnings(planner, workloads)
-    document = {"view": "summary", "workloads": rows, "conflicts": conflicts, "warnings": warnings}
-    return document, failed
+    return check_document("summary", summary_rows(planner, workloads), planner, workloads)
