@@ -12,6 +12,7 @@ import numpy as np
 
 from placed.engine.planner import Placement, Planner
 from placed.engine.reference import reference_plan
+from placed.engine.report import plan_document
 from placed.model import TagRules, Target, Workload
 from placed.policy.base import (
     BoolArray,
@@ -90,7 +91,7 @@ def test_a_fallback_creates_targets_that_later_units_use() -> None:
     (stuck,) = result.unplaced
     assert stuck.summary == "0/3 targets available: 3 have insufficient cpu"
 
-    data = result.to_dict()
+    data = plan_document(result)
     assert data["new_targets"] == [
         {"id": "new-1", "kind": "machine", "for": "big/1", "constraints": "cpu=6", "parent": None},
         {
@@ -136,7 +137,7 @@ def test_created_targets_are_judged_by_the_static_rules_too() -> None:
 
 def test_without_a_fallback_nothing_is_created() -> None:
     result = Planner(load_spec_text(SPEC)).plan()
-    assert result.new_targets == [] and result.to_dict()["new_targets"] == []
+    assert result.new_targets == [] and plan_document(result)["new_targets"] == []
     assert [o.unit for o in result.unplaced] == ["big/1", "big/2", "small/0", "small/1", "stuck/0"]
 
 

@@ -17,6 +17,7 @@ from placed.cli.main import app
 from placed.cli.render import plan_table
 from placed.engine.check import deploy_check
 from placed.engine.planner import Planner
+from placed.engine.report import plan_document
 from placed.model import Spec
 from placed.policy.lint import lint
 from placed.spec import load_spec, load_spec_text
@@ -33,7 +34,7 @@ def spec() -> Spec:
 
 @pytest.fixture(scope="module")
 def plan(spec: Spec) -> dict[str, Any]:
-    return Planner(spec).plan().to_dict()
+    return plan_document(Planner(spec).plan())
 
 
 def deployed(plan: dict[str, Any], workload: str) -> list[tuple[str, str | None]]:
@@ -193,7 +194,7 @@ workloads:
 
 
 def test_cluster_scoped_nodes_take_only_patterns_without_a_namespace() -> None:
-    plan = Planner(load_spec_text(PATTERNS)).plan().to_dict()
+    plan = plan_document(Planner(load_spec_text(PATTERNS)).plan())
     assert deployed(plan, "open-pattern") == [("cluster", "openhorizon-agent"), ("device", None)]
     assert deployed(plan, "abc-pattern") == [("ns-abc", "ABC"), ("device", None)]
 
@@ -206,7 +207,7 @@ def test_a_pattern_whose_services_embed_different_namespaces_deploys_each_to_its
         "services: [{url: a, namespace: XYZ}, {url: b, namespace: QRS}, {url: c}]",
     )
     spec = load_spec_text(text, "patterns.yaml")
-    plan = Planner(spec).plan().to_dict()
+    plan = plan_document(Planner(spec).plan())
     (on_cluster,) = [
         p for p in plan["placements"] if p["workload"] == "abc-pattern" and p["target"] == "cluster"
     ]
@@ -238,5 +239,5 @@ def test_a_pattern_with_one_embedded_namespace_deploys_there_on_a_cluster() -> N
         "cluster_namespace: ABC\n    services: [{url: a, namespace: XYZ}, {url: b}]",
         "services: [{url: a, namespace: XYZ}]",
     )
-    plan = Planner(load_spec_text(text)).plan().to_dict()
+    plan = plan_document(Planner(load_spec_text(text)).plan())
     assert ("cluster", "XYZ") in deployed(plan, "abc-pattern")

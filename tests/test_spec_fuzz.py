@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placed.engine.planner import Planner
+from placed.engine.report import plan_document
 from placed.spec import SpecError, load_spec_text
 
 KEYS = [
@@ -65,4 +66,4 @@ def test_random_documents_load_cleanly_or_fail_cleanly(document: dict, as_json: 
                 assert 1 <= problem.position.line <= lines
         return
     # What loads must also plan without error.
-    Planner(spec).plan().to_dict()
+    plan_document(Planner(spec).plan())

@@ -28,7 +28,6 @@ from placed.cli.output import (
     err,
     error_format,
     fail,
-    fail_at,
     fail_option,
     fail_spec,
     guarded,
@@ -54,17 +53,22 @@ from placed.engine.changes import Change, changes
 from placed.engine.check import check_rows, check_warnings
 from placed.engine.check_summary import summary_rows
 from placed.engine.cloud import Cloud
-from placed.engine.planner import Placement, Planner, PlanResult
-from placed.engine.rebalance import Simulation, UnknownTargetError, simulate
-from placed.engine.report import plan_document, trace_document
-from placed.engine.trace import UnknownUnitError, trace
+from placed.engine.documents import (
+    ArgumentError,
+    Operation,
+    dedications_document,
+    migration_document,
+    only_workloads,
+    simulation_document,
+    validation_document,
+)
+from placed.engine.planner import Placement, Planner
+from placed.engine.rebalance import UnknownTargetError, simulate
+from placed.engine.report import plan_document
+from placed.engine.trace import UnknownUnitError, trace, trace_document
 from placed.model import PropertyError, Spec, Workload, validate_properties
-from placed.model.dedications import DedicationError
-from placed.model.tenancy import ROOT_ADMIN
 from placed.policy.expressions import All, ExpressionError, parse_constraint
-from placed.policy.expressions.dialect import dialect_notices
 from placed.policy.expressions.evaluate import holds, satisfied
-from placed.policy.lint import lint
 from placed.policy.namespaces import namespace_findings
 from placed.spec import SpecError
 from placed.spec.fields import UnknownFieldError
@@ -314,7 +318,7 @@ def plan(
         for document, wanted in chosen:
             result = Planner(document).plan(progress=progress)
             if workload:
-                result = _only(result, {w.name for w in wanted})
+                result = only_workloads(result, {w.name for w in wanted})
             failed = failed or bool(result.unplaced)
             if unplaced:
                 hidden[document.name] = len(result.placements)
@@ -332,18 +336,6 @@ def plan(
         _exit(failed)
     _emit(documents, fmt, plan_table, View(hidden_placements=hidden if unplaced else None))
     _exit(failed)
-
-
-def _only(result: PlanResult, names: set[str]) -> PlanResult:
-    """The plan, as far as the workloads `names` are concerned (planned with all others)."""
-    outcomes = [o for o in result.outcomes if o.workload in names]
-    units = {o.unit for o in outcomes}
-    return dataclasses.replace(
-        result,
-        outcomes=outcomes,
-        warnings=[w for w in result.warnings if w.workload is None or w.workload in names],
-        new_targets=[made for made in result.new_targets if made.unit in units],
-    )
 
 
 # Above this many (workload, target) pairs the full matrix is more than anyone reads:
@@ -630,7 +622,7 @@ def simulate_command(
         except UnknownTargetError as error:
             fail_option(error.option, str(error))
         failed = failed or bool(result.after.unplaced)
-        documents.append((document.name, _simulation(planner, result)))
+        documents.append((document.name, simulation_document(planner, result)))
     _emit(documents, fmt, simulate_table)
     _exit(failed)
 
@@ -640,82 +632,23 @@ def _migrations(
 ) -> None:
     """CloudStack migrations and maintenance on each document's running VMs, in order, as
     the root admin."""
+    moves = []
+    for asked in migrate:
+        name, sep, host = asked.partition("=")
+        if not sep or not name or not host:
+            fail_option("--migrate", f"{asked!r}: write VM=HOST, as in web/0=H2a")
+        moves.append((name, host))
     documents = []
     refused_any = False
     for document in specs:
-        cloud = Cloud(document)
-        before = len(cloud.events)
-        moved: list[dict[str, str | None]] = []
-        refused: list[dict[str, str | None]] = []
-        notes: list[str] = []
-        for asked in migrate:
-            name, sep, host = asked.partition("=")
-            if not sep or not name or not host:
-                fail_at("--migrate", f"{asked!r}: write VM=HOST, as in web/0=H2a", "--migrate")
-            try:
-                was = cloud.where(name)
-                cloud.migrate(ROOT_ADMIN, name, host)
-                moved.append({"unit": name, "from": was, "to": host})
-            except DedicationError as error:
-                if error.kind == "invalid-parameter":
-                    fail_at("--migrate", error.message, "--migrate")
-                refused.append({"unit": name, "to": host, "kind": error.kind, "why": error.message})
-        for host in maintenance:
-            try:
-                evacuated = cloud.evacuate(ROOT_ADMIN, host)
-                if not evacuated:
-                    notes.append(f"host {host} runs no VMs: maintenance moves nothing")
-                for name, to in evacuated.items():
-                    moved.append({"unit": name, "from": host, "to": to})
-            except DedicationError as error:
-                if error.kind == "invalid-parameter" and "no host" in error.message:
-                    fail_at("--maintenance", error.message, "--maintenance")
-                refused.append({"unit": host, "to": None, "kind": error.kind, "why": error.message})
-        where: dict[str, list[str]] = {}
-        for name in targets:
-            try:
-                where[name] = cloud.migration_targets(name)
-            except DedicationError as error:
-                fail_at("--targets", error.message, "--targets")
-        refused_any = refused_any or bool(refused)
-        documents.append(
-            (
-                document.name,
-                {
-                    "migrated": moved,
-                    "refused": refused,
-                    "targets": where,
-                    "notes": notes,
-                    "events": [e.to_dict() for e in cloud.events[before:]],
-                },
-            )
-        )
+        try:
+            data, refused = migration_document(Cloud(document), moves, targets, maintenance)
+        except ArgumentError as error:
+            fail_option(f"--{error.argument}", str(error))
+        refused_any = refused_any or refused
+        documents.append((document.name, data))
     _emit(documents, fmt, migrations_table)
     _exit(refused_any)
-
-
-def _simulation(planner: Planner, result: Simulation) -> dict[str, Any]:
-    """The output contract of a simulation, with what explains it (all added keys):
-    units_before, unplaced_before, already_down, already_up, removed (and per move)."""
-    data = result.to_dict()
-    every = {w.name for w in planner.spec.workloads if w.mode == "every"}
-    after = result.after.by_unit()
-    removed = 0
-    for move in data["moves"]:
-        # An every-mode unit is named after its target: once that is gone, so is the unit.
-        gone = move["workload"] in every and move["to"] is None and move["unit"] not in after
-        move["removed"] = gone
-        removed += gone
-    data.update(
-        units_before=len(result.before.outcomes) + result.ran,
-        unplaced_before=plan_document(
-            dataclasses.replace(result.before, outcomes=list(result.before.unplaced))
-        )["unplaced"],
-        already_down=result.already_down,
-        already_up=result.already_up,
-        removed=removed,
-    )
-    return data
 
 
 def _scope(
@@ -817,21 +750,7 @@ def validate(
         # take it; elsewhere it stays a warning (lint).
         fail("\n".join(f"{e.file}: {e.key}: {e.message}" for e in in_error), in_error)
     documents = [
-        (
-            document.name,
-            {
-                "valid": True,
-                "targets": len(document.inventory.targets),
-                "workloads": len(document.workloads),
-                "warnings": [
-                    n.to_dict()
-                    for n in [
-                        *lint(document),
-                        *(dialect_notices(document) if dialect is Dialect.openhorizon else []),
-                    ]
-                ],
-            },
-        )
+        (document.name, validation_document(document, dialect is Dialect.openhorizon))
         for document in specs
     ]
     _emit(documents, fmt, validate_table)
@@ -920,64 +839,31 @@ def dedications(
           --as user:A7
     """
     fmt = _begin(format_choice)
+    operations = [
+        *(_owner_operation("dedicate", text) for text in dedicate or []),
+        *(_owner_operation("update", text) for text in update or []),
+        *(Operation("release", text) for text in release or []),
+    ]
     documents = []
     for document in _load_inputs(spec, input_format):
-        cloud = Cloud(document)
-        who = cloud.tenancy.principal(principal)
-        if who is None:
-            fail_at(
-                "--as",
-                f"{principal!r} is not a principal of {document.name}: write root-admin, "
-                "domain-admin:DOMAIN or user:ACCOUNT",
-                "--as",
-            )
-        operations = [
-            *(("dedicate", text) for text in dedicate or []),
-            *(("update", text) for text in update or []),
-            *(("release", text) for text in release or []),
-        ]
-        for operation, text in operations:
-            resource, _, owner = text.partition("=")
-            owner_domain, _, owner_account = owner.partition("/")
-            try:
-                if operation == "release":
-                    cloud.release(who, resource)
-                elif not owner_domain:
-                    fail_at(f"--{operation}", f"{text!r}: write RESOURCE=DOMAIN[/ACCOUNT]")
-                elif operation == "dedicate":
-                    cloud.dedicate(who, resource, owner_domain, owner_account or None)
-                else:
-                    cloud.update(who, resource, owner_domain, owner_account or None)
-            except DedicationError as error:
-                fail_at(f"--{operation}", f"{error.kind}: {error.message}", f"--{operation}")
         try:
-            listed = cloud.list_dedications(who, kind, domain, account)
-        except DedicationError as error:
-            flag = f"--{error.parameter or 'as'}"
-            fail_at(flag, f"{error.kind}: {error.message}", flag)
-        data: dict[str, Any] = {"dedications": [d.to_dict() for d in listed]}
-        if coverage:
-            # What a dedication of any kind covers; --kind picks the rows.
-            shown = {d.resource for d in cloud.list_dedications(who, None, domain, account)}
-            rows = []
-            for resource, resource_kind in cloud.rules.topology.kinds.items():
-                found, inherited = cloud.rules.owner(resource)
-                if found is None or found.resource not in shown:
-                    continue
-                if kind is not None and resource_kind != kind:
-                    continue
-                rows.append(
-                    {
-                        "resource": resource,
-                        "kind": resource_kind,
-                        "domain": found.owner.domain,
-                        "account": found.owner.account,
-                        "inherited_from": found.resource if inherited else None,
-                    }
-                )
-            data["coverage"] = rows
+            data = dedications_document(
+                Cloud(document), principal, operations, kind, domain, account, coverage
+            )
+        except ArgumentError as error:
+            where = f" ({document.name})" if error.argument == "as" else ""
+            fail_option(f"--{error.argument}", f"{error}{where}")
         documents.append((document.name, data))
     _emit(documents, fmt, dedications_table)
+
+
+def _owner_operation(operation: str, text: str) -> Operation:
+    """RESOURCE=DOMAIN[/ACCOUNT] as an operation, or the option's error."""
+    resource, _, owner = text.partition("=")
+    owner_domain, _, owner_account = owner.partition("/")
+    if not resource or not owner_domain:
+        fail_option(f"--{operation}", f"{text!r}: write RESOURCE=DOMAIN[/ACCOUNT]")
+    return Operation(operation, resource, owner_domain, owner_account or None)
 
 
 @app.command()

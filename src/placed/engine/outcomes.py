@@ -7,7 +7,6 @@ and what the service will store.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from placed.engine.state import CreatedTarget
 from placed.model import Notice, Spec
@@ -80,9 +79,3 @@ class PlanResult:
 
     def by_unit(self) -> dict[str, Outcome]:
         return {o.unit: o for o in self.outcomes}
-
-    def to_dict(self) -> dict[str, Any]:
-        """The output contract (engine/report.py)."""
-        from placed.engine.report import plan_document
-
-        return plan_document(self)

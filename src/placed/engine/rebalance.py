@@ -16,7 +16,7 @@ from typing import Any
 from placed.engine import loop
 from placed.engine.outcomes import Outcome, Placement, PlanResult, Unplaced
 from placed.engine.planner import Planner
-from placed.engine.report import Explainer
+from placed.engine.report import Explainer, plan_document
 from placed.engine.state import PlanState
 from placed.model import CONTAINER_KINDS
 
@@ -63,7 +63,7 @@ class Simulation:
             "down": self.down,
             "up": self.up,
             "moves": [m.to_dict() for m in self.moves],
-            "unplaced": self.after.to_dict()["unplaced"],
+            "unplaced": plan_document(self.after)["unplaced"],
             "units": len(self.after.outcomes),
             "moved": len(self.moves),
         }

@@ -6,16 +6,11 @@ Everything here reads plain records (engine/outcomes.py) and the spec, never a p
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from placed.engine.outcomes import Placement, PlanResult
 from placed.model import Spec, Target
 from placed.policy.base import Family
-from placed.policy.deployment import deployment_of
-from placed.policy.namespaces import deployment_namespace, service_namespaces
-
-if TYPE_CHECKING:  # trace runs plans, and the planner explains through this module
-    from placed.engine.trace import UnitTrace
 
 
 def ordinal(n: int) -> str:
@@ -63,15 +58,9 @@ class Explainer:
                 "ranked_higher": list(placement.ahead),
             }
         workload = self.workloads[placement.workload]
-        deployment = deployment_of(workload)
-        if deployment.services or deployment.cluster_namespace:
-            target = self.target(placement.target)
-            namespace = deployment_namespace(workload, target)
-            if namespace is not None:
-                data["namespace"] = namespace
-            elif target.agent.scope != "device":
-                # A pattern whose services go to different namespaces: say where each goes.
-                data["namespaces"] = service_namespaces(workload, target)
+        target = self.target(placement.target)
+        for family in self.families:
+            data.update(family.describe(workload, target))
         return data
 
     def reason(self, placement: Placement) -> str:
@@ -146,39 +135,3 @@ def plan_document(result: PlanResult) -> dict[str, Any]:
         # the plan did.
         "events": [e.to_dict() for e in (*result.spec.events, *result.events)],
     }
-
-
-def trace_document(found: UnitTrace) -> dict[str, Any]:
-    """`placed explain`: the unit's outcome and every target's verdict when it was judged."""
-    outcome = found.outcome
-    data: dict[str, Any] = {"unit": outcome.unit, "workload": outcome.workload}
-    if isinstance(outcome, Placement):
-        explainer = Explainer(
-            found.result.spec, found.result.families, [m.target for m in found.result.new_targets]
-        )
-        data.update(
-            placed=True,
-            target=outcome.target,
-            reason=explainer.reason(outcome),
-            summary=None,
-            filtered=None,
-        )
-    else:
-        data.update(
-            placed=False,
-            target=None,
-            reason=None,
-            summary=outcome.summary,
-            filtered=outcome.filtered,
-        )
-    data["targets"] = [
-        {
-            "target": verdict.target,
-            "compatible": verdict.compatible,
-            # A score ranks only the targets a unit may use.
-            "score": verdict.score if verdict.compatible else None,
-            "reasons": [{"filter": r.filter, "message": r.text} for r in verdict.reasons],
-        }
-        for verdict in found.verdicts
-    ]
-    return data

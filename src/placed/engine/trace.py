@@ -10,11 +10,13 @@ plan had done by then.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from placed.engine import loop
 from placed.engine.explain import Verdict, verdicts
-from placed.engine.outcomes import Outcome, PlanResult
+from placed.engine.outcomes import Outcome, Placement, PlanResult
 from placed.engine.planner import Planner
+from placed.engine.report import Explainer
 from placed.policy.lint import lint
 
 
@@ -42,3 +44,39 @@ def trace(planner: Planner, unit: str) -> UnitTrace:
     workload = planner.workloads[outcome.workload]
     found = verdicts(planner.pipeline, planner.request(workload), context.seen)
     return UnitTrace(outcome, result, found)
+
+
+def trace_document(found: UnitTrace) -> dict[str, Any]:
+    """`placed explain`: the unit's outcome and every target's verdict when it was judged."""
+    outcome = found.outcome
+    data: dict[str, Any] = {"unit": outcome.unit, "workload": outcome.workload}
+    if isinstance(outcome, Placement):
+        explainer = Explainer(
+            found.result.spec, found.result.families, [m.target for m in found.result.new_targets]
+        )
+        data.update(
+            placed=True,
+            target=outcome.target,
+            reason=explainer.reason(outcome),
+            summary=None,
+            filtered=None,
+        )
+    else:
+        data.update(
+            placed=False,
+            target=None,
+            reason=None,
+            summary=outcome.summary,
+            filtered=outcome.filtered,
+        )
+    data["targets"] = [
+        {
+            "target": verdict.target,
+            "compatible": verdict.compatible,
+            # A score ranks only the targets a unit may use.
+            "score": verdict.score if verdict.compatible else None,
+            "reasons": [{"filter": r.filter, "message": r.text} for r in verdict.reasons],
+        }
+        for verdict in found.verdicts
+    ]
+    return data

@@ -331,6 +331,11 @@ class Family(ABC):
         explains itself with the families alone, without their columns."""
         return ""
 
+    def describe(self, workload: Workload, target: Target) -> dict[str, Any]:
+        """What this family adds to a placement's document (the namespace an edge cluster
+        deploys into); nothing by default. Plain Python over the workload and target."""
+        return {}
+
     def lint(self, spec: Spec) -> list[Notice]:
         """What is valid in this family's terms but probably not what the author meant
         (`placed validate` and every plan's warnings). The default: nothing."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -131,6 +131,19 @@ class Namespaces(Family):
 
     def bind(self, index: IndexView) -> Bound:
         return Bound(filters=(NamespaceScope(index.targets),))
+
+    def describe(self, workload: Workload, target: Target) -> dict[str, Any]:
+        """Where on an edge cluster the deployment goes: its namespace, or per service
+        when a pattern's services go to different ones."""
+        deployment = deployment_of(workload)
+        if not (deployment.services or deployment.cluster_namespace):
+            return {}
+        namespace = deployment_namespace(workload, target)
+        if namespace is not None:
+            return {"namespace": namespace}
+        if target.agent.scope != "device":
+            return {"namespaces": service_namespaces(workload, target)}
+        return {}
 
     def lint(self, spec: Spec) -> list[Notice]:
         targets = spec.inventory.targets
