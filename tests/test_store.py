@@ -17,6 +17,7 @@ from sqlalchemy import Engine, exc, inspect, select, text
 from placed.model.dedications import Dedication, Offering, Owner
 from placed.store import (
     accounts,
+    credentials,
     dedications,
     domains,
     events,
@@ -267,3 +268,20 @@ def test_a_token_row_needs_a_scope_unless_root(engine: Engine) -> None:
         row = tokens.authenticate(session, agent)
         assert row is not None and (row.role, row.scope) == ("agent", "host1")
         assert session.scalar(select(Token.role).where(Token.scope == "host1")) == "agent"
+
+
+def test_token_text_parses_back_and_only_its_own_shape() -> None:
+    made = credentials.new_token()
+    assert credentials.parse(str(made)) == made
+    assert credentials.parse(f" {made}\n") == made  # as pasted from a terminal
+    for bad in ("", "plc_", "plc__x", f"xyz_{made.accessor}_{made.secret}", "plc_ABC_def"):
+        assert credentials.parse(bad) is None, bad
+    assert credentials.parse(f"plc_{made.accessor}_{made.secret}!") is None
+    stored = credentials.hash_secret(made.secret)
+    moment = now()
+    assert credentials.verify(made.secret, stored, moment)
+    assert not credentials.verify(made.secret + "x", stored, moment)
+    assert not credentials.verify(
+        made.secret, stored, moment, expires=moment
+    )  # expiry is exclusive
+    assert not credentials.verify(made.secret, stored, moment, revoked=moment)
