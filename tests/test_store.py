@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, exc, inspect, select, text
 
 from placed.model.dedications import Dedication, Offering, Owner
@@ -32,7 +33,7 @@ from placed.store import (
     units,
     workloads,
 )
-from placed.store.database import make_engine, reading, writing
+from placed.store.database import StoreError, make_engine, reading, writing
 from placed.store.tables import Base, TargetLiveness, Token, now
 
 
@@ -285,3 +286,40 @@ def test_token_text_parses_back_and_only_its_own_shape() -> None:
         made.secret, stored, moment, expires=moment
     )  # expiry is exclusive
     assert not credentials.verify(made.secret, stored, moment, revoked=moment)
+
+
+def test_every_revision_upgrades_to_the_next_with_its_data_kept(database: str) -> None:
+    # One step at a time from empty to head, a row written at each step, so a revision
+    # that loses data or cannot follow the one before it fails here.
+    steps = [
+        script.revision
+        for script in reversed(list(ScriptDirectory.from_config(schema.config()).walk_revisions()))
+    ]
+    assert steps[-1] == schema.head()
+    engine = make_engine(database)
+    try:
+        for step in steps:
+            assert schema.upgrade(database, to=step).after == step
+            with writing(engine) as session:
+                events.append(session, "test.step", step)
+        assert schema.upgrade(database).root_token is None  # at head: nothing more
+        with reading(engine) as session:
+            kept = [e.subject for e in events.after(session) if e.kind == "test.step"]
+        assert kept == steps
+    finally:
+        engine.dispose()
+
+
+def test_a_service_refuses_a_schema_that_is_not_at_head(database: str) -> None:
+    with pytest.raises(StoreError, match="empty; run placed db upgrade"):
+        schema.require_current(database)
+    schema.upgrade(database)
+    assert schema.require_current(database).at_head
+    engine = make_engine(database)
+    try:
+        with writing(engine) as session:
+            session.execute(text("UPDATE alembic_version SET version_num = 'ffff'"))
+    finally:
+        engine.dispose()
+    with pytest.raises(StoreError, match="revision ffff, which this placed does not know"):
+        schema.require_current(database)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -89,6 +90,17 @@ def test_a_file_that_is_no_database_is_a_clear_error(tmp_path: Path) -> None:
         app, ["db", "upgrade", "--database", f"sqlite:///{tmp_path}/notes.db"]
     )
     assert done.exit_code == 2 and "file is not a database" in done.stderr
+
+
+def test_a_schema_from_a_newer_placed_is_a_clear_error(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/placed.db"
+    assert CliRunner().invoke(app, ["db", "upgrade", "--database", url]).exit_code == 0
+    with sqlite3.connect(tmp_path / "placed.db") as connection:
+        connection.execute("UPDATE alembic_version SET version_num = 'ffff'")
+    for command in ("upgrade", "current"):
+        done = CliRunner().invoke(app, ["db", command, "--database", url])
+        assert done.exit_code == 2, done.output
+        assert "at revision ffff, which this placed does not know" in done.stderr
 
 
 def _pytest(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from placed.store import events, tokens
 from placed.store.database import (
+    READ_ONLY,
     StoreError,
     make_engine,
     parse_url,
@@ -68,7 +69,13 @@ def _revision(connection: Connection) -> str | None:
 
 
 def _known(url: URL, found: str | None) -> None:
-    if found is not None and ScriptDirectory.from_config(config()).get_revision(found) is None:
+    if found is None:
+        return
+    try:
+        known = ScriptDirectory.from_config(config()).get_revision(found) is not None
+    except CommandError:
+        known = False
+    if not known:
         raise StoreError(
             f"{shown(url)}: the schema is at revision {found}, which this placed does not "
             "know (written by a newer placed?)"
@@ -92,7 +99,8 @@ def status(text: str) -> Status:
         return Status(shown(url), None, head())
     engine, connection = _connect(url)
     try:
-        with connection:
+        # A read: on SQLite it must not take the write lock from a running service.
+        with connection.execution_options(**{READ_ONLY: True}):
             found = _revision(connection)
         _known(url, found)
         return Status(shown(url), found, head())
@@ -102,10 +110,24 @@ def status(text: str) -> Status:
         engine.dispose()
 
 
-def upgrade(text: str) -> Upgraded:
-    """Bring the database to head in one transaction; on an empty database also create
-    the first root-admin token, in the same one (the first revision itself adds the
-    ROOT domain and the revision row)."""
+def require_current(text: str) -> Status:
+    """The status of a database a service may run on; StoreError, saying what to run,
+    when its schema is not this placed's head (SERVICE.md: serve refuses an old schema)."""
+    found = status(text)
+    if found.revision is None:
+        raise StoreError(f"{found.url}: the database is empty; run placed db upgrade")
+    if not found.at_head:
+        raise StoreError(
+            f"{found.url}: the schema is at {found.revision}, and this placed needs "
+            f"{found.head}; run placed db upgrade"
+        )
+    return found
+
+
+def upgrade(text: str, to: str = "head") -> Upgraded:
+    """Bring the database to head (or the revision `to`) in one transaction; on an
+    empty database also create the first root-admin token, in the same one (the first
+    revision itself adds the ROOT domain and the revision row)."""
     url = parse_url(text)
     engine, connection = _connect(url)
     try:
@@ -115,7 +137,7 @@ def upgrade(text: str) -> Upgraded:
             cfg = config()
             cfg.attributes["connection"] = connection
             try:
-                command.upgrade(cfg, "head")
+                command.upgrade(cfg, to)
             except CommandError as error:
                 raise StoreError(f"{shown(url)}: {error}") from None
             token = _bootstrap(connection) if before is None else None
