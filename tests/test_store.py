@@ -34,7 +34,7 @@ from placed.store import (
     workloads,
 )
 from placed.store.database import StoreError, make_engine, reading, writing
-from placed.store.tables import Base, TargetLiveness, Token, now
+from placed.store.tables import Base, Target, TargetLiveness, Token, now
 
 
 @pytest.fixture
@@ -323,3 +323,41 @@ def test_a_service_refuses_a_schema_that_is_not_at_head(database: str) -> None:
         engine.dispose()
     with pytest.raises(StoreError, match="revision ffff, which this placed does not know"):
         schema.require_current(database)
+
+
+def test_concurrent_claims_never_overcommit(engine: Engine) -> None:
+    # 8 writers, 80 one-cpu claims for 50 cpus: each reads the generation, claims with
+    # it, and reads again when it was stale. Exactly 50 land; the rest are refused by the
+    # CHECK; no writer sees a database error (SQLite: BEGIN IMMEDIATE waits its turn).
+    with writing(engine) as session:
+        host_id = targets.create(session, "host1", {"cpu": 50}).id
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def writer() -> None:
+        for _ in range(10):
+            while True:
+                with writing(engine) as session:
+                    seen = session.scalar(select(Target.generation).where(Target.id == host_id))
+                    assert seen is not None
+                    try:
+                        landed = targets.claim(session, host_id, seen, {"cpu": 1})
+                    except targets.OverCapacity:
+                        result = "refused"
+                    else:
+                        result = "claimed" if landed else "stale"
+                with lock:
+                    outcomes.append(result)
+                if result != "stale":
+                    break
+
+    threads = [threading.Thread(target=writer) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert (outcomes.count("claimed"), outcomes.count("refused")) == (50, 30)
+    with reading(engine) as session:
+        assert targets.resources(session, host_id) == {"cpu": (50, 50)}
+        host = targets.by_name(session, "host1")
+        assert host is not None and host.generation == 50
