@@ -1,0 +1,26 @@
+"""Settings: a key and a JSON value (e.g. implicit dedication)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from placed.store import revision
+from placed.store.tables import Setting
+
+
+def get(session: Session, key: str, default: Any = None) -> Any:
+    row = session.get(Setting, key)
+    return row.value["value"] if row is not None else default
+
+
+def put(session: Session, key: str, value: Any) -> None:
+    # Wrapped in an object, so a bare string or number is a JSON document on every backend.
+    row = session.get(Setting, key)
+    if row is None:
+        session.add(Setting(key=key, value={"value": value}))
+    else:
+        row.value = {"value": value}
+    revision.bump(session)
+    session.flush()

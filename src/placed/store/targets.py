@@ -1,0 +1,129 @@
+"""Targets, their resources and their liveness.
+
+A claim is generation-checked: `UPDATE targets SET generation = generation + 1 WHERE id
+= :id AND generation = :seen` touches no row when another writer got there first, and
+the caller judges that target again (SERVICE.md, "Claims"). `CHECK (used <= capacity)`
+backs it in the database. Callers touching several targets take them in id order, so two
+writers never wait on each other in a cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import exc, select, update
+from sqlalchemy.orm import Session
+
+from placed.store import locations, revision
+from placed.store.tables import ADMIN_STATES, Target, TargetLiveness, TargetResource, now
+
+
+class OverCapacity(Exception):
+    """A claim would use more than a resource has (the database's CHECK refused it)."""
+
+
+def create(
+    session: Session,
+    name: str,
+    capacity: Mapping[str, float],
+    location: str | None = None,
+    tags: Sequence[str] = (),
+    properties: Mapping[str, Any] | None = None,
+) -> Target:
+    where = locations.by_name(session, location) if location is not None else None
+    if location is not None and where is None:
+        raise LookupError(f"no location {location!r}")
+    row = Target(
+        name=name,
+        location_id=where.id if where else None,
+        tags=list(tags),
+        properties=dict(properties or {}),
+        revision=revision.bump(session),
+    )
+    session.add(row)
+    session.flush()
+    session.add_all(
+        TargetResource(target_id=row.id, name=key, capacity=value, used=0.0)
+        for key, value in capacity.items()
+    )
+    session.add(TargetLiveness(target_id=row.id, last_seen=None))
+    session.flush()
+    return row
+
+
+def by_name(session: Session, name: str) -> Target | None:
+    return session.scalar(select(Target).where(Target.name == name))
+
+
+def resources(session: Session, target_id: int) -> dict[str, tuple[float, float]]:
+    """(capacity, used) per resource."""
+    rows = session.execute(
+        select(TargetResource.name, TargetResource.capacity, TargetResource.used).where(
+            TargetResource.target_id == target_id
+        )
+    ).all()
+    return {name: (capacity, used) for name, capacity, used in rows}
+
+
+def claim(
+    session: Session, target_id: int, seen_generation: int, deltas: Mapping[str, float]
+) -> bool:
+    """Add `deltas` to the target's usage if its generation is still `seen_generation`.
+    False when it is not (someone else changed it first: nothing is written);
+    OverCapacity when it would not fit (nothing is written either)."""
+    with session.begin_nested():
+        bumped = session.execute(
+            update(Target)
+            .where(Target.id == target_id, Target.generation == seen_generation)
+            .values(generation=Target.generation + 1, revision=revision.bump(session))
+            .execution_options(synchronize_session=False)
+        )
+        if bumped.rowcount == 0:  # type: ignore[attr-defined]
+            return False
+        try:
+            for name, delta in sorted(deltas.items()):
+                changed = session.execute(
+                    update(TargetResource)
+                    .where(TargetResource.target_id == target_id, TargetResource.name == name)
+                    .values(used=TargetResource.used + delta)
+                    .execution_options(synchronize_session=False)
+                )
+                if changed.rowcount == 0:  # type: ignore[attr-defined]
+                    raise OverCapacity(f"target {target_id} has no resource {name!r}")
+        except exc.IntegrityError as error:
+            raise OverCapacity(str(error.orig).splitlines()[0]) from None
+    session.expire_all()
+    return True
+
+
+def set_admin_state(session: Session, target_id: int, seen_generation: int, state: str) -> bool:
+    """Set up, down or maintenance, generation-checked as a claim is."""
+    if state not in ADMIN_STATES:
+        raise ValueError(f"unknown admin state {state!r} (one of {', '.join(ADMIN_STATES)})")
+    done = session.execute(
+        update(Target)
+        .where(Target.id == target_id, Target.generation == seen_generation)
+        .values(
+            admin_state=state, generation=Target.generation + 1, revision=revision.bump(session)
+        )
+        .execution_options(synchronize_session=False)
+    )
+    session.expire_all()
+    return bool(done.rowcount)  # type: ignore[attr-defined]
+
+
+def heartbeat(session: Session, target_id: int, at: datetime | None = None) -> None:
+    """Record that the target was seen; its generation stays as it is."""
+    session.execute(
+        update(TargetLiveness)
+        .where(TargetLiveness.target_id == target_id)
+        .values(last_seen=at or now(), liveness="up")
+        .execution_options(synchronize_session=False)
+    )
+
+
+def changed_since(session: Session, seen: int) -> Sequence[Target]:
+    """The targets written after revision `seen`, for a replica's index refresh."""
+    return session.scalars(select(Target).where(Target.revision > seen).order_by(Target.id)).all()
