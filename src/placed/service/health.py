@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from fastapi import APIRouter, Request
@@ -10,6 +11,8 @@ from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from placed.service import problems
+
+log = logging.getLogger("placed.service")
 
 # None when ready, else why not (shown to the caller).
 Readiness = Callable[[], str | None]
@@ -38,6 +41,8 @@ async def readyz(request: Request) -> Status:
         # A check may wait on a database: never on the event loop.
         reason = await run_in_threadpool(check)
     except Exception as error:
+        # The caller learns only that it failed; the log has what and where.
+        log.warning("readiness check failed", exc_info=True)
         reason = f"the readiness check failed: {type(error).__name__}"
     if reason is not None:
         raise problems.ProblemException(503, "not-ready", reason)
