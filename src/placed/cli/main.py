@@ -48,6 +48,7 @@ from placed.cli.render import (
     simulate_table,
     validate_table,
 )
+from placed.cli.serve import serve
 from placed.cli.streaming import CheckWriter
 from placed.engine.changes import Change, changes
 from placed.engine.check import check_rows, check_warnings
@@ -1127,6 +1128,9 @@ def explain_spec(
             emit_data(out, found.to_dict(), fmt)
         else:
             write(field_text(found))
+
+
+app.command()(serve)
 
 
 def run() -> None:

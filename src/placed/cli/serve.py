@@ -1,0 +1,79 @@
+"""placed serve: the HTTP service (uvicorn running the app factory)."""
+
+from __future__ import annotations
+
+import errno
+import socket
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from placed.cli.output import err, fail_option
+
+
+class LogLevel(StrEnum):
+    critical = "critical"
+    error = "error"
+    warning = "warning"
+    info = "info"
+    debug = "debug"
+    trace = "trace"
+
+
+def serve(
+    host: Annotated[
+        str, typer.Option("--host", help="The address to listen on (0.0.0.0 for every one).")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", min=1, max=65535, help="The TCP port to listen on.")
+    ] = 8700,
+    log_level: Annotated[
+        LogLevel, typer.Option("--log-level", help="How much the server logs.")
+    ] = LogLevel.info,
+) -> None:
+    """Serve placed's HTTP API until stopped (Ctrl-C or SIGTERM).
+
+    GET /healthz and /readyz for probes, /metrics for Prometheus, POST /v1/plan plans a
+    spec as placed plan does and answers its JSON document; errors are RFC 9457 problem
+    documents. The OpenAPI schema is at /openapi.json. Nothing is stored yet.
+
+    \b
+    Examples:
+      placed serve --help
+      # exit code 2: an address this machine does not have
+      placed serve --host 192.0.2.1
+    """
+    # Bound here, not by uvicorn, so a port in use is a clear error and exit 2 rather
+    # than a log line; uvicorn imports only once the socket is ours.
+    listening = _listen(host, port)
+    bound, bound_port = listening.getsockname()[:2]
+    shown = f"[{bound}]" if ":" in bound else bound
+    err.print(f"placed serve: listening on http://{shown}:{bound_port}", markup=False)
+    import uvicorn
+
+    config = uvicorn.Config(
+        "placed.service.app:create_app", factory=True, log_level=log_level.value
+    )
+    uvicorn.Server(config).run(sockets=[listening])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as error:
+        fail_option("--host", f"cannot resolve {host!r}: {error.strerror}")
+    listening = socket.socket(family, kind, proto)
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind(address)
+        listening.listen(2048)
+    except OSError as error:
+        listening.close()
+        if error.errno == errno.EADDRINUSE:
+            fail_option("--port", f"{host}:{port} is already in use")
+        fail_option("--host", f"cannot listen on {host}:{port}: {error.strerror or error}")
+    listening.set_inheritable(True)
+    return listening

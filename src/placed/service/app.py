@@ -1,0 +1,70 @@
+"""The app factory: every piece of state (metrics, readiness, limits) lives on the app
+it builds, never in a module, so tests build as many apps as they like."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from placed import __version__
+from placed.service import health, metrics, plan, problems
+from placed.service.health import Readiness, always_ready
+from placed.service.middleware import RequestContext
+from placed.spec.schema import SpecDocument
+
+MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+def create_app(
+    readiness: Readiness = always_ready,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> FastAPI:
+    """`readiness`: None when the service can serve, else why not (GET /readyz answers
+    503 with it). `max_body_bytes`: a larger request body gets a 413 problem."""
+    app = FastAPI(
+        title="placed",
+        version=__version__,
+        description="Decide where each unit of work goes, under policy, and explain why.",
+    )
+    app.state.metrics = found = metrics.HttpMetrics()
+    app.state.readiness = readiness
+    app.state.max_body_bytes = max_body_bytes
+    problems.install(app)
+    app.add_middleware(RequestContext, metrics=found)
+    app.include_router(health.router)
+    app.include_router(metrics.router)
+    app.include_router(plan.router)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = _schema(app)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app
+
+
+def _schema(app: FastAPI) -> dict[str, Any]:
+    schema = get_openapi(
+        title=app.title, version=app.version, description=app.description, routes=app.routes
+    )
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components["Problem"] = problems.Problem.model_json_schema(
+        ref_template="#/components/schemas/{model}"
+    )
+    components.update(components["Problem"].pop("$defs", {}))
+    spec = SpecDocument.model_json_schema(ref_template="#/components/schemas/{model}")
+    spec.pop("$id", None)
+    components.update(spec.pop("$defs", {}))
+    components["SpecDocument"] = spec
+    # FastAPI documents its own {detail} body for 422; placed answers a problem instead.
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            found = operation.get("responses", {})
+            if "422" in found:
+                found["422"] = problems.responses(422)[422]
+    for unused in ("HTTPValidationError", "ValidationError"):
+        components.pop(unused, None)
+    return schema

@@ -1,0 +1,53 @@
+"""Prometheus metrics of one app: its own registry (never the process-wide default, so
+several apps in one process, as in the tests, count apart), labelled by route template
+and never by raw path, so label values stay few whatever clients send."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client.exposition import generate_latest
+
+# A request no route matched: one label value for all of them.
+UNMATCHED = "<unmatched>"
+# Any other method is one value too, so an invented method cannot add label values.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+class HttpMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "placed_http_requests",
+            "HTTP requests answered, by method, route template and status code.",
+            ["method", "route", "code"],
+            registry=self.registry,
+        )
+        self.duration = Histogram(
+            "placed_http_request_duration_seconds",
+            "Time to answer an HTTP request, by method and route template.",
+            ["method", "route"],
+            registry=self.registry,
+        )
+
+    def observe(self, method: str, route: str, code: int, seconds: float) -> None:
+        method = method if method in METHODS else "other"
+        self.requests.labels(method, route, str(code)).inc()
+        self.duration.labels(method, route).observe(seconds)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+router = APIRouter()
+
+
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text."}},
+    summary="Metrics in Prometheus' text format",
+)
+def metrics(request: Request) -> Response:
+    found: HttpMetrics = request.app.state.metrics
+    return Response(found.exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,78 @@
+"""What every request gets, whatever route answers it: a request id (the client's
+`X-Request-Id` when it is a sane one), echoed in the response; its count and duration
+under its route template; and for an unexpected exception, a 500 problem document and a
+log line with the traceback, never the traceback in the response."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from placed.service import problems
+from placed.service.metrics import UNMATCHED, HttpMetrics
+
+HEADER = "X-Request-Id"
+# What a proxy or client puts there (a uuid, a trace id, base64): anything else, such as
+# text that would forge a log line, is replaced by an id of our own.
+SANE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+=-]{0,127}")
+
+log = logging.getLogger("placed.service")
+
+
+def request_id(scope: Scope) -> str:
+    for name, value in scope.get("headers", ()):
+        if name == b"x-request-id":
+            given = bytes(value).decode("latin-1")
+            if SANE_ID.fullmatch(given):
+                return given
+            break
+    return uuid.uuid4().hex
+
+
+class RequestContext:
+    """Pure ASGI, so it sees an exception before Starlette's outermost error middleware
+    turns it into a plain-text 500, and so a response is never buffered."""
+
+    def __init__(self, app: ASGIApp, metrics: HttpMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = request_id(scope)
+        scope.setdefault("state", {})["request_id"] = rid
+        started = time.perf_counter()
+        status = 500
+        response_started = False
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status, response_started
+            if message["type"] == "http.response.start":
+                response_started = True
+                status = message["status"]
+                MutableHeaders(scope=message)[HEADER] = rid
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        except Exception:
+            log.exception("request %s: %s %s failed", rid, scope["method"], scope["path"])
+            if response_started:
+                raise  # cut off mid-way: nothing more can be sent; the server closes it
+            answer = problems.response(
+                500,
+                "internal-error",
+                f"an unexpected error; the server's log has it under request id {rid}",
+                rid,
+            )
+            await answer(scope, receive, send_with_id)
+        finally:
+            route = getattr(scope.get("route"), "path", None) or UNMATCHED
+            self.metrics.observe(scope["method"], route, status, time.perf_counter() - started)

@@ -1,0 +1,97 @@
+"""POST /v1/plan: a spec in, the plan document out, with no state kept: the same reader
+as `placed plan` and the same engine function for its document."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
+
+from placed.engine.planner import Planner
+from placed.engine.report import plan_document
+from placed.service import problems
+from placed.spec import SpecError
+from placed.spec.load import load_spec_text
+from placed.spec.source import decode
+
+SOURCE = "request"  # the spec's name in its errors, as a file's path is on the CLI
+# JSON is what the API speaks; YAML is the spec files' own format and reads the same.
+MEDIA_TYPES = frozenset({"application/json", "application/yaml", "application/x-yaml", "text/yaml"})
+
+router = APIRouter(prefix="/v1")
+
+
+async def read_body(request: Request) -> bytes:
+    """The body, refused past the app's limit before more of it is read."""
+    limit: int = request.app.state.max_body_bytes
+    too_large = problems.ProblemException(
+        413, "body-too-large", f"the body is larger than {limit:,} bytes, the most placed reads"
+    )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind and kind not in MEDIA_TYPES and not kind.endswith("+json"):
+        raise problems.ProblemException(
+            415, "unsupported-media-type", f"a spec is application/json, not {kind}"
+        )
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def plan(body: bytes) -> dict[str, Any]:
+    try:
+        text = decode(body, SOURCE)
+        spec = load_spec_text(text, SOURCE)
+    except SpecError as error:
+        raise invalid_spec(error, body) from None
+    # `placed plan -o json` prints one document's plan under its name the same way.
+    return {"name": spec.name, **plan_document(Planner(spec).plan())}
+
+
+def invalid_spec(error: SpecError, body: bytes) -> problems.ProblemException:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None  # not JSON: pointers split the keys at their dots
+    count = len(error.problems)
+    return problems.ProblemException(
+        422,
+        "invalid-spec",
+        f"the spec has {count} problem{'s' if count != 1 else ''}",
+        problems.spec_errors(error, data),
+    )
+
+
+@router.post(
+    "/plan",
+    summary="Plan a spec",
+    description="The spec (the same document `placed plan` reads) in the body; the plan "
+    "document `placed plan --format json` prints in the answer. Nothing is stored.",
+    responses={
+        200: {
+            "description": "The plan document",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        },
+        **problems.responses(413, 415, 422),
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": {"$ref": "#/components/schemas/SpecDocument"}}
+            },
+        }
+    },
+)
+async def post_plan(request: Request) -> dict[str, Any]:
+    body = await read_body(request)
+    # Planning is CPU work: off the event loop, so health checks still answer.
+    return await run_in_threadpool(plan, body)

@@ -1,0 +1,265 @@
+"""Errors as RFC 9457 problem documents (`application/problem+json`), never FastAPI's
+default `{"detail": ...}` bodies: every error a client meets names a stable kind
+(`urn:placed:problem:<kind>`), the request id to quote, and for a body that did not
+validate, where in it each error is (a JSON pointer, RFC 6901)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from placed.spec import SpecError
+
+MEDIA_TYPE = "application/problem+json"
+TYPE_PREFIX = "urn:placed:problem:"
+
+# Kinds by status for errors Starlette raises itself (an unknown route, a wrong method).
+_KINDS = {
+    400: "bad-request",
+    404: "not-found",
+    405: "method-not-allowed",
+    413: "body-too-large",
+    415: "unsupported-media-type",
+    422: "invalid-request",
+    500: "internal-error",
+    503: "not-ready",
+}
+
+
+class ProblemError(BaseModel):
+    """One error inside a request: where (`pointer` into the body, or the `parameter`
+    of the query, path or headers) and what is wrong."""
+
+    pointer: str | None = Field(
+        default=None, description="RFC 6901 JSON pointer into the request body."
+    )
+    parameter: str | None = Field(
+        default=None, description="A query, path or header parameter, as location.name."
+    )
+    line: int | None = Field(default=None, description="1-based line in the body (spec errors).")
+    column: int | None = Field(
+        default=None, description="1-based column in the body (spec errors)."
+    )
+    detail: str
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem document."""
+
+    type: str = Field(description="urn:placed:problem:<kind>, stable per kind of error.")
+    status: int
+    title: str
+    detail: str
+    request_id: str = Field(description="The X-Request-Id of this request, as the log has it.")
+    errors: list[ProblemError] | None = None
+
+
+class ProblemException(Exception):
+    """Raised by a handler to answer with a problem document."""
+
+    def __init__(
+        self,
+        status: int,
+        kind: str,
+        detail: str,
+        errors: Sequence[dict[str, Any]] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.kind = kind
+        self.detail = detail
+        self.errors = errors
+        self.headers = headers
+
+
+def request_id_of(request: Request) -> str:
+    return str(getattr(request.state, "request_id", ""))
+
+
+def document(
+    status: int,
+    kind: str,
+    detail: str,
+    request_id: str,
+    errors: Sequence[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "type": TYPE_PREFIX + kind,
+        "status": status,
+        "title": _title(status),
+        "detail": detail,
+        "request_id": request_id,
+    }
+    if errors is not None:
+        body["errors"] = list(errors)
+    return body
+
+
+def response(
+    status: int,
+    kind: str,
+    detail: str,
+    request_id: str,
+    errors: Sequence[dict[str, Any]] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    return JSONResponse(
+        document(status, kind, detail, request_id, errors),
+        status_code=status,
+        headers=headers,
+        media_type=MEDIA_TYPE,
+    )
+
+
+def _title(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
+
+
+def kind_for(status: int) -> str:
+    known = _KINDS.get(status)
+    if known is not None:
+        return known
+    return re.sub(r"[^a-z0-9]+", "-", _title(status).lower()).strip("-") or "error"
+
+
+def escape(part: str | int) -> str:
+    """One reference token of a JSON pointer (RFC 6901: ~ as ~0, / as ~1)."""
+    return str(part).replace("~", "~0").replace("/", "~1")
+
+
+def pointer(parts: Sequence[str | int]) -> str:
+    return "".join("/" + escape(part) for part in parts)
+
+
+def validation_errors(error: RequestValidationError) -> list[dict[str, Any]]:
+    """FastAPI's errors, one per mistake, each at its place: a pointer for the body, a
+    parameter for the query, path, headers or cookies."""
+    found = []
+    for item in error.errors():
+        location = [part for part in item.get("loc", ()) if isinstance(part, str | int)]
+        detail = str(item.get("msg", "is invalid"))
+        if location and location[0] == "body":
+            found.append({"pointer": pointer(location[1:]), "detail": detail})
+        elif location:
+            name = ".".join(str(part) for part in location)
+            found.append({"parameter": name, "detail": detail})
+        else:
+            found.append({"pointer": "", "detail": detail})
+    return found
+
+
+def spec_errors(error: SpecError, data: Any) -> list[dict[str, Any]]:
+    """A spec's problems as the body's errors: its key as a pointer (resolved against the
+    body, so a key with a dot in it stays one token), its line and column."""
+    return [
+        {
+            "pointer": key_pointer(problem.key, data),
+            "line": problem.position.line if problem.position else None,
+            "column": problem.position.column if problem.position else None,
+            "detail": problem.message,
+        }
+        for problem in error.problems
+    ]
+
+
+def key_pointer(key: str, data: Any) -> str:
+    """`workloads[0].units` as `/workloads/0/units`. A dotted key is ambiguous (a tag name
+    may hold a dot), so each step takes the longest name the body really has at that
+    place, and splits at the next dot only where the body has none (a missing key)."""
+    parts: list[str | int] = []
+    rest, node = key, data
+    while rest:
+        if rest.startswith("["):
+            end = rest.find("]")
+            inside = rest[1:end] if end > 0 else ""
+            if inside.isdigit():
+                index = int(inside)
+                parts.append(index)
+                node = node[index] if isinstance(node, list) and index < len(node) else None
+                rest = rest[end + 1 :]
+                continue
+        if rest.startswith(".") and parts:
+            rest = rest[1:]
+        name = _name_at(rest, node)
+        parts.append(name)
+        node = node.get(name) if isinstance(node, dict) else None
+        rest = rest[len(name) :]
+    return pointer(parts)
+
+
+def _name_at(rest: str, node: Any) -> str:
+    ends = [i for i, char in enumerate(rest) if char in ".[" and i > 0] + [len(rest)]
+    if isinstance(node, dict):
+        for end in reversed(ends):
+            if rest[:end] in node:
+                return rest[:end]
+    return rest[: ends[0]]
+
+
+async def _http_error(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, StarletteHTTPException)
+    status = error.status_code
+    detail = error.detail if isinstance(error.detail, str) else _title(status)
+    if status == 404 and detail == "Not Found":
+        detail = f"no route {request.url.path}"
+    elif status == 405 and detail == "Method Not Allowed":
+        allowed = (error.headers or {}).get("Allow", "")
+        detail = f"{request.method} is not allowed on {request.url.path}" + (
+            f"; allowed: {allowed}" if allowed else ""
+        )
+    return response(status, kind_for(status), detail, request_id_of(request), None, error.headers)
+
+
+async def _invalid_request(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, RequestValidationError)
+    errors = validation_errors(error)
+    return response(
+        422,
+        "invalid-request",
+        f"the request has {len(errors)} error{'s' if len(errors) != 1 else ''}",
+        request_id_of(request),
+        errors,
+    )
+
+
+async def _problem(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, ProblemException)
+    return response(
+        error.status,
+        error.kind,
+        error.detail,
+        request_id_of(request),
+        error.errors,
+        error.headers,
+    )
+
+
+def install(app: FastAPI) -> None:
+    """Replace FastAPI's error bodies with problem documents. An unexpected exception is
+    answered by the request context middleware (`middleware.py`), which sees it first."""
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(ProblemException, _problem)
+
+
+def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The `responses=` of a route: a problem document for each status it may answer."""
+    return {
+        status: {
+            "description": f"{_title(status)} (a problem document)",
+            "content": {MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+        }
+        for status in statuses
+    }

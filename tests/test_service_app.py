@@ -1,0 +1,198 @@
+"""The service's skeleton through HTTP: probes, problem documents for every error,
+request ids and metrics by route template."""
+
+from __future__ import annotations
+
+import re
+
+from fastapi.testclient import TestClient
+from pydantic import BaseModel
+
+from placed.service import create_app
+from placed.service.problems import key_pointer
+
+PROBLEM = "application/problem+json"
+
+
+class Body(BaseModel):
+    count: int
+    names: list[str]
+
+
+def assert_problem(response: object, status: int, kind: str) -> dict[str, object]:
+    from httpx import Response
+
+    assert isinstance(response, Response)
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == PROBLEM
+    body = response.json()
+    assert body["type"] == f"urn:placed:problem:{kind}"
+    assert body["status"] == status
+    assert body["title"] and body["detail"]
+    assert body["request_id"] == response.headers["x-request-id"]
+    assert "Traceback" not in response.text
+    return dict(body)
+
+
+def test_healthz_answers_ok() -> None:
+    response = TestClient(create_app()).get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+def test_readyz_by_default_is_ready() -> None:
+    response = TestClient(create_app()).get("/readyz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+def test_readyz_not_ready_is_a_503_problem_with_the_reason() -> None:
+    client = TestClient(create_app(readiness=lambda: "the schema is old: run placed db upgrade"))
+    body = assert_problem(client.get("/readyz"), 503, "not-ready")
+    assert body["detail"] == "the schema is old: run placed db upgrade"
+    # Alive all the same.
+    assert client.get("/healthz").status_code == 200
+
+
+def test_readyz_check_that_raises_is_not_ready_without_a_traceback() -> None:
+    def broken() -> str | None:
+        raise ConnectionError("database at 10.0.0.1 refused")
+
+    body = assert_problem(TestClient(create_app(readiness=broken)).get("/readyz"), 503, "not-ready")
+    assert body["detail"] == "the readiness check failed: ConnectionError"
+
+
+def test_unknown_route_is_a_404_problem() -> None:
+    body = assert_problem(TestClient(create_app()).get("/v1/nothing"), 404, "not-found")
+    assert "/v1/nothing" in str(body["detail"])
+
+
+def test_wrong_method_is_a_405_problem_with_allow() -> None:
+    response = TestClient(create_app()).delete("/healthz")
+    body = assert_problem(response, 405, "method-not-allowed")
+    assert response.headers["allow"] == "GET"
+    assert "DELETE" in str(body["detail"])
+
+
+def test_request_validation_is_a_422_problem_with_a_pointer_per_error() -> None:
+    app = create_app()
+
+    def echo(body: Body, limit: int = 10) -> dict[str, int]:
+        return {"count": body.count}
+
+    app.add_api_route("/test/echo", echo, methods=["POST"])
+    client = TestClient(app)
+    response = client.post("/test/echo?limit=many", json={"count": "x", "names": ["a", 2]})
+    body = assert_problem(response, 422, "invalid-request")
+    errors = body["errors"]
+    assert isinstance(errors, list)
+    assert {e.get("pointer") for e in errors} >= {"/count", "/names/1"}
+    assert {"parameter": "query.limit"} in [{"parameter": e.get("parameter")} for e in errors]
+    assert all(e["detail"] for e in errors)
+    malformed = client.post(
+        "/test/echo", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert_problem(malformed, 422, "invalid-request")
+
+
+def test_an_unexpected_exception_is_a_500_problem_without_the_traceback() -> None:
+    app = create_app()
+
+    def explode() -> None:
+        raise RuntimeError("secret internal state")
+
+    app.add_api_route("/test/explode", explode)
+    response = TestClient(app).get("/test/explode")
+    body = assert_problem(response, 500, "internal-error")
+    assert "secret" not in response.text and "RuntimeError" not in response.text
+    assert response.headers["x-request-id"] in str(body["detail"])
+
+
+def test_a_sane_request_id_is_echoed_and_any_other_replaced() -> None:
+    client = TestClient(create_app())
+    given = client.get("/healthz", headers={"X-Request-Id": "req-42.a:b"})
+    assert given.headers["x-request-id"] == "req-42.a:b"
+    forged = client.get("/nowhere", headers={"X-Request-Id": "x\tlevel=error msg=forged"})
+    assert re.fullmatch(r"[0-9a-f]{32}", forged.headers["x-request-id"])
+    assert forged.json()["request_id"] == forged.headers["x-request-id"]
+    one, two = client.get("/healthz"), client.get("/healthz")
+    assert one.headers["x-request-id"] != two.headers["x-request-id"]
+
+
+def sample(text: str, name: str, **labels: str) -> float:
+    """One sample's value from Prometheus' text (0 when it is absent)."""
+    for line in text.splitlines():
+        if line.startswith(f"{name}{{"):
+            found, value = line[len(name) :].rsplit(" ", 1)
+            if dict(re.findall(r'(\w+)="([^"]*)"', found)) == labels:
+                return float(value)
+    return 0.0
+
+
+def test_metrics_count_requests_under_their_route_template() -> None:
+    app = create_app()
+
+    def target(id: str) -> dict[str, str]:
+        return {"id": id}
+
+    app.add_api_route("/v1/targets/{id}", target)
+    client = TestClient(app)
+    for name in ("h1", "h2", "h3"):
+        assert client.get(f"/v1/targets/{name}").status_code == 200
+    client.get("/no/such/route")
+    client.get("/another/unknown")
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    text = response.text
+    total = "placed_http_requests_total"
+    assert sample(text, total, method="GET", route="/v1/targets/{id}", code="200") == 3
+    assert "/v1/targets/h1" not in text
+    assert sample(text, total, method="GET", route="<unmatched>", code="404") == 2
+    count = "placed_http_request_duration_seconds_count"
+    assert sample(text, count, method="GET", route="/v1/targets/{id}") == 3
+
+
+def test_each_app_counts_on_its_own() -> None:
+    first, second = TestClient(create_app()), TestClient(create_app())
+    first.get("/healthz")
+    first.get("/healthz")
+    second.get("/healthz")
+    total = "placed_http_requests_total"
+    labels = {"method": "GET", "route": "/healthz", "code": "200"}
+    assert sample(first.get("/metrics").text, total, **labels) == 2
+    assert sample(second.get("/metrics").text, total, **labels) == 1
+
+
+def test_an_invented_method_is_one_label_value() -> None:
+    client = TestClient(create_app())
+    client.request("BREW", "/healthz")
+    text = client.get("/metrics").text
+    assert sample(text, "placed_http_requests_total", method="other", route="/healthz", code="405")
+    assert "BREW" not in text
+
+
+def test_openapi_documents_problems_and_the_spec_body() -> None:
+    schema = TestClient(create_app()).get("/openapi.json").json()
+    plan = schema["paths"]["/v1/plan"]["post"]
+    for status in ("413", "415", "422"):
+        content = plan["responses"][status]["content"]
+        assert content == {PROBLEM: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    body = plan["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/SpecDocument"}
+    components = schema["components"]["schemas"]
+    assert {"Problem", "ProblemError", "SpecDocument", "WorkloadSpec"} <= set(components)
+    assert "HTTPValidationError" not in components
+    assert schema["paths"]["/readyz"]["get"]["responses"]["503"]["content"][PROBLEM]
+    text = str(schema)
+    # Every reference resolves inside the document.
+    for ref in re.findall(r"#/components/schemas/(\w+)", text):
+        assert ref in components, ref
+
+
+def test_a_dotted_key_becomes_a_pointer_resolved_against_the_body() -> None:
+    data = {"inventory": [{"id": "a", "tags": {"topology.zone": "x"}}]}
+    assert key_pointer("inventory[0].tags.topology.zone", data) == "/inventory/0/tags/topology.zone"
+    assert key_pointer("workloads[0].units", None) == "/workloads/0/units"
+    assert key_pointer("", data) == ""
+    assert key_pointer("a/b~c", {"a/b~c": 1}) == "/a~1b~0c"

@@ -1,0 +1,116 @@
+"""POST /v1/plan answers what `placed plan --format json` prints, and a bad spec comes
+back as a problem whose errors are where the CLI puts them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from placed.cli.main import app as cli
+from placed.service import create_app
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBLEM = "application/problem+json"
+
+
+def test_plan_answers_the_document_the_cli_prints() -> None:
+    spec = ROOT / "examples" / "distinct-racks.yaml"
+    body = json.dumps(yaml.safe_load(spec.read_text()))
+    response = TestClient(create_app()).post(
+        "/v1/plan", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 200, response.text
+    printed = CliRunner().invoke(cli, ["plan", str(spec), "--format", "json"])
+    assert printed.exit_code == 1, printed.output  # web/3 stays unplaced
+    expected = json.loads(printed.stdout)
+    assert response.json() == expected
+    assert any(p["unit"] == "web/3" for p in expected["unplaced"])
+
+
+def test_a_spec_error_is_a_problem_at_its_pointer_line_and_column(tmp_path: Path) -> None:
+    text = (
+        "{\n"
+        '  "name": "bad",\n'
+        '  "inventory": [\n'
+        '    {"id": "h1", "capacity": {"cpu": 4}}\n'
+        "  ],\n"
+        '  "workloads": [\n'
+        '    {"name": "web", "units": "three"},\n'
+        '    {"name": "db", "unitz": 1}\n'
+        "  ]\n"
+        "}\n"
+    )
+    response = TestClient(create_app()).post("/v1/plan", content=text)
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == PROBLEM
+    body = response.json()
+    assert body["type"] == "urn:placed:problem:invalid-spec"
+    assert body["request_id"] == response.headers["x-request-id"]
+    units = next(e for e in body["errors"] if e["pointer"] == "/workloads/0/units")
+    assert (units["line"], units["column"]) == (7, 30)
+    # The same problems, at the same places, as `placed validate` gives for the file.
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    validated = CliRunner().invoke(cli, ["validate", str(path), "--format", "json"])
+    assert validated.exit_code == 2
+    expected = [
+        (e["line"], e["column"], e["message"]) for e in json.loads(validated.stdout)["errors"]
+    ]
+    assert [(e["line"], e["column"], e["detail"]) for e in body["errors"]] == expected
+    assert len(expected) == 2
+
+
+def test_malformed_json_is_an_invalid_spec_at_its_line() -> None:
+    response = TestClient(create_app()).post(
+        "/v1/plan", content='{\n  "name": "x",\n  "inventory": [\n}', headers={}
+    )
+    assert response.status_code == 422
+    body = response.json()
+    assert body["type"] == "urn:placed:problem:invalid-spec"
+    assert body["errors"][0]["line"] == 4
+
+
+def test_a_body_that_is_not_utf8_is_an_invalid_spec() -> None:
+    response = TestClient(create_app()).post("/v1/plan", content=b'{"name": "\xff"}')
+    assert response.status_code == 422
+    error = response.json()["errors"][0]
+    assert "not UTF-8" in error["detail"]
+    assert (error["line"], error["column"]) == (1, 11)
+
+
+def test_a_body_past_the_limit_is_a_413_problem() -> None:
+    client = TestClient(create_app(max_body_bytes=1000))
+    spec = json.dumps({"inventory": [{"id": f"h{i}"} for i in range(200)]})
+    response = client.post("/v1/plan", content=spec)
+    assert response.status_code == 413
+    assert response.headers["content-type"] == PROBLEM
+    assert response.json()["type"] == "urn:placed:problem:body-too-large"
+
+    def chunks() -> object:
+        for _ in range(20):
+            yield b" " * 100  # no Content-Length: counted as it arrives
+
+    streamed = client.post("/v1/plan", content=chunks())  # type: ignore[arg-type]
+    assert streamed.status_code == 413
+    assert client.post("/v1/plan", content='{"inventory": [{"id": "h1"}]}').status_code == 200
+
+
+def test_a_body_of_another_media_type_is_a_415_problem() -> None:
+    response = TestClient(create_app()).post(
+        "/v1/plan", content="name: x", headers={"content-type": "text/plain"}
+    )
+    assert response.status_code == 415
+    assert response.json()["type"] == "urn:placed:problem:unsupported-media-type"
+
+
+def test_plan_is_counted_under_its_route() -> None:
+    client = TestClient(create_app())
+    client.post("/v1/plan", content='{"inventory": [{"id": "h1"}]}')
+    client.post("/v1/plan", content="{")
+    text = client.get("/metrics").text
+    assert 'placed_http_requests_total{code="200",method="POST",route="/v1/plan"} 1.0' in text
+    assert 'placed_http_requests_total{code="422",method="POST",route="/v1/plan"} 1.0' in text
