@@ -135,3 +135,23 @@ def test_under_ci_any_skip_of_a_postgres_test_fails(tmp_path: Path) -> None:
     assert _pytest(args, tmp_path, CI="").returncode == 0
     inside = _pytest(args, tmp_path, CI="true")
     assert inside.returncode == 1 and "a PostgreSQL test must run" in inside.stdout, inside.stdout
+
+
+def test_the_cli_names_the_stores_environment_variable_and_loads_no_store_to_start() -> None:
+    import subprocess
+    import sys
+
+    from placed.cli import db
+    from placed.store import database
+
+    assert db.ENVIRONMENT == database.ENVIRONMENT
+    # An offline command never pays for SQLAlchemy, Alembic or the web framework.
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, placed.cli.main; print(sorted(sys.modules))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    loaded = done.stdout
+    for heavy in ("'sqlalchemy'", "'alembic'", "'fastapi'", "'uvicorn'", "'placed.store'"):
+        assert heavy not in loaded, heavy

@@ -8,9 +8,10 @@ from typing import Annotated
 import typer
 
 from placed.cli.output import fail, guarded, write
-from placed.store.database import ENVIRONMENT, StoreError, database_url
-from placed.store.schema import status
-from placed.store.schema import upgrade as upgrade_schema
+
+# The store (SQLAlchemy, Alembic) is imported by the commands that use it, not here:
+# every offline command starts through this module, and would pay half a second for it.
+ENVIRONMENT = "PLACED_DATABASE_URL"  # placed.store.database.ENVIRONMENT (a test holds it)
 
 app = typer.Typer(
     help="The service's database (for placed serve): create it, bring it to the current "
@@ -49,6 +50,9 @@ def upgrade(database: DatabaseOption = None) -> None:
       placed db upgrade --database sqlite:///placed.db
       PLACED_DATABASE_URL=sqlite:///service.db placed db upgrade
     """
+    from placed.store.database import StoreError, database_url
+    from placed.store.schema import upgrade as upgrade_schema
+
     try:
         done = upgrade_schema(database_url(database))
     except StoreError as error:
@@ -76,6 +80,9 @@ def current(database: DatabaseOption = None) -> None:
       placed db current
       placed db current --database sqlite:///placed.db
     """
+    from placed.store.database import StoreError, database_url
+    from placed.store.schema import status
+
     try:
         found = status(database_url(database))
     except StoreError as error:

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from placed.cli.db import DatabaseOption
 from placed.cli.output import err, fail_option
 
 
@@ -31,19 +32,34 @@ def serve(
     log_level: Annotated[
         LogLevel, typer.Option("--log-level", help="How much the server logs.")
     ] = LogLevel.info,
+    database: DatabaseOption = None,
 ) -> None:
     """Serve placed's HTTP API until stopped (Ctrl-C or SIGTERM).
 
     GET /healthz and /readyz for probes, /metrics for Prometheus, POST /v1/plan plans a
     spec as placed plan does and answers its JSON document; errors are RFC 9457 problem
-    documents. The OpenAPI schema is at /openapi.json. Nothing is stored yet.
+    documents. The OpenAPI schema is at /openapi.json. It refuses to start on a database
+    whose schema is not this placed's (run placed db upgrade), and /readyz answers 503
+    while the database cannot be reached or its schema is old.
 
     \b
     Examples:
       placed serve --help
+      # exit code 2: a database without placed's schema (placed db upgrade first)
+      placed serve --database sqlite:///empty.db
       # exit code 2: an address this machine does not have
-      placed serve --host 192.0.2.1
+      placed db upgrade --database sqlite:///ready.db > /dev/null && \\
+          placed serve --database sqlite:///ready.db --host 192.0.2.1
     """
+    # The store and the web framework load only when the server starts (cli/db.py: why).
+    from placed.store.database import StoreError, database_url
+    from placed.store.schema import require_current
+
+    url = database_url(database)
+    try:
+        require_current(url)
+    except StoreError as error:
+        fail_option("--database", str(error))
     # Bound here, not by uvicorn, so a port in use is a clear error and exit 2 rather
     # than a log line; uvicorn imports only once the socket is ours.
     listening = _listen(host, port)
@@ -52,9 +68,17 @@ def serve(
     err.print(f"placed serve: listening on http://{shown}:{bound_port}", markup=False)
     import uvicorn
 
-    config = uvicorn.Config(
-        "placed.service.app:create_app", factory=True, log_level=log_level.value
-    )
+    from placed.service.app import create_app
+
+    def ready() -> str | None:
+        """None when the database answers with this placed's schema, else why not."""
+        try:
+            require_current(url)
+        except StoreError as error:
+            return str(error)
+        return None
+
+    config = uvicorn.Config(create_app(readiness=ready), log_level=log_level.value)
     uvicorn.Server(config).run(sockets=[listening])
 
 
