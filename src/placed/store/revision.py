@@ -7,6 +7,8 @@ out in commit order.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
@@ -19,24 +21,17 @@ def current(session: Session) -> int:
 
 def bump(session: Session) -> int:
     """Raise the revision for this transaction's change; the new value."""
-    value = session.scalar(
-        update(Revision)
-        .where(Revision.id == 1)
-        .values(value=Revision.value + 1)
-        .returning(Revision.value)
-    )
-    if value is None:
-        raise LookupError("the revision row is missing: run `placed db upgrade`")
-    return int(value)
+    return _increment(session, Revision.value)
 
 
 def next_event_id(session: Session) -> int:
     """The next event id, under the same row lock as `bump`."""
+    return _increment(session, Revision.last_event_id)
+
+
+def _increment(session: Session, column: Any) -> int:
     value = session.scalar(
-        update(Revision)
-        .where(Revision.id == 1)
-        .values(last_event_id=Revision.last_event_id + 1)
-        .returning(Revision.last_event_id)
+        update(Revision).where(Revision.id == 1).values({column: column + 1}).returning(column)
     )
     if value is None:
         raise LookupError("the revision row is missing: run `placed db upgrade`")

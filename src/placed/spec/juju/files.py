@@ -1181,42 +1181,22 @@ def bundle_plans(
     names = service.unit_names()
     entries = service.entries
     counters: dict[str, int] = {}
+
+    def read(entry: Any, index: int, where: Path, counts: dict[str, int]) -> UnitPlan | None:
+        return _plan(
+            service, entry, index, where, services, status, out, "bundle", counts, declared
+        )
+
     if assignment is not None:
         used: set[Path] = set()
         for index, (unit, (entry, where)) in enumerate(assignment):
             used.add(where)
-            plan = _at(
-                _plan(
-                    service,
-                    entry,
-                    index,
-                    where,
-                    services,
-                    status,
-                    out,
-                    "bundle",
-                    counters,
-                    declared,
-                ),
-                where,
-                out,
-            )
+            plan = _at(read(entry, index, where, counters), where, out)
             if plan is not None:
                 plans[unit] = plan
         for index, (entry, where) in enumerate(entries):
             if where not in used:
-                _plan(
-                    service,
-                    entry,
-                    index,
-                    where,
-                    services,
-                    status,
-                    out,
-                    "bundle",
-                    dict(counters),
-                    declared,
-                )
+                read(entry, index, where, dict(counters))  # for its mistakes only
         return Directed(plans, new_machines=True, constraints=service.constraints, style="bundle")
     extra = [str(entry) for entry, _ in entries[len(names) :]]
     pads = _pads(entries)
@@ -1226,13 +1206,7 @@ def bundle_plans(
         entry, where = entries[min(index, len(entries) - 1)]
         if unit in service.existing:
             continue
-        plan = _at(
-            _plan(
-                service, entry, index, where, services, status, out, "bundle", counters, declared
-            ),
-            where,
-            out,
-        )
+        plan = _at(read(entry, index, where, counters), where, out)
         if plan is not None:
             plans[unit] = plan
     return Directed(
