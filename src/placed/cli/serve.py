@@ -78,7 +78,10 @@ def serve(
             return str(error)
         return None
 
-    config = uvicorn.Config(create_app(readiness=ready), log_level=log_level.value)
+    from placed.store.database import make_engine
+
+    app = create_app(database=make_engine(url), readiness=ready)
+    config = uvicorn.Config(app, log_level=log_level.value)
     uvicorn.Server(config).run(sockets=[listening])
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from sqlalchemy import Engine
 
 from placed import __version__
 from placed.service import health, metrics, plan, problems
@@ -18,16 +19,19 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 
 
 def create_app(
+    database: Engine | None = None,
     readiness: Readiness = always_ready,
     max_body_bytes: int = MAX_BODY_BYTES,
 ) -> FastAPI:
-    """`readiness`: None when the service can serve, else why not (GET /readyz answers
+    """`database`: the store's engine (None: only the routes that keep no state answer).
+    `readiness`: None when the service can serve, else why not (GET /readyz answers
     503 with it). `max_body_bytes`: a larger request body gets a 413 problem."""
     app = FastAPI(
         title="placed",
         version=__version__,
         description="Decide where each unit of work goes, under policy, and explain why.",
     )
+    app.state.database = database
     app.state.metrics = found = metrics.HttpMetrics()
     app.state.readiness = readiness
     app.state.max_body_bytes = max_body_bytes
