@@ -120,6 +120,12 @@ class Location(Base):
     kind: Mapped[str] = mapped_column(String(64), default="")
     tags: Mapped[list[str]] = mapped_column(default=list)
     properties: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # The location's own keys as the spec wrote them (children and capacity apart), so
+    # the world a plan starts from is read back through the spec's own schema.
+    spec: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # The spec document (its `name`) that defines it: another document naming it is a
+    # conflict, and `prune` deletes only what its own document no longer names.
+    document: Mapped[str | None] = mapped_column(String(255))
     revision: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
@@ -134,6 +140,8 @@ class Target(Base):
     location_id: Mapped[int | None] = mapped_column(ForeignKey("locations.id"))
     tags: Mapped[list[str]] = mapped_column(default=list)
     properties: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    spec: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    document: Mapped[str | None] = mapped_column(String(255))
     admin_state: Mapped[str] = mapped_column(String(16), default="up")
     # Every claim and every change raises it; a writer that saw an older one touches
     # nothing (`WHERE generation = :seen`).
@@ -175,6 +183,7 @@ class Workload(Base):
     name: Mapped[str] = mapped_column(String(255), unique=True)
     account_id: Mapped[int | None] = mapped_column(ForeignKey("accounts.id"))
     spec: Mapped[dict[str, Any]]
+    document: Mapped[str | None] = mapped_column(String(255))
     generation: Mapped[int] = mapped_column(BigInteger, default=0)
     revision: Mapped[int] = mapped_column(BigInteger, default=0)
 
