@@ -57,6 +57,9 @@ class Simulation:
     already_down: list[str] = field(default_factory=list)
     already_up: list[str] = field(default_factory=list)
     ran: int = 0  # units that already ran (running:) on targets that went down
+    # The world after: where everything is and what each target has free (a service
+    # commits its usage from here).
+    state: PlanState | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -167,6 +170,7 @@ def simulate(planner: Planner, down: list[str], up: list[str]) -> Simulation:
         already_down=[t for t in going_down if not was_up[_position(state, t)]],
         already_up=[t for t in coming_up if was_up[_position(state, t)]],
         ran=len(was),
+        state=state,
     )
 
 

@@ -10,7 +10,17 @@ from fastapi.openapi.utils import get_openapi
 from sqlalchemy import Engine
 
 from placed import __version__
-from placed.service import health, metrics, plan, problems
+from placed.service import (
+    apply,
+    events,
+    health,
+    metrics,
+    placements,
+    plan,
+    problems,
+    targets,
+    workloads,
+)
 from placed.service.health import Readiness, always_ready
 from placed.service.middleware import RequestContext
 from placed.spec.schema import SpecDocument
@@ -40,6 +50,8 @@ def create_app(
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(plan.router)
+    for module in (apply, targets, workloads, placements, events):
+        app.include_router(module.router)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

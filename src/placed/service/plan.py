@@ -12,38 +12,14 @@ from starlette.concurrency import run_in_threadpool
 from placed.engine.planner import Planner
 from placed.engine.report import plan_document
 from placed.service import problems
+from placed.service.bodies import read_body
 from placed.spec import SpecError
 from placed.spec.load import load_spec_text
 from placed.spec.source import decode
 
 SOURCE = "request"  # the spec's name in its errors, as a file's path is on the CLI
-# JSON is what the API speaks; YAML is the spec files' own format and reads the same.
-MEDIA_TYPES = frozenset({"application/json", "application/yaml", "application/x-yaml", "text/yaml"})
 
 router = APIRouter(prefix="/v1")
-
-
-async def read_body(request: Request) -> bytes:
-    """The body, refused past the app's limit before more of it is read."""
-    limit: int = request.app.state.max_body_bytes
-    too_large = problems.ProblemException(
-        413, "body-too-large", f"the body is larger than {limit:,} bytes, the most placed reads"
-    )
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise too_large
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind and kind not in MEDIA_TYPES and not kind.endswith("+json"):
-        raise problems.ProblemException(
-            415, "unsupported-media-type", f"a spec is application/json, not {kind}"
-        )
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def plan(body: bytes) -> dict[str, Any]:

@@ -60,6 +60,12 @@ class Problem(BaseModel):
     detail: str
     request_id: str = Field(description="The X-Request-Id of this request, as the log has it.")
     errors: list[ProblemError] | None = None
+    current_generation: int | None = Field(
+        default=None, description="A stale write's row: the generation it has now."
+    )
+    current_revision: int | None = Field(
+        default=None, description="An apply's expected_revision was stale: the world's now."
+    )
 
 
 class ProblemException(Exception):
@@ -72,8 +78,10 @@ class ProblemException(Exception):
         detail: str,
         errors: Sequence[dict[str, Any]] | None = None,
         headers: dict[str, str] | None = None,
+        extensions: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(detail)
+        self.extensions = extensions or {}
         self.status = status
         self.kind = kind
         self.detail = detail
@@ -91,6 +99,7 @@ def document(
     detail: str,
     request_id: str,
     errors: Sequence[dict[str, Any]] | None = None,
+    extensions: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "type": TYPE_PREFIX + kind,
@@ -101,6 +110,7 @@ def document(
     }
     if errors is not None:
         body["errors"] = list(errors)
+    body.update(extensions or {})
     return body
 
 
@@ -111,9 +121,10 @@ def response(
     request_id: str,
     errors: Sequence[dict[str, Any]] | None = None,
     headers: Mapping[str, str] | None = None,
+    extensions: dict[str, Any] | None = None,
 ) -> JSONResponse:
     return JSONResponse(
-        document(status, kind, detail, request_id, errors),
+        document(status, kind, detail, request_id, errors, extensions),
         status_code=status,
         headers=headers,
         media_type=MEDIA_TYPE,
@@ -243,6 +254,7 @@ async def _problem(request: Request, error: Exception) -> JSONResponse:
         request_id_of(request),
         error.errors,
         error.headers,
+        error.extensions,
     )
 
 

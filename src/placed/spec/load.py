@@ -67,6 +67,19 @@ def load_spec_text(text: str, source: str = "<spec>") -> Spec:
     return specs[0]
 
 
+def load_spec_data(data: Any, source: str = "<spec>") -> Spec:
+    """A spec from data already parsed (a service's rows read back as a document): the
+    same schema and rules as a file, with problems located by key path only."""
+    with _without_cycle_collection():
+        return _document(data, SourceMap(), source)
+
+
+def parse_documents(text: str, source: str = "<spec>") -> list[SpecDocument]:
+    """The native documents of `text` as the schema reads them, each valid (call after
+    `load_specs_text` has accepted the text: it reports the problems)."""
+    return [SpecDocument.model_validate(data) for data, _ in parse(text, source)]
+
+
 @contextlib.contextmanager
 def _without_cycle_collection() -> Iterator[None]:
     """Reading builds millions of objects and no reference cycles that matter, and each

@@ -125,6 +125,12 @@ def writing(engine: Engine) -> Iterator[Session]:
 
 @contextmanager
 def reading(engine: Engine) -> Iterator[Session]:
-    """One read transaction (deferred on SQLite, so it never holds the write lock)."""
-    with Session(engine.execution_options(**{READ_ONLY: True})) as session, session.begin():
+    """One read transaction on one snapshot (deferred on SQLite, so it never holds the
+    write lock; REPEATABLE READ, read-only, on PostgreSQL)."""
+    options: dict[str, Any] = {READ_ONLY: True}
+    if engine.dialect.name == "postgresql":
+        # One snapshot for every statement: a world read in several queries must be one
+        # moment's world, which READ COMMITTED (a snapshot per statement) is not.
+        options.update(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+    with Session(engine.execution_options(**options)) as session, session.begin():
         yield session

@@ -8,6 +8,7 @@ committed, and a reader paging `id > last` never skips a row that commits late.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -55,3 +56,54 @@ def after(session: Session, last_id: int = 0, limit: int = 100) -> Sequence[Even
     return session.scalars(
         select(EventRow).where(EventRow.id > last_id).order_by(EventRow.id).limit(limit)
     ).all()
+
+
+def page(
+    session: Session,
+    after_id: int = 0,
+    limit: int = 100,
+    kind: str | None = None,
+    subject: str | None = None,
+    target: str | None = None,
+    workload: str | None = None,
+    actor: str | None = None,
+    accounts: Sequence[str] | None = None,
+    since: datetime | None = None,
+) -> Sequence[EventRow]:
+    """One page of events after `after_id`, oldest first, filtered. `accounts`: only
+    events of these accounts (a scoped reader's view); None: every event."""
+    query = select(EventRow).where(EventRow.id > after_id).order_by(EventRow.id).limit(limit)
+    if kind is not None:
+        # `unit.` matches every unit event, as a prefix ending in a dot.
+        query = query.where(
+            EventRow.kind.startswith(kind) if kind.endswith(".") else EventRow.kind == kind
+        )
+    for column, value in (
+        (EventRow.subject, subject),
+        (EventRow.target, target),
+        (EventRow.workload, workload),
+        (EventRow.actor_accessor, actor),
+    ):
+        if value is not None:
+            query = query.where(column == value)
+    if accounts is not None:
+        query = query.where(EventRow.account.in_(list(accounts)))
+    if since is not None:
+        query = query.where(EventRow.at >= since)
+    return session.scalars(query).all()
+
+
+def view(row: EventRow) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "time": row.at.isoformat(),
+        "kind": row.kind,
+        "subject": row.subject,
+        "target": row.target,
+        "workload": row.workload,
+        "domain": row.domain,
+        "account": row.account,
+        "actor": {"accessor": row.actor_accessor, "role": row.actor_role},
+        "request_id": row.request_id,
+        "details": row.details,
+    }

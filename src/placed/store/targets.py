@@ -17,7 +17,14 @@ from sqlalchemy import exc, select, update
 from sqlalchemy.orm import Session
 
 from placed.store import locations, revision
-from placed.store.tables import ADMIN_STATES, Target, TargetLiveness, TargetResource, now
+from placed.store.tables import (
+    ADMIN_STATES,
+    Location,
+    Target,
+    TargetLiveness,
+    TargetResource,
+    now,
+)
 
 
 class OverCapacity(Exception):
@@ -127,3 +134,64 @@ def heartbeat(session: Session, target_id: int, at: datetime | None = None) -> N
 def changed_since(session: Session, seen: int) -> Sequence[Target]:
     """The targets written after revision `seen`, for a replica's index refresh."""
     return session.scalars(select(Target).where(Target.revision > seen).order_by(Target.id)).all()
+
+
+def views(
+    session: Session, after: str | None = None, limit: int = 100, names: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """Targets as the API shows them, by name, one page (`after`: the last name seen)."""
+    query = select(Target).order_by(Target.name).limit(limit)
+    if after is not None:
+        query = query.where(Target.name > after)
+    if names:
+        query = query.where(Target.name.in_(list(names)))
+    rows = session.scalars(query).all()
+    ids = [row.id for row in rows]
+    capacity: dict[int, dict[str, float]] = {i: {} for i in ids}
+    used: dict[int, dict[str, float]] = {i: {} for i in ids}
+    for target_id, name, cap, use in session.execute(
+        select(
+            TargetResource.target_id,
+            TargetResource.name,
+            TargetResource.capacity,
+            TargetResource.used,
+        ).where(TargetResource.target_id.in_(ids))
+    ):
+        capacity[target_id][name] = cap
+        used[target_id][name] = use
+    seen = {
+        target_id: (last_seen, liveness)
+        for target_id, last_seen, liveness in session.execute(
+            select(
+                TargetLiveness.target_id, TargetLiveness.last_seen, TargetLiveness.liveness
+            ).where(TargetLiveness.target_id.in_(ids))
+        )
+    }
+    parents = {
+        location_id: name
+        for location_id, name in session.execute(
+            select(Location.id, Location.name).where(
+                Location.id.in_([row.location_id for row in rows if row.location_id])
+            )
+        )
+    }
+    return [
+        {
+            "name": row.name,
+            "kind": str(row.spec.get("kind", "host")),
+            "parent": parents.get(row.location_id) if row.location_id else None,
+            "tags": list(row.spec.get("tags", [])),
+            "capacity": capacity[row.id],
+            "used": used[row.id],
+            "admin_state": row.admin_state,
+            "liveness": seen.get(row.id, (None, "unknown"))[1],
+            "last_seen": _iso(seen.get(row.id, (None, ""))[0]),
+            "generation": row.generation,
+            "document": row.document,
+        }
+        for row in rows
+    ]
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None

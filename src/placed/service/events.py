@@ -1,0 +1,92 @@
+"""GET /v1/events: what changed, oldest first, paged by id; `wait` long-polls."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from placed.service import context, problems
+from placed.store import events
+from placed.store.database import reading
+
+router = APIRouter(prefix="/v1")
+
+MAX_PAGE = 1000
+MAX_WAIT_S = 30.0
+POLL_S = 0.2
+
+
+class Actor(BaseModel):
+    accessor: str | None
+    role: str | None
+
+
+class EventView(BaseModel):
+    id: int
+    time: str
+    kind: str
+    subject: str
+    target: str | None
+    workload: str | None
+    domain: str | None
+    account: str | None
+    actor: Actor
+    request_id: str | None
+    details: dict[str, Any]
+
+
+class EventPage(BaseModel):
+    items: list[EventView]
+    next_cursor: int = Field(description="Pass as `after` for the next page (the last id).")
+
+
+@router.get(
+    "/events",
+    summary="List events",
+    description="Events in commit order. Filter by kind (`unit.` for every unit event), "
+    "subject, target, workload, actor (a token's accessor), since (a time); page with "
+    "after (the next_cursor of the page before). wait=N answers as soon as there is an "
+    "event, or after N seconds with none.",
+    response_model=EventPage,
+    responses=problems.responses(422),
+)
+async def list_events(
+    request: Request,
+    after: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+    kind: Annotated[str | None, Query(max_length=64)] = None,
+    subject: Annotated[str | None, Query(max_length=255)] = None,
+    target: Annotated[str | None, Query(max_length=255)] = None,
+    workload: Annotated[str | None, Query(max_length=255)] = None,
+    actor: Annotated[str | None, Query(max_length=32)] = None,
+    since: Annotated[datetime | None, Query()] = None,
+    wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S)] = 0,
+) -> dict[str, Any]:
+    engine = context.store(request)
+    if since is not None and since.tzinfo is None:
+        raise problems.ProblemException(
+            422,
+            "invalid-request",
+            "since needs a UTC offset (2026-12-01T09:00:00Z)",
+            [{"parameter": "query.since", "detail": "no UTC offset"}],
+        )
+
+    def page() -> list[dict[str, Any]]:
+        with reading(engine) as session:
+            rows = events.page(
+                session, after, limit, kind, subject, target, workload, actor, since=since
+            )
+            return [events.view(row) for row in rows]
+
+    deadline = time.monotonic() + wait
+    items = await run_in_threadpool(page)
+    while not items and time.monotonic() < deadline:
+        await asyncio.sleep(POLL_S)
+        items = await run_in_threadpool(page)
+    return {"items": items, "next_cursor": items[-1]["id"] if items else after}

@@ -1,0 +1,93 @@
+"""GET /v1/placements and /v1/placements/history: where each unit is, and every move."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from placed.service import context, problems
+from placed.store import placements
+from placed.store.database import reading
+
+router = APIRouter(prefix="/v1")
+
+MAX_PAGE = 1000
+
+
+class PlacementView(BaseModel):
+    unit: str
+    workload: str
+    target: str | None = Field(description="null: the unit is placed nowhere (unplaced).")
+    placed_at: str | None
+    account: str | None
+
+
+class PlacementPage(BaseModel):
+    items: list[PlacementView]
+    next_cursor: str | None = Field(description="Pass as `after` for the next page; null: none.")
+
+
+class HistoryView(BaseModel):
+    id: int
+    unit: str
+    from_: str | None = Field(alias="from")
+    to: str | None
+    at: str
+    reason: str
+    event_id: int | None
+
+
+class HistoryPage(BaseModel):
+    items: list[HistoryView]
+    next_cursor: int
+
+
+@router.get(
+    "/placements",
+    summary="Where each unit is",
+    response_model=PlacementPage,
+    responses=problems.responses(422),
+)
+async def list_placements(
+    request: Request,
+    after: Annotated[str | None, Query(max_length=255, description="The last unit seen.")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+    workload: Annotated[str | None, Query(max_length=255)] = None,
+    target: Annotated[str | None, Query(max_length=255)] = None,
+) -> dict[str, Any]:
+    engine = context.store(request)
+
+    def page() -> dict[str, Any]:
+        with reading(engine) as session:
+            items = placements.page(session, after, limit + 1, workload, target)
+        more = len(items) > limit
+        items = items[:limit]
+        return {"items": items, "next_cursor": items[-1]["unit"] if more and items else None}
+
+    return await run_in_threadpool(page)
+
+
+@router.get(
+    "/placements/history",
+    summary="Every change of a unit's place",
+    response_model=HistoryPage,
+    response_model_by_alias=True,
+    responses=problems.responses(422),
+)
+async def list_history(
+    request: Request,
+    after: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+    unit: Annotated[str | None, Query(max_length=255)] = None,
+) -> dict[str, Any]:
+    engine = context.store(request)
+
+    def page() -> dict[str, Any]:
+        with reading(engine) as session:
+            items = placements.history_page(session, after, limit, unit)
+        return {"items": items, "next_cursor": items[-1]["id"] if items else after}
+
+    return await run_in_threadpool(page)

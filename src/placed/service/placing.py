@@ -1,0 +1,271 @@
+"""Plan on the rows and commit the outcome: the one path every change takes.
+
+A change reads the world (store/world.py), says what it becomes (store/merge.py for
+applied documents, an admin state for down and up), plans it with the same engine
+functions as the CLI (`Planner.plan`, `simulate`), and commits the difference
+(store/definitions.py, store/claims.py) in one transaction.
+
+Plans run on a snapshot read outside the write transaction, so replicas plan side by
+side; the commit checks each row it writes against the generation the snapshot saw and,
+when someone else changed it first, plans again on fresh rows (server-side retry, with
+jitter). The last try plans inside the write transaction, after taking the revision
+row's lock, so it cannot be overtaken: a claim is refused only when nothing fits, never
+because others were faster.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from placed.engine.outcomes import Placement, PlanResult
+from placed.engine.planner import Planner
+from placed.engine.rebalance import Simulation
+from placed.engine.report import Explainer
+from placed.engine.state import PlanState
+from placed.model import Spec
+from placed.service import problems
+from placed.service.problems import ProblemException
+from placed.spec import SpecError
+from placed.spec.load import load_spec_data
+from placed.store import claims, definitions, revision, world
+from placed.store.claims import MOVED, PLACED, REMOVED, UNPLACED, Actor, Extra, Move
+from placed.store.database import reading, writing
+from placed.store.tables import EventRow
+from placed.store.world import Snapshot
+
+TRIES = 10
+# Tries planned on a snapshot before the last one, which plans under the lock. Under
+# heavy contention most optimistic tries lose, and each costs a whole plan.
+OPTIMISTIC_TRIES = 3
+WORLD = "store"  # the world's name in a problem about it
+
+
+@dataclass
+class Prepared:
+    """A change, planned: the world after it, and what to write."""
+
+    after: Snapshot
+    spec: Spec
+    planner: Planner
+    result: PlanResult
+    moves: list[Move]
+    used: dict[str, dict[str, float]]
+    extra: list[Extra] = field(default_factory=list)
+    simulation: Simulation | None = None
+    data: dict[str, Any] = field(default_factory=dict)  # what the change's caller needs
+
+
+@dataclass
+class Committed:
+    prepared: Prepared
+    revision: int
+    events: list[EventRow]
+    conflicts: int
+
+
+def world_spec(snapshot: Snapshot) -> Spec:
+    """The snapshot as the engine's spec, read through the spec's own schema."""
+    document = snapshot.document(WORLD)
+    try:
+        return load_spec_data(document, WORLD)
+    except SpecError as error:
+        # Pointers into the stored world (the documents applied so far, as one).
+        raise ProblemException(
+            422,
+            "invalid-world",
+            "the change would leave a world placed cannot plan: "
+            + "; ".join(
+                f"{p.key}: {p.message}" if p.key else p.message for p in error.problems[:5]
+            ),
+            problems.spec_errors(error, document)[:50],
+        ) from None
+
+
+def usage(planner: Planner, state: PlanState, after: Snapshot) -> dict[str, dict[str, float]]:
+    """What each target uses once the plan is done: its capacity less what is free, for
+    the resources it has."""
+    free = state.free
+    position = planner.index.position
+    rows = {name: row for row, name in enumerate(planner.index.resources)}
+    used: dict[str, dict[str, float]] = {}
+    for name, target in after.targets.items():
+        at = position.get(name)
+        if at is None:
+            continue
+        used[name] = {
+            resource: max(0.0, amount - float(free[rows[resource], at]))
+            for resource, amount in target.capacity.items()
+            if resource in rows
+        }
+    return used
+
+
+def plan(before: Snapshot, after: Snapshot) -> Prepared:
+    """Plan `after` from scratch (what runs stays; mapping and every-mode units are
+    derived again) and diff it against `before`."""
+    spec = world_spec(after)
+    planner = Planner(spec)
+    state = planner.initial_state()
+    result = planner.plan(state)
+    explainer = Explainer(spec, planner.families, [c.target for c in state.created])
+    final: dict[str, tuple[str, str | None, str]] = {}
+    for running in spec.running:
+        how = "runs there" if running.unit in before.placements else "runs there (running:)"
+        final[running.unit] = (running.workload, running.target, how)
+    for outcome in result.outcomes:
+        if isinstance(outcome, Placement):
+            final[outcome.unit] = (outcome.workload, outcome.target, explainer.reason(outcome))
+        else:
+            final[outcome.unit] = (outcome.workload, None, outcome.summary)
+    moves = diff(before, final)
+    return Prepared(after, spec, planner, result, moves, usage(planner, state, after))
+
+
+def diff(before: Snapshot, final: dict[str, tuple[str, str | None, str]]) -> list[Move]:
+    moves: list[Move] = []
+    for unit, (workload, destination, why) in final.items():
+        source = before.placements.get(unit)
+        exists = unit in before.units
+        if exists and source == destination:
+            continue
+        kind = UNPLACED if destination is None else PLACED if source is None else MOVED
+        moves.append(Move(workload, unit, source, destination, why, kind))
+    for unit, (_, workload) in before.units.items():
+        if unit not in final:
+            why = (
+                "its workload is gone"
+                if workload not in final_workloads(final)
+                else ("its workload has fewer units, or its target no longer takes it")
+            )
+            moves.append(Move(workload, unit, before.placements.get(unit), None, why, REMOVED))
+    return moves
+
+
+def final_workloads(final: dict[str, tuple[str, str | None, str]]) -> set[str]:
+    return {workload for workload, _, _ in final.values()}
+
+
+def simulated(
+    before: Snapshot, after: Snapshot, simulation: Simulation, planner: Planner
+) -> Prepared:
+    """The moves of a simulation (a target down or up) as a change to commit."""
+    removed = {
+        move["unit"]
+        for move in simulation.to_dict()["moves"]
+        if move["to"] is None
+        and move["unit"] not in simulation.after.by_unit()
+        and planner.workloads[move["workload"]].mode == "every"
+    }
+    moves = []
+    for move in simulation.moves:
+        if move.unit in removed:
+            kind = REMOVED
+        elif move.destination is None:
+            kind = UNPLACED
+        else:
+            kind = PLACED if move.source is None else MOVED
+        moves.append(Move(move.workload, move.unit, move.source, move.destination, move.why, kind))
+    assert simulation.state is not None
+    return Prepared(
+        after,
+        planner.spec,
+        planner,
+        simulation.after,
+        moves,
+        usage(planner, simulation.state, after),
+        simulation=simulation,
+    )
+
+
+def transact(
+    engine: Engine,
+    prepare: Callable[[Snapshot], Prepared],
+    actor: Actor,
+    dry_run: bool = False,
+    expected_revision: int | None = None,
+    on_conflict: Callable[[str], None] | None = None,
+) -> Committed:
+    """Plan with `prepare` on a snapshot and commit what it says, trying again on fresh
+    rows when someone else changed them first."""
+    conflicts = 0
+    for attempt in range(min(TRIES, OPTIMISTIC_TRIES + 1)):
+        last = attempt == OPTIMISTIC_TRIES
+        prepared: Prepared | None = None
+        snapshot: Snapshot | None = None
+        if not last or dry_run:
+            with reading(engine) as session:
+                snapshot = world.read(session)
+            _expected(snapshot, expected_revision)
+            prepared = prepare(snapshot)
+            if dry_run or _nothing(snapshot, prepared):
+                return Committed(prepared, snapshot.revision, [], conflicts)
+        try:
+            with writing(engine) as session:
+                number = revision.bump(session)  # the lock: writers commit one at a time
+                if prepared is None or snapshot is None:
+                    snapshot = world.read(session)
+                    _expected(snapshot, expected_revision, seen=number - 1)
+                    prepared = prepare(snapshot)
+                rows = _write(session, snapshot, prepared, number, actor)
+            if on_conflict is not None and conflicts:
+                on_conflict("retried")
+            return Committed(prepared, number, rows, conflicts)
+        except definitions.StaleRow:
+            conflicts += 1
+            # Replicas break ties alike and so collide alike: spread the next tries.
+            time.sleep(random.uniform(0, 0.005 * (2 ** min(attempt, 6))))
+    if on_conflict is not None:
+        on_conflict("gave_up")
+    raise ProblemException(
+        409,
+        "claim-conflict",
+        f"others changed the same targets {TRIES} times while this was planned; try again",
+        headers={"Retry-After": "1"},
+    )
+
+
+def _nothing(snapshot: Snapshot, prepared: Prepared) -> bool:
+    """Nothing to write: a change that changes nothing leaves the revision as it is."""
+    return not prepared.moves and not prepared.extra and snapshot.defines_same(prepared.after)
+
+
+def _expected(snapshot: Snapshot, expected: int | None, seen: int | None = None) -> None:
+    current = snapshot.revision if seen is None else seen
+    if expected is not None and current != expected:
+        raise ProblemException(
+            409,
+            "revision-changed",
+            f"the world is at revision {current}, not {expected}: something changed since "
+            "that revision was seen (simulate or plan again, then apply)",
+        )
+
+
+def _write(
+    session: Session, snapshot: Snapshot, prepared: Prepared, number: int, actor: Actor
+) -> list[EventRow]:
+    try:
+        bumped = definitions.write(session, snapshot, prepared.after, number)
+    except definitions.Refused as error:
+        raise ProblemException(409, error.kind, str(error)) from None
+    accounts = {name: row.account for name, row in prepared.after.workloads.items()}
+    return claims.commit(
+        session,
+        snapshot,
+        prepared.moves,
+        prepared.used,
+        actor,
+        bumped,
+        prepared.extra,
+        accounts,
+    )
+
+
+def moves_document(moves: Sequence[Move]) -> list[dict[str, Any]]:
+    return [move.to_dict() for move in moves]

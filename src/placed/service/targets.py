@@ -1,0 +1,179 @@
+"""/v1/targets: where units run. Reading them, and taking one down or bringing it up (its
+units move as `placed simulate --down/--up` says they would)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import Engine
+from starlette.concurrency import run_in_threadpool
+
+from placed.engine.planner import Planner
+from placed.engine.rebalance import simulate
+from placed.service import context, placing, problems
+from placed.store import targets
+from placed.store.claims import Actor, Extra
+from placed.store.database import reading
+from placed.store.world import Snapshot
+
+router = APIRouter(prefix="/v1")
+
+MAX_PAGE = 1000
+
+
+class TargetView(BaseModel):
+    name: str
+    kind: str
+    parent: str | None
+    tags: list[str]
+    capacity: dict[str, float]
+    used: dict[str, float]
+    admin_state: str = Field(description="up, down or maintenance")
+    liveness: str = Field(description="up, down or unknown (from heartbeats)")
+    last_seen: str | None
+    generation: int
+    document: str | None = Field(description="The spec document that defines it.")
+
+
+class TargetPage(BaseModel):
+    items: list[TargetView]
+    next_cursor: str | None = Field(description="Pass as `after` for the next page; null: none.")
+
+
+class Reason(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str = Field("", max_length=255, description="Why, for the event.")
+
+
+class MoveView(BaseModel):
+    workload: str
+    unit: str
+    from_: str | None = Field(alias="from")
+    to: str | None
+    why: str
+    kind: str
+
+
+class AdminChange(BaseModel):
+    target: str
+    admin_state: str
+    changed: bool = Field(description="false: it was already in that state.")
+    revision: int
+    moves: list[MoveView]
+
+
+@router.get(
+    "/targets",
+    summary="List targets",
+    response_model=TargetPage,
+    responses=problems.responses(422),
+)
+async def list_targets(
+    request: Request,
+    after: Annotated[str | None, Query(max_length=255, description="The last name seen.")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+) -> dict[str, Any]:
+    engine = context.store(request)
+
+    def page() -> dict[str, Any]:
+        with reading(engine) as session:
+            items = targets.views(session, after, limit + 1)
+        more = len(items) > limit
+        items = items[:limit]
+        return {"items": items, "next_cursor": items[-1]["name"] if more and items else None}
+
+    return await run_in_threadpool(page)
+
+
+@router.get(
+    "/targets/{name:path}",
+    summary="One target",
+    response_model=TargetView,
+    responses=problems.responses(404),
+)
+async def get_target(request: Request, name: str) -> dict[str, Any]:
+    engine = context.store(request)
+
+    def one() -> dict[str, Any]:
+        with reading(engine) as session:
+            found = targets.views(session, names=[name], limit=1)
+        if not found:
+            raise problems.ProblemException(404, "not-found", f"no target {name!r}")
+        return found[0]
+
+    return await run_in_threadpool(one)
+
+
+def change_state(
+    engine: Engine, name: str, state: str, reason: str, actor: Actor
+) -> dict[str, Any]:
+    """Take a target down or bring it up, moving its units in the same transaction."""
+
+    def prepare(snapshot: Snapshot) -> placing.Prepared:
+        row = snapshot.targets.get(name)
+        if row is None:
+            raise problems.ProblemException(404, "not-found", f"no target {name!r}")
+        after = copy.deepcopy(snapshot)
+        after.targets[name] = dataclasses.replace(row, admin_state=state)
+        planner = Planner(placing.world_spec(snapshot))
+        down, up = ([name], []) if state == "down" else ([], [name])
+        prepared = placing.simulated(snapshot, after, simulate(planner, down, up), planner)
+        if row.admin_state != state:
+            prepared.extra.append(
+                Extra(
+                    f"target.{state}",
+                    name,
+                    target=name,
+                    details={"reason": reason, "moves": len(prepared.moves)},
+                )
+            )
+        prepared.data["changed"] = row.admin_state != state
+        return prepared
+
+    committed = placing.transact(engine, prepare, actor)
+    return {
+        "target": name,
+        "admin_state": state,
+        "changed": committed.prepared.data["changed"],
+        "revision": committed.revision,
+        "moves": placing.moves_document(committed.prepared.moves),
+    }
+
+
+def _state_route(state: str) -> Any:
+    async def handler(
+        request: Request,
+        name: str,
+        body: Annotated[Reason | None, Body()] = None,
+    ) -> dict[str, Any]:
+        engine = context.store(request)
+        why = body.reason if body is not None else ""
+        return await run_in_threadpool(
+            change_state, engine, name, state, why, context.actor(request)
+        )
+
+    handler.__name__ = f"target_{state}"
+    return handler
+
+
+for _state, _summary in (("down", "Take a target down"), ("up", "Bring a target up")):
+    router.add_api_route(
+        f"/targets/{{name:path}}/{_state}",
+        _state_route(_state),
+        methods=["POST"],
+        summary=_summary,
+        description=f"Mark the target {_state} and move the units it "
+        + (
+            "held to where `placed simulate --down` says they go"
+            if _state == "down"
+            else "would own again (mapping units come back), as `placed simulate --up` says"
+        )
+        + "; each move is an event, all in one transaction.",
+        response_model=AdminChange,
+        response_model_by_alias=True,
+        responses=problems.responses(404, 409, 422),
+    )

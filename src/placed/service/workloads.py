@@ -1,0 +1,289 @@
+"""/v1/workloads: what needs places. POST is a claim: every unit is placed, or nothing is
+stored and the answer says why (the kube-style summary); PUT changes a workload at the
+generation the caller saw, DELETE removes it and its units."""
+
+from __future__ import annotations
+
+import copy
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query, Request
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy import Engine, func, select
+from starlette.concurrency import run_in_threadpool
+
+from placed.engine.documents import only_workloads
+from placed.engine.report import plan_document
+from placed.service import context, placing, problems
+from placed.spec.schema import WorkloadSpec
+from placed.store import settings
+from placed.store.claims import Actor
+from placed.store.database import reading
+from placed.store.tables import Account, Placement, Unit, Workload
+from placed.store.world import Snapshot, WorkloadRow
+
+router = APIRouter(prefix="/v1")
+
+API_DOCUMENT = "api"  # the document a workload made through the API belongs to
+MAX_PAGE = 1000
+
+
+class WorkloadView(BaseModel):
+    name: str
+    mode: str
+    units: int = Field(description="How many units it asks for (every mode: one per target).")
+    placed: int
+    account: str | None
+    generation: int
+    document: str | None
+    spec: dict[str, Any]
+
+
+class WorkloadPage(BaseModel):
+    items: list[WorkloadView]
+    next_cursor: str | None
+
+
+class WorkloadUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    generation: int = Field(ge=0, description="The generation this change was made from.")
+    spec: dict[str, Any] = Field(description="The workload, as a spec file writes it.")
+
+
+def _views(
+    engine: Engine, after: str | None, limit: int, name: str | None = None
+) -> list[dict[str, Any]]:
+    with reading(engine) as session:
+        default_mode = str(settings.get(session, "default_mode", "allocation"))
+        placed = (
+            select(Unit.workload_id, func.count().label("placed"))
+            .join(Placement, Placement.unit_id == Unit.id)
+            .group_by(Unit.workload_id)
+            .subquery()
+        )
+        query = (
+            select(Workload, Account.name, placed.c.placed)
+            .outerjoin(Account, Account.id == Workload.account_id)
+            .outerjoin(placed, placed.c.workload_id == Workload.id)
+            .order_by(Workload.name)
+            .limit(limit)
+        )
+        if after is not None:
+            query = query.where(Workload.name > after)
+        if name is not None:
+            query = query.where(Workload.name == name)
+        return [
+            {
+                "name": row.name,
+                "mode": str(row.spec.get("mode") or default_mode),
+                "units": int(row.spec.get("units", 1)),
+                "placed": int(count or 0),
+                "account": account,
+                "generation": row.generation,
+                "document": row.document,
+                "spec": row.spec,
+            }
+            for row, account, count in session.execute(query)
+        ]
+
+
+@router.get(
+    "/workloads",
+    summary="List workloads",
+    response_model=WorkloadPage,
+    responses=problems.responses(422),
+)
+async def list_workloads(
+    request: Request,
+    after: Annotated[str | None, Query(max_length=255)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+) -> dict[str, Any]:
+    engine = context.store(request)
+    items = await run_in_threadpool(_views, engine, after, limit + 1)
+    more = len(items) > limit
+    items = items[:limit]
+    return {"items": items, "next_cursor": items[-1]["name"] if more and items else None}
+
+
+@router.get(
+    "/workloads/{name}",
+    summary="One workload",
+    response_model=WorkloadView,
+    responses=problems.responses(404),
+)
+async def get_workload(request: Request, name: str) -> dict[str, Any]:
+    engine = context.store(request)
+    found = await run_in_threadpool(_views, engine, None, 1, name)
+    if not found:
+        raise problems.ProblemException(404, "not-found", f"no workload {name!r}")
+    return found[0]
+
+
+def _spec(data: Any, prefix: str = "") -> WorkloadSpec:
+    try:
+        return WorkloadSpec.model_validate(data)
+    except ValidationError as error:
+        raise problems.ProblemException(
+            422,
+            "invalid-spec",
+            f"the workload has {error.error_count()} problem"
+            + ("s" if error.error_count() != 1 else ""),
+            [
+                {
+                    "pointer": prefix + "".join(f"/{part}" for part in e["loc"]),
+                    "detail": e["msg"],
+                }
+                for e in error.errors()[:100]
+            ],
+        ) from None
+
+
+def _with(snapshot: Snapshot, spec: WorkloadSpec, document: str | None) -> Snapshot:
+    after = copy.deepcopy(snapshot)
+    old = snapshot.workloads.get(spec.name)
+    after.workload_specs[spec.name] = spec.model_dump(mode="json", exclude_defaults=True)
+    mode = spec.mode or snapshot.settings.get("default_mode") or "allocation"
+    after.workloads[spec.name] = WorkloadRow(
+        old.id if old else 0, old.generation if old else 0, document, spec.account, mode
+    )
+    return after
+
+
+def _answer(committed: placing.Committed, name: str) -> dict[str, Any]:
+    shown = only_workloads(committed.prepared.result, {name})
+    return {
+        "revision": committed.revision,
+        "conflicts": committed.conflicts,
+        "changes": placing.moves_document(committed.prepared.moves),
+        **plan_document(shown),
+    }
+
+
+def claim(engine: Engine, spec: WorkloadSpec, actor: Actor) -> dict[str, Any]:
+    def prepare(snapshot: Snapshot) -> placing.Prepared:
+        if spec.name in snapshot.workloads:
+            raise problems.ProblemException(
+                409, "exists", f"workload {spec.name!r} exists: PUT changes it"
+            )
+        prepared = placing.plan(snapshot, _with(snapshot, spec, API_DOCUMENT))
+        unplaced = [o for o in prepared.result.unplaced if o.workload == spec.name]
+        if unplaced:
+            raise problems.ProblemException(
+                409,
+                "unplaceable",
+                f"{len(unplaced)} of the units cannot be placed: {unplaced[0].summary}",
+            )
+        return prepared
+
+    return _answer(placing.transact(engine, prepare, actor), spec.name)
+
+
+@router.post(
+    "/workloads",
+    summary="Claim places for a workload",
+    description="The workload (as a spec file writes one) is placed in full and stored, "
+    "or, when some unit finds no place, nothing is stored and the 409 problem says why.",
+    status_code=201,
+    responses={
+        201: {
+            "description": "The plan of the workload",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        },
+        **problems.responses(409, 422),
+    },
+)
+async def post_workload(
+    request: Request, body: Annotated[dict[str, Any], Body()]
+) -> dict[str, Any]:
+    engine = context.store(request)
+    spec = _spec(body)
+    return await run_in_threadpool(claim, engine, spec, context.actor(request))
+
+
+def update(engine: Engine, name: str, change: WorkloadUpdate, actor: Actor) -> dict[str, Any]:
+    spec = _spec(change.spec, "/spec")
+    if spec.name != name:
+        raise problems.ProblemException(
+            422,
+            "invalid-spec",
+            f"the spec names {spec.name!r}, the path {name!r}",
+            [{"pointer": "/spec/name", "detail": "must be the workload of the path"}],
+        )
+
+    def prepare(snapshot: Snapshot) -> placing.Prepared:
+        row = snapshot.workloads.get(name)
+        if row is None:
+            raise problems.ProblemException(404, "not-found", f"no workload {name!r}")
+        if row.generation != change.generation:
+            raise problems.ProblemException(
+                409,
+                "stale-generation",
+                f"workload {name!r} is at generation {row.generation}, not "
+                f"{change.generation}: read it again and redo the change",
+                extensions={"current_generation": row.generation},
+            )
+        return placing.plan(snapshot, _with(snapshot, spec, row.document))
+
+    return _answer(placing.transact(engine, prepare, actor), name)
+
+
+@router.put(
+    "/workloads/{name}",
+    summary="Change a workload",
+    description="At the generation read: a stale one is a 409 with current_generation, "
+    "never retried for the caller. Units move only as the new spec needs.",
+    responses={
+        200: {
+            "description": "The plan of the workload",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        },
+        **problems.responses(404, 409, 422),
+    },
+)
+async def put_workload(request: Request, name: str, change: WorkloadUpdate) -> dict[str, Any]:
+    engine = context.store(request)
+    return await run_in_threadpool(update, engine, name, change, context.actor(request))
+
+
+def remove(engine: Engine, name: str, generation: int | None, actor: Actor) -> dict[str, Any]:
+    def prepare(snapshot: Snapshot) -> placing.Prepared:
+        row = snapshot.workloads.get(name)
+        if row is None:
+            raise problems.ProblemException(404, "not-found", f"no workload {name!r}")
+        if generation is not None and row.generation != generation:
+            raise problems.ProblemException(
+                409,
+                "stale-generation",
+                f"workload {name!r} is at generation {row.generation}, not {generation}",
+                extensions={"current_generation": row.generation},
+            )
+        after = copy.deepcopy(snapshot)
+        del after.workloads[name]
+        del after.workload_specs[name]
+        return placing.plan(snapshot, after)
+
+    committed = placing.transact(engine, prepare, actor)
+    return {
+        "revision": committed.revision,
+        "changes": placing.moves_document(committed.prepared.moves),
+    }
+
+
+@router.delete(
+    "/workloads/{name}",
+    summary="Remove a workload and its units",
+    responses={
+        200: {
+            "description": "The units removed",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        },
+        **problems.responses(404, 409),
+    },
+)
+async def delete_workload(
+    request: Request,
+    name: str,
+    generation: Annotated[int | None, Query(ge=0)] = None,
+) -> dict[str, Any]:
+    engine = context.store(request)
+    return await run_in_threadpool(remove, engine, name, generation, context.actor(request))

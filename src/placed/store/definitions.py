@@ -1,0 +1,266 @@
+"""Write what applied documents define: locations, targets, workloads, tenancy,
+offerings, dedications and settings, from the world before and after (store/merge.py).
+
+Every row this changes is checked against the generation the snapshot saw: a target or
+workload someone else changed since is a `StaleRow`, and the caller plans again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from placed.store import settings
+from placed.store.tables import (
+    Account,
+    DedicationRow,
+    Domain,
+    Location,
+    OfferingRow,
+    Target,
+    TargetLiveness,
+    TargetResource,
+    Workload,
+)
+from placed.store.world import SPEC_SETTINGS, STORAGE_SETTING, Snapshot
+
+
+class StaleRow(Exception):
+    """A row changed since the snapshot was read: plan again on fresh rows."""
+
+    def __init__(self, what: str, name: str) -> None:
+        super().__init__(f"{what} {name} changed meanwhile")
+        self.what = what
+        self.name = name
+
+
+class Refused(Exception):
+    """A change the rows cannot take (a target with units cannot gain children)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def write(session: Session, before: Snapshot, after: Snapshot, revision: int) -> set[str]:
+    """Bring the rows from `before` to `after` (both snapshots of this database). The
+    targets whose generation this raised (their row is this transaction's now)."""
+    _tenancy(session, before, after)
+    bumped = _inventory(session, before, after, revision)
+    _workloads(session, before, after, revision)
+    _offerings(session, before, after)
+    _dedications(session, before, after, revision)
+    for key in SPEC_SETTINGS:
+        if after.settings.get(key) != before.settings.get(key) and key in after.settings:
+            settings.put(session, key, after.settings[key])
+    if after.storage != before.storage:
+        settings.put(session, STORAGE_SETTING, after.storage)
+    return bumped
+
+
+def _tenancy(session: Session, before: Snapshot, after: Snapshot) -> None:
+    ids = {name: id_ for id_, name in session.execute(select(Domain.id, Domain.name))}
+    for domain, parent in after.domains.items():  # parents come first (breadth first)
+        if domain not in before.domains and parent is not None:
+            row = Domain(name=domain, parent_id=ids[parent])
+            session.add(row)
+            session.flush()
+            ids[domain] = row.id
+    for account, domain in after.accounts.items():
+        if account not in before.accounts:
+            session.add(Account(name=account, domain_id=ids[domain]))
+    session.flush()
+
+
+def _inventory(session: Session, before: Snapshot, after: Snapshot, revision: int) -> set[str]:
+    bumped: set[str] = set()
+    location_ids = {name: id_ for id_, name in session.execute(select(Location.id, Location.name))}
+    # Inner nodes first, outermost first, so each parent has its id before its children.
+    order = _outermost_first(after)
+    for node in order:
+        if node in after.targets:
+            continue
+        if node in before.targets:
+            raise Refused(
+                "target-has-children",
+                f"{node} is a target; a target cannot become a location with children "
+                "(its units and capacity would have nowhere to be)",
+            )
+        parent = after.parents.get(node)
+        values: dict[str, Any] = {
+            "parent_id": location_ids[parent] if parent else None,
+            "kind": str(after.nodes[node].get("kind", "host")),
+            "spec": after.nodes[node],
+            "document": after.node_documents.get(node),
+            "revision": revision,
+        }
+        if node in location_ids:
+            if before.nodes.get(node) != after.nodes[node] or before.parents.get(node) != parent:
+                session.execute(
+                    update(Location).where(Location.id == location_ids[node]).values(values)
+                )
+        else:
+            row = Location(name=node, **values)
+            session.add(row)
+            session.flush()
+            location_ids[node] = row.id
+    for node, target in sorted(after.targets.items(), key=lambda item: item[1].id or 1 << 62):
+        parent = after.parents.get(node)
+        values = {
+            "location_id": location_ids[parent] if parent else None,
+            "spec": after.nodes[node],
+            "document": after.node_documents.get(node),
+            "admin_state": target.admin_state,
+            "revision": revision,
+        }
+        old = before.targets.get(node)
+        if old is None:
+            made = Target(name=node, generation=0, **values)
+            session.add(made)
+            session.flush()
+            session.add_all(
+                TargetResource(target_id=made.id, name=name, capacity=amount, used=0.0)
+                for name, amount in target.capacity.items()
+            )
+            session.add(TargetLiveness(target_id=made.id, last_seen=None))
+            continue
+        if (
+            before.nodes.get(node) == after.nodes[node]
+            and before.parents.get(node) == parent
+            and old.capacity == target.capacity
+            and old.admin_state == target.admin_state
+        ):
+            continue
+        done = session.execute(
+            update(Target)
+            .where(Target.id == old.id, Target.generation == old.generation)
+            .values(generation=Target.generation + 1, **values)
+            .execution_options(synchronize_session=False)
+        )
+        if done.rowcount == 0:  # type: ignore[attr-defined]
+            raise StaleRow("target", node)
+        bumped.add(node)
+        for name in set(old.capacity) | set(target.capacity):
+            if name not in target.capacity:
+                if old.used.get(name, 0.0) > 0:
+                    raise Refused(
+                        "capacity-in-use",
+                        f"{node} uses {name}; a resource in use cannot be removed",
+                    )
+                session.execute(
+                    delete(TargetResource).where(
+                        TargetResource.target_id == old.id, TargetResource.name == name
+                    )
+                )
+            elif name not in old.capacity:
+                session.add(
+                    TargetResource(
+                        target_id=old.id, name=name, capacity=target.capacity[name], used=0.0
+                    )
+                )
+            elif old.capacity[name] != target.capacity[name]:
+                session.execute(
+                    update(TargetResource)
+                    .where(TargetResource.target_id == old.id, TargetResource.name == name)
+                    .values(capacity=target.capacity[name])
+                )
+    gone_targets = [before.targets[n].id for n in before.targets if n not in after.targets]
+    if gone_targets:
+        session.execute(delete(Target).where(Target.id.in_(gone_targets)))
+    gone = [location_ids[n] for n in location_ids if n not in after.nodes or n in after.targets]
+    if gone:
+        session.execute(delete(Location).where(Location.id.in_(gone)))
+    session.flush()
+    return bumped
+
+
+def _outermost_first(after: Snapshot) -> list[str]:
+    depth: dict[str, int] = {}
+    for node in after.nodes:
+        chain: list[str] = []
+        at: str | None = node
+        while at is not None and at not in depth:
+            chain.append(at)
+            at = after.parents.get(at)
+        base = depth[at] if at is not None else -1
+        for offset, name in enumerate(reversed(chain), start=1):
+            depth[name] = base + offset
+    return sorted(after.nodes, key=lambda n: depth[n])
+
+
+def _workloads(session: Session, before: Snapshot, after: Snapshot, revision: int) -> None:
+    account_ids = {name: id_ for id_, name in session.execute(select(Account.id, Account.name))}
+    for name, row in after.workloads.items():
+        spec = after.workload_specs[name]
+        old = before.workloads.get(name)
+        account = account_ids.get(row.account) if row.account else None
+        if old is None:
+            session.add(
+                Workload(
+                    name=name,
+                    account_id=account,
+                    spec=spec,
+                    document=row.document,
+                    generation=0,
+                    revision=revision,
+                )
+            )
+            continue
+        if before.workload_specs.get(name) == spec:
+            continue
+        done = session.execute(
+            update(Workload)
+            .where(Workload.id == old.id, Workload.generation == old.generation)
+            .values(
+                spec=spec,
+                account_id=account,
+                generation=Workload.generation + 1,
+                revision=revision,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        if done.rowcount == 0:  # type: ignore[attr-defined]
+            raise StaleRow("workload", name)
+    gone = [before.workloads[n].id for n in before.workloads if n not in after.workloads]
+    if gone:
+        session.execute(delete(Workload).where(Workload.id.in_(gone)))
+    session.flush()
+
+
+def _offerings(session: Session, before: Snapshot, after: Snapshot) -> None:
+    old = {o["name"]: o for o in before.offerings}
+    for offering in after.offerings:
+        if old.get(offering["name"]) == offering:
+            continue
+        row = session.scalar(select(OfferingRow).where(OfferingRow.name == offering["name"]))
+        if row is None:
+            row = OfferingRow(name=offering["name"])
+            session.add(row)
+        for key in ("cpu", "memory", "disk", "dedicated", "implicit"):
+            setattr(row, key, offering[key])
+    session.flush()
+
+
+def _dedications(session: Session, before: Snapshot, after: Snapshot, revision: int) -> None:
+    domains = {name: id_ for id_, name in session.execute(select(Domain.id, Domain.name))}
+    accounts = {name: id_ for id_, name in session.execute(select(Account.id, Account.name))}
+    kinds = {}
+    for entry in after.dedications:
+        if entry in before.dedications:
+            continue
+        resource = entry["resource"]
+        kinds[resource] = str(after.nodes.get(resource, {}).get("kind", "host"))
+        session.execute(delete(DedicationRow).where(DedicationRow.resource == resource))
+        session.add(
+            DedicationRow(
+                resource=resource,
+                kind=kinds[resource],
+                domain_id=domains[entry["domain"]],
+                account_id=accounts[entry["account"]] if entry.get("account") else None,
+                implicit=False,
+                revision=revision,
+            )
+        )
+    session.flush()

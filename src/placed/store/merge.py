@@ -1,0 +1,192 @@
+"""What the world becomes when spec documents are applied to it, before anything is
+written: pure functions over a `Snapshot`.
+
+Applying creates or updates what a document names and never deletes what it does not
+name (`prune` deletes what the document defined before and names no more), as `kubectl
+apply` does. Each location, target and workload belongs to the document that first
+defined it: a second document defining the same name is an error naming both, so two
+teams' files never silently overwrite each other.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from placed.spec.schema import LocationSpec, SpecDocument
+from placed.store.world import SPEC_SETTINGS, Snapshot, TargetRow, WorkloadRow
+
+# A location's keys that live in their own rows, not in its `spec`.
+_OWN_ROWS = {"id", "children", "capacity", "status"}
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """A name that two documents define."""
+
+    what: str  # location, target, workload
+    name: str
+    document: str  # the document applying it now
+    owner: str | None  # the document that defined it before
+    pointer: str  # where the applying document names it
+
+    @property
+    def message(self) -> str:
+        return (
+            f"{self.what} {self.name!r} is defined by document {self.owner!r}; document "
+            f"{self.document!r} defines it too (apply that document, or rename one)"
+        )
+
+
+@dataclass
+class Applied:
+    """The world after the documents, and what they changed."""
+
+    after: Snapshot
+    conflicts: list[Conflict]
+    capacity: dict[str, dict[str, float]]  # each target the documents name: its capacity
+    status: dict[str, str]  # admin states the documents set
+    workload_accounts: dict[str, str | None]
+    new_dedications: list[dict[str, Any]]
+
+
+def _walk(
+    locations: Sequence[LocationSpec], pointer: str, parent: str | None = None
+) -> Iterator[tuple[LocationSpec, str | None, str]]:
+    pending = [(location, parent, f"{pointer}/{i}") for i, location in enumerate(locations)]
+    while pending:
+        location, above, where = pending.pop(0)
+        yield location, above, where
+        pending.extend(
+            (child, location.id, f"{where}/children/{i}")
+            for i, child in enumerate(location.children)
+        )
+
+
+def apply(before: Snapshot, documents: Sequence[SpecDocument], prune: bool = False) -> Applied:
+    """`before` with `documents` applied in order (each named: its `name`)."""
+    after = copy.deepcopy(before)
+    conflicts: list[Conflict] = []
+    capacity: dict[str, dict[str, float]] = {}
+    status: dict[str, str] = {}
+    accounts: dict[str, str | None] = {}
+    new_dedications: list[dict[str, Any]] = []
+    for index, document in enumerate(documents):
+        name = document.name or "request"
+        prefix = f"/{index}" if len(documents) > 1 else ""
+        named_nodes: set[str] = set()
+        for location, parent, pointer in _walk(document.inventory, f"{prefix}/inventory"):
+            owner = after.node_documents.get(location.id, name)
+            if location.id in after.nodes and owner != name:
+                what = "target" if location.id in after.targets else "location"
+                conflicts.append(Conflict(what, location.id, name, owner, pointer))
+                continue
+            named_nodes.add(location.id)
+            after.nodes[location.id] = location.model_dump(
+                mode="json", exclude=_OWN_ROWS, exclude_defaults=True
+            )
+            after.parents[location.id] = parent
+            after.node_documents[location.id] = name
+            if "status" in location.model_fields_set:
+                status[location.id] = location.status
+            if location.children:
+                after.targets.pop(location.id, None)  # a target no more: sync refuses it
+                continue
+            capacity[location.id] = dict(location.capacity or {})
+            old = after.targets.get(location.id)
+            after.targets[location.id] = TargetRow(
+                old.id if old else 0,
+                old.generation if old else 0,
+                status.get(location.id, old.admin_state if old else "up"),
+                name,
+                old.used if old else {},
+                capacity[location.id],
+            )
+        named_workloads: set[str] = set()
+        for i, workload in enumerate(document.workloads):
+            known = after.workloads.get(workload.name)
+            if known is not None and known.document != name:
+                conflicts.append(
+                    Conflict(
+                        "workload",
+                        workload.name,
+                        name,
+                        known.document,
+                        f"{prefix}/workloads/{i}",
+                    )
+                )
+                continue
+            named_workloads.add(workload.name)
+            after.workload_specs[workload.name] = workload.model_dump(
+                mode="json", exclude_defaults=True
+            )
+            mode = workload.mode or after.settings.get("default_mode") or "allocation"
+            after.workloads[workload.name] = WorkloadRow(
+                known.id if known else 0,
+                known.generation if known else 0,
+                name,
+                workload.account,
+                mode,
+            )
+            accounts[workload.name] = workload.account
+        if prune:
+            for node in [n for n, owner in after.node_documents.items() if owner == name]:
+                if node not in named_nodes:
+                    _forget_node(after, node)
+            for gone in [w for w, row in after.workloads.items() if row.document == name]:
+                if gone not in named_workloads:
+                    del after.workloads[gone]
+                    del after.workload_specs[gone]
+        _tenancy(after, document)
+        for offering in document.offerings:
+            entry = offering.model_dump(mode="json")
+            after.offerings = [o for o in after.offerings if o["name"] != offering.name]
+            after.offerings.append(entry)
+        for dedication in document.dedications:
+            entry = dedication.model_dump(mode="json", exclude_none=True)
+            if entry not in after.dedications:
+                after.dedications.append(entry)
+                new_dedications.append(entry)
+        for key in SPEC_SETTINGS:
+            if key in document.settings.model_fields_set:
+                after.settings[key] = getattr(document.settings, key)
+        if document.storage:
+            pools = {pool.id: pool.model_dump(mode="json") for pool in document.storage}
+            after.storage = [p for p in after.storage if p["id"] not in pools]
+            after.storage.extend(pools.values())
+        for running in document.running:
+            # What a document says runs, runs: the unit is placed where it says.
+            owner = running.unit.rpartition("/")[0]
+            after.units.setdefault(running.unit, (0, owner))
+            after.placements[running.unit] = running.target
+    # Units on targets that are gone run nowhere now: the plan places them again.
+    for unit, target in list(after.placements.items()):
+        if target not in after.nodes:
+            del after.placements[unit]
+    return Applied(after, conflicts, capacity, status, accounts, new_dedications)
+
+
+def _forget_node(after: Snapshot, node: str) -> None:
+    for child in [c for c, parent in after.parents.items() if parent == node]:
+        after.parents[child] = after.parents.get(node)
+    after.nodes.pop(node, None)
+    after.targets.pop(node, None)
+    after.parents.pop(node, None)
+    after.node_documents.pop(node, None)
+
+
+def _tenancy(after: Snapshot, document: SpecDocument) -> None:
+    section = document.tenancy
+    if section is None:
+        return
+    for account in section.accounts:
+        after.accounts.setdefault(account, "ROOT")
+    pending = [("ROOT", name, child) for name, child in section.domains.items()]
+    while pending:
+        parent, name, domain = pending.pop(0)
+        after.domains.setdefault(name, parent)
+        for account in domain.accounts:
+            after.accounts.setdefault(account, name)
+        pending.extend((name, child_name, child) for child_name, child in domain.children.items())

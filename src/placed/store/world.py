@@ -1,0 +1,280 @@
+"""The world as rows, read back as one spec document: what a plan starts from.
+
+The rows keep each location's, target's and workload's own spec keys, so the document
+read here goes through the spec's own schema and rules (`spec.load.load_spec_data`), and
+the service never keeps a second copy of them. What already runs comes back as
+`running:`, except the units a plan derives again every time (mapping owners are a pure
+function of the live targets; every-mode units are one per compatible target).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from placed.model.tenancy import ROOT
+from placed.store import revision, settings
+from placed.store.tables import (
+    Account,
+    DedicationRow,
+    Domain,
+    Location,
+    OfferingRow,
+    Placement,
+    Target,
+    TargetResource,
+    Unit,
+    Workload,
+)
+
+# Settings rows that are sections of the spec document.
+SPEC_SETTINGS = ("default_mode", "implicit_dedication")
+STORAGE_SETTING = "storage"
+DERIVED_MODES = frozenset({"mapping", "every"})
+
+
+@dataclass(frozen=True, slots=True)
+class TargetRow:
+    id: int
+    generation: int
+    admin_state: str
+    document: str | None
+    used: dict[str, float]
+    capacity: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadRow:
+    id: int
+    generation: int
+    document: str | None
+    account: str | None
+    mode: str
+
+
+@dataclass
+class Snapshot:
+    """The rows a plan starts from, and what a commit checks them against."""
+
+    revision: int
+    # Every node of the inventory by id: its own keys, its parent, its document, and
+    # whether it is a target (a leaf with a row in `targets`).
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    parents: dict[str, str | None] = field(default_factory=dict)
+    node_documents: dict[str, str | None] = field(default_factory=dict)
+    targets: dict[str, TargetRow] = field(default_factory=dict)
+    workloads: dict[str, WorkloadRow] = field(default_factory=dict)
+    workload_specs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Each unit that exists, by name -> (its id, its workload), and where the placed ones are.
+    units: dict[str, tuple[int, str]] = field(default_factory=dict)
+    placements: dict[str, str] = field(default_factory=dict)
+    domains: dict[str, str | None] = field(default_factory=dict)
+    accounts: dict[str, str] = field(default_factory=dict)
+    offerings: list[dict[str, Any]] = field(default_factory=list)
+    dedications: list[dict[str, Any]] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    storage: list[dict[str, Any]] = field(default_factory=list)
+
+    def defines_same(self, other: Snapshot) -> bool:
+        """Whether `other` defines the same world (placements apart)."""
+        return all(
+            getattr(self, key) == getattr(other, key)
+            for key in (
+                "nodes",
+                "parents",
+                "node_documents",
+                "workload_specs",
+                "domains",
+                "accounts",
+                "offerings",
+                "dedications",
+                "settings",
+                "storage",
+            )
+        ) and {n: (t.capacity, t.admin_state) for n, t in self.targets.items()} == {
+            n: (t.capacity, t.admin_state) for n, t in other.targets.items()
+        }
+
+    def document(self, name: str = "store") -> dict[str, Any]:
+        """The whole world as one spec document."""
+        children: dict[str | None, list[str]] = defaultdict(list)
+        for node in self.nodes:
+            children[self.parents.get(node)].append(node)
+
+        def tree(node: str) -> dict[str, Any]:
+            entry = {"id": node, **self.nodes[node]}
+            target = self.targets.get(node)
+            if target is not None:
+                if target.capacity:
+                    entry["capacity"] = dict(target.capacity)
+                if target.admin_state != "up":
+                    entry["status"] = "down"  # down and maintenance both take nothing new
+            below = children.get(node)
+            if below:
+                entry["children"] = [tree(child) for child in below]
+            return entry
+
+        document: dict[str, Any] = {
+            "version": 1,
+            "name": name,
+            "inventory": [tree(root) for root in children.get(None, [])],
+            "workloads": [self.workload_specs[w] for w in self.workloads],
+        }
+        if self.settings:
+            document["settings"] = dict(self.settings)
+        if len(self.domains) > 1 or self.accounts:
+            document["tenancy"] = self.tenancy()
+        if self.offerings:
+            document["offerings"] = list(self.offerings)
+        if self.dedications:
+            document["dedications"] = list(self.dedications)
+        if self.storage:
+            document["storage"] = list(self.storage)
+        running = self.running()
+        if running:
+            document["running"] = running
+        return document
+
+    def running(self) -> list[dict[str, str]]:
+        """The units that stay where they are while a plan runs, as `running:` entries,
+        in unit order per workload (a workload's first units take a `to:`'s first entries).
+        A workload's units past its `units:` are left out: the plan removes them."""
+        out: list[dict[str, str]] = []
+        per_workload: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        for unit, (_, workload) in self.units.items():
+            target = self.placements.get(unit)
+            row = self.workloads.get(workload)
+            if target is None or row is None or row.mode in DERIVED_MODES:
+                continue
+            ordinal = unit.rpartition("/")[2]
+            if ordinal.isdigit():
+                per_workload[workload].append((int(ordinal), unit))
+        for workload, units in per_workload.items():
+            wanted = int(self.workload_specs[workload].get("units", 1))
+            for _, unit in sorted(units)[:wanted]:
+                out.append({"unit": unit, "target": self.placements[unit]})
+        return out
+
+    def tenancy(self) -> dict[str, Any]:
+        kids: dict[str, list[str]] = defaultdict(list)
+        for name, parent in self.domains.items():
+            if parent is not None:
+                kids[parent].append(name)
+        accounts: dict[str, list[str]] = defaultdict(list)
+        for account, home in self.accounts.items():
+            accounts[home].append(account)
+
+        def section_of(name: str) -> dict[str, Any]:
+            entry: dict[str, Any] = {}
+            if accounts.get(name):
+                entry["accounts"] = accounts[name]
+            if kids.get(name):
+                entry["children"] = {child: section_of(child) for child in kids[name]}
+            return entry
+
+        section: dict[str, Any] = {"domains": {child: section_of(child) for child in kids[ROOT]}}
+        if accounts.get(ROOT):
+            section["accounts"] = accounts[ROOT]
+        return section
+
+
+def read(session: Session) -> Snapshot:
+    """Everything a plan needs, read in one transaction (so it is one moment's world)."""
+    snapshot = Snapshot(revision=revision.current(session))
+    locations = session.execute(
+        select(
+            Location.id, Location.name, Location.parent_id, Location.spec, Location.document
+        ).order_by(Location.id)
+    ).all()
+    location_names = {row.id: row.name for row in locations}
+    for row in locations:
+        snapshot.nodes[row.name] = dict(row.spec)
+        snapshot.parents[row.name] = location_names.get(row.parent_id) if row.parent_id else None
+        snapshot.node_documents[row.name] = row.document
+    resources: dict[int, dict[str, tuple[float, float]]] = defaultdict(dict)
+    for target_id, name, capacity, used in session.execute(
+        select(
+            TargetResource.target_id,
+            TargetResource.name,
+            TargetResource.capacity,
+            TargetResource.used,
+        )
+    ):
+        resources[target_id][name] = (capacity, used)
+    target_names: dict[int, str] = {}
+    for target in session.scalars(select(Target).order_by(Target.id)):
+        target_names[target.id] = target.name
+        found = resources.get(target.id, {})
+        snapshot.nodes[target.name] = dict(target.spec)
+        parent = location_names.get(target.location_id) if target.location_id else None
+        snapshot.parents[target.name] = parent
+        snapshot.node_documents[target.name] = target.document
+        snapshot.targets[target.name] = TargetRow(
+            target.id,
+            target.generation,
+            target.admin_state,
+            target.document,
+            {name: used for name, (_, used) in found.items()},
+            {name: capacity for name, (capacity, _) in found.items()},
+        )
+    domain_rows = session.execute(select(Domain.id, Domain.name, Domain.parent_id)).all()
+    domain_names = {row.id: row.name for row in domain_rows}
+    snapshot.domains = {
+        row.name: domain_names.get(row.parent_id) if row.parent_id else None
+        for row in sorted(domain_rows, key=lambda r: r.id)
+    }
+    account_rows = session.execute(
+        select(Account.id, Account.name, Account.domain_id).order_by(Account.id)
+    ).all()
+    account_names = {row.id: row.name for row in account_rows}
+    snapshot.accounts = {row.name: domain_names[row.domain_id] for row in account_rows}
+    default_mode = settings.get(session, "default_mode", "allocation")
+    workload_names: dict[int, str] = {}
+    for workload in session.scalars(select(Workload).order_by(Workload.id)):
+        workload_names[workload.id] = workload.name
+        snapshot.workload_specs[workload.name] = dict(workload.spec)
+        snapshot.workloads[workload.name] = WorkloadRow(
+            workload.id,
+            workload.generation,
+            workload.document,
+            account_names.get(workload.account_id) if workload.account_id else None,
+            str(workload.spec.get("mode") or default_mode),
+        )
+    for unit_id, name, workload_id in session.execute(
+        select(Unit.id, Unit.name, Unit.workload_id).order_by(Unit.workload_id, Unit.ordinal)
+    ):
+        snapshot.units[name] = (unit_id, workload_names[workload_id])
+    unit_names = {unit_id: name for name, (unit_id, _) in snapshot.units.items()}
+    for unit_id, target_id in session.execute(select(Placement.unit_id, Placement.target_id)):
+        snapshot.placements[unit_names[unit_id]] = target_names[target_id]
+    snapshot.offerings = [
+        {
+            "name": row.name,
+            "cpu": row.cpu,
+            "memory": row.memory,
+            "disk": row.disk,
+            "dedicated": row.dedicated,
+            "implicit": row.implicit,
+        }
+        for row in session.scalars(select(OfferingRow).order_by(OfferingRow.id))
+    ]
+    for dedication in session.scalars(
+        select(DedicationRow).where(DedicationRow.implicit.is_(False)).order_by(DedicationRow.id)
+    ):
+        entry: dict[str, Any] = {
+            "resource": dedication.resource,
+            "domain": domain_names[dedication.domain_id],
+        }
+        if dedication.account_id is not None:
+            entry["account"] = account_names[dedication.account_id]
+        snapshot.dedications.append(entry)
+    for key in SPEC_SETTINGS:
+        value = settings.get(session, key)
+        if value is not None:
+            snapshot.settings[key] = value
+    snapshot.storage = list(settings.get(session, STORAGE_SETTING, []) or [])
+    return snapshot
