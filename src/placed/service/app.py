@@ -23,6 +23,7 @@ from placed.service import (
 )
 from placed.service.health import Readiness, always_ready
 from placed.service.middleware import RequestContext
+from placed.service.replica import ReplicaWorld
 from placed.spec.schema import SpecDocument
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -42,6 +43,8 @@ def create_app(
         description="Decide where each unit of work goes, under policy, and explain why.",
     )
     app.state.database = database
+    # The world in memory at one revision, for claims (service/replica.py).
+    app.state.replica = ReplicaWorld()
     app.state.metrics = found = metrics.HttpMetrics()
     app.state.readiness = readiness
     app.state.max_body_bytes = max_body_bytes

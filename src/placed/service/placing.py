@@ -34,7 +34,7 @@ from placed.service import problems
 from placed.service.problems import ProblemException
 from placed.spec import SpecError
 from placed.spec.load import load_spec_data
-from placed.store import claims, definitions, revision, world
+from placed.store import claims, definitions, revision, settings, world
 from placed.store.claims import MOVED, PLACED, REMOVED, UNPLACED, Actor, Extra, Move
 from placed.store.database import reading, writing
 from placed.store.tables import EventRow
@@ -250,6 +250,8 @@ def _expected(snapshot: Snapshot, expected: int | None, seen: int | None = None)
 def _write(
     session: Session, snapshot: Snapshot, prepared: Prepared, number: int, actor: Actor
 ) -> list[EventRow]:
+    # Replicas refresh claims alone from the rows; anything else since means reading all.
+    settings.put(session, world.CHANGED_SETTING, number)
     try:
         bumped = definitions.write(session, snapshot, prepared.after, number)
     except definitions.Refused as error:

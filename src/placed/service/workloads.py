@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from placed.engine.documents import only_workloads
 from placed.engine.report import plan_document
 from placed.service import context, placing, problems
+from placed.service.replica import ReplicaWorld
 from placed.spec.schema import WorkloadSpec
 from placed.store import settings
 from placed.store.claims import Actor
@@ -159,7 +160,13 @@ def _answer(committed: placing.Committed, name: str) -> dict[str, Any]:
     }
 
 
-def claim(engine: Engine, spec: WorkloadSpec, actor: Actor) -> dict[str, Any]:
+def claim(
+    engine: Engine, spec: WorkloadSpec, actor: Actor, replica: ReplicaWorld | None = None
+) -> dict[str, Any]:
+    fast = replica.claim(engine, spec, actor) if replica is not None else None
+    if fast is not None:
+        return fast
+
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         if spec.name in snapshot.workloads:
             raise problems.ProblemException(
@@ -197,7 +204,9 @@ async def post_workload(
 ) -> dict[str, Any]:
     engine = context.store(request)
     spec = _spec(body)
-    return await run_in_threadpool(claim, engine, spec, context.actor(request))
+    return await run_in_threadpool(
+        claim, engine, spec, context.actor(request), request.app.state.replica
+    )
 
 
 def update(engine: Engine, name: str, change: WorkloadUpdate, actor: Actor) -> dict[str, Any]:

@@ -74,6 +74,17 @@ def load_spec_data(data: Any, source: str = "<spec>") -> Spec:
         return _document(data, SourceMap(), source)
 
 
+def load_workload(spec: WorkloadSpec, settings: Settings, kinds: set[str]) -> Workload:
+    """One workload on its own, for a world that is already loaded (`kinds`: the kinds
+    its inventory uses). Only for a workload that needs nothing else of the spec: no
+    account, offering, Juju directive or constraint (those read the whole spec)."""
+    problems: list[Problem] = []
+    workload = _workload(spec, settings, (), Collector(SourceMap(), problems), kinds)
+    if problems:
+        raise SpecError("request", problems)
+    return workload
+
+
 def parse_documents(text: str, source: str = "<spec>") -> list[SpecDocument]:
     """The native documents of `text` as the schema reads them, each valid (call after
     `load_specs_text` has accepted the text: it reports the problems)."""

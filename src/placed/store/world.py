@@ -34,6 +34,9 @@ from placed.store.tables import (
 # Settings rows that are sections of the spec document.
 SPEC_SETTINGS = ("default_mode", "implicit_dedication")
 STORAGE_SETTING = "storage"
+# The revision of the last change that was more than claims of new workloads: a replica
+# whose world is newer than it reads the claims since from the rows alone.
+CHANGED_SETTING = "world.changed"
 DERIVED_MODES = frozenset({"mapping", "every"})
 
 
