@@ -38,7 +38,7 @@ from placed.store import claims, definitions, revision, settings, world
 from placed.store.claims import MOVED, PLACED, REMOVED, UNPLACED, Actor, Extra, Move
 from placed.store.database import reading, writing
 from placed.store.tables import EventRow
-from placed.store.world import Snapshot
+from placed.store.world import Snapshot, TargetRow
 
 TRIES = 10
 # Tries planned on a snapshot before the last one, which plans under the lock. Under
@@ -124,8 +124,25 @@ def plan(before: Snapshot, after: Snapshot) -> Prepared:
             final[outcome.unit] = (outcome.workload, outcome.target, explainer.reason(outcome))
         else:
             final[outcome.unit] = (outcome.workload, None, outcome.summary)
+    _keep_created(after, state)
     moves = diff(before, final)
     return Prepared(after, spec, planner, result, moves, usage(planner, state, after))
+
+
+def _keep_created(after: Snapshot, state: PlanState) -> None:
+    """The targets a plan made (Juju's new machines and containers) become targets of
+    the world, belonging to the document of the workload they were made for."""
+    for made in state.created:
+        target = made.target
+        workload = after.workloads.get(made.unit.rpartition("/")[0])
+        document = workload.document if workload is not None else None
+        own: dict[str, Any] = {"kind": target.kind}
+        if target.properties:
+            own["properties"] = {name: p.plain() for name, p in target.properties.items()}
+        after.nodes[target.id] = own
+        after.parents[target.id] = None
+        after.node_documents[target.id] = document
+        after.targets[target.id] = TargetRow(0, 0, "up", document, {}, {})
 
 
 def diff(before: Snapshot, final: dict[str, tuple[str, str | None, str]]) -> list[Move]:
@@ -214,9 +231,10 @@ def transact(
                     _expected(snapshot, expected_revision, seen=number - 1)
                     prepared = prepare(snapshot)
                 rows = _write(session, snapshot, prepared, number, actor)
+                final = revision.current(session)  # one change may raise it more than once
             if on_conflict is not None and conflicts:
                 on_conflict("retried")
-            return Committed(prepared, number, rows, conflicts)
+            return Committed(prepared, final, rows, conflicts)
         except definitions.StaleRow:
             conflicts += 1
             # Replicas break ties alike and so collide alike: spread the next tries.

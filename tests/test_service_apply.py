@@ -1,0 +1,284 @@
+"""The service's world: apply, down and up, claims, on SQLite and PostgreSQL, through the
+API as a client sees it. What the service moves is what `placed simulate` says."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, select
+
+from placed.engine.planner import Planner
+from placed.engine.rebalance import simulate
+from placed.service import create_app
+from placed.spec import load_spec
+from placed.store import schema
+from placed.store.database import make_engine, reading
+from placed.store.tables import Base
+
+ROOT = Path(__file__).resolve().parent.parent
+IRONIC = ROOT / "examples" / "ironic-service.yaml"
+YAML = {"content-type": "application/yaml"}
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture
+def world(database: str) -> Iterator[tuple[TestClient, Engine]]:
+    done = schema.upgrade(database)
+    engine = make_engine(database)
+    client = TestClient(create_app(database=engine))
+    client.headers["authorization"] = f"Bearer {done.root_token}"
+    try:
+        yield client, engine
+    finally:
+        engine.dispose()
+
+
+def digest(engine: Engine) -> str:
+    """Every row of every table, in a stable order."""
+    found = hashlib.sha256()
+    with reading(engine) as session:
+        for table in Base.metadata.sorted_tables:
+            rows = session.execute(select(table)).all()
+            lines = sorted(json.dumps([str(v) for v in row], sort_keys=True) for row in rows)
+            found.update(f"{table.name}:{len(lines)}:".encode())
+            for line in lines:
+                found.update(line.encode())
+    return found.hexdigest()
+
+
+def apply(client: TestClient, text: str, **params: Any) -> Any:
+    return client.post("/v1/apply", content=text, headers=YAML, params=params)
+
+
+def where(client: TestClient) -> dict[str, str | None]:
+    items = client.get("/v1/placements").json()["items"]
+    return {item["unit"]: item["target"] for item in items}
+
+
+def test_apply_plans_and_a_second_apply_changes_nothing(
+    world: tuple[TestClient, Engine],
+) -> None:
+    client, engine = world
+    first = apply(client, IRONIC.read_text(), source="ironic-service.yaml")
+    assert first.status_code == 200, first.text
+    body = first.json()
+    assert body["documents"] == ["ironic-conductors"]
+    assert [c["kind"] for c in body["changes"]] == ["unit.placed"] * 3
+    planned = {p["unit"]: p["target"] for p in body["placements"]}
+    assert (
+        where(client)
+        == planned
+        == {
+            "node1/0": "conductor1",
+            "node2/0": "conductor1",
+            "node3/0": "conductor1",
+        }
+    )
+    before = digest(engine)
+    again = apply(client, IRONIC.read_text(), source="ironic-service.yaml")
+    assert again.status_code == 200
+    assert again.json()["changes"] == [] and again.json()["revision"] == body["revision"]
+    assert digest(engine) == before
+    kinds = [e["kind"] for e in client.get("/v1/events").json()["items"]]
+    assert kinds == ["token.created", "unit.placed", "unit.placed", "unit.placed"]
+
+
+def test_down_and_up_move_what_simulate_says(world: tuple[TestClient, Engine]) -> None:
+    client, _ = world
+    assert apply(client, IRONIC.read_text()).status_code == 200
+    planner = Planner(load_spec(IRONIC))
+    expected = {m.unit: m.destination for m in simulate(planner, ["conductor1"], []).moves}
+    down = client.post("/v1/targets/conductor1/down", json={"reason": "maintenance window"})
+    assert down.status_code == 200, down.text
+    assert down.json()["changed"] is True
+    assert {m["unit"]: m["to"] for m in down.json()["moves"]} == expected
+    assert where(client) == expected
+    target = client.get("/v1/targets/conductor1").json()
+    assert target["admin_state"] == "down"
+    # Down again: nothing moves, nothing is written.
+    twice = client.post("/v1/targets/conductor1/down")
+    assert twice.json()["changed"] is False and twice.json()["moves"] == []
+    up = client.post("/v1/targets/conductor1/up")
+    assert up.status_code == 200
+    assert {m["to"] for m in up.json()["moves"]} == {"conductor1"}
+    assert set(where(client).values()) == {"conductor1"}
+    events = client.get("/v1/events", params={"after": 0, "limit": 100}).json()["items"]
+    kinds = [e["kind"] for e in events]
+    assert kinds.count("target.down") == 1 and kinds.count("target.up") == 1
+    down_event = next(e for e in events if e["kind"] == "target.down")
+    assert down_event["details"]["reason"] == "maintenance window"
+    # Each move is an event after the target's, naming where from and where to.
+    moved = [e for e in events if e["kind"] == "unit.moved"]
+    assert len(moved) == 6
+    assert all(e["details"]["from"] and e["details"]["to"] for e in moved)
+    paged = client.get("/v1/events", params={"kind": "unit.", "limit": 2}).json()
+    assert len(paged["items"]) == 2
+    rest = client.get("/v1/events", params={"kind": "unit.", "after": paged["next_cursor"]})
+    assert [e["id"] for e in rest.json()["items"]] == [
+        e["id"] for e in events if e["kind"].startswith("unit.")
+    ][2:]
+
+
+def test_refusals_change_nothing(world: tuple[TestClient, Engine]) -> None:
+    client, engine = world
+    assert apply(client, IRONIC.read_text()).status_code == 200
+    before = digest(engine)
+    # Another document defining conductor1 and node1: an error naming both documents.
+    other = IRONIC.read_text().replace("name: ironic-conductors", "name: lab")
+    clash = apply(client, other)
+    assert clash.status_code == 409
+    problem = clash.json()
+    assert problem["type"] == "urn:placed:problem:defined-elsewhere"
+    assert "'ironic-conductors'" in problem["detail"] and "'lab'" in problem["detail"]
+    assert problem["errors"][0]["pointer"] == "/inventory/0"
+    # A spec error at line 7: its line and column, and a pointer.
+    broken = "\n".join(
+        [
+            "name: broken",
+            "inventory:",
+            "  - id: h1",
+            "    capacity: {cpu: 4}",
+            "workloads:",
+            "  - name: w",
+            "    unitz: 2",
+        ]
+    )
+    invalid = apply(client, broken)
+    assert invalid.status_code == 422
+    error = invalid.json()["errors"][0]
+    assert (error["line"], error["pointer"]) == (7, "/workloads/0/unitz")
+    stale = apply(client, IRONIC.read_text(), expected_revision=0)
+    assert stale.status_code == 409
+    assert stale.json()["type"] == "urn:placed:problem:revision-changed"
+    missing = client.post("/v1/targets/nowhere/down")
+    assert missing.status_code == 404
+    malformed = client.post(
+        "/v1/workloads", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert malformed.status_code == 422
+    wrong_type = client.post("/v1/workloads", json={"name": "w", "units": "three"})
+    assert wrong_type.status_code == 422
+    assert wrong_type.json()["errors"][0]["pointer"] == "/units"
+    assert digest(engine) == before
+
+
+def test_dry_run_shows_the_moves_and_writes_nothing(world: tuple[TestClient, Engine]) -> None:
+    client, engine = world
+    assert apply(client, IRONIC.read_text()).status_code == 200
+    before = digest(engine)
+    fewer = IRONIC.read_text().replace(
+        "  - id: conductor1\n", "  - id: conductor1\n    status: down\n"
+    )
+    shown = apply(client, fewer, dry_run="true")
+    assert shown.status_code == 200
+    assert shown.json()["dry_run"] is True
+    assert {c["unit"] for c in shown.json()["changes"]} == {"node1/0", "node2/0", "node3/0"}
+    assert digest(engine) == before
+    done = apply(client, fewer)
+    assert {c["to"] for c in done.json()["changes"]} == {c["to"] for c in shown.json()["changes"]}
+
+
+def test_prune_deletes_what_the_document_no_longer_names(
+    world: tuple[TestClient, Engine],
+) -> None:
+    client, _ = world
+    text = IRONIC.read_text()
+    assert apply(client, text).status_code == 200
+    without = text.replace(
+        "  # Like node2, but conductor2's anti-tag customer1 removes it: conductor1, score 1.\n"
+        "  - name: node3\n    tags: [rack11, customer1]\n",
+        "",
+    )
+    assert "node3" not in without
+    kept = apply(client, without)
+    assert kept.json()["changes"] == []  # without prune, node3 stays
+    pruned = apply(client, without, prune="true")
+    assert [(c["unit"], c["kind"]) for c in pruned.json()["changes"]] == [
+        ("node3/0", "unit.removed")
+    ]
+    names = [w["name"] for w in client.get("/v1/workloads").json()["items"]]
+    assert names == ["node1", "node2"]
+
+
+SMALL = """
+name: hosts
+inventory:
+  - {id: h1, capacity: {cpu: 4}}
+  - {id: h2, capacity: {cpu: 4}}
+"""
+
+
+def test_claims_place_everything_or_store_nothing(world: tuple[TestClient, Engine]) -> None:
+    client, engine = world
+    assert apply(client, SMALL).status_code == 200
+    made = client.post("/v1/workloads", json={"name": "db", "units": 6, "resources": {"cpu": 1}})
+    assert made.status_code == 201, made.text
+    assert len(made.json()["placements"]) == 6
+    before = digest(engine)
+    full = client.post("/v1/workloads", json={"name": "big", "units": 3, "resources": {"cpu": 1}})
+    assert full.status_code == 409
+    assert full.json()["type"] == "urn:placed:problem:unplaceable"
+    assert "insufficient cpu" in full.json()["detail"]
+    again = client.post("/v1/workloads", json={"name": "db", "resources": {"cpu": 1}})
+    assert again.json()["type"] == "urn:placed:problem:exists"
+    assert digest(engine) == before
+    used = {t["name"]: t["used"]["cpu"] for t in client.get("/v1/targets").json()["items"]}
+    assert sum(used.values()) == 6
+    # A change at a stale generation is refused with the generation it has now.
+    current = client.get("/v1/workloads/db").json()
+    stale = client.put(
+        "/v1/workloads/db",
+        json={"generation": current["generation"] + 1, "spec": {**current["spec"], "units": 2}},
+    )
+    assert stale.status_code == 409
+    assert stale.json()["current_generation"] == current["generation"]
+    assert digest(engine) == before
+    fewer = client.put(
+        "/v1/workloads/db",
+        json={"generation": current["generation"], "spec": {**current["spec"], "units": 2}},
+    )
+    assert fewer.status_code == 200, fewer.text
+    assert sorted(c["kind"] for c in fewer.json()["changes"]) == ["unit.removed"] * 4
+    assert client.get("/v1/workloads/db").json()["generation"] == current["generation"] + 1
+    used = {t["name"]: t["used"]["cpu"] for t in client.get("/v1/targets").json()["items"]}
+    assert sum(used.values()) == 2
+    gone = client.delete("/v1/workloads/db")
+    assert gone.status_code == 200
+    assert all(t["used"]["cpu"] == 0 for t in client.get("/v1/targets").json()["items"])
+    assert where(client) == {}
+
+
+@pytest.mark.parametrize("name", ["juju-bundle.yaml", "juju-deployer.yaml"])
+def test_juju_files_apply_as_the_cli_plans_them(
+    world: tuple[TestClient, Engine], name: str
+) -> None:
+    client, engine = world
+    path = ROOT / "examples" / name
+    answer = apply(client, path.read_text(), source=name)
+    assert answer.status_code == 200, answer.text
+    planned = subprocess.run(
+        [str(BIN / "placed"), "plan", str(path), "-o", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    cli = json.loads(planned.stdout)
+    documents = cli if isinstance(cli, list) else [cli]
+    expected = {p["unit"]: p["target"] for d in documents for p in d["placements"]}
+    assert where(client) == expected
+    # The machines and containers the plan made are targets now; applying the same file
+    # again finds every unit where it runs and makes nothing more.
+    made = {t["name"] for t in client.get("/v1/targets", params={"limit": 1000}).json()["items"]}
+    assert set(expected.values()) <= made
+    before = digest(engine)
+    again = apply(client, path.read_text(), source=name)
+    assert again.status_code == 200 and again.json()["changes"] == [], again.text
+    assert digest(engine) == before
