@@ -13,6 +13,11 @@ from placed.cli.db import DatabaseOption
 from placed.cli.output import err, fail_option
 
 
+class LogFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
 class LogLevel(StrEnum):
     critical = "critical"
     error = "error"
@@ -32,6 +37,15 @@ def serve(
     log_level: Annotated[
         LogLevel, typer.Option("--log-level", help="How much the server logs.")
     ] = LogLevel.info,
+    log_format: Annotated[
+        LogFormat,
+        typer.Option(
+            "--log-format",
+            help="Events as readable lines, or as one JSON object per line for a log "
+            "pipeline (every field: id, time, actor, kind, subject, target, workload, "
+            "domain, account, request id, details).",
+        ),
+    ] = LogFormat.text,
     database: DatabaseOption = None,
 ) -> None:
     """Serve placed's HTTP API until stopped (Ctrl-C or SIGTERM).
@@ -80,9 +94,25 @@ def serve(
 
     from placed.store.database import make_engine
 
-    app = create_app(database=make_engine(url), readiness=ready)
+    _log_events(log_level, log_format)
+    app = create_app(
+        database=make_engine(url), readiness=ready, log_json=log_format is LogFormat.json
+    )
     config = uvicorn.Config(app, log_level=log_level.value)
     uvicorn.Server(config).run(sockets=[listening])
+
+
+def _log_events(level: LogLevel, form: LogFormat) -> None:
+    """placed's own log lines (an event per line) on stderr, beside uvicorn's."""
+    import logging
+
+    handler = logging.StreamHandler()
+    shape = "%(message)s" if form is LogFormat.json else "%(levelname)s:     %(message)s"
+    handler.setFormatter(logging.Formatter(shape))
+    logger = logging.getLogger("placed")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if level in (LogLevel.debug, LogLevel.trace) else level.upper())
+    logger.propagate = False
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -33,6 +33,7 @@ def create_app(
     database: Engine | None = None,
     readiness: Readiness = always_ready,
     max_body_bytes: int = MAX_BODY_BYTES,
+    log_json: bool = False,
 ) -> FastAPI:
     """`database`: the store's engine (None: only the routes that keep no state answer).
     `readiness`: None when the service can serve, else why not (GET /readyz answers
@@ -43,6 +44,7 @@ def create_app(
         description="Decide where each unit of work goes, under policy, and explain why.",
     )
     app.state.database = database
+    app.state.log_json = log_json  # each event's log line as JSON (service/eventlog.py)
     # The world in memory at one revision, for claims (service/replica.py).
     app.state.replica = ReplicaWorld()
     app.state.metrics = found = metrics.HttpMetrics()

@@ -53,6 +53,7 @@ def apply(
     dry_run: bool,
     prune: bool,
     expected_revision: int | None,
+    report: placing.Reporter,
 ) -> dict[str, Any]:
     documents = documents_of(body, source)
     named = {w.name for document in documents for w in document.workloads}
@@ -86,7 +87,12 @@ def apply(
         return prepared
 
     committed = placing.transact(
-        request_engine, prepare, actor, dry_run=dry_run, expected_revision=expected_revision
+        request_engine,
+        prepare,
+        actor,
+        dry_run=dry_run,
+        expected_revision=expected_revision,
+        report=report,
     )
     result = committed.prepared.result
     shown = only_workloads(result, named) if named else only_workloads(result, set())
@@ -150,5 +156,13 @@ async def post_apply(
     body = await read_body(request)
     name = PurePath(source).name or "request"
     return await run_in_threadpool(
-        apply, engine, body, name, context.actor(request), dry_run, prune, expected_revision
+        apply,
+        engine,
+        body,
+        name,
+        context.actor(request),
+        dry_run,
+        prune,
+        expected_revision,
+        context.reporter(request),
     )

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fastapi import Request
 from sqlalchemy import Engine
 
+from placed.service import eventlog
+from placed.service.metrics import HttpMetrics
+from placed.service.placing import Reporter
 from placed.service.problems import ProblemException, request_id_of
 from placed.store.claims import Actor
+from placed.store.tables import EventRow
 
 
 def store(request: Request) -> Engine:
@@ -16,6 +22,24 @@ def store(request: Request) -> Engine:
             503, "no-store", "this server keeps no state: start it with placed serve"
         )
     return engine
+
+
+def reporter(request: Request) -> Reporter:
+    """What a committed change tells the app: its metrics, and a log line per event."""
+    found: HttpMetrics = request.app.state.metrics
+    as_json: bool = request.app.state.log_json
+
+    def report(conflicts: int, rows: Sequence[EventRow], seconds: float, gave_up: bool) -> None:
+        if gave_up:
+            found.claim_conflicts.labels("gave_up").inc()
+            found.schedule_attempts.labels("conflict").inc()
+            return
+        found.committed(
+            conflicts, [row.kind for row in rows if row.kind.startswith("unit.")], seconds
+        )
+        eventlog.emit(rows, as_json)
+
+    return report
 
 
 def actor(request: Request) -> Actor:

@@ -30,6 +30,39 @@ class HttpMetrics:
             registry=self.registry,
         )
 
+        self.schedule_attempts = Counter(
+            "placed_schedule_attempts",
+            "Claims planned, by result: placed, unplaceable or conflict (gave up).",
+            ["result"],
+            registry=self.registry,
+        )
+        self.scheduling_duration = Histogram(
+            "placed_scheduling_attempt_duration_seconds",
+            "Time to plan and commit one change of the world.",
+            registry=self.registry,
+        )
+        self.claim_conflicts = Counter(
+            "placed_claim_conflicts",
+            "Commits that found a row changed since it was read: retried, or gave_up "
+            "(a 409 claim-conflict).",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.moves = Counter(
+            "placed_rebalance_moves",
+            "Units that changed place, by reason (the event kind).",
+            ["reason"],
+            registry=self.registry,
+        )
+
+    def committed(self, conflicts: int, kinds: list[str], seconds: float) -> None:
+        """One change committed after `conflicts` retries, with these unit events."""
+        if conflicts:
+            self.claim_conflicts.labels("retried").inc(conflicts)
+        for kind in kinds:
+            self.moves.labels(kind).inc()
+        self.scheduling_duration.observe(seconds)
+
     def observe(self, method: str, route: str, code: int, seconds: float) -> None:
         method = method if method in METHODS else "other"
         self.requests.labels(method, route, str(code)).inc()

@@ -201,17 +201,26 @@ def simulated(
     )
 
 
+# Told of each change's end: (conflicts retried, events committed, seconds, gave up).
+Reporter = Callable[[int, Sequence[EventRow], float, bool], None]
+
+
+def silent(conflicts: int, rows: Sequence[EventRow], seconds: float, gave_up: bool) -> None:
+    pass
+
+
 def transact(
     engine: Engine,
     prepare: Callable[[Snapshot], Prepared],
     actor: Actor,
     dry_run: bool = False,
     expected_revision: int | None = None,
-    on_conflict: Callable[[str], None] | None = None,
+    report: Reporter = silent,
 ) -> Committed:
     """Plan with `prepare` on a snapshot and commit what it says, trying again on fresh
     rows when someone else changed them first."""
     conflicts = 0
+    started = time.perf_counter()
     for attempt in range(min(TRIES, OPTIMISTIC_TRIES + 1)):
         last = attempt == OPTIMISTIC_TRIES
         prepared: Prepared | None = None
@@ -232,15 +241,13 @@ def transact(
                     prepared = prepare(snapshot)
                 rows = _write(session, snapshot, prepared, number, actor)
                 final = revision.current(session)  # one change may raise it more than once
-            if on_conflict is not None and conflicts:
-                on_conflict("retried")
+            report(conflicts, rows, time.perf_counter() - started, False)
             return Committed(prepared, final, rows, conflicts)
         except definitions.StaleRow:
             conflicts += 1
             # Replicas break ties alike and so collide alike: spread the next tries.
             time.sleep(random.uniform(0, 0.005 * (2 ** min(attempt, 6))))
-    if on_conflict is not None:
-        on_conflict("gave_up")
+    report(conflicts, [], time.perf_counter() - started, True)
     raise ProblemException(
         409,
         "claim-conflict",

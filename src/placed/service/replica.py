@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,15 +36,16 @@ from placed.store import events, revision, settings, world
 from placed.store.claims import PLACED, Actor, Move
 from placed.store.database import reading, writing
 from placed.store.tables import (
-    Placement as PlacementRow,
-)
-from placed.store.tables import (
+    EventRow,
     PlacementHistory,
     Revision,
     Target,
     TargetResource,
     Unit,
     now,
+)
+from placed.store.tables import (
+    Placement as PlacementRow,
 )
 from placed.store.tables import (
     Workload as WorkloadRecord,
@@ -169,10 +171,17 @@ class ReplicaWorld:
         snapshot.revision = cached.revision = current
         return True
 
-    def claim(self, engine: Engine, spec: WorkloadSpec, actor: Actor) -> dict[str, Any] | None:
+    def claim(
+        self,
+        engine: Engine,
+        spec: WorkloadSpec,
+        actor: Actor,
+        report: placing.Reporter = placing.silent,
+    ) -> dict[str, Any] | None:
         """The claim's answer, or None when only the general path can take it."""
         if not _simple(spec):
             return None
+        started = time.perf_counter()
         with self._lock:
             cached = self._fresh(engine)
             if cached.spec.tenancy is not None or cached.spec.dedications:
@@ -206,13 +215,16 @@ class ReplicaWorld:
                 for p in result.placements
             ]
             try:
-                number, follows, ids = self._commit(engine, cached, workload, spec, moves, actor)
+                number, follows, ids, rows = self._commit(
+                    engine, cached, workload, spec, moves, actor
+                )
             except Stale:
                 self._cached = None
                 return None
             if follows:
                 self._advance(cached, number, workload, spec, new_spec, state, moves, ids)
             # Else others committed first: the next refresh reads this claim with theirs.
+            report(0, rows, time.perf_counter() - started, False)
             return {
                 "revision": number,
                 "conflicts": 0,
@@ -240,7 +252,7 @@ class ReplicaWorld:
         spec: WorkloadSpec,
         moves: list[Move],
         actor: Actor,
-    ) -> tuple[int, bool, dict[str, int]]:
+    ) -> tuple[int, bool, dict[str, int], list[EventRow]]:
         deltas: dict[str, dict[str, float]] = {}
         for move in moves:
             assert move.destination is not None
@@ -251,6 +263,7 @@ class ReplicaWorld:
             number = revision.bump(session)
             follows = number - 1 == cached.revision
             ids: dict[str, int] = {}
+            rows: list[EventRow] = []
             for name in sorted(deltas, key=lambda n: cached.snapshot.targets[n].id):
                 row = cached.snapshot.targets[name]
                 done = session.execute(
@@ -322,6 +335,7 @@ class ReplicaWorld:
                     request_id=actor.request_id,
                     details={"from": None, "to": move.destination, "why": move.why},
                 )
+                rows.append(event)
                 session.add(
                     PlacementHistory(
                         unit_name=move.unit,
@@ -333,7 +347,7 @@ class ReplicaWorld:
                     )
                 )
             final = session.scalar(select(Revision.value).where(Revision.id == 1))
-        return int(final or number), follows and final == number, ids
+        return int(final or number), follows and final == number, ids, rows
 
     def _advance(
         self,

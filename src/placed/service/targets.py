@@ -109,7 +109,12 @@ async def get_target(request: Request, name: str) -> dict[str, Any]:
 
 
 def change_state(
-    engine: Engine, name: str, state: str, reason: str, actor: Actor
+    engine: Engine,
+    name: str,
+    state: str,
+    reason: str,
+    actor: Actor,
+    report: placing.Reporter = placing.silent,
 ) -> dict[str, Any]:
     """Take a target down or bring it up, moving its units in the same transaction."""
 
@@ -134,7 +139,7 @@ def change_state(
         prepared.data["changed"] = row.admin_state != state
         return prepared
 
-    committed = placing.transact(engine, prepare, actor)
+    committed = placing.transact(engine, prepare, actor, report=report)
     return {
         "target": name,
         "admin_state": state,
@@ -153,7 +158,13 @@ def _state_route(state: str) -> Any:
         engine = context.store(request)
         why = body.reason if body is not None else ""
         return await run_in_threadpool(
-            change_state, engine, name, state, why, context.actor(request)
+            change_state,
+            engine,
+            name,
+            state,
+            why,
+            context.actor(request),
+            context.reporter(request),
         )
 
     handler.__name__ = f"target_{state}"

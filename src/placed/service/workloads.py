@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from placed.engine.documents import only_workloads
 from placed.engine.report import plan_document
 from placed.service import context, placing, problems
+from placed.service.metrics import HttpMetrics
 from placed.service.replica import ReplicaWorld
 from placed.spec.schema import WorkloadSpec
 from placed.store import settings
@@ -161,9 +162,13 @@ def _answer(committed: placing.Committed, name: str) -> dict[str, Any]:
 
 
 def claim(
-    engine: Engine, spec: WorkloadSpec, actor: Actor, replica: ReplicaWorld | None = None
+    engine: Engine,
+    spec: WorkloadSpec,
+    actor: Actor,
+    replica: ReplicaWorld | None = None,
+    report: placing.Reporter = placing.silent,
 ) -> dict[str, Any]:
-    fast = replica.claim(engine, spec, actor) if replica is not None else None
+    fast = replica.claim(engine, spec, actor, report) if replica is not None else None
     if fast is not None:
         return fast
 
@@ -182,7 +187,7 @@ def claim(
             )
         return prepared
 
-    return _answer(placing.transact(engine, prepare, actor), spec.name)
+    return _answer(placing.transact(engine, prepare, actor, report=report), spec.name)
 
 
 @router.post(
@@ -204,12 +209,31 @@ async def post_workload(
 ) -> dict[str, Any]:
     engine = context.store(request)
     spec = _spec(body)
-    return await run_in_threadpool(
-        claim, engine, spec, context.actor(request), request.app.state.replica
-    )
+    found: HttpMetrics = request.app.state.metrics
+    try:
+        answer: dict[str, Any] = await run_in_threadpool(
+            claim,
+            engine,
+            spec,
+            context.actor(request),
+            request.app.state.replica,
+            context.reporter(request),
+        )
+    except problems.ProblemException as error:
+        if error.kind == "unplaceable":
+            found.schedule_attempts.labels("unplaceable").inc()
+        raise
+    found.schedule_attempts.labels("placed").inc()
+    return answer
 
 
-def update(engine: Engine, name: str, change: WorkloadUpdate, actor: Actor) -> dict[str, Any]:
+def update(
+    engine: Engine,
+    name: str,
+    change: WorkloadUpdate,
+    actor: Actor,
+    report: placing.Reporter = placing.silent,
+) -> dict[str, Any]:
     spec = _spec(change.spec, "/spec")
     if spec.name != name:
         raise problems.ProblemException(
@@ -233,7 +257,7 @@ def update(engine: Engine, name: str, change: WorkloadUpdate, actor: Actor) -> d
             )
         return placing.plan(snapshot, _with(snapshot, spec, row.document))
 
-    return _answer(placing.transact(engine, prepare, actor), name)
+    return _answer(placing.transact(engine, prepare, actor, report=report), name)
 
 
 @router.put(
@@ -251,10 +275,18 @@ def update(engine: Engine, name: str, change: WorkloadUpdate, actor: Actor) -> d
 )
 async def put_workload(request: Request, name: str, change: WorkloadUpdate) -> dict[str, Any]:
     engine = context.store(request)
-    return await run_in_threadpool(update, engine, name, change, context.actor(request))
+    return await run_in_threadpool(
+        update, engine, name, change, context.actor(request), context.reporter(request)
+    )
 
 
-def remove(engine: Engine, name: str, generation: int | None, actor: Actor) -> dict[str, Any]:
+def remove(
+    engine: Engine,
+    name: str,
+    generation: int | None,
+    actor: Actor,
+    report: placing.Reporter = placing.silent,
+) -> dict[str, Any]:
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         row = snapshot.workloads.get(name)
         if row is None:
@@ -271,7 +303,7 @@ def remove(engine: Engine, name: str, generation: int | None, actor: Actor) -> d
         del after.workload_specs[name]
         return placing.plan(snapshot, after)
 
-    committed = placing.transact(engine, prepare, actor)
+    committed = placing.transact(engine, prepare, actor, report=report)
     return {
         "revision": committed.revision,
         "changes": placing.moves_document(committed.prepared.moves),
@@ -295,4 +327,6 @@ async def delete_workload(
     generation: Annotated[int | None, Query(ge=0)] = None,
 ) -> dict[str, Any]:
     engine = context.store(request)
-    return await run_in_threadpool(remove, engine, name, generation, context.actor(request))
+    return await run_in_threadpool(
+        remove, engine, name, generation, context.actor(request), context.reporter(request)
+    )

@@ -1,0 +1,45 @@
+"""Every committed event is a log line; JSON with every field under --log-format json."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from placed.service import create_app
+from placed.store import schema
+from placed.store.database import make_engine
+
+IRONIC = Path(__file__).resolve().parent.parent / "examples" / "ironic-service.yaml"
+
+
+def test_each_event_is_one_json_log_line_and_counted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = f"sqlite:///{tmp_path / 'placed.db'}"
+    token = schema.upgrade(url).root_token
+    engine = make_engine(url)
+    client = TestClient(create_app(database=engine, log_json=True))
+    client.headers["authorization"] = f"Bearer {token}"
+    with caplog.at_level(logging.INFO, logger="placed.events"):
+        applied = client.post(
+            "/v1/apply", content=IRONIC.read_text(), headers={"content-type": "application/yaml"}
+        )
+        assert applied.status_code == 200
+        down = client.post("/v1/targets/conductor1/down")
+        assert down.status_code == 200
+        refused = client.post("/v1/targets/nowhere/down")
+        assert refused.status_code == 404
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "placed.events"]
+    stored = client.get("/v1/events", params={"after": 1}).json()["items"]
+    # One line per committed event, the same fields as GET /v1/events; none for the 404.
+    assert lines == stored
+    assert {line["kind"] for line in lines} == {"unit.placed", "target.down", "unit.moved"}
+    assert all(line["request_id"] for line in lines)
+    metrics = client.get("/metrics").text
+    assert 'placed_rebalance_moves_total{reason="unit.moved"} 3.0' in metrics
+    assert 'placed_rebalance_moves_total{reason="unit.placed"} 3.0' in metrics
+    engine.dispose()
