@@ -19,6 +19,7 @@ from placed.service import (
     plan,
     problems,
     targets,
+    units,
     workloads,
 )
 from placed.service.health import Readiness, always_ready
@@ -55,7 +56,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(plan.router)
-    for module in (apply, targets, workloads, placements, events):
+    for module in (apply, targets, workloads, units, placements, events):
         app.include_router(module.router)
 
     def openapi() -> dict[str, Any]:

@@ -1,0 +1,68 @@
+"""GET /v1/units/{unit}: one unit, where it is, every move it made and why, and the
+explanation `placed explain` prints: its workload planned again in the world as it is
+now, every target judged as the plan judged it."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from fastapi import APIRouter, Request
+from sqlalchemy import Engine
+from starlette.concurrency import run_in_threadpool
+
+from placed.engine.planner import Planner
+from placed.engine.trace import UnknownUnitError, trace, trace_document
+from placed.service import context, placing, problems
+from placed.store import placements, world
+from placed.store.database import reading
+
+router = APIRouter(prefix="/v1")
+
+
+def describe(engine: Engine, unit: str, accounts: set[str] | None = None) -> dict[str, Any]:
+    with reading(engine) as session:
+        snapshot = world.read(session)
+        history = placements.history_page(session, 0, 1000, unit)
+    found = snapshot.units.get(unit)
+    workload = found[1] if found is not None else None
+    row = snapshot.workloads.get(workload) if workload is not None else None
+    if row is None or (accounts is not None and row.account not in accounts):
+        raise problems.ProblemException(404, "not-found", f"no unit {unit!r}")
+    # The workload's units placed again, everything else where it is: what `placed
+    # explain` shows for a unit of a plan.
+    again = copy.deepcopy(snapshot)
+    for name, (_, owner) in snapshot.units.items():
+        if owner == workload:
+            again.placements.pop(name, None)
+    planner = Planner(placing.world_spec(again))
+    try:
+        explanation: dict[str, Any] | None = trace_document(trace(planner, unit))
+    except UnknownUnitError:
+        explanation = None  # a unit its workload no longer has (it is being removed)
+    return {
+        "unit": unit,
+        "workload": workload,
+        "account": row.account,
+        "target": snapshot.placements.get(unit),
+        "history": history,
+        "explanation": explanation,
+    }
+
+
+@router.get(
+    "/units/{unit:path}",
+    summary="One unit, explained",
+    description="Where the unit is, its moves with their reasons, and the explanation "
+    "`placed explain` gives: every target judged for it in the world as it is now.",
+    responses={
+        200: {
+            "description": "The unit",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        },
+        **problems.responses(404),
+    },
+)
+async def get_unit(request: Request, unit: str) -> dict[str, Any]:
+    engine = context.store(request)
+    return await run_in_threadpool(describe, engine, unit)
