@@ -10,7 +10,7 @@ from fastapi.openapi.utils import get_openapi
 from sqlalchemy import Engine
 
 from placed import __version__
-from placed.service import health, metrics, plan, problems
+from placed.service import auth, health, metrics, plan, problems, tokens
 from placed.service.health import Readiness, always_ready
 from placed.service.middleware import RequestContext
 from placed.spec.schema import SpecDocument
@@ -40,6 +40,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(plan.router)
+    app.include_router(tokens.router)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -71,4 +72,5 @@ def _schema(app: FastAPI) -> dict[str, Any]:
                 found["422"] = problems.responses(422)[422]
     for unused in ("HTTPValidationError", "ValidationError"):
         components.pop(unused, None)
+    auth.describe(schema, app)
     return schema
