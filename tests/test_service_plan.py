@@ -39,9 +39,7 @@ def planner(store: tuple[str, str]) -> TestClient:
 def test_plan_answers_the_document_the_cli_prints(planner: TestClient) -> None:
     spec = ROOT / "examples" / "distinct-racks.yaml"
     body = json.dumps(yaml.safe_load(spec.read_text()))
-    response = planner.post(
-        "/v1/plan", content=body, headers={"content-type": "application/json"}
-    )
+    response = planner.post("/v1/plan", content=body, headers={"content-type": "application/json"})
     assert response.status_code == 200, response.text
     printed = CliRunner().invoke(cli, ["plan", str(spec), "--format", "json"])
     assert printed.exit_code == 1, printed.output  # web/3 stays unplaced
@@ -123,9 +121,7 @@ def test_a_body_past_the_limit_is_a_413_problem(store: tuple[str, str]) -> None:
 
 
 def test_a_body_of_another_media_type_is_a_415_problem(planner: TestClient) -> None:
-    response = planner.post(
-        "/v1/plan", content="name: x", headers={"content-type": "text/plain"}
-    )
+    response = planner.post("/v1/plan", content="name: x", headers={"content-type": "text/plain"})
     assert response.status_code == 415
     assert response.json()["type"] == "urn:placed:problem:unsupported-media-type"
 

@@ -154,9 +154,12 @@ def _document(answer: httpx.Response, server: str) -> dict[str, Any]:
         kind = str(data["type"]).removeprefix(PROBLEM_PREFIX)
         detail = str(data.get("detail") or data.get("title") or kind)
         errors = data.get("errors")
-        where = [_where(e) for e in errors] if isinstance(errors, list) else []
-        if where and where != [detail]:
-            detail = f"{detail}: {'; '.join(where)}"
+        listed = [e for e in errors if isinstance(e, dict)] if isinstance(errors, list) else []
+        where = "; ".join(_where(e) for e in listed)
+        if listed and all(e.get("detail") == detail for e in listed):
+            detail = where  # the detail again, at its place: say it once
+        elif where:
+            detail = f"{detail}: {where}"
         raise ClientError(answer.status_code, kind, detail, data)
     raise ClientError(
         answer.status_code,

@@ -260,21 +260,24 @@ def revoke(
     ],
     server: ServerOption = None,
     token: TokenOption = None,
+    format_choice: FormatOption = DataFormat.table,
 ) -> None:
     """Revoke a token: from now on the server refuses it. Revoking a revoked token
-    changes nothing; a token may revoke itself.
+    changes nothing; a token may revoke itself. json and yaml print the token's row.
 
     \b
     Examples:
       # exit code 2: needs a running placed serve; nothing listens on port 9
       placed token revoke 0123456789abcdef --server http://127.0.0.1:9
     """
-    _begin(DataFormat.table)
+    fmt = _begin(format_choice)
     with connected(server, token) as client:
         data = client.revoke_token(_accessor(accessor))
-    with guarded():
-        when = _moment(data.get("revoked"))
-        write(f"Revoked token {data.get('accessor', accessor)} at {when}.\n")
+
+    def sentence(row: dict[str, Any]) -> None:
+        write(f"Revoked token {row.get('accessor', accessor)} at {_moment(row.get('revoked'))}.\n")
+
+    _emit(data, fmt, sentence)
 
 
 def _accessor(text: str) -> str:
