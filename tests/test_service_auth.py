@@ -104,6 +104,18 @@ def test_every_way_a_token_fails_is_the_same_401(setup: Setup) -> None:
     assert setup.client.get("/v1/tokens", headers=bearer(setup.root)).status_code == 200
 
 
+def test_the_token_is_checked_before_a_malformed_body_is_answered(setup: Setup) -> None:
+    def send(token: str | None) -> httpx.Response:
+        headers = {"content-type": "application/json", **(bearer(token) if token else {})}
+        return setup.client.post("/v1/tokens", content=b"{not json", headers=headers)
+
+    answer = send(None)
+    assert_problem(answer, 401, "unauthenticated")
+    assert answer.headers["www-authenticate"] == "Bearer"
+    assert_problem(send(issue(setup.app, "user", "acme")), 403, "forbidden")
+    assert_problem(send(setup.root), 422, "invalid-request")
+
+
 def test_a_live_token_whose_role_the_route_does_not_allow_is_403(setup: Setup) -> None:
     user = issue(setup.app, "user", "acme")
     agent = issue(setup.app, "agent", "h1")

@@ -39,9 +39,10 @@ def serve(
     GET /healthz and /readyz for probes, /metrics for Prometheus, POST /v1/plan plans a
     spec as placed plan does and answers its JSON document, /v1/tokens manages tokens
     (placed token); every /v1 route needs a token (Authorization: Bearer plc_...).
-    Errors are RFC 9457 problem documents. The OpenAPI schema is at /openapi.json. It refuses to start on a database
-    whose schema is not this placed's (run placed db upgrade), and /readyz answers 503
-    while the database cannot be reached or its schema is old.
+    Errors are RFC 9457 problem documents. The OpenAPI schema is at /openapi.json. It
+    refuses to start on a database whose schema is not this placed's (run placed db
+    upgrade), and /readyz answers 503 while the database cannot be reached or its
+    schema is old.
 
     \b
     Examples:

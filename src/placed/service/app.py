@@ -36,6 +36,7 @@ def create_app(
     app.state.readiness = readiness
     app.state.max_body_bytes = max_body_bytes
     problems.install(app)
+    auth.install(app)
     app.add_middleware(RequestContext, metrics=found)
     app.include_router(health.router)
     app.include_router(metrics.router)

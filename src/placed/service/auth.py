@@ -14,14 +14,17 @@ help only someone probing tokens. A live token whose role the route does not all
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Request, Response
 from fastapi.dependencies.models import Dependant
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute, RouteContext, iter_route_contexts
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
 from placed.service import problems
@@ -168,6 +171,25 @@ def route_rules(app: FastAPI) -> dict[tuple[str, str], Rule | Public | None]:
         for method in sorted(methods - {"HEAD"} if "GET" in methods else methods):
             found[(method, str(route.path))] = rule
     return found
+
+
+def install(app: FastAPI) -> None:
+    """Check the rule before a body that is not JSON is answered: FastAPI parses JSON
+    before it runs any dependency, and a caller without a live token learns nothing,
+    that its body is malformed included, before its token is checked."""
+    answer_invalid = app.exception_handlers[RequestValidationError]
+
+    async def rule_first(request: Request, error: Exception) -> Response:
+        route = request.scope.get("route")
+        dependant = getattr(route, "dependant", None)
+        rules = [r for r in _rules(dependant) if isinstance(r, Rule)] if dependant else []
+        if rules:
+            found = await bearer(request)
+            await run_in_threadpool(rules[0], request, found)
+        answered = answer_invalid(request, error)
+        return await answered if inspect.isawaitable(answered) else answered
+
+    app.add_exception_handler(RequestValidationError, rule_first)
 
 
 def describe(schema: dict[str, Any], app: FastAPI) -> None:
