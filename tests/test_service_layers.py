@@ -43,3 +43,12 @@ def test_the_cli_reaches_the_service_only_through_serve() -> None:
     # Every other command starts without importing the web framework.
     found = offenders(("cli",), ("placed.service", *WEB))
     assert all(line.startswith("cli/serve.py") for line in found), found
+
+
+def test_the_client_speaks_only_http() -> None:
+    # A program using placed.client talks to a server: it loads neither the server, nor
+    # its store, nor the CLI.
+    forbidden = ("placed.service", "placed.store", "placed.cli", "sqlalchemy", "fastapi")
+    found = imported(PLACED / "client.py")
+    assert "httpx" in found
+    assert [n for n in found if any(n == f or n.startswith(f + ".") for f in forbidden)] == []

@@ -6,23 +6,40 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from placed.cli.main import app as cli
 from placed.service import create_app
+from placed.store.database import make_engine
+
+from .service_support import bearer, served
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = "application/problem+json"
 
 
-def test_plan_answers_the_document_the_cli_prints() -> None:
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """One database for the module (planning stores nothing), and a root-admin token."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('plan') / 'placed.db'}"
+    _, token = served(url)
+    return url, token
+
+
+@pytest.fixture
+def planner(store: tuple[str, str]) -> TestClient:
+    """A client of an app on that database, sending the token."""
+    url, token = store
+    return TestClient(create_app(database=make_engine(url)), headers=bearer(token))
+
+
+def test_plan_answers_the_document_the_cli_prints(planner: TestClient) -> None:
     spec = ROOT / "examples" / "distinct-racks.yaml"
     body = json.dumps(yaml.safe_load(spec.read_text()))
-    response = TestClient(create_app()).post(
-        "/v1/plan", content=body, headers={"content-type": "application/json"}
-    )
+    response = planner.post("/v1/plan", content=body, headers={"content-type": "application/json"})
     assert response.status_code == 200, response.text
     printed = CliRunner().invoke(cli, ["plan", str(spec), "--format", "json"])
     assert printed.exit_code == 1, printed.output  # web/3 stays unplaced
@@ -31,7 +48,9 @@ def test_plan_answers_the_document_the_cli_prints() -> None:
     assert any(p["unit"] == "web/3" for p in expected["unplaced"])
 
 
-def test_a_spec_error_is_a_problem_at_its_pointer_line_and_column(tmp_path: Path) -> None:
+def test_a_spec_error_is_a_problem_at_its_pointer_line_and_column(
+    planner: TestClient, tmp_path: Path
+) -> None:
     text = (
         "{\n"
         '  "name": "bad",\n'
@@ -44,7 +63,7 @@ def test_a_spec_error_is_a_problem_at_its_pointer_line_and_column(tmp_path: Path
         "  ]\n"
         "}\n"
     )
-    response = TestClient(create_app()).post("/v1/plan", content=text)
+    response = planner.post("/v1/plan", content=text)
     assert response.status_code == 422, response.text
     assert response.headers["content-type"] == PROBLEM
     body = response.json()
@@ -64,8 +83,8 @@ def test_a_spec_error_is_a_problem_at_its_pointer_line_and_column(tmp_path: Path
     assert len(expected) == 2
 
 
-def test_malformed_json_is_an_invalid_spec_at_its_line() -> None:
-    response = TestClient(create_app()).post(
+def test_malformed_json_is_an_invalid_spec_at_its_line(planner: TestClient) -> None:
+    response = planner.post(
         "/v1/plan", content='{\n  "name": "x",\n  "inventory": [\n}', headers={}
     )
     assert response.status_code == 422
@@ -74,16 +93,18 @@ def test_malformed_json_is_an_invalid_spec_at_its_line() -> None:
     assert body["errors"][0]["line"] == 4
 
 
-def test_a_body_that_is_not_utf8_is_an_invalid_spec() -> None:
-    response = TestClient(create_app()).post("/v1/plan", content=b'{"name": "\xff"}')
+def test_a_body_that_is_not_utf8_is_an_invalid_spec(planner: TestClient) -> None:
+    response = planner.post("/v1/plan", content=b'{"name": "\xff"}')
     assert response.status_code == 422
     error = response.json()["errors"][0]
     assert "not UTF-8" in error["detail"]
     assert (error["line"], error["column"]) == (1, 11)
 
 
-def test_a_body_past_the_limit_is_a_413_problem() -> None:
-    client = TestClient(create_app(max_body_bytes=1000))
+def test_a_body_past_the_limit_is_a_413_problem(store: tuple[str, str]) -> None:
+    url, token = store
+    app = create_app(database=make_engine(url), max_body_bytes=1000)
+    client = TestClient(app, headers=bearer(token))
     spec = json.dumps({"inventory": [{"id": f"h{i}"} for i in range(200)]})
     response = client.post("/v1/plan", content=spec)
     assert response.status_code == 413
@@ -99,18 +120,25 @@ def test_a_body_past_the_limit_is_a_413_problem() -> None:
     assert client.post("/v1/plan", content='{"inventory": [{"id": "h1"}]}').status_code == 200
 
 
-def test_a_body_of_another_media_type_is_a_415_problem() -> None:
-    response = TestClient(create_app()).post(
-        "/v1/plan", content="name: x", headers={"content-type": "text/plain"}
-    )
+def test_a_body_of_another_media_type_is_a_415_problem(planner: TestClient) -> None:
+    response = planner.post("/v1/plan", content="name: x", headers={"content-type": "text/plain"})
     assert response.status_code == 415
     assert response.json()["type"] == "urn:placed:problem:unsupported-media-type"
 
 
-def test_plan_is_counted_under_its_route() -> None:
-    client = TestClient(create_app())
+def test_plan_is_counted_under_its_route(planner: TestClient) -> None:
+    client = planner
     client.post("/v1/plan", content='{"inventory": [{"id": "h1"}]}')
     client.post("/v1/plan", content="{")
     text = client.get("/metrics").text
     assert 'placed_http_requests_total{code="200",method="POST",route="/v1/plan"} 1.0' in text
     assert 'placed_http_requests_total{code="422",method="POST",route="/v1/plan"} 1.0' in text
+
+
+def test_plan_needs_a_token(planner: TestClient) -> None:
+    # It stores nothing, but planning is CPU work: not for anyone who can reach the port.
+    response = planner.post(
+        "/v1/plan", content='{"inventory": [{"id": "h1"}]}', headers={"Authorization": ""}
+    )
+    assert response.status_code == 401
+    assert response.json()["type"] == "urn:placed:problem:unauthenticated"

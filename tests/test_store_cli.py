@@ -145,7 +145,8 @@ def test_the_cli_names_the_stores_environment_variable_and_loads_no_store_to_sta
     from placed.store import database
 
     assert db.ENVIRONMENT == database.ENVIRONMENT
-    # An offline command never pays for SQLAlchemy, Alembic or the web framework.
+    # An offline command never pays for SQLAlchemy, Alembic, the web framework or the
+    # HTTP client.
     done = subprocess.run(
         [sys.executable, "-c", "import sys, placed.cli.main; print(sorted(sys.modules))"],
         capture_output=True,
@@ -153,5 +154,6 @@ def test_the_cli_names_the_stores_environment_variable_and_loads_no_store_to_sta
         timeout=60,
     )
     loaded = done.stdout
-    for heavy in ("'sqlalchemy'", "'alembic'", "'fastapi'", "'uvicorn'", "'placed.store'"):
+    heavy_modules = ("sqlalchemy", "alembic", "fastapi", "uvicorn", "httpx", "placed.store")
+    for heavy in (f"'{name}'" for name in (*heavy_modules, "placed.client")):
         assert heavy not in loaded, heavy

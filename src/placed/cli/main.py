@@ -15,7 +15,7 @@ import typer
 from rich.text import Text
 
 from placed import __version__
-from placed.cli import db, helptext
+from placed.cli import db, helptext, token
 from placed.cli.fieldtext import field_text
 from placed.cli.grid import printable
 from placed.cli.inputs import InputFormat, read_props, read_specs
@@ -102,6 +102,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(db.app, name="db")
+app.add_typer(token.app, name="token")
 
 
 class PlanFormat(StrEnum):

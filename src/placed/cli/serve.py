@@ -51,10 +51,12 @@ def serve(
     """Serve placed's HTTP API until stopped (Ctrl-C or SIGTERM).
 
     GET /healthz and /readyz for probes, /metrics for Prometheus, POST /v1/plan plans a
-    spec as placed plan does and answers its JSON document; errors are RFC 9457 problem
-    documents. The OpenAPI schema is at /openapi.json. It refuses to start on a database
-    whose schema is not this placed's (run placed db upgrade), and /readyz answers 503
-    while the database cannot be reached or its schema is old.
+    spec as placed plan does and answers its JSON document, /v1/tokens manages tokens
+    (placed token); every /v1 route needs a token (Authorization: Bearer plc_...).
+    Errors are RFC 9457 problem documents. The OpenAPI schema is at /openapi.json. It
+    refuses to start on a database whose schema is not this placed's (run placed db
+    upgrade), and /readyz answers 503 while the database cannot be reached or its
+    schema is old.
 
     \b
     Examples:

@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 from placed import __version__
 from placed.service import (
     apply,
+    auth,
     events,
     health,
     metrics,
@@ -19,6 +20,7 @@ from placed.service import (
     plan,
     problems,
     targets,
+    tokens,
     units,
     workloads,
 )
@@ -52,11 +54,12 @@ def create_app(
     app.state.readiness = readiness
     app.state.max_body_bytes = max_body_bytes
     problems.install(app)
+    auth.install(app)
     app.add_middleware(RequestContext, metrics=found)
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(plan.router)
-    for module in (apply, targets, workloads, units, placements, events):
+    for module in (tokens, apply, targets, workloads, units, placements, events):
         app.include_router(module.router)
 
     def openapi() -> dict[str, Any]:
@@ -89,4 +92,5 @@ def _schema(app: FastAPI) -> dict[str, Any]:
                 found["422"] = problems.responses(422)[422]
     for unused in ("HTTPValidationError", "ValidationError"):
         components.pop(unused, None)
+    auth.describe(schema, app)
     return schema

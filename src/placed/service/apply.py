@@ -12,12 +12,13 @@ from starlette.concurrency import run_in_threadpool
 from placed.engine.documents import only_workloads
 from placed.engine.report import plan_document
 from placed.service import context, placing, problems
+from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.bodies import read_body
 from placed.service.plan import invalid_spec
 from placed.spec import SpecError
 from placed.spec.juju.convert import native_document
 from placed.spec.juju.files import looks_like_juju_text
-from placed.spec.load import load_specs_text, parse_documents
+from placed.spec.load import load_changes_text, parse_documents
 from placed.spec.schema import SpecDocument
 from placed.spec.source import decode
 from placed.store import merge
@@ -27,12 +28,17 @@ from placed.store.world import Snapshot
 router = APIRouter(prefix="/v1")
 
 
-def documents_of(body: bytes, source: str) -> list[SpecDocument]:
+def documents_of(body: bytes, source: str, snapshot: Snapshot | None = None) -> list[SpecDocument]:
     """The body's documents, each named (a document without a name is named after the
-    source, as the CLI names one after its file)."""
+    source, as the CLI names one after its file), checked against the world's tenancy
+    and offerings where they name none of their own."""
+    world: dict[str, Any] = {}
+    if snapshot is not None:
+        found_world = snapshot.document()
+        world = {key: found_world[key] for key in ("tenancy", "offerings") if key in found_world}
     try:
         text = decode(body, source)
-        specs = load_specs_text(text, source)
+        specs = load_changes_text(text, source, world)
         if looks_like_juju_text(text):
             found = [SpecDocument.model_validate(native_document(spec)) for spec in specs]
         else:
@@ -45,6 +51,48 @@ def documents_of(body: bytes, source: str) -> list[SpecDocument]:
     ]
 
 
+# What only a root-admin's document may hold: everything but workloads.
+_ROOT_SECTIONS = ("inventory", "tenancy", "offerings", "storage", "dedications", "running")
+
+
+def scoped(
+    documents: list[SpecDocument], caller: Caller, reach: set[str] | None
+) -> list[SpecDocument]:
+    """A domain-admin's or user's documents: workloads of their own accounts only."""
+    if reach is None:
+        return documents
+    out = []
+    for index, document in enumerate(documents):
+        prefix = f"/{index}" if len(documents) > 1 else ""
+        for section in _ROOT_SECTIONS:
+            if getattr(document, section):
+                raise problems.ProblemException(
+                    403,
+                    "forbidden",
+                    f"a {caller.role} token applies workloads only; {section} is the root-admin's",
+                    [{"pointer": f"{prefix}/{section}", "detail": "root-admin only"}],
+                )
+        if document.settings.model_fields_set:
+            raise problems.ProblemException(
+                403,
+                "forbidden",
+                "settings are the root-admin's",
+                [{"pointer": f"{prefix}/settings", "detail": "root-admin only"}],
+            )
+        workloads = [
+            w.model_copy(
+                update={
+                    "account": context.own_account(
+                        caller, w.account, reach, f"{prefix}/workloads/{i}/account"
+                    )
+                }
+            )
+            for i, w in enumerate(document.workloads)
+        ]
+        out.append(document.model_copy(update={"workloads": workloads}))
+    return out
+
+
 def apply(
     request_engine: Any,
     body: bytes,
@@ -54,11 +102,25 @@ def apply(
     prune: bool,
     expected_revision: int | None,
     report: placing.Reporter,
+    caller: Caller,
 ) -> dict[str, Any]:
-    documents = documents_of(body, source)
-    named = {w.name for document in documents for w in document.workloads}
+    reach = context.accounts_of(request_engine, caller)
+    named: set[str] = set()
+    titles: list[str] = []
 
     def prepare(snapshot: Snapshot) -> placing.Prepared:
+        # Read against the world each try plans: a workload may name its accounts.
+        documents = scoped(documents_of(body, source, snapshot), caller, reach)
+        named.clear()
+        named.update(w.name for document in documents for w in document.workloads)
+        titles[:] = [str(document.name) for document in documents]
+        if reach is not None:
+            for name in named:
+                known = snapshot.workloads.get(name)
+                if known is not None and known.account not in reach:
+                    raise problems.ProblemException(
+                        403, "forbidden", f"workload {name!r} is another account's"
+                    )
         applied = merge.apply(snapshot, documents, prune)
         if applied.conflicts:
             raise problems.ProblemException(
@@ -99,7 +161,7 @@ def apply(
     return {
         "revision": committed.revision,
         "dry_run": dry_run,
-        "documents": [document.name for document in documents],
+        "documents": titles,
         "changes": placing.moves_document(committed.prepared.moves),
         "conflicts": committed.conflicts,
         **plan_document(shown),
@@ -135,6 +197,7 @@ def apply(
 )
 async def post_apply(
     request: Request,
+    caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
     dry_run: Annotated[bool, Query(description="Plan and answer; change nothing.")] = False,
     prune: Annotated[
         bool, Query(description="Delete what a document defined before and names no more.")
@@ -160,9 +223,10 @@ async def post_apply(
         engine,
         body,
         name,
-        context.actor(request),
+        context.actor(request, caller),
         dry_run,
         prune,
         expected_revision,
         context.reporter(request),
+        caller,
     )

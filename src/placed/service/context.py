@@ -7,11 +7,13 @@ from collections.abc import Sequence
 from fastapi import Request
 from sqlalchemy import Engine
 
-from placed.service import eventlog
+from placed.service import eventlog, scopes
+from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller
 from placed.service.metrics import HttpMetrics
 from placed.service.placing import Reporter
 from placed.service.problems import ProblemException, request_id_of
 from placed.store.claims import Actor
+from placed.store.database import reading
 from placed.store.tables import EventRow
 
 
@@ -42,9 +44,40 @@ def reporter(request: Request) -> Reporter:
     return report
 
 
-def actor(request: Request) -> Actor:
-    """The caller as events record it (the auth layer puts the token on the request)."""
-    caller = getattr(request.state, "caller", None)
-    return Actor(
-        getattr(caller, "accessor", None), getattr(caller, "role", None), request_id_of(request)
-    )
+def actor(request: Request, caller: Caller) -> Actor:
+    """The caller as events record it."""
+    return Actor(caller.accessor, caller.role, request_id_of(request))
+
+
+def accounts_of(engine: Engine, caller: Caller) -> set[str] | None:
+    """The accounts whose workloads the caller sees and changes: None for every one (a
+    root-admin), a domain-admin's subtree's, a user's own; none for an agent."""
+    if caller.role == ROOT_ADMIN:
+        return None
+    if caller.role == USER:
+        return {caller.scope} if caller.scope else set()
+    if caller.role != DOMAIN_ADMIN or caller.scope is None:
+        return set()
+    with reading(engine) as session:
+        return scopes.accounts_in(session, scopes.subtree(session, caller.scope))
+
+
+def own_account(
+    caller: Caller, account: str | None, reach: set[str] | None, pointer: str
+) -> str | None:
+    """The account a scoped caller's workload belongs to: a user's own when it names
+    none; a 403 when it names one out of the caller's reach."""
+    if reach is None:
+        return account
+    if account is None and caller.role == USER:
+        return caller.scope
+    if account is None or account not in reach:
+        raise ProblemException(
+            403,
+            "forbidden",
+            f"a {caller.role} token acts for "
+            + ("its own account" if caller.role == USER else "the accounts of its domains")
+            + (f", not for {account!r}" if account else "; name the workload's account"),
+            [{"pointer": pointer, "detail": "out of this token's scope"}],
+        )
+    return account

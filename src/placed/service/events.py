@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from placed.service import context, problems
+from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.store import events
 from placed.store.database import reading
 
@@ -58,6 +59,7 @@ class EventPage(BaseModel):
 )
 async def list_events(
     request: Request,
+    caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
     after: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
     kind: Annotated[str | None, Query(max_length=64)] = None,
@@ -77,10 +79,21 @@ async def list_events(
             [{"parameter": "query.since", "detail": "no UTC offset"}],
         )
 
+    reach = await run_in_threadpool(context.accounts_of, engine, caller)
+
     def page() -> list[dict[str, Any]]:
         with reading(engine) as session:
             rows = events.page(
-                session, after, limit, kind, subject, target, workload, actor, since=since
+                session,
+                after,
+                limit,
+                kind,
+                subject,
+                target,
+                workload,
+                actor,
+                None if reach is None else sorted(reach),
+                since=since,
             )
             return [events.view(row) for row in rows]
 

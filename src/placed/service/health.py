@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from placed.service import problems
+from placed.service.auth import public
 
 log = logging.getLogger("placed.service")
 
@@ -29,12 +30,17 @@ class Status(BaseModel):
 router = APIRouter()
 
 
-@router.get("/healthz", summary="The process is up")
+@router.get("/healthz", summary="The process is up", dependencies=[public()])
 def healthz() -> Status:
     return Status(status="ok")
 
 
-@router.get("/readyz", summary="The service can serve requests", responses=problems.responses(503))
+@router.get(
+    "/readyz",
+    summary="The service can serve requests",
+    responses=problems.responses(503),
+    dependencies=[public()],
+)
 async def readyz(request: Request) -> Status:
     check: Readiness = request.app.state.readiness
     try:

@@ -8,6 +8,8 @@ from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
 from prometheus_client.exposition import generate_latest
 
+from placed.service.auth import public
+
 # A request no route matched: one label value for all of them.
 UNMATCHED = "<unmatched>"
 # Any other method is one value too, so an invented method cannot add label values.
@@ -80,6 +82,7 @@ router = APIRouter()
     response_class=Response,
     responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text."}},
     summary="Metrics in Prometheus' text format",
+    dependencies=[public()],
 )
 def metrics(request: Request) -> Response:
     found: HttpMetrics = request.app.state.metrics

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from placed.service import context, problems
+from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.store import placements
 from placed.store.database import reading
 
@@ -53,16 +54,25 @@ class HistoryPage(BaseModel):
 )
 async def list_placements(
     request: Request,
+    caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
     after: Annotated[str | None, Query(max_length=255, description="The last unit seen.")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
     workload: Annotated[str | None, Query(max_length=255)] = None,
     target: Annotated[str | None, Query(max_length=255)] = None,
 ) -> dict[str, Any]:
     engine = context.store(request)
+    reach = await run_in_threadpool(context.accounts_of, engine, caller)
 
     def page() -> dict[str, Any]:
         with reading(engine) as session:
-            items = placements.page(session, after, limit + 1, workload, target)
+            items = placements.page(
+                session,
+                after,
+                limit + 1,
+                workload,
+                target,
+                None if reach is None else sorted(reach),
+            )
         more = len(items) > limit
         items = items[:limit]
         return {"items": items, "next_cursor": items[-1]["unit"] if more and items else None}
@@ -79,6 +89,7 @@ async def list_placements(
 )
 async def list_history(
     request: Request,
+    caller: Annotated[Caller, allow(ROOT_ADMIN)],
     after: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
     unit: Annotated[str | None, Query(max_length=255)] = None,

@@ -4,7 +4,7 @@ as `placed plan` and the same engine function for its document."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from placed.engine.planner import Planner
 from placed.engine.report import plan_document
 from placed.service import problems
+from placed.service.auth import EVERY_ROLE, Caller, allow
 from placed.service.bodies import read_body
 from placed.spec import SpecError
 from placed.spec.load import load_spec_text
@@ -50,7 +51,8 @@ def invalid_spec(error: SpecError, body: bytes) -> problems.ProblemException:
     "/plan",
     summary="Plan a spec",
     description="The spec (the same document `placed plan` reads) in the body; the plan "
-    "document `placed plan --format json` prints in the answer. Nothing is stored.",
+    "document `placed plan --format json` prints in the answer. Nothing is stored, but "
+    "planning is work: any valid token may ask.",
     responses={
         200: {
             "description": "The plan document",
@@ -67,7 +69,9 @@ def invalid_spec(error: SpecError, body: bytes) -> problems.ProblemException:
         }
     },
 )
-async def post_plan(request: Request) -> dict[str, Any]:
+async def post_plan(
+    request: Request, caller: Annotated[Caller, allow(*EVERY_ROLE)]
+) -> dict[str, Any]:
     body = await read_body(request)
     # Planning is CPU work: off the event loop, so health checks still answer.
     return await run_in_threadpool(plan, body)

@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from placed.engine.planner import Planner
 from placed.engine.rebalance import simulate
 from placed.service import context, placing, problems
+from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.store import targets
 from placed.store.claims import Actor, Extra
 from placed.store.database import reading
@@ -74,6 +75,7 @@ class AdminChange(BaseModel):
 )
 async def list_targets(
     request: Request,
+    caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
     after: Annotated[str | None, Query(max_length=255, description="The last name seen.")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
 ) -> dict[str, Any]:
@@ -95,7 +97,11 @@ async def list_targets(
     response_model=TargetView,
     responses=problems.responses(404),
 )
-async def get_target(request: Request, name: str) -> dict[str, Any]:
+async def get_target(
+    request: Request,
+    name: str,
+    caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
+) -> dict[str, Any]:
     engine = context.store(request)
 
     def one() -> dict[str, Any]:
@@ -153,6 +159,7 @@ def _state_route(state: str) -> Any:
     async def handler(
         request: Request,
         name: str,
+        caller: Annotated[Caller, allow(ROOT_ADMIN)],
         body: Annotated[Reason | None, Body()] = None,
     ) -> dict[str, Any]:
         engine = context.store(request)
@@ -163,7 +170,7 @@ def _state_route(state: str) -> Any:
             name,
             state,
             why,
-            context.actor(request),
+            context.actor(request, caller),
             context.reporter(request),
         )
 

@@ -5,7 +5,7 @@ now, every target judged as the plan judged it."""
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from sqlalchemy import Engine
@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from placed.engine.planner import Planner
 from placed.engine.trace import UnknownUnitError, trace, trace_document
 from placed.service import context, placing, problems
+from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.store import placements, world
 from placed.store.database import reading
 
@@ -63,6 +64,11 @@ def describe(engine: Engine, unit: str, accounts: set[str] | None = None) -> dic
         **problems.responses(404),
     },
 )
-async def get_unit(request: Request, unit: str) -> dict[str, Any]:
+async def get_unit(
+    request: Request,
+    unit: str,
+    caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
+) -> dict[str, Any]:
     engine = context.store(request)
-    return await run_in_threadpool(describe, engine, unit)
+    reach = await run_in_threadpool(context.accounts_of, engine, caller)
+    return await run_in_threadpool(describe, engine, unit, reach)

@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from placed.engine.documents import only_workloads
 from placed.engine.report import plan_document
 from placed.service import context, placing, problems
+from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.metrics import HttpMetrics
 from placed.service.replica import ReplicaWorld
 from placed.spec.schema import WorkloadSpec
@@ -27,6 +28,8 @@ from placed.store.world import Snapshot, WorkloadRow
 router = APIRouter(prefix="/v1")
 
 API_DOCUMENT = "api"  # the document a workload made through the API belongs to
+# A call from inside placed (tests, benchmarks): a root-admin without a token.
+ROOT = Caller(None, ROOT_ADMIN, None)
 MAX_PAGE = 1000
 
 
@@ -53,7 +56,11 @@ class WorkloadUpdate(BaseModel):
 
 
 def _views(
-    engine: Engine, after: str | None, limit: int, name: str | None = None
+    engine: Engine,
+    after: str | None,
+    limit: int,
+    name: str | None = None,
+    accounts: set[str] | None = None,
 ) -> list[dict[str, Any]]:
     with reading(engine) as session:
         default_mode = str(settings.get(session, "default_mode", "allocation"))
@@ -74,6 +81,8 @@ def _views(
             query = query.where(Workload.name > after)
         if name is not None:
             query = query.where(Workload.name == name)
+        if accounts is not None:
+            query = query.where(Account.name.in_(sorted(accounts)))
         return [
             {
                 "name": row.name,
@@ -97,11 +106,13 @@ def _views(
 )
 async def list_workloads(
     request: Request,
+    caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
     after: Annotated[str | None, Query(max_length=255)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
 ) -> dict[str, Any]:
     engine = context.store(request)
-    items = await run_in_threadpool(_views, engine, after, limit + 1)
+    reach = await run_in_threadpool(context.accounts_of, engine, caller)
+    items = await run_in_threadpool(_views, engine, after, limit + 1, None, reach)
     more = len(items) > limit
     items = items[:limit]
     return {"items": items, "next_cursor": items[-1]["name"] if more and items else None}
@@ -113,9 +124,14 @@ async def list_workloads(
     response_model=WorkloadView,
     responses=problems.responses(404),
 )
-async def get_workload(request: Request, name: str) -> dict[str, Any]:
+async def get_workload(
+    request: Request,
+    name: str,
+    caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
+) -> dict[str, Any]:
     engine = context.store(request)
-    found = await run_in_threadpool(_views, engine, None, 1, name)
+    reach = await run_in_threadpool(context.accounts_of, engine, caller)
+    found = await run_in_threadpool(_views, engine, None, 1, name, reach)
     if not found:
         raise problems.ProblemException(404, "not-found", f"no workload {name!r}")
     return found[0]
@@ -205,17 +221,23 @@ def claim(
     },
 )
 async def post_workload(
-    request: Request, body: Annotated[dict[str, Any], Body()]
+    request: Request,
+    caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
+    body: Annotated[dict[str, Any], Body()],
 ) -> dict[str, Any]:
     engine = context.store(request)
     spec = _spec(body)
+    reach = await run_in_threadpool(context.accounts_of, engine, caller)
+    account = context.own_account(caller, spec.account, reach, "/account")
+    if account != spec.account:
+        spec = spec.model_copy(update={"account": account})
     found: HttpMetrics = request.app.state.metrics
     try:
         answer: dict[str, Any] = await run_in_threadpool(
             claim,
             engine,
             spec,
-            context.actor(request),
+            context.actor(request, caller),
             request.app.state.replica,
             context.reporter(request),
         )
@@ -233,8 +255,13 @@ def update(
     change: WorkloadUpdate,
     actor: Actor,
     report: placing.Reporter = placing.silent,
+    caller: Caller = ROOT,
 ) -> dict[str, Any]:
     spec = _spec(change.spec, "/spec")
+    reach = context.accounts_of(engine, caller)
+    account = context.own_account(caller, spec.account, reach, "/spec/account")
+    if account != spec.account:
+        spec = spec.model_copy(update={"account": account})
     if spec.name != name:
         raise problems.ProblemException(
             422,
@@ -245,7 +272,7 @@ def update(
 
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         row = snapshot.workloads.get(name)
-        if row is None:
+        if row is None or (reach is not None and row.account not in reach):
             raise problems.ProblemException(404, "not-found", f"no workload {name!r}")
         if row.generation != change.generation:
             raise problems.ProblemException(
@@ -273,10 +300,21 @@ def update(
         **problems.responses(404, 409, 422),
     },
 )
-async def put_workload(request: Request, name: str, change: WorkloadUpdate) -> dict[str, Any]:
+async def put_workload(
+    request: Request,
+    name: str,
+    change: WorkloadUpdate,
+    caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
+) -> dict[str, Any]:
     engine = context.store(request)
     return await run_in_threadpool(
-        update, engine, name, change, context.actor(request), context.reporter(request)
+        update,
+        engine,
+        name,
+        change,
+        context.actor(request, caller),
+        context.reporter(request),
+        caller,
     )
 
 
@@ -286,10 +324,13 @@ def remove(
     generation: int | None,
     actor: Actor,
     report: placing.Reporter = placing.silent,
+    caller: Caller = ROOT,
 ) -> dict[str, Any]:
+    reach = context.accounts_of(engine, caller)
+
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         row = snapshot.workloads.get(name)
-        if row is None:
+        if row is None or (reach is not None and row.account not in reach):
             raise problems.ProblemException(404, "not-found", f"no workload {name!r}")
         if generation is not None and row.generation != generation:
             raise problems.ProblemException(
@@ -324,9 +365,16 @@ def remove(
 async def delete_workload(
     request: Request,
     name: str,
+    caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
     generation: Annotated[int | None, Query(ge=0)] = None,
 ) -> dict[str, Any]:
     engine = context.store(request)
     return await run_in_threadpool(
-        remove, engine, name, generation, context.actor(request), context.reporter(request)
+        remove,
+        engine,
+        name,
+        generation,
+        context.actor(request, caller),
+        context.reporter(request),
+        caller,
     )

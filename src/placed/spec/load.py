@@ -127,9 +127,33 @@ def load_specs_text(
         return _load_specs_text(text, source)
 
 
-def _load_specs_text(text: str, source: str) -> list[Spec]:
+def load_changes_text(
+    text: str, source: str = "<spec>", world: dict[str, Any] | None = None
+) -> list[Spec]:
+    """Documents that change a world that is already there (the service's apply): like
+    a spec file, but a document may leave the inventory out (only workloads, say), and
+    the sections of `world` (its tenancy, offerings) stand in for those a document
+    leaves out, so a workload may name an account the world has. Problems keep their
+    line and column: only keys the document does not have are added."""
+    with _without_cycle_collection():
+        if looks_like_juju_text(text):
+            try:
+                return read_juju(text, source)
+            except NotJuju:
+                pass
+        return _load_specs_text(text, source, need_inventory=False, world=world)
+
+
+def _load_specs_text(
+    text: str, source: str, need_inventory: bool = True, world: dict[str, Any] | None = None
+) -> list[Spec]:
     documents = parse(text, source)
-    specs = [_document(data, sources, source) for data, sources in documents]
+    if world:
+        for data, _ in documents:
+            if isinstance(data, dict):
+                for key, value in world.items():
+                    data.setdefault(key, value)
+    specs = [_document(data, sources, source, need_inventory) for data, sources in documents]
     problems = []
     first: dict[str, SourceMap] = {}
     for spec, (data, sources) in zip(specs, documents, strict=True):
@@ -156,7 +180,7 @@ def _load_specs_text(text: str, source: str) -> list[Spec]:
     return specs
 
 
-def _document(data: Any, sources: SourceMap, source: str) -> Spec:
+def _document(data: Any, sources: SourceMap, source: str, need_inventory: bool = True) -> Spec:
     if not isinstance(data, dict):
         position = sources.value(())
         raise SpecError(
@@ -179,7 +203,7 @@ def _document(data: Any, sources: SourceMap, source: str) -> Spec:
                 position=sources.value(()) or SourcePosition(1, 1),
             )
         ]
-        if "inventory" not in data
+        if "inventory" not in data and need_inventory
         else []
     )
     try:

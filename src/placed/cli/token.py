@@ -1,0 +1,286 @@
+"""`placed token`: create, list and revoke the tokens of a running `placed serve`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+from placed.cli.grid import Cell, Grid, show
+from placed.cli.output import Format, dump, error_format, fail, fail_option, guarded, out, write
+
+if TYPE_CHECKING:
+    from placed.client import Client, ClientError
+
+# httpx (through placed.client) is imported by the commands, not here: every offline
+# command starts through this module (cli/db.py says why).
+URL_ENVIRONMENT = "PLACED_URL"  # placed.client.URL_ENVIRONMENT (a test holds them)
+TOKEN_ENVIRONMENT = "PLACED_TOKEN"
+DEFAULT_URL = "http://127.0.0.1:8700"
+
+app = typer.Typer(
+    help="The tokens of a running placed serve: create one (its text is shown once), list "
+    "them without secrets, revoke one. A root-admin manages every token; a domain-admin "
+    "those of its domain, the domains below it and their accounts.\n\n"
+    "Unreachable server or refused token: a one-line message and exit code 2.\n\n"
+    "\b\n"
+    "Examples:\n"
+    "  placed token create --help\n"
+    "  # exit code 2: nothing listens on port 9\n"
+    "  placed token list --server http://127.0.0.1:9\n",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+class Role(StrEnum):
+    root_admin = "root-admin"
+    domain_admin = "domain-admin"
+    user = "user"
+    agent = "agent"
+
+
+class DataFormat(StrEnum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+
+
+ServerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        help=f"The URL of placed serve. Default: ${URL_ENVIRONMENT}, else {DEFAULT_URL}.",
+        metavar="URL",
+        show_default=False,
+    ),
+]
+TokenOption = Annotated[
+    str | None,
+    typer.Option(
+        "--token",
+        help=f"The token to act with (plc_...). Default: ${TOKEN_ENVIRONMENT}. It shows in "
+        f"the process list: prefer ${TOKEN_ENVIRONMENT}.",
+        metavar="TOKEN",
+        show_default=False,
+    ),
+]
+FormatOption = Annotated[
+    DataFormat,
+    typer.Option(
+        "--format",
+        "-f",
+        "-o",
+        help="table for people (plain aligned columns when piped); json or yaml for "
+        'programs (errors too, as {"valid": false, "errors": [...]}).',
+    ),
+]
+
+DURATION = re.compile(r"(\d+)([smhdwy]?)")
+SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+
+
+def seconds_of(text: str) -> int | None:
+    """`90d`, `12h`, `30m`, `3600` (seconds), `1y`: seconds; None when not a duration."""
+    found = DURATION.fullmatch(text.strip().lower())
+    if found is None or int(found.group(1)) == 0:
+        return None
+    return int(found.group(1)) * SECONDS[found.group(2)]
+
+
+def _begin(chosen: DataFormat) -> Format:
+    fmt = Format(chosen.value)
+    error_format.set(fmt)
+    return fmt
+
+
+@contextmanager
+def connected(server: str | None, token: str | None) -> Iterator[Client]:
+    """A client of the server; any failure of the block is a one-line error, exit 2."""
+    from placed.client import Client, ClientError
+
+    try:
+        client = Client.from_options(server, token)
+    except ClientError as error:
+        fail_option("--server", error.detail)
+    try:
+        with client:
+            yield client
+    except ClientError as error:
+        refused(error, client)
+
+
+def refused(error: ClientError, client: Client) -> NoReturn:
+    if error.status is None:
+        fail(error.detail)
+    text = f"placed at {client.server} answered {error.status} ({error.kind}): {error.detail}"
+    if error.kind == "unauthenticated" and not client.token:
+        text += f" (give --token or set ${TOKEN_ENVIRONMENT})"
+    fail(text)
+
+
+def _emit(data: dict[str, Any], fmt: Format, table: Callable[[dict[str, Any]], None]) -> None:
+    with guarded():
+        if fmt.data:
+            write(dump(data, fmt))
+        else:
+            table(data)
+
+
+def _moment(text: Any) -> str:
+    """An ISO time from the server, to the second (a table's width)."""
+    if not text:
+        return "never"
+    return str(text).replace("T", " ").split(".")[0].removesuffix("Z") + "Z"
+
+
+def _created_table(data: dict[str, Any]) -> None:
+    rows: list[Sequence[Cell]] = [
+        ("accessor", str(data.get("accessor", ""))),
+        ("role", str(data.get("role", ""))),
+        ("scope", str(data.get("scope") or "-")),
+        ("description", str(data.get("description") or "-")),
+        ("created", _moment(data.get("created"))),
+        ("expires", _moment(data.get("expires"))),
+    ]
+    show(out, Grid(("field", "value"), rows))
+    write("The token, shown only this once (only a hash of its secret is stored):\n")
+    write(f"{data.get('token', '')}\n")
+
+
+def _list_table(data: dict[str, Any]) -> None:
+    items = data.get("items") or []
+    if not items:
+        write("no tokens\n")
+        return
+    rows: list[Sequence[Cell]] = [
+        (
+            str(item.get("accessor", "")),
+            str(item.get("role", "")),
+            str(item.get("scope") or "-"),
+            _moment(item.get("created")),
+            _moment(item.get("expires")),
+            _moment(item.get("revoked")) if item.get("revoked") else "-",
+            str(item.get("description") or ""),
+        )
+        for item in items
+    ]
+    columns = ("accessor", "role", "scope", "created", "expires", "revoked", "description")
+    show(out, Grid(columns, rows))
+
+
+@app.command()
+def create(
+    role: Annotated[
+        Role, typer.Argument(help="The token's role.", metavar="ROLE", show_default=False)
+    ],
+    scope: Annotated[
+        str | None,
+        typer.Argument(
+            help="What it acts for: a domain-admin's domain, a user's account, an agent's "
+            "target (by name). None for a root-admin.",
+            metavar="SCOPE",
+            show_default=False,
+        ),
+    ] = None,
+    description: Annotated[
+        str, typer.Option("--description", "-d", help="A note for people (who, what for).")
+    ] = "",
+    expires_in: Annotated[
+        str | None,
+        typer.Option(
+            "--expires-in",
+            help="How long it works: 3600 (seconds), 30m, 12h, 90d, 2w, 1y; at most ten "
+            "years. Default: until revoked.",
+            metavar="DURATION",
+            show_default=False,
+        ),
+    ] = None,
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: FormatOption = DataFormat.table,
+) -> None:
+    """Create a token and print it, once: the server keeps only a hash of its secret.
+
+    \b
+    Examples:
+      # exit code 2: it needs a running placed serve; nothing listens on port 9
+      placed token create user acme --description "CI of acme" \\
+          --server http://127.0.0.1:9
+      # exit code 2: nothing listens on port 9
+      PLACED_URL=http://127.0.0.1:9 placed token create domain-admin eng \\
+          --expires-in 90d
+      # exit code 2: not a duration
+      placed token create user acme --expires-in soon
+    """
+    fmt = _begin(format_choice)
+    seconds = seconds_of(expires_in) if expires_in is not None else None
+    if expires_in is not None and seconds is None:
+        fail_option(
+            "--expires-in", f"{expires_in!r} is not a duration (3600, 30m, 12h, 90d, 2w, 1y)"
+        )
+    with connected(server, token) as client:
+        data = client.create_token(role.value, scope, description, seconds)
+    _emit(data, fmt, _created_table)
+
+
+@app.command(name="list")
+def list_tokens(
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: FormatOption = DataFormat.table,
+) -> None:
+    """List the tokens this token manages (a root-admin: all of them), oldest first,
+    without their secrets.
+
+    \b
+    Examples:
+      # exit code 2: needs a running placed serve; nothing listens on port 9
+      placed token list --server http://127.0.0.1:9 -o json
+    """
+    fmt = _begin(format_choice)
+    with connected(server, token) as client:
+        data = client.list_tokens()
+    _emit(data, fmt, _list_table)
+
+
+@app.command()
+def revoke(
+    accessor: Annotated[
+        str,
+        typer.Argument(
+            help="The token's accessor (plc_<accessor>_..., or as placed token list shows it).",
+            metavar="ACCESSOR",
+            show_default=False,
+        ),
+    ],
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: FormatOption = DataFormat.table,
+) -> None:
+    """Revoke a token: from now on the server refuses it. Revoking a revoked token
+    changes nothing; a token may revoke itself. json and yaml print the token's row.
+
+    \b
+    Examples:
+      # exit code 2: needs a running placed serve; nothing listens on port 9
+      placed token revoke 0123456789abcdef --server http://127.0.0.1:9
+    """
+    fmt = _begin(format_choice)
+    with connected(server, token) as client:
+        data = client.revoke_token(_accessor(accessor))
+
+    def sentence(row: dict[str, Any]) -> None:
+        write(f"Revoked token {row.get('accessor', accessor)} at {_moment(row.get('revoked'))}.\n")
+
+    _emit(data, fmt, sentence)
+
+
+def _accessor(text: str) -> str:
+    """A whole token given instead of its accessor counts as its accessor."""
+    parts = text.strip().split("_")
+    return parts[1] if len(parts) >= 3 and parts[0] == "plc" else text.strip()

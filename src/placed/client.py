@@ -1,0 +1,168 @@
+"""A client of `placed serve` (synchronous, over httpx): what the online CLI commands
+call. Every method answers the parsed JSON document; every failure, the server's problem
+documents and a server that cannot be reached alike, is a `ClientError`."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from placed import __version__
+
+URL_ENVIRONMENT = "PLACED_URL"
+TOKEN_ENVIRONMENT = "PLACED_TOKEN"
+DEFAULT_URL = "http://127.0.0.1:8700"
+TIMEOUT_S = 30.0
+PROBLEM_PREFIX = "urn:placed:problem:"
+
+
+class ClientError(Exception):
+    """A request that did not succeed. `status` is None when no answer came (the server
+    cannot be reached, or answered something that is not HTTP); `kind` is the problem's
+    kind (`forbidden`, ...) or a kind of our own (`unreachable`, `bad-answer`)."""
+
+    def __init__(
+        self, status: int | None, kind: str, detail: str, problem: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.kind = kind
+        self.detail = detail
+        self.problem = problem
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+class Client:
+    def __init__(self, server: str, token: str | None, timeout: float = TIMEOUT_S) -> None:
+        self.server = server.rstrip("/")
+        try:
+            url = httpx.URL(self.server)
+        except httpx.InvalidURL:
+            url = None
+        if url is None or url.scheme not in ("http", "https") or not url.host:
+            raise ClientError(
+                None, "invalid-url", f"{server!r} is not a URL of placed (http://HOST:PORT)"
+            )
+        self.token = token
+        headers = {"User-Agent": f"placed/{__version__}"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self._http = httpx.Client(base_url=self.server, headers=headers, timeout=timeout)
+
+    @classmethod
+    def from_options(
+        cls, server: str | None, token: str | None, timeout: float = TIMEOUT_S
+    ) -> Client:
+        """The server and token given, else $PLACED_URL (default http://127.0.0.1:8700)
+        and $PLACED_TOKEN."""
+        chosen = server or os.environ.get(URL_ENVIRONMENT) or DEFAULT_URL
+        return cls(chosen, token or os.environ.get(TOKEN_ENVIRONMENT) or None, timeout)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+        content: bytes | str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """One request; the answer's JSON document (an empty dict for an empty body)."""
+        try:
+            answer = self._http.request(
+                method, path, json=json, params=params, content=content, headers=headers
+            )
+        except httpx.TimeoutException:
+            raise ClientError(
+                None, "unreachable", f"placed at {self.server} did not answer in time"
+            ) from None
+        except httpx.TransportError as error:
+            raise ClientError(
+                None, "unreachable", f"cannot reach placed at {self.server}: {_reason(error)}"
+            ) from None
+        return _document(answer, self.server)
+
+    # Tokens
+
+    def create_token(
+        self,
+        role: str,
+        scope: str | None = None,
+        description: str = "",
+        expires_in_s: int | None = None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"role": role, "scope": scope, "description": description}
+        if expires_in_s is not None:
+            body["expires_in_s"] = expires_in_s
+        return self.request("POST", "/v1/tokens", json=body)
+
+    def list_tokens(self) -> dict[str, Any]:
+        return self.request("GET", "/v1/tokens")
+
+    def revoke_token(self, accessor: str) -> dict[str, Any]:
+        return self.request("DELETE", f"/v1/tokens/{_segment(accessor)}")
+
+
+def _segment(text: str) -> str:
+    """One path segment, so a name holding / or ? stays one."""
+    return quote(text, safe="")
+
+
+def _reason(error: httpx.TransportError) -> str:
+    """The OS's words, as "connection refused" (httpx passes on "[Errno 111] ...")."""
+    text = re.sub(r"^\[Errno -?\d+\]\s*", "", str(error).strip()) or type(error).__name__
+    return text[:1].lower() + text[1:].rstrip(".")
+
+
+def _where(error: Any) -> str:
+    if not isinstance(error, dict):
+        return ""
+    place = error.get("pointer") or error.get("parameter") or ""
+    return f"{place}: {error.get('detail', '')}" if place else str(error.get("detail", ""))
+
+
+def _document(answer: httpx.Response, server: str) -> dict[str, Any]:
+    try:
+        data = answer.json() if answer.content else {}
+    except ValueError:
+        data = None
+    if answer.is_success and isinstance(data, dict):
+        return data
+    if answer.is_success:
+        raise ClientError(
+            answer.status_code,
+            "bad-answer",
+            f"{server} answered {answer.status_code} with something that is not a JSON "
+            "document (is it placed?)",
+        )
+    if isinstance(data, dict) and str(data.get("type", "")).startswith(PROBLEM_PREFIX):
+        kind = str(data["type"]).removeprefix(PROBLEM_PREFIX)
+        detail = str(data.get("detail") or data.get("title") or kind)
+        errors = data.get("errors")
+        listed = [e for e in errors if isinstance(e, dict)] if isinstance(errors, list) else []
+        where = "; ".join(_where(e) for e in listed)
+        if listed and all(e.get("detail") == detail for e in listed):
+            detail = where  # the detail again, at its place: say it once
+        elif where:
+            detail = f"{detail}: {where}"
+        raise ClientError(answer.status_code, kind, detail, data)
+    raise ClientError(
+        answer.status_code,
+        "bad-answer",
+        f"{server} answered {answer.status_code} {answer.reason_phrase} (is it placed?)",
+    )

@@ -1,0 +1,247 @@
+"""/v1/tokens: create a token (its text is in that one answer and nowhere else), list
+tokens without their secrets, revoke one.
+
+A root-admin manages every token. A domain-admin manages the tokens of its subtree:
+domain-admin tokens of its domain and the domains below it, user tokens of those
+domains' accounts; nothing else, not even to look at (an agent token is root-admin's).
+What a domain-admin may not see is answered as if it did not exist: a 404 for a token,
+a 403 for a scope, whether or not the name exists, so names outside a domain do not
+leak to it through the answers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Request
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.orm import Session
+
+from placed.service import problems, scopes
+from placed.service.auth import AGENT, DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
+from placed.store import accounts, domains, events, targets, tokens
+from placed.store.database import reading, writing
+from placed.store.tables import Token
+
+Role = Literal["root-admin", "domain-admin", "user", "agent"]
+MAX_LIFETIME_S = 10 * 366 * 24 * 3600  # ten years: longer reads as "forever", which is None
+WHAT_SCOPE_NAMES = {DOMAIN_ADMIN: "domain", USER: "account", AGENT: "target"}
+
+
+class TokenRequest(BaseModel):
+    """A token to create."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Role
+    scope: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        description="What the token acts for: a domain-admin's domain, a user's account, "
+        "an agent's target (by name). None for a root-admin.",
+    )
+    description: str = Field(default="", max_length=255, description="A note for people.")
+    expires_in_s: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_LIFETIME_S,
+        description="Seconds until the token stops working (at most ten years); none: it "
+        "works until revoked.",
+    )
+
+
+class TokenInfo(BaseModel):
+    """A token as listed: everything but its secret."""
+
+    accessor: str = Field(description="The token's public id: plc_<accessor>_<secret>.")
+    role: Role
+    scope: str | None
+    description: str
+    created: datetime
+    expires: datetime | None
+    revoked: datetime | None
+
+
+class NewToken(TokenInfo):
+    token: str = Field(description="The token's text, shown in this answer only.")
+
+
+class TokenList(BaseModel):
+    items: list[TokenInfo]
+
+
+def info(row: Token) -> dict[str, Any]:
+    return {
+        "accessor": row.accessor,
+        "role": row.role,
+        "scope": row.scope,
+        "description": row.description,
+        "created": row.created,
+        "expires": row.expires,
+        "revoked": row.revoked,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """The tokens a caller manages; `everything` for a root-admin."""
+
+    everything: bool
+    domains: frozenset[str] = frozenset()
+    accounts: frozenset[str] = frozenset()
+
+    def holds(self, role: str, scope: str | None) -> bool:
+        if self.everything:
+            return True
+        if role == DOMAIN_ADMIN:
+            return scope in self.domains
+        if role == USER:
+            return scope in self.accounts
+        return False
+
+
+def reach_of(session: Session, caller: Caller) -> Reach:
+    if caller.role == ROOT_ADMIN:
+        return Reach(everything=True)
+    if caller.role != DOMAIN_ADMIN or caller.scope is None:
+        return Reach(everything=False)
+    below = scopes.subtree(session, caller.scope)
+    return Reach(False, frozenset(below), frozenset(scopes.accounts_in(session, below)))
+
+
+def scope_error(detail: str) -> problems.ProblemException:
+    return problems.ProblemException(
+        422, "invalid-scope", detail, errors=[{"pointer": "/scope", "detail": detail}]
+    )
+
+
+def check_shape(role: str, scope: str | None) -> None:
+    """A scope of the shape the role needs (422)."""
+    if role == ROOT_ADMIN and scope is not None:
+        raise scope_error("a root-admin token acts everywhere: it takes no scope")
+    if role != ROOT_ADMIN and scope is None:
+        raise scope_error(f"a {role} token needs a scope: the {WHAT_SCOPE_NAMES[role]} it acts for")
+
+
+def check_exists(session: Session, role: str, scope: str | None) -> None:
+    """A scope naming a domain, account or target that exists (422)."""
+    if scope is None:
+        return
+    what = WHAT_SCOPE_NAMES[role]
+    exists = {"domain": domains.by_name, "account": accounts.by_name, "target": targets.by_name}
+    if exists[what](session, scope) is None:
+        raise scope_error(f"there is no {what} {scope!r}")
+
+
+def where(session: Session, role: str, scope: str | None) -> dict[str, str | None]:
+    """The event's domain, account or target, for a token of `role` over `scope`."""
+    if role == DOMAIN_ADMIN:
+        return {"domain": scope}
+    if role == USER and scope is not None:
+        return {"account": scope, "domain": scopes.domain_of_account(session, scope)}
+    if role == AGENT:
+        return {"target": scope}
+    return {}
+
+
+router = APIRouter(prefix="/v1", tags=["tokens"])
+
+Manager = Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN)]
+
+
+@router.post(
+    "/tokens",
+    status_code=201,
+    summary="Create a token",
+    description="The answer holds the token's text, the only time it is shown: only a "
+    "hash of its secret is stored. A domain-admin creates domain-admin tokens for its "
+    "domain and the domains below it, and user tokens for their accounts.",
+    responses=problems.responses(403, 422),
+)
+def create_token(body: TokenRequest, request: Request, caller: Manager) -> NewToken:
+    with writing(request.app.state.database) as session:
+        if caller.role == DOMAIN_ADMIN:
+            if body.role not in (DOMAIN_ADMIN, USER):
+                raise problems.ProblemException(
+                    403, "forbidden", "a domain-admin creates domain-admin and user tokens only"
+                )
+            check_shape(body.role, body.scope)
+            # Outside its subtree is refused whether or not the name exists (see above).
+            if not reach_of(session, caller).holds(body.role, body.scope):
+                what = WHAT_SCOPE_NAMES[body.role]
+                raise problems.ProblemException(
+                    403,
+                    "forbidden",
+                    f"{body.scope!r} is not a {what} within domain {caller.scope!r}",
+                )
+        else:
+            check_shape(body.role, body.scope)
+            check_exists(session, body.role, body.scope)
+        row, text = tokens.create(session, body.role, body.scope, None, body.description)
+        if body.expires_in_s is not None:
+            # Counted from the row's own creation time, so expires - created is exact.
+            row.expires = expires = row.created + timedelta(seconds=body.expires_in_s)
+        else:
+            expires = None
+        events.append(
+            session,
+            "token.created",
+            row.accessor,
+            actor_accessor=caller.accessor,
+            actor_role=caller.role,
+            request_id=problems.request_id_of(request),
+            details={"role": row.role, "scope": row.scope, "expires": _moment(expires)},
+            **where(session, row.role, row.scope),
+        )
+        return NewToken(**info(row), token=text)
+
+
+@router.get(
+    "/tokens",
+    summary="List tokens",
+    description="Every token the caller manages (a root-admin: all; a domain-admin: those "
+    "of its subtree), oldest first, without secrets.",
+)
+def list_tokens(request: Request, caller: Manager) -> TokenList:
+    with reading(request.app.state.database) as session:
+        reach = reach_of(session, caller)
+        rows = [row for row in tokens.listed(session) if reach.holds(row.role, row.scope)]
+        return TokenList(items=[TokenInfo(**info(row)) for row in rows])
+
+
+@router.delete(
+    "/tokens/{accessor}",
+    summary="Revoke a token",
+    description="From now on the token is refused; the answer is its row, `revoked` set. "
+    "Revoking a revoked token changes nothing. A caller may revoke its own token.",
+    responses=problems.responses(404),
+)
+def revoke_token(
+    accessor: Annotated[str, Path(max_length=64, description="The token's accessor.")],
+    request: Request,
+    caller: Manager,
+) -> TokenInfo:
+    with writing(request.app.state.database) as session:
+        row = session.get(Token, accessor)
+        if row is None or not reach_of(session, caller).holds(row.role, row.scope):
+            raise problems.ProblemException(404, "not-found", f"no token {accessor!r}")
+        if row.revoked is None:
+            tokens.revoke(session, accessor)
+            events.append(
+                session,
+                "token.revoked",
+                row.accessor,
+                actor_accessor=caller.accessor,
+                actor_role=caller.role,
+                request_id=problems.request_id_of(request),
+                details={"role": row.role, "scope": row.scope},
+                **where(session, row.role, row.scope),
+            )
+        return TokenInfo(**info(row))
+
+
+def _moment(at: datetime | None) -> str | None:
+    return at.isoformat() if at is not None else None
