@@ -117,6 +117,72 @@ class Client:
     def revoke_token(self, accessor: str) -> dict[str, Any]:
         return self.request("DELETE", f"/v1/tokens/{_segment(accessor)}")
 
+    # The world
+
+    def apply(
+        self,
+        text: str,
+        source: str,
+        dry_run: bool = False,
+        prune: bool = False,
+        expected_revision: int | None = None,
+    ) -> dict[str, Any]:
+        """Apply a spec file's text (native, or a Juju file): the plan and the changes."""
+        params: dict[str, Any] = {"source": source}
+        if dry_run:
+            params["dry_run"] = "true"
+        if prune:
+            params["prune"] = "true"
+        if expected_revision is not None:
+            params["expected_revision"] = expected_revision
+        return self.request(
+            "POST",
+            "/v1/apply",
+            content=text.encode(),
+            params=params,
+            headers={"Content-Type": "application/yaml"},
+        )
+
+    def listed(
+        self, path: str, params: dict[str, Any] | None = None, most: int = 10_000
+    ) -> list[dict[str, Any]]:
+        """Every item of a paged list (at most `most`), page after page."""
+        items: list[dict[str, Any]] = []
+        query = dict(params or {})
+        while len(items) < most:
+            query["limit"] = min(1000, most - len(items))
+            page = self.request("GET", path, params=query)
+            found = page.get("items") or []
+            items.extend(found)
+            cursor = page.get("next_cursor")
+            # Names page by the last one seen (null: no more); events by id (no new one).
+            if not found or cursor is None or cursor == query.get("after"):
+                break
+            query["after"] = cursor
+        return items[:most]
+
+    def target(self, name: str) -> dict[str, Any]:
+        return self.request("GET", f"/v1/targets/{_path(name)}")
+
+    def workload(self, name: str) -> dict[str, Any]:
+        return self.request("GET", f"/v1/workloads/{_segment(name)}")
+
+    def unit(self, name: str) -> dict[str, Any]:
+        return self.request("GET", f"/v1/units/{_path(name)}")
+
+    def set_state(self, name: str, state: str, reason: str = "") -> dict[str, Any]:
+        """Take a target down or bring it up: the moves."""
+        return self.request("POST", f"/v1/targets/{_path(name)}/{state}", json={"reason": reason})
+
+    def heartbeat(self, name: str) -> dict[str, Any]:
+        return self.request("POST", f"/v1/targets/{_path(name)}/heartbeat")
+
+
+def _path(text: str) -> str:
+    """A name that may hold / (a container 1/lxc/0, a unit web/0) as the route takes it:
+    its slashes kept, every other reserved character quoted."""
+    return quote(text, safe="/")
+
 
 def _segment(text: str) -> str:
     """One path segment, so a name holding / or ? stays one."""

@@ -15,7 +15,7 @@ import typer
 from rich.text import Text
 
 from placed import __version__
-from placed.cli import db, helptext, token
+from placed.cli import db, helptext, online, token
 from placed.cli.fieldtext import field_text
 from placed.cli.grid import printable
 from placed.cli.inputs import InputFormat, read_props, read_specs
@@ -1132,6 +1132,12 @@ def explain_spec(
 
 
 app.command()(serve)
+# Online: what talks to a running placed serve, in the order a newcomer uses it.
+app.command(name="apply")(online.apply)
+app.add_typer(online.get_app, name="get")
+app.add_typer(online.describe_app, name="describe")
+app.add_typer(online.target_app, name="target")
+app.command(name="heartbeat")(online.heartbeat)
 
 
 def run() -> None:

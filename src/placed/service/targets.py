@@ -15,10 +15,11 @@ from starlette.concurrency import run_in_threadpool
 from placed.engine.planner import Planner
 from placed.engine.rebalance import simulate
 from placed.service import context, placing, problems
-from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
+from placed.service.auth import AGENT, DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.store import targets
 from placed.store.claims import Actor, Extra
-from placed.store.database import reading
+from placed.store.database import reading, writing
+from placed.store.tables import now
 from placed.store.world import Snapshot
 
 router = APIRouter(prefix="/v1")
@@ -176,6 +177,52 @@ def _state_route(state: str) -> Any:
 
     handler.__name__ = f"target_{state}"
     return handler
+
+
+class Liveness(BaseModel):
+    target: str
+    liveness: str
+    last_seen: str
+    timeout_s: float = Field(description="Without a heartbeat for this long, it is stale.")
+
+
+HEARTBEAT_TIMEOUT_S = 40.0  # SERVICE.md's default (the controller's sweep: next issue)
+
+
+@router.post(
+    "/targets/{name:path}/heartbeat",
+    summary="A target is alive",
+    description="Records that the target was seen now, in its own row: no generation "
+    "changes, so no claim is disturbed. A root-admin, or the target's own agent token.",
+    response_model=Liveness,
+    responses=problems.responses(403, 404),
+)
+async def heartbeat(
+    request: Request,
+    name: str,
+    caller: Annotated[Caller, allow(ROOT_ADMIN, AGENT)],
+) -> dict[str, Any]:
+    engine = context.store(request)
+    if caller.role == AGENT and caller.scope != name:
+        raise problems.ProblemException(
+            403, "forbidden", "an agent token sends its own target's heartbeat only"
+        )
+
+    def beat() -> dict[str, Any]:
+        with writing(engine) as session:
+            row = targets.by_name(session, name)
+            if row is None:
+                raise problems.ProblemException(404, "not-found", f"no target {name!r}")
+            at = now()
+            targets.heartbeat(session, row.id, at)
+        return {
+            "target": name,
+            "liveness": "up",
+            "last_seen": at.isoformat(),
+            "timeout_s": HEARTBEAT_TIMEOUT_S,
+        }
+
+    return await run_in_threadpool(beat)
 
 
 for _state, _summary in (("down", "Take a target down"), ("up", "Bring a target up")):

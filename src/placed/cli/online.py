@@ -1,0 +1,598 @@
+"""The commands that talk to a running `placed serve`, as kubectl talks to its API
+server: apply, get, describe, target down|up, heartbeat. Each prints what the offline
+commands print for the same document (the engine's document functions, through the
+server), a table for people or json/yaml for programs. A server that cannot be reached
+or a refused token is one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from placed.cli.grid import Cell, Grid, show
+from placed.cli.output import Format, dump, error_format, fail_option, guarded, out, write
+from placed.cli.render import explain_table, plan_table
+from placed.cli.token import ServerOption, TokenOption, connected
+
+MOST = 10_000  # items a get lists at most (the server pages; this bounds the client)
+
+
+class GetFormat(StrEnum):
+    table = "table"
+    wide = "wide"
+    json = "json"
+    yaml = "yaml"
+
+
+class DataFormat(StrEnum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+
+
+GetFormatOption = Annotated[
+    GetFormat,
+    typer.Option(
+        "--format",
+        "-f",
+        "-o",
+        help="table for people, wide for more columns; json or yaml for programs ({items: "
+        "[...]}, every page).",
+    ),
+]
+FormatOption = Annotated[
+    DataFormat,
+    typer.Option("--format", "-f", "-o", help="table for people; json or yaml for programs."),
+]
+
+
+def _begin(chosen: StrEnum) -> Format:
+    fmt = Format(chosen.value)
+    error_format.set(fmt)
+    return fmt
+
+
+def _emit(data: Any, fmt: Format, table: Callable[[Any, bool], None]) -> None:
+    with guarded():
+        if fmt.data:
+            write(dump(data, fmt))
+        else:
+            table(data, fmt is Format.wide)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _amounts(used: dict[str, float], capacity: dict[str, float]) -> str:
+    return (
+        ", ".join(
+            f"{name} {_text(used.get(name, 0.0))}/{_text(amount)}"
+            for name, amount in sorted(capacity.items())
+        )
+        or "-"
+    )
+
+
+def _moves_table(moves: Sequence[dict[str, Any]], wide: bool) -> None:
+    if not moves:
+        write("no unit changes place\n")
+        return
+    rows: list[Sequence[Cell]] = [
+        (
+            str(m["unit"]),
+            m["kind"].removeprefix("unit."),
+            _text(m.get("from")),
+            _text(m.get("to")),
+            str(m.get("why", "")),
+        )
+        for m in moves
+    ]
+    show(out, Grid(("unit", "change", "from", "to", "why"), rows))
+
+
+def apply(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Spec files (native, or a Juju bundle or deployer file), applied in order, "
+            "each in one transaction.",
+            metavar="FILE...",
+            show_default=False,
+        ),
+    ],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what would change; change nothing.")
+    ] = False,
+    prune: Annotated[
+        bool,
+        typer.Option("--prune", help="Delete what a document defined before and names no more."),
+    ] = False,
+    expected_revision: Annotated[
+        int | None,
+        typer.Option(
+            "--expected-revision",
+            min=0,
+            help="Refuse if the world changed since this revision (as simulate saw it).",
+            show_default=False,
+        ),
+    ] = None,
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: FormatOption = DataFormat.table,
+) -> None:
+    """Apply spec files to a running placed serve: create or update what they name, keep
+    what they do not (--prune deletes what their documents no longer name), and plan.
+    Prints the plan of the files' workloads and every unit that changed place.
+
+    \b
+    Examples:
+      # exit code 2: it needs a running placed serve; nothing listens on port 9
+      placed apply examples/ironic-service.yaml --server http://127.0.0.1:9
+      # exit code 2: no such file
+      placed apply no-such-file.yaml
+    """
+    fmt = _begin(format_choice)
+    texts = []
+    for path in files:
+        try:
+            texts.append((path, path.read_text(encoding="utf-8")))
+        except OSError as error:
+            fail_option("FILE", f"{path}: {error.strerror or error}")
+        except UnicodeDecodeError:
+            fail_option("FILE", f"{path}: not UTF-8 text")
+    answers = []
+    with connected(server, token) as client:
+        for path, text in texts:
+            answers.append(client.apply(text, path.name, dry_run, prune, expected_revision))
+
+    def table(found: list[dict[str, Any]], wide: bool) -> None:
+        for answer in found:
+            names = ", ".join(answer.get("documents") or [])
+            plan_table(out, [(names, answer)])
+            _moves_table(answer.get("changes") or [], wide)
+            what = "would be" if answer.get("dry_run") else "revision"
+            tail = (
+                f"(dry run: nothing changed, at revision {answer['revision']})"
+                if answer.get("dry_run")
+                else f"{what} {answer['revision']}"
+            )
+            write(f"{tail}\n")
+
+    _emit(
+        answers[0] if len(answers) == 1 else answers,
+        fmt,
+        lambda d, w: table([d] if isinstance(d, dict) else d, w),
+    )
+
+
+get_app = typer.Typer(
+    help="List what a running placed serve holds: targets, workloads, placements, events. "
+    "-o wide adds columns; json and yaml print {items: [...]} with every page.\n\n"
+    "\b\n"
+    "Examples:\n"
+    "  placed get targets --help\n"
+    "  # exit code 2: nothing listens on port 9\n"
+    "  placed get placements --server http://127.0.0.1:9\n",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+def _listing(
+    path: str,
+    params: dict[str, Any],
+    server: str | None,
+    token: str | None,
+    fmt: Format,
+    table: Callable[[list[dict[str, Any]], bool], None],
+) -> None:
+    with connected(server, token) as client:
+        items = client.listed(path, params, MOST)
+    _emit({"items": items}, fmt, lambda data, wide: table(data["items"], wide))
+
+
+@get_app.command(name="targets")
+def get_targets(
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: GetFormatOption = GetFormat.table,
+) -> None:
+    """The targets: admin state, liveness, what they use of what they have.
+
+    \b
+    Examples:
+      # exit code 2: nothing listens on port 9
+      placed get targets -o wide --server http://127.0.0.1:9
+    """
+
+    def table(items: list[dict[str, Any]], wide: bool) -> None:
+        if not items:
+            write("no targets\n")
+            return
+        columns: tuple[str, ...] = ("name", "kind", "admin", "liveness", "used/capacity")
+        if wide:
+            columns += ("parent", "tags", "last seen", "generation", "document")
+        rows: list[Sequence[Cell]] = []
+        for t in items:
+            row = [
+                t["name"],
+                t["kind"],
+                t["admin_state"],
+                t["liveness"],
+                _amounts(t["used"], t["capacity"]),
+            ]
+            if wide:
+                row += [
+                    _text(t["parent"]),
+                    ",".join(t["tags"]) or "-",
+                    _text(t["last_seen"]),
+                    str(t["generation"]),
+                    _text(t["document"]),
+                ]
+            rows.append(row)
+        show(out, Grid(columns, rows))
+
+    _listing("/v1/targets", {}, server, token, _begin(format_choice), table)
+
+
+@get_app.command(name="workloads")
+def get_workloads(
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: GetFormatOption = GetFormat.table,
+) -> None:
+    """The workloads: mode, units asked for and placed, account.
+
+    \b
+    Examples:
+      # exit code 2: nothing listens on port 9
+      placed get workloads --server http://127.0.0.1:9
+    """
+
+    def table(items: list[dict[str, Any]], wide: bool) -> None:
+        if not items:
+            write("no workloads\n")
+            return
+        columns: tuple[str, ...] = ("name", "mode", "units", "placed", "account")
+        if wide:
+            columns += ("generation", "document")
+        rows: list[Sequence[Cell]] = []
+        for w in items:
+            row = [w["name"], w["mode"], str(w["units"]), str(w["placed"]), _text(w["account"])]
+            if wide:
+                row += [str(w["generation"]), _text(w["document"])]
+            rows.append(row)
+        show(out, Grid(columns, rows))
+
+    _listing("/v1/workloads", {}, server, token, _begin(format_choice), table)
+
+
+@get_app.command(name="placements")
+def get_placements(
+    workload: Annotated[
+        str | None, typer.Option("--workload", "-w", help="Only this workload's units.")
+    ] = None,
+    target: Annotated[
+        str | None, typer.Option("--target", "-t", help="Only the units on this target.")
+    ] = None,
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: GetFormatOption = GetFormat.table,
+) -> None:
+    """Where each unit is (a unit placed nowhere shows -).
+
+    \b
+    Examples:
+      # exit code 2: nothing listens on port 9
+      placed get placements --workload node1 --server http://127.0.0.1:9
+    """
+
+    def table(items: list[dict[str, Any]], wide: bool) -> None:
+        if not items:
+            write("no units\n")
+            return
+        columns: tuple[str, ...] = ("unit", "workload", "target")
+        if wide:
+            columns += ("placed at", "account")
+        rows: list[Sequence[Cell]] = []
+        for p in items:
+            row = [p["unit"], p["workload"], _text(p["target"])]
+            if wide:
+                row += [_text(p["placed_at"]), _text(p["account"])]
+            rows.append(row)
+        show(out, Grid(columns, rows))
+
+    params = {k: v for k, v in (("workload", workload), ("target", target)) if v is not None}
+    _listing("/v1/placements", params, server, token, _begin(format_choice), table)
+
+
+@get_app.command(name="events")
+def get_events(
+    kind: Annotated[
+        str | None,
+        typer.Option("--kind", "-k", help="One kind (unit.moved), or a prefix (unit.)."),
+    ] = None,
+    after: Annotated[int, typer.Option("--after", min=0, help="Only events after this id.")] = 0,
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: GetFormatOption = GetFormat.table,
+) -> None:
+    """What changed, oldest first: each move with its reason.
+
+    \b
+    Examples:
+      # exit code 2: nothing listens on port 9
+      placed get events --kind unit. --server http://127.0.0.1:9
+    """
+
+    def table(items: list[dict[str, Any]], wide: bool) -> None:
+        if not items:
+            write("no events\n")
+            return
+        columns: tuple[str, ...] = ("id", "time", "kind", "subject", "detail")
+        if wide:
+            columns += ("actor", "request")
+        rows: list[Sequence[Cell]] = []
+        for e in items:
+            details = e.get("details") or {}
+            if "to" in details or "from" in details:
+                detail = f"{_text(details.get('from'))} -> {_text(details.get('to'))}"
+                if wide and details.get("why"):
+                    detail += f": {details['why']}"
+            else:
+                detail = str(details.get("reason") or "")
+            row = [str(e["id"]), str(e["time"]).split(".")[0], e["kind"], e["subject"], detail]
+            if wide:
+                actor = e.get("actor") or {}
+                row += [_text(actor.get("role")), _text(e.get("request_id"))]
+            rows.append(row)
+        show(out, Grid(columns, rows))
+
+    params: dict[str, Any] = {"after": after}
+    if kind is not None:
+        params["kind"] = kind
+    _listing("/v1/events", params, server, token, _begin(format_choice), table)
+
+
+describe_app = typer.Typer(
+    help="One target, workload or unit of a running placed serve, in full: a unit with "
+    "its moves and the explanation placed explain gives.\n\n"
+    "\b\n"
+    "Examples:\n"
+    "  placed describe unit --help\n"
+    "  # exit code 2: nothing listens on port 9\n"
+    "  placed describe unit node1/0 --server http://127.0.0.1:9\n",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+NameArgument = Annotated[str, typer.Argument(metavar="NAME", show_default=False)]
+
+
+def _fields(pairs: Sequence[tuple[str, Any]]) -> None:
+    show(out, Grid(("field", "value"), [(name, _text(value)) for name, value in pairs]))
+
+
+@describe_app.command(name="target")
+def describe_target(
+    name: NameArgument,
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: FormatOption = DataFormat.table,
+) -> None:
+    """A target and the units on it.
+
+    \b
+    Examples:
+      # exit code 2: nothing listens on port 9
+      placed describe target conductor1 --server http://127.0.0.1:9
+    """
+    fmt = _begin(format_choice)
+    with connected(server, token) as client:
+        data = client.target(name)
+        data["units"] = client.listed("/v1/placements", {"target": name}, MOST)
+
+    def table(found: dict[str, Any], wide: bool) -> None:
+        _fields(
+            [
+                ("name", found["name"]),
+                ("kind", found["kind"]),
+                ("parent", found["parent"]),
+                ("admin state", found["admin_state"]),
+                ("liveness", found["liveness"]),
+                ("last seen", found["last_seen"]),
+                ("used/capacity", _amounts(found["used"], found["capacity"])),
+                ("tags", ",".join(found["tags"]) or None),
+                ("generation", found["generation"]),
+                ("document", found["document"]),
+                ("units", ", ".join(u["unit"] for u in found["units"]) or None),
+            ]
+        )
+
+    _emit(data, fmt, table)
+
+
+@describe_app.command(name="workload")
+def describe_workload(
+    name: NameArgument,
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: FormatOption = DataFormat.table,
+) -> None:
+    """A workload, its spec and where its units are.
+
+    \b
+    Examples:
+      # exit code 2: nothing listens on port 9
+      placed describe workload node1 --server http://127.0.0.1:9
+    """
+    fmt = _begin(format_choice)
+    with connected(server, token) as client:
+        data = client.workload(name)
+        data["units"] = client.listed("/v1/placements", {"workload": name}, MOST)
+
+    def table(found: dict[str, Any], wide: bool) -> None:
+        _fields(
+            [
+                ("name", found["name"]),
+                ("mode", found["mode"]),
+                ("units", f"{found['placed']} placed of {found['units']}"),
+                ("account", found["account"]),
+                ("generation", found["generation"]),
+                ("document", found["document"]),
+            ]
+        )
+        rows: list[Sequence[Cell]] = [(u["unit"], _text(u["target"])) for u in found["units"]]
+        if rows:
+            show(out, Grid(("unit", "target"), rows))
+
+    _emit(data, fmt, table)
+
+
+@describe_app.command(name="unit")
+def describe_unit(
+    name: NameArgument,
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: FormatOption = DataFormat.table,
+) -> None:
+    """A unit: where it is, each move it made and why, and every target judged for it
+    as placed explain judges them (its workload planned again in the world as it is).
+
+    \b
+    Examples:
+      # exit code 2: nothing listens on port 9
+      placed describe unit node1/0 -o json --server http://127.0.0.1:9
+    """
+    fmt = _begin(format_choice)
+    with connected(server, token) as client:
+        data = client.unit(name)
+
+    def table(found: dict[str, Any], wide: bool) -> None:
+        write(f"{found['unit']} of {found['workload']} runs on {_text(found['target'])}\n")
+        moves: list[Sequence[Cell]] = [
+            (
+                str(h["id"]),
+                str(h["at"]).split(".")[0],
+                _text(h["from"]),
+                _text(h["to"]),
+                h["reason"],
+            )
+            for h in found["history"]
+        ]
+        if moves:
+            show(out, Grid(("#", "at", "from", "to", "why"), moves))
+        if found.get("explanation"):
+            explain_table(out, [("now", found["explanation"])])
+
+    _emit(data, fmt, table)
+
+
+target_app = typer.Typer(
+    help="Take a target of a running placed serve down, or bring it up: its units move as "
+    "placed simulate --down/--up says, each move an event.\n\n"
+    "\b\n"
+    "Examples:\n"
+    "  placed target down --help\n"
+    "  # exit code 2: nothing listens on port 9\n"
+    "  placed target down conductor1 --server http://127.0.0.1:9\n",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+ReasonOption = Annotated[
+    str, typer.Option("--reason", "-r", help="Why, for the event (up to 255 characters).")
+]
+
+
+def _state(
+    name: str, state: str, reason: str, server: str | None, token: str | None, fmt: Format
+) -> None:
+    if len(reason) > 255:
+        fail_option("--reason", f"{len(reason)} characters; at most 255")
+    with connected(server, token) as client:
+        data = client.set_state(name, state, reason)
+
+    def table(found: dict[str, Any], wide: bool) -> None:
+        if found["changed"]:
+            write(f"{found['target']} is {found['admin_state']} (revision {found['revision']})\n")
+        else:
+            write(f"{found['target']} was {found['admin_state']} already: nothing moves\n")
+        _moves_table(found["moves"], wide)
+
+    _emit(data, fmt, table)
+
+
+@target_app.command(name="down")
+def target_down(
+    name: NameArgument,
+    reason: ReasonOption = "",
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: FormatOption = DataFormat.table,
+) -> None:
+    """Take a target down: its units move to where placed simulate --down says.
+
+    \b
+    Examples:
+      # exit code 2: nothing listens on port 9
+      placed target down conductor1 --reason "disk swap" \\
+          --server http://127.0.0.1:9
+    """
+    _state(name, "down", reason, server, token, _begin(format_choice))
+
+
+@target_app.command(name="up")
+def target_up(
+    name: NameArgument,
+    reason: ReasonOption = "",
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: FormatOption = DataFormat.table,
+) -> None:
+    """Bring a target up: the mapping units it owns come back to it.
+
+    \b
+    Examples:
+      # exit code 2: nothing listens on port 9
+      placed target up conductor1 --server http://127.0.0.1:9
+    """
+    _state(name, "up", reason, server, token, _begin(format_choice))
+
+
+def heartbeat(
+    name: NameArgument,
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: FormatOption = DataFormat.table,
+) -> None:
+    """Tell a running placed serve that a target is alive, as an Ironic conductor or an
+    edge agent does for itself (with an agent token of that target, or the root-admin's).
+
+    \b
+    Examples:
+      # exit code 2: nothing listens on port 9
+      placed heartbeat conductor1 --server http://127.0.0.1:9
+    """
+    fmt = _begin(format_choice)
+    with connected(server, token) as client:
+        data = client.heartbeat(name)
+
+    def table(found: dict[str, Any], wide: bool) -> None:
+        seen = str(found["last_seen"]).split(".")[0]
+        write(
+            f"{found['target']} is {found['liveness']} (seen {seen}; stale after "
+            f"{found['timeout_s']:g} s without a heartbeat)\n"
+        )
+
+    _emit(data, fmt, table)
