@@ -63,12 +63,15 @@ def _schema(app: FastAPI) -> dict[str, Any]:
     spec.pop("$id", None)
     components.update(spec.pop("$defs", {}))
     components["SpecDocument"] = spec
-    # FastAPI documents its own {detail} body for 422; placed answers a problem instead.
+    internal = problems.responses(500)[500]
     for operations in schema.get("paths", {}).values():
         for operation in operations.values():
-            found = operation.get("responses", {})
+            found = operation.setdefault("responses", {})
+            # FastAPI documents its own {detail} body for 422; placed answers a problem.
             if "422" in found:
                 found["422"] = problems.responses(422)[422]
+            # Any route may meet an unexpected error, answered by the middleware.
+            found.setdefault("500", internal)
     for unused in ("HTTPValidationError", "ValidationError"):
         components.pop(unused, None)
     return schema

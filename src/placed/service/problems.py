@@ -5,6 +5,7 @@ validate, where in it each error is (a JSON pointer, RFC 6901)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from http import HTTPStatus
@@ -104,6 +105,19 @@ def document(
     return body
 
 
+class ProblemResponse(JSONResponse):
+    media_type = MEDIA_TYPE
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            # A problem quotes the request, and JSON lets a request hold a lone surrogate
+            # ("\ud800") that UTF-8 cannot: escaped, it goes back as the client sent it.
+            text = json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+            return text.encode("ascii")
+
+
 def response(
     status: int,
     kind: str,
@@ -112,11 +126,8 @@ def response(
     errors: Sequence[dict[str, Any]] | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
-    return JSONResponse(
-        document(status, kind, detail, request_id, errors),
-        status_code=status,
-        headers=headers,
-        media_type=MEDIA_TYPE,
+    return ProblemResponse(
+        document(status, kind, detail, request_id, errors), status_code=status, headers=headers
     )
 
 
