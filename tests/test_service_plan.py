@@ -142,3 +142,21 @@ def test_plan_needs_a_token(planner: TestClient) -> None:
     )
     assert response.status_code == 401
     assert response.json()["type"] == "urn:placed:problem:unauthenticated"
+
+
+def test_a_lone_surrogate_in_the_spec_is_quoted_back_in_the_problem(
+    planner: TestClient,
+) -> None:
+    # Found by the schema fuzz: JSON may escape a lone surrogate, which UTF-8 cannot
+    # encode; the problem quoting it was a 500. It goes back escaped, as it came.
+    body = (
+        r'{"name": "x", "inventory": [{"id": "a"}],'
+        r' "workloads": [{"name": "w", "constraints": "k\ud800 == v"}]}'
+    )
+    response = planner.post("/v1/plan", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == PROBLEM
+    assert b"\\ud800" in response.content
+    (error,) = response.json()["errors"]
+    assert error["pointer"] == "/workloads/0/constraints"
+    assert "k\ud800 == v" in error["detail"]

@@ -84,12 +84,18 @@ def _schema(app: FastAPI) -> dict[str, Any]:
     spec.pop("$id", None)
     components.update(spec.pop("$defs", {}))
     components["SpecDocument"] = spec
-    # FastAPI documents its own {detail} body for 422; placed answers a problem instead.
+    internal = problems.responses(500)[500]
     for operations in schema.get("paths", {}).values():
         for operation in operations.values():
-            found = operation.get("responses", {})
+            found = operation.setdefault("responses", {})
+            # FastAPI documents its own {detail} body for 422; placed answers a problem.
             if "422" in found:
                 found["422"] = problems.responses(422)[422]
+            # Any route may meet an unexpected error, answered by the middleware.
+            found.setdefault("500", internal)
+            # A request that cannot be read at all (a body that is not UTF-8, a NUL in
+            # the path or query) is a 400.
+            found.setdefault("400", problems.responses(400)[400])
     for unused in ("HTTPValidationError", "ValidationError"):
         components.pop(unused, None)
     auth.describe(schema, app)

@@ -204,7 +204,11 @@ async def post_apply(
     ] = False,
     expected_revision: Annotated[
         int | None,
-        Query(ge=0, description="Refuse (409) if the world changed since this revision."),
+        Query(
+            ge=0,
+            le=context.MAX_ID,
+            description="Refuse (409) if the world changed since this revision.",
+        ),
     ] = None,
     source: Annotated[
         str,

@@ -15,6 +15,7 @@ help only someone probing tokens. A live token whose role the route does not all
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -197,7 +198,8 @@ def describe(schema: dict[str, Any], app: FastAPI) -> None:
     OpenAPI schema (so no router has to repeat them)."""
     paths = schema.get("paths", {})
     for (method, path), rule in route_rules(app).items():
-        operation = paths.get(path, {}).get(method.lower())
+        # The schema writes a route's {name:path} as {name}.
+        operation = paths.get(re.sub(r"\{(\w+):\w+\}", r"{\1}", path), {}).get(method.lower())
         if operation is None:
             continue
         if isinstance(rule, Public):

@@ -16,6 +16,11 @@ from placed.store.claims import Actor
 from placed.store.database import reading
 from placed.store.tables import EventRow
 
+# Ids, revisions and generations are 64-bit in the database: a larger number asks for
+# nothing there is, and is refused before it reaches a query.
+MAX_ID = 2**63 - 1
+MAX_ROW_ID = 2**31 - 1  # an id of a table keyed by a plain integer (placement history)
+
 
 def store(request: Request) -> Engine:
     engine: Engine | None = request.app.state.database

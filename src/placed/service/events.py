@@ -60,7 +60,7 @@ class EventPage(BaseModel):
 async def list_events(
     request: Request,
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
-    after: Annotated[int, Query(ge=0)] = 0,
+    after: Annotated[int, Query(ge=0, le=context.MAX_ID)] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
     kind: Annotated[str | None, Query(max_length=64)] = None,
     subject: Annotated[str | None, Query(max_length=255)] = None,

@@ -34,6 +34,11 @@ def request_id(scope: Scope) -> str:
     return uuid.uuid4().hex
 
 
+def _has_nul(scope: Scope) -> bool:
+    query = bytes(scope.get("query_string", b""))
+    return "\x00" in str(scope.get("path", "")) or b"%00" in query or b"\x00" in query
+
+
 class RequestContext:
     """Pure ASGI, so it sees an exception before Starlette's outermost error middleware
     turns it into a plain-text 500, and so a response is never buffered."""
@@ -61,6 +66,16 @@ class RequestContext:
             await send(message)
 
         try:
+            if _has_nul(scope):
+                # No database stores a NUL in text, and no name of placed holds one.
+                answer = problems.response(
+                    400,
+                    "bad-request",
+                    "the path or query holds a NUL character (%00), which no name has",
+                    rid,
+                )
+                await answer(scope, receive, send_with_id)
+                return
             await self.app(scope, receive, send_with_id)
         except Exception:
             log.exception("request %s: %s %s failed", rid, scope["method"], scope["path"])

@@ -90,7 +90,7 @@ async def list_placements(
 async def list_history(
     request: Request,
     caller: Annotated[Caller, allow(ROOT_ADMIN)],
-    after: Annotated[int, Query(ge=0)] = 0,
+    after: Annotated[int, Query(ge=0, le=context.MAX_ROW_ID)] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
     unit: Annotated[str | None, Query(max_length=255)] = None,
 ) -> dict[str, Any]:

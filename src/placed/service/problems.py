@@ -5,6 +5,7 @@ validate, where in it each error is (a JSON pointer, RFC 6901)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from http import HTTPStatus
@@ -114,6 +115,19 @@ def document(
     return body
 
 
+class ProblemResponse(JSONResponse):
+    media_type = MEDIA_TYPE
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            # A problem quotes the request, and JSON lets a request hold a lone surrogate
+            # ("\ud800") that UTF-8 cannot: escaped, it goes back as the client sent it.
+            text = json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+            return text.encode("ascii")
+
+
 def response(
     status: int,
     kind: str,
@@ -123,11 +137,10 @@ def response(
     headers: Mapping[str, str] | None = None,
     extensions: dict[str, Any] | None = None,
 ) -> JSONResponse:
-    return JSONResponse(
+    return ProblemResponse(
         document(status, kind, detail, request_id, errors, extensions),
         status_code=status,
         headers=headers,
-        media_type=MEDIA_TYPE,
     )
 
 

@@ -51,7 +51,9 @@ class WorkloadPage(BaseModel):
 
 class WorkloadUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    generation: int = Field(ge=0, description="The generation this change was made from.")
+    generation: int = Field(
+        ge=0, le=context.MAX_ID, description="The generation this change was made from."
+    )
     spec: dict[str, Any] = Field(description="The workload, as a spec file writes it.")
 
 
@@ -366,7 +368,7 @@ async def delete_workload(
     request: Request,
     name: str,
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
-    generation: Annotated[int | None, Query(ge=0)] = None,
+    generation: Annotated[int | None, Query(ge=0, le=context.MAX_ID)] = None,
 ) -> dict[str, Any]:
     engine = context.store(request)
     return await run_in_threadpool(

@@ -1,0 +1,204 @@
+"""Schemathesis against the app's own OpenAPI schema (SERVICE.md, Tests): requests made
+from the schema, valid and invalid, for a root-admin and for a user token, on SQLite and
+PostgreSQL. No answer may be a 5xx, and every answer must be one the schema documents:
+its status code, its content type and its body.
+
+The test walks whatever operations the schema has, so a route added later is fuzzed
+without touching this file. It is bounded so that CI stays quick and reproducible: a
+fixed seed, deterministic generation, a few examples per operation, a deadline per
+request, and no example database carried between runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import schemathesis
+from fastapi import Depends, FastAPI
+from fastapi.security import HTTPBearer
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+from sqlalchemy import Engine
+
+from placed.service import create_app
+from placed.service.problems import MEDIA_TYPE
+from placed.store import accounts, schema, tokens
+from placed.store.database import make_engine, writing
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+SEED = 20261201
+EXAMPLES_PER_OPERATION = 25
+# A request that takes this long is a bug, not load: the slowest (a plan) takes ms.
+DEADLINE = timedelta(seconds=10)
+ACCOUNT = "acct1"
+
+CONFIG = schemathesis.Config.from_dict(
+    {
+        "seed": SEED,
+        "generation": {
+            "max-examples": EXAMPLES_PER_OPERATION,
+            "deterministic": True,
+            # Examples found in one run must not change what the next run tries.
+            "database": "none",
+        },
+        "phases": {
+            # The coverage phase sends every boundary of every field: some 1,400 requests
+            # for the spec body alone, past this test's budget; the fuzzing phase samples.
+            "coverage": {"enabled": False},
+            # Stateful links are not declared; each operation is fuzzed on its own.
+            "stateful": {"enabled": False},
+        },
+    }
+)
+
+
+# The engine plans about 50 µs per unit, so a spec's largest unit count (a million) is a
+# minute's work; the fuzz is about the contract, not throughput (the benchmark's job).
+FEW_UNITS = 100
+
+
+def few_units(body: Any) -> Any:
+    """`body` with every `units` count above FEW_UNITS brought down to it."""
+    if isinstance(body, dict):
+        return {
+            key: FEW_UNITS
+            if key == "units" and isinstance(value, int) and value > FEW_UNITS
+            else few_units(value)
+            for key, value in body.items()
+        }
+    if isinstance(body, list):
+        return [few_units(item) for item in body]
+    return body
+
+
+@pytest.fixture
+def engine(database: str) -> Iterator[Engine]:
+    schema.upgrade(database)
+    made = make_engine(database)
+    yield made
+    made.dispose()
+
+
+@pytest.fixture
+def callers(engine: Engine) -> dict[str, str]:
+    """A token per role the fuzz speaks as: a root-admin, and a user of one account."""
+    with writing(engine) as session:
+        _, root = tokens.create(session, "root-admin", description="schema fuzz")
+        accounts.create(session, ACCOUNT, "ROOT")
+        _, user = tokens.create(session, "user", ACCOUNT, description="schema fuzz")
+    return {"root-admin": root, "user": user}
+
+
+@pytest.fixture
+def app(engine: Engine) -> FastAPI:
+    return create_app(database=engine)
+
+
+# The schema does not depend on the database, so it is read once, from an app without
+# one, when pytest collects this module; each test sends its cases to its own app.
+fuzzed = schemathesis.openapi.from_asgi("/openapi.json", create_app(), config=CONFIG)
+
+
+@fuzzed.parametrize()
+@settings(
+    max_examples=EXAMPLES_PER_OPERATION,
+    deadline=DEADLINE,
+    derandomize=True,
+    database=None,
+    # The fixtures are per test, not per example: the app and its rows stay as the
+    # examples change them, as a live service would.
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_every_operation_answers_within_its_schema(
+    case: Any, app: FastAPI, callers: dict[str, str]
+) -> None:
+    case.body = few_units(case.body)
+    if isinstance(case.query, dict) and "wait" in case.query:
+        # A long-poll answers after its wait when nothing happens: real time, not a fault.
+        case.query["wait"] = 0
+    # Making a case costs far more than sending it (the spec body's schema is large), so
+    # each case goes out once per caller rather than being made again per caller.
+    for token in callers.values():
+        case.call_and_validate(app=app, headers={"Authorization": f"Bearer {token}"}, checks=CHECKS)
+
+
+PROBLEM_CONTENT = {MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+
+
+def operations(document: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for path, methods in document["paths"].items():
+        for method, operation in methods.items():
+            yield f"{method.upper()} {path}", operation
+
+
+def problem_rules(document: dict[str, Any]) -> list[str]:
+    """What each operation of an OpenAPI document fails to declare of its problems."""
+    missing = []
+    for label, operation in operations(document):
+        answers = operation.get("responses", {})
+        for status, answer in answers.items():
+            error = status == "default" or int(status) >= 400
+            if error and answer.get("content") != PROBLEM_CONTENT:
+                missing.append(f"{label}: {status} is not a problem document")
+        needed = {
+            "500": "an unexpected error (the middleware answers it)",
+            "400": "a request that cannot be read (a NUL in the query, a body not UTF-8)",
+        }
+        parameters = operation.get("parameters", [])
+        if parameters or "requestBody" in operation:
+            needed["422"] = "a request its schema refuses"
+        if any(parameter.get("in") == "path" for parameter in parameters):
+            needed["404"] = "a path naming nothing"
+        if operation.get("security", document.get("security")):
+            needed["401"] = "a missing or bad token"
+        for status, why in needed.items():
+            if status not in answers:
+                missing.append(f"{label}: no {status} problem for {why}")
+    return missing
+
+
+def test_every_operation_declares_its_problems() -> None:
+    document = create_app().openapi()
+    assert "Problem" in document["components"]["schemas"]
+    found = list(operations(document))
+    assert {"GET /healthz", "GET /readyz", "GET /metrics", "POST /v1/plan"} <= {
+        label for label, _ in found
+    }
+    assert problem_rules(document) == []
+
+
+def test_the_problem_rules_catch_an_undeclared_problem() -> None:
+    # Each rule, on a route that breaks it: else an empty list above would prove nothing.
+    app = create_app()
+
+    def lookup(name: str) -> dict[str, str]:
+        return {"name": name}
+
+    app.add_api_route("/v1/things/{name}", lookup, methods=["GET"])
+    app.add_api_route(
+        "/v1/plain",
+        lookup,
+        methods=["POST"],
+        responses={409: {"description": "taken", "content": {"application/json": {}}}},
+    )
+    app.add_api_route(
+        "/v1/secret", lambda: {}, methods=["GET"], dependencies=[Depends(HTTPBearer())]
+    )
+    assert sorted(problem_rules(app.openapi())) == [
+        "GET /v1/secret: no 401 problem for a missing or bad token",
+        "GET /v1/things/{name}: no 404 problem for a path naming nothing",
+        "POST /v1/plain: 409 is not a problem document",
+    ]
