@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import importlib.util
 import io
 import json
 import math
@@ -49,18 +50,9 @@ from sqlalchemy.exc import OperationalError
 
 import placed
 from harness import SEED, HotSpot, progress, table
-from placed.engine.planner import Planner
-from placed.engine.report import Explainer
-from placed.service import placing, workloads
-from placed.service.workloads import claim
-from placed.spec.load import load_spec_data
-from placed.spec.schema import WorkloadSpec
-from placed.store import world
-from placed.store.claims import Actor
-from placed.store.database import make_engine, reading
-from placed.store.schema import upgrade as upgrade_schema
-from placed.store.tables import Workload
-from placed.store.world import Snapshot
+
+# placed's service and store are imported where they are used: compare.py runs this
+# benchmark against older trees, which have neither, and this section then says so.
 
 BIN = Path(sys.executable).parent
 POSTGRES_URL = os.environ.get(
@@ -208,6 +200,8 @@ def postgres_database(admin_url: str) -> Iterator[str]:
 def upgrade(url: str) -> str:
     """What `placed db upgrade` does, in this process (a fresh interpreter per database
     would cost seconds of imports on a loaded machine); the first root token."""
+    from placed.store.schema import upgrade as upgrade_schema
+
     done = upgrade_schema(url)
     if done.root_token is None:
         raise RuntimeError(f"{done.url} was not empty: no root token was made")
@@ -369,6 +363,9 @@ def measure(database: str, url: str, targets: int, window: float, seed: int) -> 
 
 
 def stored_workloads(url: str) -> int:
+    from placed.store.database import make_engine, reading
+    from placed.store.tables import Workload
+
     engine = make_engine(url)
     try:
         with reading(engine) as session:
@@ -397,6 +394,13 @@ class Profile:
 def stage_functions() -> list[tuple[str, list[Callable[..., Any]]]]:
     """The steps a claim takes, in order, each with the functions that are that step
     (none inside another's, so their times add up)."""
+    from placed.engine.planner import Planner
+    from placed.engine.report import Explainer
+    from placed.service import placing, workloads
+    from placed.spec.load import load_spec_data
+    from placed.store import world
+    from placed.store.world import Snapshot
+
     return [
         ("read the world (`store.world.read`)", [world.read]),
         ("copy the snapshot and add the workload (`workloads._with`, deepcopy)", [workloads._with]),
@@ -415,6 +419,11 @@ def stage_functions() -> list[tuple[str, list[Callable[..., Any]]]]:
 def profile_claim(url: str, targets: int) -> Profile:
     """One claim in this process under cProfile, after an unprofiled one (which pays the
     first-call costs a running server has already paid, and gives the plain time)."""
+    from placed.service.workloads import claim
+    from placed.spec.schema import WorkloadSpec
+    from placed.store.claims import Actor
+    from placed.store.database import make_engine
+
     engine = make_engine(url)
     try:
         start = time.perf_counter()
@@ -484,6 +493,9 @@ def run(
     runs: list[ClaimRun] = []
     skipped: list[tuple[str, str]] = []
     profiled: Profile | None = None
+    if importlib.util.find_spec("placed.service") is None:
+        why = f"the placed at {Path(placed.__file__).parent} has no service"
+        return ServiceResult([], [("The service", why)], window, quick, 0.0, 0.0, None)
     with sqlite_database() as base_url:
         for targets in sizes:
             # A fresh file per size: the sizes must not share a world.
@@ -616,13 +628,14 @@ def section(result: ServiceResult) -> list[str]:
             f"{CLIENTS} claims made at once, and p99 is their slowest.",
             "",
         ]
-    lines += [
-        f"The section took {result.seconds / 60:.1f} min; the machine's load average over "
-        f"the last five minutes of it was {result.load:.1f} on {os.cpu_count()} cores "
-        "(other jobs share it: a claim's time scales with the load, as one server process "
-        "runs its claims on one interpreter).",
-        "",
-    ]
+    if result.runs:
+        lines += [
+            f"The section took {result.seconds / 60:.1f} min; the machine's load average over "
+            f"the last five minutes of it was {result.load:.1f} on {os.cpu_count()} cores "
+            "(other jobs share it: a claim's time scales with the load, as one server process "
+            "runs its claims on one interpreter).",
+            "",
+        ]
     if result.profile is not None:
         lines += profile_section(result.profile)
     return lines
