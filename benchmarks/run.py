@@ -8,7 +8,8 @@ tables against JSON), `juju` (issue 9: a 10,000-unit bundle against the plain pi
 `dedication` (issue 10: 10,000 hosts, a 3-level domain tree, fast path against the
 reference), and `acceptance`, which judges what the others measured. `check_fleet` (issue
 15: `placed check --summary` on 5,000 workloads x 1,000 targets, run as a user runs it)
-runs after `check`.
+runs after `check`. `service.py` (issue 16: claims through the HTTP API of a real `placed
+serve`, on SQLite and PostgreSQL) runs after `dedication` and is also runnable alone.
 `harness.py` holds the configuration and the timing, profiling and table helpers;
 `inventories.py` the random problems the scenarios share. `compare.py` runs this file
 against two source trees.
@@ -21,7 +22,8 @@ long-running service would not. Exit status is 1 when a correctness check fails 
 and reference disagree on a placement or a constraint's verdict, losing a target moves
 units it did not own, a returning target takes units it should not, the max_load run
 goes over 1.10, a deploy check leaves an incompatible target without a reason, check,
-plan and reference disagree on the compatible nodes, or a generated spec does not load);
+plan and reference disagree on the compatible nodes, a generated spec does not load, or the
+service answers a claim with an error or stores other claims than it committed);
 speed targets are reported, never enforced, since they depend on the machine.
 """
 
@@ -31,6 +33,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import service
 from harness import SEED, Config, machine, progress
 from inventories import (
     COMMON_HEAD,
@@ -140,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     loaded = loading.run(config)
     directed = juju.run(config)
     dedicated = dedication.run(config)
+    served = service.run(config.quick, config.profile, config.seed)
     judged = acceptance.run(allocations, mappings, evaluations, checked, loaded)
     sections = [
         allocation.section(allocations),
@@ -151,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         loading.section(loaded),
         juju.section(directed),
         dedication.section(dedicated),
+        service.section(served),
         acceptance.section(judged),
     ]
     report = render(config, sections, argv)
@@ -159,8 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         config.write.write_text(report)
         progress(f"wrote {config.write}")
     # The fast path and the reference must agree on every placement with dedication, and
-    # check's summary with its full matrix.
-    return 0 if judged.correct and dedicated.mismatches == 0 and fleet.ok else 1
+    # check's summary with its full matrix; the service must store exactly what it committed.
+    ok = judged.correct and dedicated.mismatches == 0 and fleet.ok and served.ok
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

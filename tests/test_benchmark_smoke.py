@@ -72,6 +72,7 @@ def test_report_has_every_section(quick_run: tuple[int, str, str]) -> None:
         "## Loading",
         "### `placed validate`: the did-you-mean check",
         "### A plan as a table and as JSON",
+        "## The service: claims through the API",
         "## Acceptance",
     ):
         assert heading in report
@@ -165,3 +166,36 @@ def test_check_at_fleet_size_is_measured_and_agrees_with_the_full_matrix(
         "| 0 disagreements, switched: yes | PASS |"
     ) in report
     assert "| not judged (quick) |" in report
+
+
+def test_service_claims_are_counted_and_stored(quick_run: tuple[int, str, str]) -> None:
+    """Issue 16: a real `placed serve` on SQLite (PostgreSQL only at full size) takes the
+    inventory and 8 clients' claims; every answer is counted, and the store holds exactly
+    the committed claims (the correctness row). The speed goal is judged at full size."""
+    _, report, _ = quick_run
+    service = report.split("## The service: claims through the API", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in service.splitlines() if line.startswith("| SQLite, ")]
+    assert len(rows) == 1, service
+    assert "PostgreSQL" not in "".join(rows)
+    cells = [cell.strip() for cell in rows[0].strip("|").split("|")]
+    header = [
+        cell.strip()
+        for cell in next(line for line in service.splitlines() if "| committed/s |" in line)
+        .strip("|")
+        .split("|")
+    ]
+    row = dict(zip(header, cells, strict=True))
+    assert row["database, targets"] == "SQLite, 200"
+    assert row["apply the spec"].endswith(" s")
+    claims, committed = int(row["claims"].replace(",", "")), int(row["committed"].replace(",", ""))
+    # The claims fit many times over: every one must be committed, none refused.
+    assert committed > 0 and committed == claims, row
+    assert row["refused"] == "0" and row["errors"] == "0", row
+    assert float(row["committed/s"].replace(",", "")) > 0
+    assert re.fullmatch(r"\d+ \(\d+ retried, \d+ gave up\)", row["conflicts"]), row
+    assert row["p50"].endswith(" ms") and row["p99"].endswith(" ms")
+    assert "| at least 500 claims/s at 10,000 targets | n/a | not judged (quick) |" in service
+    assert (
+        "| no 5xx, no transport error; the store holds exactly the committed claims "
+        "| 0 errors | PASS |"
+    ) in service

@@ -1,0 +1,711 @@
+"""The service (issue 16): claims committed per second through the HTTP API.
+
+For each database (a fresh SQLite file; a fresh PostgreSQL database of its own, dropped
+afterwards) and each size, one real `placed serve` process on loopback: `POST /v1/apply`
+of a generated inventory (zones of racks of hosts with cpu and memory, a few tags) is
+timed, then 8 clients (a thread and an `httpx.Client` each) post one-unit claims
+(`POST /v1/workloads`) until a time window closes. A claim sent before the window closes
+is waited for, so the rate is the claims committed over the time from the first claim
+sent to the last answer. Every answer is counted: 201 (committed, with the `conflicts`
+the server retried), 409 `unplaceable` (refused), 409 `claim-conflict` (the server gave
+up), anything else an error. Afterwards the store must hold exactly the committed
+workloads; a mismatch, a 5xx or a transport error is a correctness failure.
+
+`--profile` runs one claim at the largest size in this process under cProfile
+(`placed.service.workloads.claim` on the SQLite store the run left), and the report lists
+the functions by cumulative and by own time.
+
+Alone: `.venv/bin/python benchmarks/service.py [--quick] [--profile]` prints this section;
+`--quick` (the smoke test's) is SQLite only, at small sizes and a short window.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import importlib.util
+import io
+import json
+import math
+import os
+import pstats
+import random
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import create_engine, func, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+
+import placed
+from harness import SEED, HotSpot, progress, table
+
+# placed's service and store are imported where they are used: compare.py runs this
+# benchmark against older trees, which have neither, and this section then says so.
+
+BIN = Path(sys.executable).parent
+POSTGRES_URL = os.environ.get(
+    "PLACED_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
+
+# Issue 16's goal, reported beside the measurement and never enforced.
+GOAL_CLAIMS_PER_SECOND = 500.0
+GOAL_TARGETS = 10_000
+CLIENTS = 8
+SIZES = (1_000, 10_000)
+QUICK_SIZES = (200,)
+WINDOW_SECONDS = 10.0
+QUICK_WINDOW_SECONDS = 2.0
+# A claim still unanswered this long after it was sent counts as an error, which bounds
+# the run even when the server stalls.
+CLAIM_TIMEOUT = 120.0
+APPLY_TIMEOUT = 300.0
+
+HOSTS_PER_RACK = 20
+RACKS_PER_ZONE = 10
+HOST_TAGS = ("ssd", "nvme", "gpu", "10g", "25g", "sriov", "numa2", "fips")
+CPU_CHOICES = (16, 32, 48, 64)
+MEMORY_CHOICES = (64, 128, 256, 512)
+CLAIM = {"cpu": 1, "memory": 2}
+TOP = 10
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRun:
+    database: str  # SQLite or PostgreSQL
+    targets: int
+    apply_seconds: float
+    seconds: float  # from the first claim sent to the last answer
+    committed: int
+    refused: int  # 409 unplaceable: nothing fits
+    gave_up: int  # 409 claim-conflict: others kept changing the same targets
+    retried: int  # the sum of `conflicts` over the 201 answers
+    latencies: list[float]  # of the committed claims, seconds
+    stored: int  # workloads in the store afterwards
+    errors: list[str]  # anything else: statuses, transport errors, a store mismatch
+
+    @property
+    def rate(self) -> float:
+        return self.committed / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def conflicts(self) -> int:
+        return self.retried + self.gave_up
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceResult:
+    runs: list[ClaimRun]
+    skipped: list[tuple[str, str]]  # (database, why it did not run)
+    window: float
+    quick: bool
+    seconds: float  # the whole section, wall-clock
+    load: float  # the machine's load average over the last 5 minutes, at the end
+    profile: Profile | None
+
+    @property
+    def ok(self) -> bool:
+        return not any(run.errors for run in self.runs)
+
+
+# -- the inventory -----------------------------------------------------------------------------
+
+
+def inventory_document(targets: int, rng: random.Random) -> dict[str, Any]:
+    """Zones of racks of hosts; each host has 0-2 tags, cpu and memory. No workloads."""
+    zones: list[dict[str, Any]] = []
+    made = 0
+    while made < targets:
+        zone_index = len(zones)
+        racks: list[dict[str, Any]] = []
+        while made < targets and len(racks) < RACKS_PER_ZONE:
+            rack_id = f"z{zone_index:02d}-r{len(racks):02d}"
+            hosts = []
+            for host in range(min(HOSTS_PER_RACK, targets - made)):
+                hosts.append(
+                    {
+                        "id": f"{rack_id}-h{host:02d}",
+                        "tags": rng.sample(HOST_TAGS, rng.randint(0, 2)),
+                        "capacity": {
+                            "cpu": rng.choice(CPU_CHOICES),
+                            "memory": rng.choice(MEMORY_CHOICES),
+                        },
+                    }
+                )
+            made += len(hosts)
+            racks.append({"id": rack_id, "kind": "rack", "children": hosts})
+        zones.append(
+            {
+                "id": f"z{zone_index:02d}",
+                "kind": "zone",
+                "tags": [f"zone{zone_index}"],
+                "children": racks,
+            }
+        )
+    return {"name": "bench", "inventory": zones}
+
+
+# -- databases and servers ---------------------------------------------------------------------
+
+
+@contextmanager
+def sqlite_database() -> Iterator[str]:
+    with tempfile.TemporaryDirectory(prefix="placed-bench-") as directory:
+        yield f"sqlite:///{Path(directory) / 'placed.db'}"
+
+
+def postgres_unreachable(admin_url: str) -> str | None:
+    """Why the PostgreSQL server cannot be used, or None when it answers."""
+    admin = create_engine(admin_url, connect_args={"connect_timeout": 3})
+    try:
+        with admin.connect():
+            return None
+    except OperationalError as error:
+        text = str(error.orig or error).strip().splitlines()
+        return text[0] if text else type(error).__name__
+    finally:
+        admin.dispose()
+
+
+@contextmanager
+def postgres_database(admin_url: str) -> Iterator[str]:
+    """A database of its own on the server, dropped afterwards."""
+    admin = create_engine(
+        admin_url, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3}
+    )
+    name = f"placed_bench_{secrets.token_hex(6)}"
+    try:
+        with admin.connect() as connection:
+            connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
+        try:
+            yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+        finally:
+            with admin.connect() as connection:
+                connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        admin.dispose()
+
+
+def upgrade(url: str) -> str:
+    """What `placed db upgrade` does, in this process (a fresh interpreter per database
+    would cost seconds of imports on a loaded machine); the first root token."""
+    from placed.store.schema import upgrade as upgrade_schema
+
+    done = upgrade_schema(url)
+    if done.root_token is None:
+        raise RuntimeError(f"{done.url} was not empty: no root token was made")
+    return done.root_token
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def serving(url: str) -> Iterator[str]:
+    """One `placed serve` on loopback; its base URL. Its stderr goes to a file, never a
+    pipe nobody reads (a server that logs enough would block on a full pipe)."""
+    port = free_port()
+    with tempfile.TemporaryFile(mode="w+") as log:
+        server = subprocess.Popen(
+            [
+                *(str(BIN / "placed"), "serve", "--port", str(port), "--log-level", "warning"),
+                *("--database", url),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                if server.poll() is not None:
+                    log.seek(0)
+                    raise RuntimeError(f"placed serve exited: {log.read().strip()}")
+                try:
+                    httpx.get(f"{base}/healthz", timeout=2)
+                    break
+                except httpx.TransportError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+            yield base
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+            log.seek(0)
+            logged = log.read()
+            if "Traceback" in logged:
+                progress(f"placed serve logged a traceback:\n{logged[-4000:]}")
+
+
+# -- measuring ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    """What the clients saw, shared between their threads under one lock."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    committed: int = 0
+    refused: int = 0
+    gave_up: int = 0
+    retried: int = 0
+    latencies: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def record(self, answer: httpx.Response | None, seconds: float, error: str | None) -> None:
+        with self.lock:
+            if answer is None:
+                self.errors.append(error or "no answer")
+            elif answer.status_code == 201:
+                self.committed += 1
+                self.retried += int(answer.json().get("conflicts", 0))
+                self.latencies.append(seconds)
+            elif answer.status_code == 409 and answer.json().get("type", "").endswith(
+                ":unplaceable"
+            ):
+                self.refused += 1
+            elif answer.status_code == 409 and answer.json().get("type", "").endswith(
+                ":claim-conflict"
+            ):
+                self.gave_up += 1
+            else:
+                self.errors.append(f"{answer.status_code}: {answer.text[:300]}")
+
+
+def claim_for(base: str, token: str, client_number: int, deadline: float, tally: Tally) -> None:
+    """One client: a claim at a time, each a new workload, until the deadline."""
+    headers = {"authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=base, headers=headers, timeout=CLAIM_TIMEOUT) as client:
+        sent = 0
+        while time.monotonic() < deadline:
+            body = {"name": f"c{client_number}-{sent}", "resources": CLAIM}
+            sent += 1
+            start = time.perf_counter()
+            try:
+                answer = client.post("/v1/workloads", json=body)
+            except httpx.HTTPError as error:
+                tally.record(None, 0.0, f"{type(error).__name__}: {error}")
+                continue
+            tally.record(answer, time.perf_counter() - start, None)
+
+
+def measure(database: str, url: str, targets: int, window: float, seed: int) -> ClaimRun:
+    token = upgrade(url)
+    body = json.dumps(inventory_document(targets, random.Random(seed + targets)))
+    headers = {"authorization": f"Bearer {token}", "content-type": "application/json"}
+    with serving(url) as base:
+        start = time.perf_counter()
+        applied = httpx.post(
+            f"{base}/v1/apply", content=body, headers=headers, timeout=APPLY_TIMEOUT
+        )
+        apply_seconds = time.perf_counter() - start
+        if applied.status_code != 200:
+            raise RuntimeError(f"POST /v1/apply: {applied.status_code} {applied.text[:500]}")
+        progress(
+            f"service: {database}, {targets:,} targets applied in {apply_seconds:.2f} s; "
+            f"{CLIENTS} clients claiming for {window:g} s"
+        )
+        tally = Tally()
+        start = time.perf_counter()
+        deadline = time.monotonic() + window
+        clients = [
+            threading.Thread(target=claim_for, args=(base, token, n, deadline, tally))
+            for n in range(CLIENTS)
+        ]
+        for client in clients:
+            client.start()
+        for client in clients:
+            client.join()
+        seconds = time.perf_counter() - start
+    stored = stored_workloads(url)
+    errors = list(tally.errors)
+    if stored != tally.committed:
+        errors.append(f"the store holds {stored} workloads, {tally.committed} were committed")
+    run = ClaimRun(
+        database,
+        targets,
+        apply_seconds,
+        seconds,
+        tally.committed,
+        tally.refused,
+        tally.gave_up,
+        tally.retried,
+        sorted(tally.latencies),
+        stored,
+        errors,
+    )
+    progress(
+        f"service: {database}, {targets:,} targets: {run.committed} committed in "
+        f"{seconds:.1f} s ({run.rate:.1f}/s), {run.conflicts} conflicts, "
+        f"{len(errors)} errors"
+    )
+    return run
+
+
+def stored_workloads(url: str) -> int:
+    from placed.store.database import make_engine, reading
+    from placed.store.tables import Workload
+
+    engine = make_engine(url)
+    try:
+        with reading(engine) as session:
+            return int(session.scalar(select(func.count()).select_from(Workload)) or 0)
+    finally:
+        engine.dispose()
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    label: str
+    calls: int
+    seconds: float  # cumulative, over its calls
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    targets: int
+    plain_seconds: float  # one claim without the profiler
+    seconds: float  # the profiled claim, cProfile's overhead included
+    stages: list[Stage]
+    cumulative: list[HotSpot]
+    own: list[HotSpot]
+
+
+def stage_functions() -> list[tuple[str, list[Callable[..., Any]]]]:
+    """The steps a claim takes, in order, each with the functions that are that step
+    (none inside another's, so their times add up)."""
+    from placed.engine.planner import Planner
+    from placed.engine.report import Explainer
+    from placed.service import placing, workloads
+    from placed.spec.load import load_spec_data
+    from placed.store import world
+    from placed.store.world import Snapshot
+
+    return [
+        ("read the world (`store.world.read`)", [world.read]),
+        ("copy the snapshot and add the workload (`workloads._with`, deepcopy)", [workloads._with]),
+        ("the snapshot as one spec document (`Snapshot.document`)", [Snapshot.document]),
+        ("the document as a Spec (`load_spec_data`)", [load_spec_data]),
+        ("the index (`Planner(spec)`)", [Planner.__init__]),
+        ("the plan state (`Planner.initial_state`)", [Planner.initial_state]),
+        ("plan every unit (`Planner.plan`)", [Planner.plan]),
+        ("explain each placement (`Explainer`)", [Explainer.__init__, Explainer.reason]),
+        ("the moves and usage (`placing.diff`, `placing.usage`)", [placing.diff, placing.usage]),
+        ("write the rows (`placing._write`)", [placing._write]),
+        ("the answer (`workloads._answer`)", [workloads._answer]),
+    ]
+
+
+def profile_claim(url: str, targets: int) -> Profile:
+    """One claim in this process under cProfile, after an unprofiled one (which pays the
+    first-call costs a running server has already paid, and gives the plain time)."""
+    from placed.service.workloads import claim
+    from placed.spec.schema import WorkloadSpec
+    from placed.store.claims import Actor
+    from placed.store.database import make_engine
+
+    engine = make_engine(url)
+    try:
+        start = time.perf_counter()
+        claim(engine, WorkloadSpec.model_validate({"name": "warm", "resources": CLAIM}), Actor())
+        plain = time.perf_counter() - start
+        spec = WorkloadSpec.model_validate({"name": "profiled", "resources": CLAIM})
+        profiler = cProfile.Profile()
+        start = time.perf_counter()
+        profiler.runcall(claim, engine, spec, Actor())
+        seconds = time.perf_counter() - start
+    finally:
+        engine.dispose()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out).sort_stats("cumulative")
+    stats.print_stats(40)
+    print(out.getvalue(), file=sys.stderr)
+    rows = stats.stats  # type: ignore[attr-defined]
+    stages = []
+    for label, functions in stage_functions():
+        keys = {
+            (f.__code__.co_filename, f.__code__.co_firstlineno, f.__code__.co_name)
+            for f in functions
+        }
+        found = [row for key, row in rows.items() if key in keys]
+        stages.append(Stage(label, sum(int(r[1]) for r in found), sum(float(r[3]) for r in found)))
+    return Profile(
+        targets, plain, seconds, stages, hot_spots(rows, 3, seconds), hot_spots(rows, 2, seconds)
+    )
+
+
+def hot_spots(rows: dict[Any, Any], column: int, total: float) -> list[HotSpot]:
+    """The TOP functions by a column of cProfile's rows (2: own time, 3: cumulative), each
+    with its share of the whole claim."""
+    ranked = sorted(rows.items(), key=lambda item: -item[1][column])
+    root = str(Path(placed.__file__).resolve().parents[2]) + "/"
+    spots = []
+    for (file, line, name), row in ranked:
+        if "_lsprof" in name or name.startswith("<method 'disable'"):
+            continue
+        # Library paths are long: from site-packages (or the standard library) on.
+        shown = file.replace(root, "")
+        for marker in ("site-packages/", "lib/python3."):
+            if marker in shown:
+                shown = shown.split(marker, 1)[1]
+                if marker != "site-packages/":
+                    shown = shown.split("/", 1)[1]
+                break
+        spots.append(
+            HotSpot(
+                f"{shown}:{line}({name})" if line else name,
+                int(row[1]),
+                float(row[column]),
+                float(row[column]) / total,
+            )
+        )
+        if len(spots) == TOP:
+            break
+    return spots
+
+
+def run(
+    quick: bool, profile: bool, seed: int = SEED, postgres_url: str = POSTGRES_URL
+) -> ServiceResult:
+    began = time.perf_counter()
+    sizes = QUICK_SIZES if quick else SIZES
+    window = QUICK_WINDOW_SECONDS if quick else WINDOW_SECONDS
+    runs: list[ClaimRun] = []
+    skipped: list[tuple[str, str]] = []
+    profiled: Profile | None = None
+    if importlib.util.find_spec("placed.service") is None:
+        why = f"the placed at {Path(placed.__file__).parent} has no service"
+        return ServiceResult([], [("The service", why)], window, quick, 0.0, 0.0, None)
+    with sqlite_database() as base_url:
+        for targets in sizes:
+            # A fresh file per size: the sizes must not share a world.
+            url = base_url.replace("placed.db", f"placed-{targets}.db")
+            runs.append(measure("SQLite", url, targets, window, seed))
+            if profile and targets == sizes[-1]:
+                progress(f"service: profiling one claim at {targets:,} targets (SQLite)")
+                profiled = profile_claim(url, targets)
+    unreachable = None if quick else postgres_unreachable(postgres_url)
+    if unreachable is not None:
+        skipped.append(("PostgreSQL", f"unreachable at {postgres_url}: {unreachable}"))
+        progress(f"service: PostgreSQL skipped: {unreachable}")
+    elif not quick:
+        for targets in sizes:
+            with postgres_database(postgres_url) as url:
+                runs.append(measure("PostgreSQL", url, targets, window, seed))
+    seconds = time.perf_counter() - began
+    return ServiceResult(runs, skipped, window, quick, seconds, os.getloadavg()[1], profiled)
+
+
+# -- the report --------------------------------------------------------------------------------
+
+
+def milliseconds(seconds: float) -> str:
+    return f"{seconds * 1000:,.0f} ms"
+
+
+def percentile(values: list[float], share: float) -> float:
+    """The nearest-rank percentile of sorted values."""
+    if not values:
+        return float("nan")
+    return values[min(len(values), max(1, math.ceil(share * len(values)))) - 1]
+
+
+def section(result: ServiceResult) -> list[str]:
+    rows = []
+    for run in result.runs:
+        rows.append(
+            [
+                # One cell, so that compare.py (which keys a row by its first) tells them apart.
+                f"{run.database}, {run.targets:,}",
+                f"{run.apply_seconds:.2f} s",
+                f"{run.committed + run.refused + run.gave_up + len(run.errors):,}",
+                f"{run.committed:,}",
+                f"{run.seconds:.1f} s",
+                f"{run.rate:,.1f}",
+                f"{run.refused:,}",
+                f"{run.conflicts:,} ({run.retried:,} retried, {run.gave_up:,} gave up)",
+                milliseconds(percentile(run.latencies, 0.5)) if run.latencies else "n/a",
+                milliseconds(percentile(run.latencies, 0.99)) if run.latencies else "n/a",
+                f"{len(run.errors):,}",
+            ]
+        )
+    lines = [
+        "## The service: claims through the API",
+        "",
+        f"One `placed serve` process per database and size, on loopback (uvicorn, one "
+        f"worker). The inventory is zones of {RACKS_PER_ZONE} racks of {HOSTS_PER_RACK} "
+        f"hosts, each with 0-2 of {len(HOST_TAGS)} tags, {'/'.join(map(str, CPU_CHOICES))} "
+        f"cpu and {'/'.join(map(str, MEMORY_CHOICES))} memory, applied as one JSON body "
+        f"(`POST /v1/apply`, timed). Then {CLIENTS} clients (a thread and an `httpx.Client` "
+        f"each, every request with the root token) post one-unit claims "
+        f"(`POST /v1/workloads`, `{json.dumps({'name': 'c3-17', 'resources': CLAIM})}`) "
+        f"for {result.window:g} s; a claim sent before the window closes is waited for, so "
+        "the rate is committed claims over the time from the first claim sent to the last "
+        "answer. Conflicts are the server-side retries the 201 answers report (`conflicts`) "
+        "plus the 409 `claim-conflict` answers (the server gave up); refused are 409 "
+        "`unplaceable`. Latency is of the committed claims. Each database is fresh: a "
+        "SQLite file in a temporary directory, a PostgreSQL database of its own "
+        "(placed_bench_<random>, dropped afterwards).",
+        "",
+        *table(
+            [
+                "database, targets",
+                "apply the spec",
+                "claims",
+                "committed",
+                "time",
+                "committed/s",
+                "refused",
+                "conflicts",
+                "p50",
+                "p99",
+                "errors",
+            ],
+            rows,
+        ),
+        "",
+    ]
+    for database, why in result.skipped:
+        lines += [f"{database} did not run: {why}.", ""]
+    errors = [(run, error) for run in result.runs for error in run.errors[:3]]
+    if errors:
+        lines += ["Errors (the first of each run):", ""]
+        lines += [f"- {run.database}, {run.targets:,}: `{error}`" for run, error in errors]
+        lines += [""]
+    goal = f"at least {GOAL_CLAIMS_PER_SECOND:,.0f} claims/s at {GOAL_TARGETS:,} targets"
+    goal_rows = []
+    for run in result.runs:
+        if run.targets == GOAL_TARGETS:
+            met = run.rate >= GOAL_CLAIMS_PER_SECOND
+            goal_rows.append(
+                [
+                    f"{goal} ({run.database}, {CLIENTS} clients)",
+                    f"{run.rate:,.1f}/s ({run.rate / GOAL_CLAIMS_PER_SECOND:.2%} of the goal)",
+                    "PASS" if met else "not yet",
+                ]
+            )
+    if not goal_rows:
+        goal_rows.append([goal, "n/a", "not judged (quick)" if result.quick else "not run"])
+    goal_rows.append(
+        [
+            "no 5xx, no transport error; the store holds exactly the committed claims",
+            f"{sum(len(run.errors) for run in result.runs)} errors",
+            "PASS" if result.ok else "FAIL",
+        ]
+    )
+    lines += [*table(["goal", "measured", "result"], goal_rows), ""]
+    lines += [
+        "The speed goal is reported, never enforced (it is the machine's as much as "
+        "placed's); the last row is correctness and makes the script exit 1.",
+        "",
+    ]
+    single = [run for run in result.runs if run.committed + run.refused <= CLIENTS]
+    if single:
+        lines += [
+            "Where a run shows no more claims than clients ("
+            + ", ".join(f"{run.database} at {run.targets:,}" for run in single)
+            + "), every client's first claim outlasted the window: those figures are "
+            f"{CLIENTS} claims made at once, and p99 is their slowest.",
+            "",
+        ]
+    if result.runs:
+        lines += [
+            f"The section took {result.seconds / 60:.1f} min; the machine's load average over "
+            f"the last five minutes of it was {result.load:.1f} on {os.cpu_count()} cores "
+            "(other jobs share it: a claim's time scales with the load, as one server process "
+            "runs its claims on one interpreter).",
+            "",
+        ]
+    if result.profile is not None:
+        lines += profile_section(result.profile)
+    return lines
+
+
+def profile_section(profile: Profile) -> list[str]:
+    accounted = sum(stage.seconds for stage in profile.stages)
+    rest = Stage(
+        "the rest: transactions, the revision lock, commit", 0, profile.seconds - accounted
+    )
+    return [
+        f"### Where one claim's time goes at {profile.targets:,} targets (`--profile`)",
+        "",
+        "One claim (`placed.service.workloads.claim(engine, WorkloadSpec(...), Actor())`) "
+        "in this process, on the SQLite store the run above left (no other request running): "
+        f"{profile.plain_seconds:.2f} s without the profiler, then another "
+        f"{profile.seconds:.2f} s under cProfile, which inflates it. Share is of the profiled "
+        "claim. First its steps, in the order a claim takes them:",
+        "",
+        *table(
+            ["step", "calls", "time", "share"],
+            [
+                [
+                    stage.label,
+                    f"{stage.calls:,}" if stage.calls else "",
+                    f"{stage.seconds:.3f} s",
+                    f"{stage.seconds / profile.seconds:.1%}",
+                ]
+                for stage in [*profile.stages, rest]
+            ],
+        ),
+        "",
+        f"The top {TOP} functions by cumulative time (the function and everything it calls):",
+        "",
+        *hot_spot_rows(profile.cumulative, "cumulative"),
+        "",
+        "And by own time (callees excluded):",
+        "",
+        *hot_spot_rows(profile.own, "own time"),
+        "",
+    ]
+
+
+def hot_spot_rows(spots: list[HotSpot], what: str) -> list[str]:
+    return table(
+        ["function", "calls", what, "share"],
+        [
+            [f"`{h.function}`", f"{h.calls:,}", f"{h.seconds:.3f} s", f"{h.share:.1%}"]
+            for h in spots
+        ],
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="SQLite only, small and short")
+    parser.add_argument(
+        "--profile", action="store_true", help="profile one claim at the largest size"
+    )
+    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--postgres", default=POSTGRES_URL, help="the PostgreSQL server's URL")
+    args = parser.parse_args(argv)
+    result = run(args.quick, args.profile, args.seed, args.postgres)
+    lines = section(result)
+    # Alone, the section says what produced it (run.py's preamble does that for the report).
+    command = " ".join([".venv/bin/python", "benchmarks/service.py", *(argv or sys.argv[1:])])
+    lines[1:1] = ["", f"From `{command}`."]
+    print("\n".join(lines), end="")
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
