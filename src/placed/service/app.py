@@ -12,9 +12,11 @@ from sqlalchemy import Engine
 from placed import __version__
 from placed.service import (
     apply,
+    dedications,
     events,
     health,
     metrics,
+    migrations,
     placements,
     plan,
     problems,
@@ -50,7 +52,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(plan.router)
-    for module in (apply, targets, workloads, placements, events):
+    for module in (apply, targets, workloads, placements, events, dedications, migrations):
         app.include_router(module.router)
 
     def openapi() -> dict[str, Any]:

@@ -24,3 +24,17 @@ def actor(request: Request) -> Actor:
     return Actor(
         getattr(caller, "accessor", None), getattr(caller, "role", None), request_id_of(request)
     )
+
+
+def principal(request: Request) -> str:
+    """The caller as the dedication rules name principals (`Tenancy.principal`):
+    `root-admin`, `domain-admin:DOMAIN` or `user:ACCOUNT`. No caller (no auth layer yet)
+    is the root admin. An agent acts for a target, not a tenant: its text names no
+    principal of any tenancy, so the rules refuse it."""
+    caller = getattr(request.state, "caller", None)
+    if caller is None:
+        return "root-admin"
+    role, scope = str(getattr(caller, "role", "")), getattr(caller, "scope", None)
+    if role == "root-admin":
+        return role
+    return f"{role}:{scope or ''}"
