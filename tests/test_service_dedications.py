@@ -23,6 +23,7 @@ from placed.service.context import principal
 from placed.store import schema
 from placed.store.database import make_engine, reading
 from placed.store.tables import Base, DedicationRow, EventRow, Revision
+from tests.conftest import EXAMPLES
 
 SPEC = """
 name: cloud
@@ -469,3 +470,48 @@ def test_every_new_operation_declares_its_problems() -> None:
         for status in statuses:
             content = responses[status]["content"]
             assert content == {PROBLEM: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+
+
+def test_a_dedication_below_one_of_the_same_owner_outlives_a_reread(world: World) -> None:
+    # h1's row comes first; once it has c1's owner, reading the rows in that order would
+    # let c1 absorb it. They are read outermost first, so both stay.
+    assert world.dedicate("h1", "SD1").status_code == 201
+    assert world.dedicate("c1", "D1").json()["absorbed"] == []
+    assert world.client.patch("/v1/dedications/h1", json={"domain": "D1"}).status_code == 200
+    listed = world.client.get("/v1/dedications").json()["items"]
+    assert [(d["resource"], d["domain"]) for d in listed] == [("c1", "D1"), ("h1", "D1")]
+    assert world.client.delete("/v1/dedications/h1").status_code == 200
+    assert [d["resource"] for d in world.client.get("/v1/dedications").json()["items"]] == ["c1"]
+
+
+def test_the_cloudstack_example_over_the_api(database: str) -> None:
+    schema.upgrade(database)
+    engine = make_engine(database)
+    try:
+        client = TestClient(create_app(database=engine))
+        applied = client.post(
+            "/v1/apply",
+            content=(EXAMPLES / "cloudstack-dedication.yaml").read_text(),
+            headers={"content-type": "application/yaml"},
+        )
+        assert applied.status_code == 200, applied.text
+        listed = client.get("/v1/dedications").json()["items"]
+        assert {(d["resource"], d["kind"], d["domain"], d["account"]) for d in listed} == {
+            ("p1", "pod", "D1", None),
+            ("c11", "cluster", "SD3", None),
+            ("p2", "pod", "SD1", None),
+            ("c3", "cluster", "SD2", None),
+            ("z2", "zone", "D2", "A13"),
+            ("ps-c1", "pool", "D1", None),
+        }
+        # As `placed simulate --migrate dedicated-a1/0=H2a` says: SD1's pod is not A1's.
+        answer = client.post("/v1/units/dedicated-a1/0/migrate", json={"target": "H2a"})
+        assert_problem(answer, 409, "migration-refused")
+        assert "dedicated to domain SD1" in answer.json()["detail"]
+        evacuated = client.post("/v1/targets/H1a/evacuate")
+        assert evacuated.status_code == 200, evacuated.text
+        moves = {m["unit"]: m["to"] for m in evacuated.json()["moves"]}
+        # D1's hosts but c11's, which SD3 carved out.
+        assert moves["dedicated-a1/0"] in ("H1b", "H111a")
+    finally:
+        engine.dispose()
