@@ -515,3 +515,19 @@ def test_the_cloudstack_example_over_the_api(database: str) -> None:
         assert moves["dedicated-a1/0"] in ("H1b", "H111a")
     finally:
         engine.dispose()
+
+
+def test_an_update_absorbs_what_a_dedication_would(world: World) -> None:
+    # An account's dedication never sits above another of its own: giving p1 to A1
+    # releases c1's dedication to A1, as dedicating p1 to A1 would.
+    assert world.dedicate("c1", "D1", "A1").status_code == 201
+    assert world.dedicate("p1", "D1").status_code == 201
+    updated = world.client.patch("/v1/dedications/p1", json={"domain": "D1", "account": "A1"})
+    assert updated.status_code == 200, updated.text
+    assert [d["resource"] for d in updated.json()["absorbed"]] == ["c1"]
+    listed = world.client.get("/v1/dedications")
+    assert listed.status_code == 200, listed.text
+    assert [(d["resource"], d["account"]) for d in listed.json()["items"]] == [("p1", "A1")]
+    kinds = [(e["kind"], e["subject"]) for e in world.events("dedication.")]
+    assert kinds[-2:] == [("dedication.released", "c1"), ("dedication.updated", "p1")]
+    assert hosts_of(world.vm("a1-vm", "A1", "dedicated"))["a1-vm/0"] in ("h1", "h2", "h3")
