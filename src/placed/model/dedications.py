@@ -255,18 +255,7 @@ class Dedications:
             )
         self._check(resource, owner)
         dedication = Dedication(resource, self.topology.kinds[resource], owner)
-        # As CloudStack does (the seed is silent): a dedication below to the very same
-        # owner is absorbed into the wider one, after every check has passed; a host the
-        # account took by implicit dedication too (the same owner, however it got it).
-        same = (owner.domain, owner.account)
-        absorbed = [
-            node
-            for node in self.topology.below(resource)
-            if (below := self.items.get(node)) is not None
-            and (below.owner.domain, below.owner.account) == same
-        ]
-        for node in absorbed:
-            self._event(principal, "dedication-released", node, self.items.pop(node).to_dict())
+        self._absorb(principal, resource, owner)
         self.items[resource] = dedication
         self._event(principal, "dedication-created", resource, dedication.to_dict())
         return dedication
@@ -304,6 +293,9 @@ class Dedications:
             self.items[resource] = found
             raise
         updated = replace(found, owner=owner)
+        # An update is a release and a dedication in one step: what the dedication would
+        # absorb, it absorbs (else an account's dedication could sit above its own).
+        self._absorb(principal, resource, owner)
         self.items[resource] = updated
         self._event(
             principal,
@@ -361,6 +353,20 @@ class Dedications:
             and (domain is None or d.owner.domain == domain)
             and (account is None or d.owner.account == account)
         ]
+
+    def _absorb(self, principal: Principal, resource: str, owner: Owner) -> None:
+        """As CloudStack does (the seed is silent): a dedication below to the very same
+        owner is absorbed into the wider one, after every check has passed; a host the
+        account took by implicit dedication too (the same owner, however it got it)."""
+        same = (owner.domain, owner.account)
+        absorbed = [
+            node
+            for node in self.topology.below(resource)
+            if (below := self.items.get(node)) is not None
+            and (below.owner.domain, below.owner.account) == same
+        ]
+        for node in absorbed:
+            self._event(principal, "dedication-released", node, self.items.pop(node).to_dict())
 
     # -- the checks -------------------------------------------------------------------
 

@@ -13,9 +13,11 @@ from placed import __version__
 from placed.service import (
     apply,
     auth,
+    dedications,
     events,
     health,
     metrics,
+    migrations,
     placements,
     plan,
     problems,
@@ -59,7 +61,17 @@ def create_app(
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(plan.router)
-    for module in (tokens, apply, targets, workloads, units, placements, events):
+    for module in (
+        tokens,
+        apply,
+        targets,
+        workloads,
+        units,
+        placements,
+        events,
+        dedications,
+        migrations,
+    ):
         app.include_router(module.router)
 
     def openapi() -> dict[str, Any]:

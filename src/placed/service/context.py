@@ -86,3 +86,12 @@ def own_account(
             [{"pointer": pointer, "detail": "out of this token's scope"}],
         )
     return account
+
+
+def principal(caller: Caller) -> str:
+    """The caller as the dedication rules name principals (`Tenancy.principal`):
+    `root-admin`, `domain-admin:DOMAIN` or `user:ACCOUNT`. An agent acts for a target,
+    not a tenant: its text names no principal of any tenancy, so the rules refuse it."""
+    if caller.role == ROOT_ADMIN:
+        return caller.role
+    return f"{caller.role}:{caller.scope or ''}"

@@ -244,23 +244,32 @@ def _offerings(session: Session, before: Snapshot, after: Snapshot) -> None:
 
 
 def _dedications(session: Session, before: Snapshot, after: Snapshot, revision: int) -> None:
+    """New dedications are inserted, changed owners updated, and those `after` no longer
+    has deleted (implicit rows are no snapshot's: they stay)."""
     domains = {name: id_ for id_, name in session.execute(select(Domain.id, Domain.name))}
     accounts = {name: id_ for id_, name in session.execute(select(Account.id, Account.name))}
-    kinds = {}
-    for entry in after.dedications:
-        if entry in before.dedications:
+    pools = {str(pool.get("id")) for pool in after.storage}
+    old = {entry["resource"]: entry for entry in before.dedications}
+    new = {entry["resource"]: entry for entry in after.dedications}
+    gone = [resource for resource in old if resource not in new]
+    if gone:
+        session.execute(delete(DedicationRow).where(DedicationRow.resource.in_(gone)))
+    for resource, entry in new.items():
+        if old.get(resource) == entry:
             continue
-        resource = entry["resource"]
-        kinds[resource] = str(after.nodes.get(resource, {}).get("kind", "host"))
-        session.execute(delete(DedicationRow).where(DedicationRow.resource == resource))
-        session.add(
-            DedicationRow(
-                resource=resource,
-                kind=kinds[resource],
-                domain_id=domains[entry["domain"]],
-                account_id=accounts[entry["account"]] if entry.get("account") else None,
-                implicit=False,
-                revision=revision,
+        owner = {
+            "domain_id": domains[entry["domain"]],
+            "account_id": accounts[entry["account"]] if entry.get("account") else None,
+            "revision": revision,
+        }
+        if resource in old:
+            session.execute(
+                update(DedicationRow).where(DedicationRow.resource == resource).values(owner)
             )
+            continue
+        kind = (
+            "pool" if resource in pools else str(after.nodes.get(resource, {}).get("kind", "host"))
         )
+        session.execute(delete(DedicationRow).where(DedicationRow.resource == resource))
+        session.add(DedicationRow(resource=resource, kind=kind, implicit=False, **owner))
     session.flush()

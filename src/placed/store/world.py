@@ -102,6 +102,18 @@ class Snapshot:
             n: (t.capacity, t.admin_state) for n, t in other.targets.items()
         }
 
+    def depth(self, resource: str) -> int:
+        """How many locations are above a node (a storage pool: one more than where it
+        is). Dedications apply outermost first, so none is absorbed by a wider one of
+        the same owner read after it."""
+        at = next((p.get("at") for p in self.storage if p.get("id") == resource), None)
+        extra = 0 if at is None else 1
+        node = self.parents.get(resource if at is None else str(at))
+        while node is not None:
+            extra += 1
+            node = self.parents.get(node)
+        return extra
+
     def document(self, name: str = "store") -> dict[str, Any]:
         """The whole world as one spec document."""
         children: dict[str | None, list[str]] = defaultdict(list)
@@ -280,4 +292,5 @@ def read(session: Session) -> Snapshot:
         if value is not None:
             snapshot.settings[key] = value
     snapshot.storage = list(settings.get(session, STORAGE_SETTING, []) or [])
+    snapshot.dedications.sort(key=lambda entry: snapshot.depth(entry["resource"]))
     return snapshot

@@ -1,0 +1,140 @@
+"""The CloudStack rules (`engine.cloud.Cloud`, `model.dedications`) on a snapshot of the
+rows: what the dedication, settings and migration routes share. A change builds the Cloud
+of the world it read, asks it (as the caller's principal), and writes what it decided;
+the rules themselves live only in the model.
+
+A refusal becomes a problem of the rule's own kind (`urn:placed:problem:<kind>`): 403
+when the principal may not act at all, 409 otherwise. A refused migration or maintenance
+is also recorded, as CloudStack's design asks of a failed placement ("an event
+generated"): one `migration.refused` event, and nothing else changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Engine
+
+from placed.engine.cloud import Cloud
+from placed.model.dedications import PERMISSION_DENIED, DedicationError, Event
+from placed.model.tenancy import Principal
+from placed.service import placing
+from placed.service.problems import ProblemException
+from placed.store import events
+from placed.store.claims import Actor, Extra
+from placed.store.database import writing
+from placed.store.world import Snapshot
+
+MIGRATION_REFUSED_EVENT = "migration.refused"
+
+# The rules' event kinds as the service's events name them.
+_EVENT_KINDS = {
+    "dedication-created": "dedication.created",
+    "dedication-updated": "dedication.updated",
+    "dedication-released": "dedication.released",
+}
+
+
+def cloud_of(snapshot: Snapshot) -> Cloud:
+    return Cloud(placing.world_spec(snapshot))
+
+
+def principal_of(cloud: Cloud, text: str) -> Principal:
+    """The caller's principal in this world's tenancy; a caller it does not know (an
+    agent, an account or domain that is not there) may do nothing here."""
+    found = cloud.tenancy.principal(text)
+    if found is None:
+        raise ProblemException(
+            403,
+            PERMISSION_DENIED,
+            f"the caller ({text}) is no root admin, domain admin or user of this world's tenancy",
+        )
+    return found
+
+
+def problem(error: DedicationError) -> ProblemException:
+    status = 403 if error.kind == PERMISSION_DENIED else 409
+    return ProblemException(status, error.kind, error.message)
+
+
+class Refusal(Exception):
+    """A migration or maintenance the rules refused: recorded, then answered as a 409."""
+
+    def __init__(
+        self,
+        error: DedicationError,
+        subject: str,
+        target: str | None,
+        workload: str | None,
+        details: dict[str, Any],
+        account: str | None = None,
+    ) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.subject = subject
+        self.target = target
+        self.workload = workload
+        self.details = details
+        self.account = account
+
+
+def record(engine: Engine, refusal: Refusal, actor: Actor) -> ProblemException:
+    """Write the refusal's event (it changes no row of the world, so the revision stays)
+    and return the problem to answer."""
+    with writing(engine) as session:
+        events.append(
+            session,
+            MIGRATION_REFUSED_EVENT,
+            refusal.subject,
+            actor_accessor=actor.accessor,
+            actor_role=actor.role,
+            target=refusal.target,
+            workload=refusal.workload,
+            account=refusal.account,
+            request_id=actor.request_id,
+            details={
+                **refusal.details,
+                "error": refusal.error.kind,
+                "why": refusal.error.message,
+            },
+        )
+    return problem(refusal.error)
+
+
+def dedication_events(found: Sequence[Event]) -> list[Extra]:
+    """The rules' dedication events (an absorbed dedication's release included) as the
+    events the commit writes."""
+    extra = []
+    for event in found:
+        kind = _EVENT_KINDS.get(event.kind)
+        if kind is None:
+            continue
+        details = dict(event.details)
+        extra.append(
+            Extra(
+                kind,
+                event.subject,
+                target=event.subject,
+                domain=details.get("domain"),
+                account=details.get("account"),
+                details=details,
+            )
+        )
+    return extra
+
+
+def dedication_entries(cloud: Cloud, snapshot: Snapshot) -> list[dict[str, Any]]:
+    """The cloud's dedications as the spec (and the rows) write them, outermost first as
+    the rows are read: applied in that order, none absorbs another. Implicit dedications
+    are a plan's, not the admin's, and are not rows here."""
+    entries = []
+    for dedication in cloud.rules.items.values():
+        if dedication.owner.implicit:
+            continue
+        entry: dict[str, Any] = {"resource": dedication.resource, "domain": dedication.owner.domain}
+        if dedication.owner.account:
+            entry["account"] = dedication.owner.account
+        entries.append(entry)
+    entries.sort(key=lambda entry: snapshot.depth(entry["resource"]))
+    return entries

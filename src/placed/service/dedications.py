@@ -1,0 +1,367 @@
+"""/v1/dedications, /v1/offerings and /v1/settings: CloudStack's dedicated resources
+(dedicateZone/Pod/Cluster/Host, their release, an owner changed in one step, and
+listDedicated*), the service offerings, and implicit.dedication.enable.
+
+Every write asks the dedication rules (`engine.cloud.Cloud` on the world read) as the
+caller's principal, then plans the world they leave, so the placements a dedication
+affects are judged again in the same transaction, with one event per dedication made,
+changed or released.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from sqlalchemy import Engine
+from starlette.concurrency import run_in_threadpool
+
+from placed.engine.cloud import Cloud
+from placed.model.dedications import INVALID_PARAMETER, Dedication, DedicationError, Offering
+from placed.model.tenancy import Principal
+from placed.service import cloudstack, context, placing, problems
+from placed.service.auth import (
+    DOMAIN_ADMIN,
+    EVERY_ROLE,
+    ROOT_ADMIN,
+    USER,
+    Caller,
+    allow,
+)
+from placed.service.targets import MoveView
+from placed.store import offerings, world
+from placed.store.claims import Actor, Extra
+from placed.store.database import reading
+from placed.store.world import Snapshot
+
+router = APIRouter(prefix="/v1")
+
+Name = Annotated[str, Field(min_length=1, max_length=255)]
+
+# The settings PUT /v1/settings/{key} changes, and what each is.
+SETTINGS = {
+    "implicit_dedication": "CloudStack's implicit.dedication.enable: a dedicated request "
+    "that finds no dedicated host takes an empty, undedicated one for its account."
+}
+
+
+class NewDedication(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    resource: Name = Field(description="A zone, pod, cluster, host or storage pool.")
+    domain: Name
+    account: Name | None = Field(None, description="An account of that very domain.")
+
+
+class Owner(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    domain: Name
+    account: Name | None = Field(None, description="An account of that very domain.")
+
+
+class DedicationView(BaseModel):
+    resource: str
+    kind: str = Field(description="zone, pod, cluster, host or pool (from the inventory)")
+    domain: str
+    account: str | None = Field(description="null: the whole domain (and its subdomains)")
+    implicit: bool
+
+
+class DedicationChange(BaseModel):
+    dedication: DedicationView = Field(description="As it is now (released: as it was).")
+    was: DedicationView | None = Field(None, description="An update: the owner before.")
+    absorbed: list[DedicationView] = Field(
+        default_factory=list,
+        description="Dedications below it to the same owner, released as CloudStack "
+        "releases them when a wider dedication replaces them.",
+    )
+    revision: int
+    changes: list[MoveView] = Field(description="Units placed or moved by the change.")
+
+
+class DedicationList(BaseModel):
+    items: list[DedicationView]
+
+
+class OfferingView(BaseModel):
+    name: str
+    cpu: float
+    memory: float
+    disk: float
+    dedicated: bool = Field(description="Its VMs ask for dedicated resources.")
+    implicit: str = Field(description="strict or preferred (may fall back to shared hosts)")
+
+
+class OfferingList(BaseModel):
+    items: list[OfferingView]
+
+
+class SettingValue(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    value: StrictBool
+
+
+class SettingChange(BaseModel):
+    key: str
+    value: bool
+    changed: bool = Field(description="false: it had that value already.")
+    revision: int
+    changes: list[MoveView] = Field(description="Units the new setting placed or moved.")
+
+
+Act = Callable[[Cloud, Principal], Dedication]
+
+
+def change(engine: Engine, principal: str, actor: Actor, act: Act) -> dict[str, Any]:
+    """Apply one dedication operation through the rules and plan the world it leaves."""
+
+    def prepare(snapshot: Snapshot) -> placing.Prepared:
+        cloud = cloudstack.cloud_of(snapshot)
+        who = cloudstack.principal_of(cloud, principal)
+        seen = len(cloud.events)
+        try:
+            found = act(cloud, who)
+        except DedicationError as error:
+            raise cloudstack.problem(error) from None
+        new_events = cloud.events[seen:]
+        after = copy.deepcopy(snapshot)
+        after.dedications = cloudstack.dedication_entries(cloud, snapshot)
+        prepared = placing.plan(snapshot, after)
+        prepared.extra.extend(cloudstack.dedication_events(new_events))
+        was = next((e.details.get("was") for e in new_events if "was" in e.details), None)
+        prepared.data.update(
+            dedication=found.to_dict(),
+            was=was,
+            absorbed=[
+                dict(e.details)
+                for e in new_events
+                if e.kind == "dedication-released" and e.subject != found.resource
+            ],
+        )
+        return prepared
+
+    committed = placing.transact(engine, prepare, actor)
+    return {
+        **committed.prepared.data,
+        "revision": committed.revision,
+        "changes": placing.moves_document(committed.prepared.moves),
+    }
+
+
+_WRITE_PROBLEMS = problems.responses(403, 409, 422)
+
+
+@router.post(
+    "/dedications",
+    summary="Dedicate a resource",
+    description="CloudStack's dedicateZone, dedicatePod, dedicateCluster and dedicateHost "
+    "(the kind is the resource's, from the inventory): root admins only (403 "
+    "permission-denied otherwise). Each refusal is a 409 problem of the rule's kind: "
+    "invalid-parameter, already-dedicated, ancestor-dedicated, descendant-conflict, "
+    "host-has-foreign-vms.",
+    status_code=201,
+    response_model=DedicationChange,
+    response_model_by_alias=True,
+    responses=_WRITE_PROBLEMS,
+)
+async def post_dedication(
+    request: Request, body: NewDedication, caller: Annotated[Caller, allow(ROOT_ADMIN)]
+) -> dict[str, Any]:
+    engine = context.store(request)
+
+    def act(cloud: Cloud, who: Principal) -> Dedication:
+        return cloud.dedicate(who, body.resource, body.domain, body.account)
+
+    return await run_in_threadpool(
+        change, engine, context.principal(caller), context.actor(request, caller), act
+    )
+
+
+@router.patch(
+    "/dedications/{resource:path}",
+    summary="Give a dedicated resource another owner",
+    description="In one step, under every check a new dedication passes (CloudStack only "
+    "has release and dedicate again). 409 not-dedicated when the resource has no "
+    "dedication of its own.",
+    response_model=DedicationChange,
+    response_model_by_alias=True,
+    responses=_WRITE_PROBLEMS,
+)
+async def patch_dedication(
+    request: Request,
+    resource: str,
+    body: Owner,
+    caller: Annotated[Caller, allow(ROOT_ADMIN)],
+) -> dict[str, Any]:
+    engine = context.store(request)
+
+    def act(cloud: Cloud, who: Principal) -> Dedication:
+        return cloud.update(who, resource, body.domain, body.account)
+
+    return await run_in_threadpool(
+        change, engine, context.principal(caller), context.actor(request, caller), act
+    )
+
+
+@router.delete(
+    "/dedications/{resource:path}",
+    summary="Release a dedication",
+    description="CloudStack's releaseDedicated*: VMs stay where they run, and dedications "
+    "below it stay. 409 not-dedicated when the resource has no dedication of its own.",
+    response_model=DedicationChange,
+    response_model_by_alias=True,
+    responses=problems.responses(403, 409),
+)
+async def delete_dedication(
+    request: Request, resource: str, caller: Annotated[Caller, allow(ROOT_ADMIN)]
+) -> dict[str, Any]:
+    engine = context.store(request)
+
+    def act(cloud: Cloud, who: Principal) -> Dedication:
+        return cloud.release(who, resource)
+
+    return await run_in_threadpool(
+        change, engine, context.principal(caller), context.actor(request, caller), act
+    )
+
+
+def listing(
+    engine: Engine, principal: str, kind: str | None, domain: str | None, account: str | None
+) -> dict[str, Any]:
+    with reading(engine) as session:
+        snapshot = world.read(session)
+    cloud = cloudstack.cloud_of(snapshot)
+    who = cloudstack.principal_of(cloud, principal)
+    try:
+        found = cloud.list_dedications(who, kind, domain, account)
+    except DedicationError as error:
+        if error.kind == INVALID_PARAMETER and error.parameter is not None:
+            # A filter, not a conflict: the query parameter at fault.
+            raise problems.ProblemException(
+                422,
+                error.kind,
+                error.message,
+                [{"parameter": f"query.{error.parameter}", "detail": error.message}],
+            ) from None
+        raise cloudstack.problem(error) from None
+    return {"items": [d.to_dict() for d in found]}
+
+
+@router.get(
+    "/dedications",
+    summary="List dedications",
+    description="CloudStack's listDedicatedZones/Pods/Clusters/Hosts: a root admin sees "
+    "every dedication, a domain admin those of its domain's chain and its domain's "
+    "accounts, a user those that apply to its account. An account is named inside its "
+    "domain: `account` needs `domain`, the account's own (else 422 invalid-parameter).",
+    response_model=DedicationList,
+    responses=problems.responses(403, 422),
+)
+async def list_dedications(
+    request: Request,
+    caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
+    kind: Annotated[
+        str | None, Query(max_length=32, description="zone, pod, cluster, host or pool")
+    ] = None,
+    domain: Annotated[str | None, Query(max_length=255)] = None,
+    account: Annotated[str | None, Query(max_length=255)] = None,
+) -> dict[str, Any]:
+    engine = context.store(request)
+    return await run_in_threadpool(
+        listing, engine, context.principal(caller), kind, domain, account
+    )
+
+
+@router.get(
+    "/offerings",
+    summary="List service offerings",
+    response_model=OfferingList,
+    responses=problems.responses(503),
+)
+async def list_offerings(
+    request: Request, caller: Annotated[Caller, allow(*EVERY_ROLE)]
+) -> dict[str, Any]:
+    engine = context.store(request)
+
+    def read() -> dict[str, Any]:
+        with reading(engine) as session:
+            return {"items": [offering_view(o) for o in offerings.listed(session)]}
+
+    return await run_in_threadpool(read)
+
+
+def offering_view(offering: Offering) -> dict[str, Any]:
+    return {
+        "name": offering.name,
+        "cpu": offering.cpu,
+        "memory": offering.memory,
+        "disk": offering.disk,
+        "dedicated": offering.dedicated,
+        "implicit": offering.implicit,
+    }
+
+
+def put_setting(
+    engine: Engine, key: str, value: bool, principal: str, actor: Actor
+) -> dict[str, Any]:
+    if key not in SETTINGS:
+        raise problems.ProblemException(
+            404, "not-found", f"no setting {key!r}; the settings are {', '.join(SETTINGS)}"
+        )
+
+    def prepare(snapshot: Snapshot) -> placing.Prepared:
+        cloud = cloudstack.cloud_of(snapshot)
+        who = cloudstack.principal_of(cloud, principal)
+        was = cloud.implicit_enabled
+        try:
+            cloud.set_implicit(who, value)
+        except DedicationError as error:
+            raise cloudstack.problem(error) from None
+        after = copy.deepcopy(snapshot)
+        if was != value:
+            after.settings[key] = value
+        prepared = placing.plan(snapshot, after)
+        if was != value:
+            prepared.extra.append(
+                Extra("setting.changed", key, details={"key": key, "value": value, "was": was})
+            )
+        prepared.data["changed"] = was != value
+        return prepared
+
+    committed = placing.transact(engine, prepare, actor)
+    return {
+        "key": key,
+        "value": value,
+        "changed": committed.prepared.data["changed"],
+        "revision": committed.revision,
+        "changes": placing.moves_document(committed.prepared.moves),
+    }
+
+
+@router.put(
+    "/settings/{key}",
+    summary="Change a setting",
+    description="Root admins only. `implicit_dedication` {value: true|false}: "
+    + SETTINGS["implicit_dedication"]
+    + " The world is planned again under the new value in the same transaction.",
+    response_model=SettingChange,
+    response_model_by_alias=True,
+    responses=problems.responses(403, 404, 409, 422),
+)
+async def put_setting_route(
+    request: Request,
+    key: str,
+    body: SettingValue,
+    caller: Annotated[Caller, allow(ROOT_ADMIN)],
+) -> dict[str, Any]:
+    engine = context.store(request)
+    return await run_in_threadpool(
+        put_setting,
+        engine,
+        key,
+        body.value,
+        context.principal(caller),
+        context.actor(request, caller),
+    )

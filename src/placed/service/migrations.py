@@ -1,0 +1,204 @@
+"""POST /v1/units/{unit}/migrate and POST /v1/targets/{name}/evacuate: CloudStack's
+migrateVirtualMachine and host maintenance, judged by the dedication rules
+(`Cloud.migrate`, `Cloud.evacuate`) on the world read, as `placed simulate --migrate` and
+`--maintenance` judge them on a spec.
+
+A migration onto a host the VM's account may not use is refused (the design: "migration
+of a VM to a resource not owned by the account must fail"), and a maintenance that cannot
+place every VM of the host again moves none; both answer 409 with the rule's kind and
+leave one `migration.refused` event, nothing else.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Request
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import Engine
+from starlette.concurrency import run_in_threadpool
+
+from placed.engine.planner import Planner
+from placed.engine.rebalance import simulate
+from placed.model.dedications import MIGRATION_REFUSED, PERMISSION_DENIED, DedicationError
+from placed.service import cloudstack, context, placing, problems
+from placed.service.auth import (
+    ROOT_ADMIN,
+    Caller,
+    allow,
+)
+from placed.service.targets import AdminChange, MoveView, Reason
+from placed.store.claims import MOVED, Actor, Extra, Move
+from placed.store.world import Snapshot
+
+router = APIRouter(prefix="/v1")
+
+MAINTENANCE = "maintenance"
+
+
+class MigrateTo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    target: str = Field(min_length=1, max_length=255, description="The host to move to.")
+
+
+class Migration(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    unit: str
+    from_: str | None = Field(alias="from")
+    to: str
+    revision: int
+    changes: list[MoveView] = Field(description="The move, and what the world's plan moved.")
+
+
+def migrate(engine: Engine, unit: str, target: str, principal: str, actor: Actor) -> dict[str, Any]:
+    def prepare(snapshot: Snapshot) -> placing.Prepared:
+        if unit not in snapshot.units:
+            raise problems.ProblemException(404, "not-found", f"no unit {unit!r}")
+        cloud = cloudstack.cloud_of(snapshot)
+        who = cloudstack.principal_of(cloud, principal)
+        source = snapshot.placements.get(unit)
+        workload = snapshot.units[unit][1]
+        try:
+            cloud.migrate(who, unit, target)
+        except DedicationError as error:
+            if error.kind == MIGRATION_REFUSED:
+                details = {"operation": "migrate", "from": source, "to": target}
+                owner = snapshot.workloads.get(workload)
+                account = owner.account if owner is not None else None
+                raise cloudstack.Refusal(error, unit, target, workload, details, account) from None
+            raise cloudstack.problem(error) from None
+        after = copy.deepcopy(snapshot)
+        after.placements[unit] = target
+        prepared = placing.plan(snapshot, after)
+        why = f"migrated from {source} to {target} as asked"
+        prepared.moves = [
+            dataclasses.replace(move, why=why) if move.unit == unit else move
+            for move in prepared.moves
+        ]
+        prepared.data.update({"unit": unit, "from": source, "to": target})
+        return prepared
+
+    try:
+        committed = placing.transact(engine, prepare, actor)
+    except cloudstack.Refusal as refusal:
+        raise cloudstack.record(engine, refusal, actor) from None
+    return {
+        **committed.prepared.data,
+        "revision": committed.revision,
+        "changes": placing.moves_document(committed.prepared.moves),
+    }
+
+
+@router.post(
+    "/units/{unit:path}/migrate",
+    summary="Migrate a VM",
+    description="CloudStack's migrateVirtualMachine, root admins only (403 "
+    "permission-denied). A host the VM's account may not use (dedicated to others, not "
+    "dedicated to a dedicated VM's domain chain, down, or without room) is a 409 "
+    "migration-refused and a `migration.refused` event; a unit that is no tenant's VM, or "
+    "a host that does not exist, a 409 invalid-parameter.",
+    response_model=Migration,
+    response_model_by_alias=True,
+    responses=problems.responses(403, 404, 409, 422),
+)
+async def post_migrate(
+    request: Request,
+    unit: str,
+    body: MigrateTo,
+    caller: Annotated[Caller, allow(ROOT_ADMIN)],
+) -> dict[str, Any]:
+    engine = context.store(request)
+    return await run_in_threadpool(
+        migrate,
+        engine,
+        unit,
+        body.target,
+        context.principal(caller),
+        context.actor(request, caller),
+    )
+
+
+def evacuate(
+    engine: Engine, name: str, reason: str, principal: str, actor: Actor
+) -> dict[str, Any]:
+    def prepare(snapshot: Snapshot) -> placing.Prepared:
+        row = snapshot.targets.get(name)
+        if row is None:
+            raise problems.ProblemException(404, "not-found", f"no target {name!r}")
+        cloud = cloudstack.cloud_of(snapshot)
+        who = cloudstack.principal_of(cloud, principal)
+        try:
+            moved = cloud.evacuate(who, name)
+        except DedicationError as error:
+            if error.kind == PERMISSION_DENIED:
+                raise cloudstack.problem(error) from None
+            failed = cloud.events[-1].details.get("vm") if cloud.events else None
+            details = {"operation": MAINTENANCE, "vm": failed or None}
+            raise cloudstack.Refusal(error, name, name, None, details) from None
+        # The VMs move as the rules placed them; whatever else ran there moves as a
+        # target going down moves it (`placed simulate --down`).
+        middle = copy.deepcopy(snapshot)
+        middle.placements.update(moved)
+        after = copy.deepcopy(middle)
+        after.targets[name] = dataclasses.replace(row, admin_state=MAINTENANCE)
+        planner = Planner(placing.world_spec(middle))
+        prepared = placing.simulated(snapshot, after, simulate(planner, [name], []), planner)
+        why = f"{name} went into maintenance: placed again under the same rules"
+        prepared.moves = [
+            Move(snapshot.units[vm][1], vm, name, host, why, MOVED) for vm, host in moved.items()
+        ] + prepared.moves
+        changed = row.admin_state != MAINTENANCE
+        if changed:
+            prepared.extra.append(
+                Extra(
+                    "target.maintenance",
+                    name,
+                    target=name,
+                    details={"reason": reason, "moves": len(prepared.moves)},
+                )
+            )
+        prepared.data["changed"] = changed
+        return prepared
+
+    try:
+        committed = placing.transact(engine, prepare, actor)
+    except cloudstack.Refusal as refusal:
+        raise cloudstack.record(engine, refusal, actor) from None
+    return {
+        "target": name,
+        "admin_state": MAINTENANCE,
+        "changed": committed.prepared.data["changed"],
+        "revision": committed.revision,
+        "moves": placing.moves_document(committed.prepared.moves),
+    }
+
+
+@router.post(
+    "/targets/{name:path}/evacuate",
+    summary="Put a host into maintenance",
+    description="Its VMs are placed again under the same rules as a deploy (CloudStack's "
+    "migrateAway), its other units move as POST .../down moves them, and it takes nothing "
+    "new until POST .../up. Root admins only. When a VM finds no place none moves: a 409 "
+    "of the rule's kind (no-capacity, zone-closed) and a `migration.refused` event.",
+    response_model=AdminChange,
+    response_model_by_alias=True,
+    responses=problems.responses(403, 404, 409, 422),
+)
+async def post_evacuate(
+    request: Request,
+    name: str,
+    caller: Annotated[Caller, allow(ROOT_ADMIN)],
+    body: Annotated[Reason | None, Body()] = None,
+) -> dict[str, Any]:
+    engine = context.store(request)
+    why = body.reason if body is not None else ""
+    return await run_in_threadpool(
+        evacuate,
+        engine,
+        name,
+        why,
+        context.principal(caller),
+        context.actor(request, caller),
+    )

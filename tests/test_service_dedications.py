@@ -1,0 +1,516 @@
+"""CloudStack dedication over the API (issue 16): dedicate, update, release and list
+through the dedication rules, VMs placed under them, migrations and maintenance judged by
+them, implicit dedication as a setting; each step an event in its transaction, each
+refusal a problem of the rule's kind that leaves the database as it was. SQLite and
+PostgreSQL."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from httpx import Response
+from sqlalchemy import Engine, select
+
+from placed.service.app import create_app
+from placed.service.auth import Caller
+from placed.service.context import principal
+from placed.store import schema, tokens
+from placed.store.database import make_engine, reading, writing
+from placed.store.tables import Base, DedicationRow, EventRow, Revision
+from tests.conftest import EXAMPLES
+
+SPEC = """
+name: cloud
+settings:
+  implicit_dedication: false
+tenancy:
+  domains:
+    D1:
+      accounts: [A1, A2]
+      children:
+        SD1: {accounts: [S1]}
+    D2: {accounts: [B1]}
+inventory:
+  - id: z1
+    kind: zone
+    children:
+      - id: p1
+        kind: pod
+        children:
+          - id: c1
+            kind: cluster
+            children:
+              - {id: h1, kind: host, capacity: {cpu: 2}}
+              - {id: h2, kind: host, capacity: {cpu: 2}}
+              - {id: h3, kind: host, capacity: {cpu: 2}}
+offerings:
+  - {name: dedicated, cpu: 1, dedicated: true}
+  - {name: shared, cpu: 1}
+"""
+
+PROBLEM = "application/problem+json"
+
+
+@dataclass
+class World:
+    client: TestClient
+    engine: Engine
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def as_(self, who: str) -> dict[str, str]:
+        """The headers of a real token of `who` (role:scope), made once."""
+        if who not in self.tokens:
+            role, _, scope = who.partition(":")
+            with writing(self.engine) as session:
+                _, self.tokens[who] = tokens.create(session, role, scope or None)
+        return {"Authorization": f"Bearer {self.tokens[who]}"}
+
+    def digest(self, without: frozenset[str] = frozenset()) -> str:
+        """Every row of every table (but `without`), in key order, as one hash."""
+        found = hashlib.sha256()
+        with reading(self.engine) as session:
+            for table in Base.metadata.sorted_tables:
+                if table.name in without:
+                    continue
+                order = list(table.primary_key.columns) or list(table.columns)
+                for row in session.execute(select(table).order_by(*order)):
+                    found.update(repr((table.name, tuple(row))).encode())
+        return found.hexdigest()
+
+    def revision(self) -> int:
+        with reading(self.engine) as session:
+            return int(session.scalar(select(Revision.value)) or 0)
+
+    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        query = "/v1/events?limit=1000" + (f"&kind={kind}" if kind else "")
+        answer = self.client.get(query)
+        assert answer.status_code == 200, answer.text
+        return list(answer.json()["items"])
+
+    def refused(
+        self, status: int, kind: str, method: str, path: str, **options: Any
+    ) -> dict[str, Any]:
+        """The request is refused as `kind` and changes nothing at all."""
+        before = self.digest()
+        answer = self.client.request(method, path, **options)
+        assert_problem(answer, status, kind)
+        assert self.digest() == before, f"{method} {path} changed the database"
+        return dict(answer.json())
+
+    def dedicate(self, resource: str, domain: str, account: str | None = None) -> Response:
+        body = {"resource": resource, "domain": domain}
+        if account is not None:
+            body["account"] = account
+        return self.client.post("/v1/dedications", json=body)
+
+    def vm(self, name: str, account: str, offering: str, units: int = 1) -> Response:
+        body = {"name": name, "account": account, "offering": offering, "units": units}
+        return self.client.post("/v1/workloads", json=body)
+
+
+def assert_problem(answer: Response, status: int, kind: str) -> None:
+    assert answer.status_code == status, answer.text
+    assert answer.headers["content-type"] == PROBLEM
+    assert answer.json()["type"] == f"urn:placed:problem:{kind}", answer.text
+
+
+def hosts_of(answer: Response) -> dict[str, str | None]:
+    """Each unit the answer placed or moved, and where to."""
+    return {change["unit"]: change["to"] for change in answer.json()["changes"]}
+
+
+@pytest.fixture
+def world(database: str) -> Iterator[World]:
+    root = schema.upgrade(database).root_token
+    engine = make_engine(database)
+    app = create_app(database=engine)
+    try:
+        with TestClient(app) as client:
+            client.headers["authorization"] = f"Bearer {root}"
+            applied = client.post(
+                "/v1/apply", content=SPEC, headers={"content-type": "application/yaml"}
+            )
+            assert applied.status_code == 200, applied.text
+            yield World(client, engine)
+    finally:
+        engine.dispose()
+
+
+def test_a_host_dedicated_to_an_account_takes_only_that_accounts_vms(world: World) -> None:
+    made = world.dedicate("h1", "D1", "A1")
+    assert made.status_code == 201, made.text
+    assert made.json()["dedication"] == {
+        "resource": "h1",
+        "kind": "host",
+        "domain": "D1",
+        "account": "A1",
+        "implicit": False,
+    }
+    [event] = world.events("dedication.created")
+    assert (event["subject"], event["domain"], event["account"]) == ("h1", "D1", "A1")
+    # Another account's dedicated VM: nothing is dedicated to A2 and implicit dedication
+    # is off, so it has nowhere to go (the design: the deploy fails).
+    refusal = world.refused(
+        409,
+        "unplaceable",
+        "POST",
+        "/v1/workloads",
+        json={"name": "a2-dedicated", "account": "A2", "offering": "dedicated"},
+    )
+    assert "a2-dedicated" not in str(world.client.get("/v1/workloads").json())
+    assert refusal["detail"]
+    # Its shared VMs go to shared hosts only: h2 and h3, never h1.
+    shared = world.vm("a2-shared", "A2", "shared", units=4)
+    assert shared.status_code == 201, shared.text
+    assert sorted(hosts_of(shared).values()) == ["h2", "h2", "h3", "h3"]
+    # The owning account's dedicated VM lands on its host.
+    own = world.vm("a1-dedicated", "A1", "dedicated")
+    assert own.status_code == 201, own.text
+    assert hosts_of(own) == {"a1-dedicated/0": "h1"}
+    placed = [e["subject"] for e in world.events("unit.placed")]
+    assert placed.count("a1-dedicated/0") == 1
+
+
+@pytest.mark.parametrize("who", ["user:A1", "domain-admin:D1", "agent:h1", "user:nobody"])
+def test_only_a_root_admin_dedicates_releases_updates_and_migrates(world: World, who: str) -> None:
+    assert world.dedicate("h2", "D1").status_code == 201
+    assert world.vm("a1-vm", "A1", "shared").status_code == 201
+    headers = world.as_(who)
+    body = {"resource": "h1", "domain": "D1", "account": "A1"}
+    refusal = world.refused(403, "forbidden", "POST", "/v1/dedications", json=body, headers=headers)
+    assert "is for root-admin" in refusal["detail"]
+    world.refused(
+        403,
+        "forbidden",
+        "PATCH",
+        "/v1/dedications/h2",
+        json={"domain": "D1", "account": "A1"},
+        headers=headers,
+    )
+    world.refused(403, "forbidden", "DELETE", "/v1/dedications/h2", headers=headers)
+    world.refused(
+        403,
+        "forbidden",
+        "PUT",
+        "/v1/settings/implicit_dedication",
+        json={"value": True},
+        headers=headers,
+    )
+    world.refused(
+        403,
+        "forbidden",
+        "POST",
+        "/v1/units/a1-vm/0/migrate",
+        json={"target": "h3"},
+        headers=headers,
+    )
+    world.refused(403, "forbidden", "POST", "/v1/targets/h3/evacuate", headers=headers)
+
+
+def test_the_principal_of_a_caller() -> None:
+    assert principal(Caller(None, "root-admin", None)) == "root-admin"
+    assert principal(Caller("a", "domain-admin", "D1")) == "domain-admin:D1"
+    assert principal(Caller("a", "user", "A7")) == "user:A7"
+    # An agent is no tenant: the tenancy knows no such principal.
+    assert principal(Caller("a", "agent", "h1")) == "agent:h1"
+
+
+def test_listing_filters_as_listdedicated_and_shows_each_principal_its_own(
+    world: World,
+) -> None:
+    for resource, domain, account in (("h1", "D1", "A1"), ("h2", "D1", None), ("h3", "D2", "B1")):
+        assert world.dedicate(resource, domain, account).status_code == 201
+
+    def listed(query: str = "", who: str | None = None) -> list[str]:
+        headers = world.as_(who) if who else None
+        answer = world.client.get(f"/v1/dedications{query}", headers=headers)
+        assert answer.status_code == 200, answer.text
+        return [item["resource"] for item in answer.json()["items"]]
+
+    assert listed() == ["h1", "h2", "h3"]
+    assert listed("?kind=host") == ["h1", "h2", "h3"]
+    assert listed("?kind=cluster") == []
+    assert listed("?domain=D1") == ["h1", "h2"]
+    assert listed("?domain=D1&account=A1") == ["h1"]
+    assert listed("?domain=D2&account=B1") == ["h3"]
+    # A user sees what applies to its account and its domain's chain; a subdomain's user
+    # its parent's domain dedication; a domain admin its domain's.
+    assert listed(who="user:A1") == ["h1", "h2"]
+    assert listed(who="user:A2") == ["h2"]
+    assert listed(who="user:S1") == ["h2"]
+    assert listed(who="user:B1") == ["h3"]
+    assert listed(who="domain-admin:D2") == ["h3"]
+    # An account is named inside its own domain, as CloudStack asks.
+    for query, parameter in (
+        ("?account=A1", "query.account"),
+        ("?domain=D2&account=A1", "query.account"),
+        ("?kind=rack", "query.kind"),
+        ("?domain=D9", "query.domain"),
+    ):
+        answer = world.client.get(f"/v1/dedications{query}")
+        assert_problem(answer, 422, "invalid-parameter")
+        assert answer.json()["errors"][0]["parameter"] == parameter
+    assert_problem(
+        world.client.get("/v1/dedications", headers=world.as_("agent:h1")),
+        403,
+        "forbidden",
+    )
+
+
+def test_update_and_release_go_through_the_rules(world: World) -> None:
+    assert world.dedicate("h1", "D1", "A1").status_code == 201
+    assert hosts_of(world.vm("a1-vm", "A1", "dedicated")) == {"a1-vm/0": "h1"}
+    # Each refusal has the rule's kind and changes nothing.
+    world.refused(
+        409, "already-dedicated", "POST", "/v1/dedications", json={"resource": "h1", "domain": "D1"}
+    )
+    world.refused(
+        409,
+        "descendant-conflict",
+        "POST",
+        "/v1/dedications",
+        json={"resource": "c1", "domain": "D2"},
+    )
+    world.refused(
+        409, "invalid-parameter", "POST", "/v1/dedications", json={"resource": "h9", "domain": "D1"}
+    )
+    world.refused(
+        409,
+        "invalid-parameter",
+        "POST",
+        "/v1/dedications",
+        json={"resource": "h2", "domain": "D2", "account": "A1"},
+    )
+    world.refused(
+        409,
+        "host-has-foreign-vms",
+        "PATCH",
+        "/v1/dedications/h1",
+        json={"domain": "D1", "account": "A2"},
+    )
+    world.refused(409, "not-dedicated", "PATCH", "/v1/dedications/h2", json={"domain": "D1"})
+    world.refused(409, "not-dedicated", "DELETE", "/v1/dedications/h2")
+    world.refused(422, "invalid-request", "POST", "/v1/dedications", json={"resource": "h2"})
+
+    updated = world.client.patch("/v1/dedications/h1", json={"domain": "D1"})
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["dedication"]["account"] is None
+    assert updated.json()["was"]["account"] == "A1"
+    [event] = world.events("dedication.updated")
+    assert event["subject"] == "h1" and event["details"]["was"]["account"] == "A1"
+
+    # A wider dedication to the same owner absorbs the one below, as CloudStack does.
+    wider = world.dedicate("c1", "D1")
+    assert wider.status_code == 201, wider.text
+    assert [d["resource"] for d in wider.json()["absorbed"]] == ["h1"]
+    kinds = [(e["kind"], e["subject"]) for e in world.events("dedication.")]
+    assert kinds[-2:] == [("dedication.released", "h1"), ("dedication.created", "c1")]
+    with reading(world.engine) as session:
+        rows = session.execute(select(DedicationRow.resource, DedicationRow.kind)).all()
+    assert [tuple(row) for row in rows] == [("c1", "cluster")]
+
+    released = world.client.delete("/v1/dedications/c1")
+    assert released.status_code == 200, released.text
+    assert released.json()["dedication"]["resource"] == "c1"
+    assert world.events("dedication.released")[-1]["subject"] == "c1"
+    assert world.client.get("/v1/dedications").json()["items"] == []
+    # Release evicts nothing: the VM stays where it runs.
+    placements = world.client.get("/v1/placements").json()["items"]
+    assert {(p["unit"], p["target"]) for p in placements} >= {("a1-vm/0", "h1")}
+
+
+def test_a_migration_across_a_dedication_is_refused_with_its_kind(world: World) -> None:
+    assert world.dedicate("h1", "D1", "A1").status_code == 201
+    assert hosts_of(world.vm("a1-vm", "A1", "dedicated")) == {"a1-vm/0": "h1"}
+    shared = hosts_of(world.vm("b1-vm", "B1", "shared"))["b1-vm/0"]
+    assert shared in ("h2", "h3")
+    free = "h3" if shared == "h2" else "h2"
+    for unit, target in (("a1-vm/0", shared), ("b1-vm/0", "h1")):
+        rows, events = world.digest(frozenset({"events", "revision"})), len(world.events())
+        revision = world.revision()
+        answer = world.client.post(f"/v1/units/{unit}/migrate", json={"target": target})
+        assert_problem(answer, 409, "migration-refused")
+        # Nothing moved, the world's revision stays; only the refusal is recorded.
+        assert world.digest(frozenset({"events", "revision"})) == rows
+        assert world.revision() == revision
+        after = world.events()
+        assert len(after) == events + 1
+        refused = after[-1]
+        assert (refused["kind"], refused["subject"], refused["target"]) == (
+            "migration.refused",
+            unit,
+            target,
+        )
+        assert refused["details"]["error"] == "migration-refused"
+    with reading(world.engine) as session:
+        assert session.scalar(select(EventRow.kind).order_by(EventRow.id.desc())) == (
+            "migration.refused"
+        )
+    world.refused(404, "not-found", "POST", "/v1/units/nothing/0/migrate", json={"target": "h2"})
+    world.refused(
+        409, "invalid-parameter", "POST", "/v1/units/a1-vm/0/migrate", json={"target": "h9"}
+    )
+
+    # Onto another host of its own account, it moves, with its usage.
+    assert world.dedicate(free, "D1", "A1").status_code == 201
+    moved = world.client.post("/v1/units/a1-vm/0/migrate", json={"target": free})
+    assert moved.status_code == 200, moved.text
+    assert (moved.json()["from"], moved.json()["to"]) == ("h1", free)
+    assert hosts_of(moved) == {"a1-vm/0": free}
+    event = world.events("unit.moved")[-1]
+    assert (event["subject"], event["details"]["from"], event["details"]["to"]) == (
+        "a1-vm/0",
+        "h1",
+        free,
+    )
+    assert world.client.get(f"/v1/targets/{free}").json()["used"] == {"cpu": 1.0}
+    assert world.client.get("/v1/targets/h1").json()["used"] == {"cpu": 0.0}
+
+
+def test_maintenance_places_each_vm_again_or_moves_none(world: World) -> None:
+    for host in ("h1", "h2"):
+        assert world.dedicate(host, "D1", "A1").status_code == 201
+    [(unit, first)] = hosts_of(world.vm("a1-vm", "A1", "dedicated")).items()
+    second = "h2" if first == "h1" else "h1"
+    evacuated = world.client.post(f"/v1/targets/{first}/evacuate", json={"reason": "patching"})
+    assert evacuated.status_code == 200, evacuated.text
+    assert evacuated.json()["admin_state"] == "maintenance"
+    assert [(m["unit"], m["from"], m["to"]) for m in evacuated.json()["moves"]] == [
+        (unit, first, second)
+    ]
+    assert world.events("target.maintenance")[-1]["details"]["reason"] == "patching"
+    assert world.events("unit.moved")[-1]["subject"] == unit
+    assert world.client.get(f"/v1/targets/{first}").json()["admin_state"] == "maintenance"
+    # Its account's other host is in maintenance now: the VM has nowhere to go, so
+    # nothing moves, and the refusal is an event.
+    rows, events = world.digest(frozenset({"events", "revision"})), len(world.events())
+    revision = world.revision()
+    answer = world.client.post(f"/v1/targets/{second}/evacuate")
+    assert_problem(answer, 409, "no-capacity")
+    assert world.digest(frozenset({"events", "revision"})) == rows
+    assert world.revision() == revision
+    after = world.events()
+    assert len(after) == events + 1
+    assert (after[-1]["kind"], after[-1]["subject"]) == ("migration.refused", second)
+    assert after[-1]["details"]["vm"] == unit
+    world.refused(404, "not-found", "POST", "/v1/targets/h9/evacuate")
+    assert world.client.post(f"/v1/targets/{first}/up").status_code == 200
+    again = world.client.post(f"/v1/targets/{second}/evacuate")
+    assert again.status_code == 200, again.text
+    assert [(m["unit"], m["to"]) for m in again.json()["moves"]] == [(unit, first)]
+
+
+def test_implicit_dedication_is_a_setting_plans_obey(world: World) -> None:
+    assert world.dedicate("h1", "D1", "A1").status_code == 201
+    body = {"name": "a2-dedicated", "account": "A2", "offering": "dedicated"}
+    world.refused(409, "unplaceable", "POST", "/v1/workloads", json=body)
+    turned = world.client.put("/v1/settings/implicit_dedication", json={"value": True})
+    assert turned.status_code == 200, turned.text
+    assert turned.json()["changed"] is True
+    event = world.events("setting.changed")[-1]
+    assert (event["subject"], event["details"]["value"]) == ("implicit_dedication", True)
+    # Now the request takes an empty undedicated host for its account.
+    placed = world.client.post("/v1/workloads", json=body)
+    assert placed.status_code == 201, placed.text
+    assert hosts_of(placed)["a2-dedicated/0"] in ("h2", "h3")
+    same = world.client.put("/v1/settings/implicit_dedication", json={"value": True})
+    assert same.json()["changed"] is False
+    world.refused(404, "not-found", "PUT", "/v1/settings/nothing", json={"value": True})
+    world.refused(
+        422, "invalid-request", "PUT", "/v1/settings/implicit_dedication", json={"value": "on"}
+    )
+
+
+def test_offerings_are_listed(world: World) -> None:
+    answer = world.client.get("/v1/offerings")
+    assert answer.status_code == 200, answer.text
+    assert [(o["name"], o["cpu"], o["dedicated"]) for o in answer.json()["items"]] == [
+        ("dedicated", 1.0, True),
+        ("shared", 1.0, False),
+    ]
+
+
+def test_every_new_operation_declares_its_problems() -> None:
+    paths = TestClient(create_app()).get("/openapi.json").json()["paths"]
+    expected = {
+        ("/v1/dedications", "post"): {"403", "409", "422"},
+        ("/v1/dedications/{resource}", "patch"): {"403", "409", "422"},
+        ("/v1/dedications/{resource}", "delete"): {"403", "409"},
+        ("/v1/dedications", "get"): {"403", "422"},
+        ("/v1/offerings", "get"): {"503"},
+        ("/v1/settings/{key}", "put"): {"403", "404", "409", "422"},
+        ("/v1/units/{unit}/migrate", "post"): {"403", "404", "409", "422"},
+        ("/v1/targets/{name}/evacuate", "post"): {"403", "404", "409", "422"},
+    }
+    for (path, method), statuses in expected.items():
+        responses = paths[path][method]["responses"]
+        for status in statuses:
+            content = responses[status]["content"]
+            assert content == {PROBLEM: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+
+
+def test_a_dedication_below_one_of_the_same_owner_outlives_a_reread(world: World) -> None:
+    # h1's row comes first; once it has c1's owner, reading the rows in that order would
+    # let c1 absorb it. They are read outermost first, so both stay.
+    assert world.dedicate("h1", "SD1").status_code == 201
+    assert world.dedicate("c1", "D1").json()["absorbed"] == []
+    assert world.client.patch("/v1/dedications/h1", json={"domain": "D1"}).status_code == 200
+    listed = world.client.get("/v1/dedications").json()["items"]
+    assert [(d["resource"], d["domain"]) for d in listed] == [("c1", "D1"), ("h1", "D1")]
+    assert world.client.delete("/v1/dedications/h1").status_code == 200
+    assert [d["resource"] for d in world.client.get("/v1/dedications").json()["items"]] == ["c1"]
+
+
+def test_the_cloudstack_example_over_the_api(database: str) -> None:
+    root = schema.upgrade(database).root_token
+    engine = make_engine(database)
+    try:
+        client = TestClient(create_app(database=engine))
+        client.headers["authorization"] = f"Bearer {root}"
+        applied = client.post(
+            "/v1/apply",
+            content=(EXAMPLES / "cloudstack-dedication.yaml").read_text(),
+            headers={"content-type": "application/yaml"},
+        )
+        assert applied.status_code == 200, applied.text
+        listed = client.get("/v1/dedications").json()["items"]
+        assert {(d["resource"], d["kind"], d["domain"], d["account"]) for d in listed} == {
+            ("p1", "pod", "D1", None),
+            ("c11", "cluster", "SD3", None),
+            ("p2", "pod", "SD1", None),
+            ("c3", "cluster", "SD2", None),
+            ("z2", "zone", "D2", "A13"),
+            ("ps-c1", "pool", "D1", None),
+        }
+        # As `placed simulate --migrate dedicated-a1/0=H2a` says: SD1's pod is not A1's.
+        answer = client.post("/v1/units/dedicated-a1/0/migrate", json={"target": "H2a"})
+        assert_problem(answer, 409, "migration-refused")
+        assert "dedicated to domain SD1" in answer.json()["detail"]
+        evacuated = client.post("/v1/targets/H1a/evacuate")
+        assert evacuated.status_code == 200, evacuated.text
+        moves = {m["unit"]: m["to"] for m in evacuated.json()["moves"]}
+        # D1's hosts but c11's, which SD3 carved out.
+        assert moves["dedicated-a1/0"] in ("H1b", "H111a")
+    finally:
+        engine.dispose()
+
+
+def test_an_update_absorbs_what_a_dedication_would(world: World) -> None:
+    # An account's dedication never sits above another of its own: giving p1 to A1
+    # releases c1's dedication to A1, as dedicating p1 to A1 would.
+    assert world.dedicate("c1", "D1", "A1").status_code == 201
+    assert world.dedicate("p1", "D1").status_code == 201
+    updated = world.client.patch("/v1/dedications/p1", json={"domain": "D1", "account": "A1"})
+    assert updated.status_code == 200, updated.text
+    assert [d["resource"] for d in updated.json()["absorbed"]] == ["c1"]
+    listed = world.client.get("/v1/dedications")
+    assert listed.status_code == 200, listed.text
+    assert [(d["resource"], d["account"]) for d in listed.json()["items"]] == [("p1", "A1")]
+    kinds = [(e["kind"], e["subject"]) for e in world.events("dedication.")]
+    assert kinds[-2:] == [("dedication.released", "c1"), ("dedication.updated", "p1")]
+    assert hosts_of(world.vm("a1-vm", "A1", "dedicated"))["a1-vm/0"] in ("h1", "h2", "h3")

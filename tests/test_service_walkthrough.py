@@ -1,0 +1,63 @@
+"""The README's first session with placed serve, run as written: `placed db upgrade`,
+`placed serve`, `placed apply` of the Ironic example, `placed get placements`, conductor1
+down and up, `placed get events`, `placed describe unit`. Each command's output holds
+the lines the README shows (but times, which differ each run)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.running_servers import serving
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|token\.created")
+
+
+def session() -> list[tuple[str, list[str]]]:
+    """(command, the output lines the README shows) of the walkthrough block."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split("<!-- walkthrough -->\n```text\n", 1)[1].split("```", 1)[0]
+    steps: list[tuple[str, list[str]]] = []
+    for line in block.splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:].split("#", 1)[0].strip(), []))
+        elif steps and line != "..." and not TIME.search(line):
+            steps[-1][1].append(line)
+    return steps
+
+
+def test_the_readme_session_runs_as_written(tmp_path: Path) -> None:
+    steps = session()
+    assert [command.split()[1] for command, _ in steps[:3]] == [
+        "db",
+        "serve",
+        "PLACED_TOKEN=plc_...",
+    ]
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("PLACED_DATABASE_URL", None)
+    upgraded = subprocess.run(
+        ["placed", "db", "upgrade"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert upgraded.returncode == 0, upgraded.stderr
+    token = re.search(r"plc_\S+", upgraded.stdout)
+    assert token is not None, upgraded.stdout
+    # `placed serve &`: the server of the session, on a free port (PLACED_URL names it).
+    database = f"sqlite:///{tmp_path / 'placed.db'}"
+    with serving(database) as (base,):
+        env.update(PLACED_URL=base, PLACED_TOKEN=token.group(0))
+        for command, shown in steps[3:]:
+            assert command.startswith("placed "), command
+            done = subprocess.run(
+                command.split(), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+            )
+            assert done.returncode == 0, (command, done.stderr)
+            printed = done.stdout.splitlines()
+            for line in shown:
+                assert line in printed, (command, line, done.stdout)
