@@ -514,3 +514,53 @@ def test_an_update_absorbs_what_a_dedication_would(world: World) -> None:
     kinds = [(e["kind"], e["subject"]) for e in world.events("dedication.")]
     assert kinds[-2:] == [("dedication.released", "c1"), ("dedication.updated", "p1")]
     assert hosts_of(world.vm("a1-vm", "A1", "dedicated"))["a1-vm/0"] in ("h1", "h2", "h3")
+
+
+def test_the_admin_dedicates_and_users_of_other_accounts_are_kept_off(world: World) -> None:
+    """The issue's scenario, each caller with a token of its own: the root-admin
+    dedicates a host to an account; a user of another account deploys and is kept off
+    it; that user trying to dedicate is a 403; each step is an event."""
+    made = world.dedicate("h1", "D1", "A1")
+    assert made.status_code == 201, made.text
+    other = world.as_("user:A2")
+    # The user's VM needs a dedicated host and none is A2's: refused, nothing stored.
+    refused = world.refused(
+        409,
+        "unplaceable",
+        "POST",
+        "/v1/workloads",
+        json={"name": "a2-vm", "offering": "dedicated"},
+        headers=other,
+    )
+    assert refused["detail"].startswith("1 of the units cannot be placed: 0/3 targets")
+    # A shared VM of that user: placed, never on A1's host; its account is the user's.
+    shared = world.client.post(
+        "/v1/workloads", json={"name": "a2-web", "offering": "shared"}, headers=other
+    )
+    assert shared.status_code == 201, shared.text
+    assert set(hosts_of(shared).values()) <= {"h2", "h3"}
+    mine = world.client.get("/v1/workloads", headers=other).json()["items"]
+    assert [(w["name"], w["account"]) for w in mine] == [("a2-web", "A2")]
+    # A user of A1 deploys on its account's host.
+    own = world.client.post(
+        "/v1/workloads",
+        json={"name": "a1-vm", "offering": "dedicated"},
+        headers=world.as_("user:A1"),
+    )
+    assert own.status_code == 201, own.text
+    assert hosts_of(own) == {"a1-vm/0": "h1"}
+    world.refused(
+        403,
+        "forbidden",
+        "POST",
+        "/v1/dedications",
+        json={"resource": "h2", "domain": "D1", "account": "A2"},
+        headers=other,
+    )
+    kinds = [(e["kind"], e["subject"], e["actor"]["role"]) for e in world.events()]
+    assert ("dedication.created", "h1", "root-admin") in kinds
+    assert ("unit.placed", "a2-web/0", "user") in kinds
+    assert ("unit.placed", "a1-vm/0", "user") in kinds
+    # A user sees its own account's events only.
+    seen = world.client.get("/v1/events", headers=other).json()["items"]
+    assert {e["account"] for e in seen} == {"A2"}
