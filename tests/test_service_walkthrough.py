@@ -5,6 +5,7 @@ the lines the README shows (but times, which differ each run)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -12,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.running_servers import serving
+from tests.running_servers import serving, upgrade
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -61,3 +62,28 @@ def test_the_readme_session_runs_as_written(tmp_path: Path) -> None:
             printed = done.stdout.splitlines()
             for line in shown:
                 assert line in printed, (command, line, done.stdout)
+
+
+def test_open_horizon_files_apply_as_placed_plan_reads_them(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'placed.db'}"
+    token = upgrade(url)
+    env = {**os.environ, "PLACED_TOKEN": token}
+    planned = subprocess.run(
+        ["placed", "plan", str(ROOT / "examples" / "openhorizon"), "-o", "json"],
+        env={**env, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+    )
+    expected = {p["unit"]: p["target"] for p in json.loads(planned.stdout)["placements"]}
+    assert expected
+    with serving(url) as (base,):
+        done = subprocess.run(
+            [str(BIN / "placed"), "apply", str(ROOT / "examples" / "openhorizon"), "-o", "json"],
+            env={**env, "PLACED_URL": base},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        answer = json.loads(done.stdout)
+        assert {p["unit"]: p["target"] for p in answer["placements"]} == expected

@@ -15,9 +15,20 @@ from typing import Annotated, Any
 import typer
 
 from placed.cli.grid import Cell, Grid, show
-from placed.cli.output import Format, dump, error_format, fail_option, guarded, out, write
+from placed.cli.output import (
+    Format,
+    dump,
+    error_format,
+    fail_option,
+    fail_spec,
+    guarded,
+    out,
+    write,
+)
 from placed.cli.render import explain_table, plan_table
 from placed.cli.token import ServerOption, TokenOption, connected
+from placed.spec import SpecError
+from placed.spec.hzn import convert_openhorizon, dump_native, looks_like_openhorizon
 
 MOST = 10_000  # items a get lists at most (the server pages; this bounds the client)
 
@@ -105,7 +116,8 @@ def apply(
         list[Path],
         typer.Argument(
             help="Spec files (native, or a Juju bundle or deployer file), applied in order, "
-            "each in one transaction.",
+            "each in one transaction; or Open Horizon's files (or their directory), read "
+            "together as placed plan reads them and applied as one.",
             metavar="FILE...",
             show_default=False,
         ),
@@ -138,11 +150,21 @@ def apply(
     Examples:
       # exit code 2: it needs a running placed serve; nothing listens on port 9
       placed apply examples/ironic-service.yaml --server http://127.0.0.1:9
+      # exit code 2: nothing listens on port 9
+      placed apply examples/openhorizon --dry-run --server http://127.0.0.1:9
       # exit code 2: no such file
       placed apply no-such-file.yaml
     """
     fmt = _begin(format_choice)
     texts = []
+    if looks_like_openhorizon(files):
+        # Open Horizon's files are read together (policies, services, nodes), here as
+        # placed plan reads them, and applied as the native spec they make.
+        try:
+            texts.append((files[0], dump_native(convert_openhorizon(files))))
+        except SpecError as error:
+            fail_spec(error)
+        files = []
     for path in files:
         try:
             texts.append((path, path.read_text(encoding="utf-8")))
