@@ -564,3 +564,8 @@ def test_the_admin_dedicates_and_users_of_other_accounts_are_kept_off(world: Wor
     # A user sees its own account's events only.
     seen = world.client.get("/v1/events", headers=other).json()["items"]
     assert {e["account"] for e in seen} == {"A2"}
+
+
+def test_a_path_naming_no_resource_is_a_404(world: World) -> None:
+    world.refused(404, "not-found", "DELETE", "/v1/dedications/nowhere")
+    world.refused(404, "not-found", "PATCH", "/v1/dedications/nowhere", json={"domain": "D1"})

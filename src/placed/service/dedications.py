@@ -114,10 +114,19 @@ class SettingChange(BaseModel):
 Act = Callable[[Cloud, Principal], Dedication]
 
 
-def change(engine: Engine, principal: str, actor: Actor, act: Act) -> dict[str, Any]:
-    """Apply one dedication operation through the rules and plan the world it leaves."""
+def change(
+    engine: Engine, principal: str, actor: Actor, act: Act, named: str | None = None
+) -> dict[str, Any]:
+    """Apply one dedication operation through the rules and plan the world it leaves.
+    `named`: the resource the request's path names (404 when the world has none)."""
 
     def prepare(snapshot: Snapshot) -> placing.Prepared:
+        if (
+            named is not None
+            and named not in snapshot.nodes
+            and not any(pool.get("id") == named for pool in snapshot.storage)
+        ):
+            raise problems.ProblemException(404, "not-found", f"no resource {named!r}")
         cloud = cloudstack.cloud_of(snapshot)
         who = cloudstack.principal_of(cloud, principal)
         seen = len(cloud.events)
@@ -187,7 +196,7 @@ async def post_dedication(
     "dedication of its own.",
     response_model=DedicationChange,
     response_model_by_alias=True,
-    responses=_WRITE_PROBLEMS,
+    responses={**_WRITE_PROBLEMS, **problems.responses(404)},
 )
 async def patch_dedication(
     request: Request,
@@ -201,7 +210,7 @@ async def patch_dedication(
         return cloud.update(who, resource, body.domain, body.account)
 
     return await run_in_threadpool(
-        change, engine, context.principal(caller), context.actor(request, caller), act
+        change, engine, context.principal(caller), context.actor(request, caller), act, resource
     )
 
 
@@ -212,7 +221,7 @@ async def patch_dedication(
     "below it stay. 409 not-dedicated when the resource has no dedication of its own.",
     response_model=DedicationChange,
     response_model_by_alias=True,
-    responses=problems.responses(403, 409),
+    responses=problems.responses(403, 404, 409),
 )
 async def delete_dedication(
     request: Request, resource: str, caller: Annotated[Caller, allow(ROOT_ADMIN)]
@@ -223,7 +232,7 @@ async def delete_dedication(
         return cloud.release(who, resource)
 
     return await run_in_threadpool(
-        change, engine, context.principal(caller), context.actor(request, caller), act
+        change, engine, context.principal(caller), context.actor(request, caller), act, resource
     )
 
 
