@@ -26,7 +26,7 @@ from placed.cli.output import (
     write,
 )
 from placed.cli.render import explain_table, plan_table
-from placed.cli.token import ServerOption, TokenOption, connected
+from placed.cli.token import DataFormat, ServerOption, TokenOption, connected
 from placed.spec import SpecError
 from placed.spec.hzn import convert_openhorizon, dump_native, looks_like_openhorizon
 
@@ -36,12 +36,6 @@ MOST = 10_000  # items a get lists at most (the server pages; this bounds the cl
 class GetFormat(StrEnum):
     table = "table"
     wide = "wide"
-    json = "json"
-    yaml = "yaml"
-
-
-class DataFormat(StrEnum):
-    table = "table"
     json = "json"
     yaml = "yaml"
 

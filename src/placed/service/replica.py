@@ -52,7 +52,7 @@ from placed.store.tables import (
 )
 from placed.store.world import Snapshot, WorkloadRow
 
-API_DOCUMENT = "api"
+API_DOCUMENT = "api"  # the document a workload made through the API belongs to
 
 
 @dataclass

@@ -17,7 +17,7 @@ from placed.engine.report import plan_document
 from placed.service import context, placing, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.metrics import HttpMetrics
-from placed.service.replica import ReplicaWorld
+from placed.service.replica import API_DOCUMENT, ReplicaWorld
 from placed.spec.schema import WorkloadSpec
 from placed.store import settings
 from placed.store.claims import Actor
@@ -27,7 +27,6 @@ from placed.store.world import Snapshot, WorkloadRow
 
 router = APIRouter(prefix="/v1")
 
-API_DOCUMENT = "api"  # the document a workload made through the API belongs to
 # A call from inside placed (tests, benchmarks): a root-admin without a token.
 ROOT = Caller(None, ROOT_ADMIN, None)
 MAX_PAGE = 1000
