@@ -4,6 +4,7 @@ revokes, a domain-admin within its subtree only; each change writes its event.""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, get_args
@@ -15,11 +16,13 @@ from fastapi.testclient import TestClient
 
 from placed.service import create_app
 from placed.service import tokens as token_routes
+from placed.service.auth import Caller, TrustedTokens
 from placed.service.scopes import accounts_in, domain_of_account, subtree
 from placed.store import accounts, domains, events, targets
+from placed.store import tokens as store_tokens
 from placed.store.credentials import parse
 from placed.store.database import reading, writing
-from placed.store.tables import ROLES
+from placed.store.tables import ROLES, now
 
 from .service_support import bearer, issue, served, table_digest
 
@@ -306,3 +309,36 @@ def test_scopes_follow_the_domain_tree(setup: Setup) -> None:
         assert accounts_in(session, set()) == set()
         assert domain_of_account(session, "globex") == "sales"
         assert domain_of_account(session, "nobody") is None
+
+
+def test_a_token_revoked_elsewhere_is_trusted_here_only_for_the_trust_window(
+    setup: Setup,
+) -> None:
+    """What another replica revokes (or `placed token revoke` on the database) this
+    process learns when its trust in the token runs out."""
+    setup.app.state.trusted_tokens = TrustedTokens(seconds=0.3)
+    made = setup.create(setup.root, role="user", scope="acme").json()
+    text = made["token"]
+    planned = setup.client.post("/v1/plan", json={"inventory": []}, headers=bearer(text))
+    assert planned.status_code == 200, planned.text
+    with writing(setup.app.state.database) as session:
+        assert store_tokens.revoke(session, made["accessor"])
+    still = setup.client.post("/v1/plan", json={"inventory": []}, headers=bearer(text))
+    assert still.status_code == 200, "trusted from the first check"
+    time.sleep(0.4)
+    refused = setup.client.post("/v1/plan", json={"inventory": []}, headers=bearer(text))
+    assert_problem(refused, 401, "unauthenticated")
+
+
+def test_trust_never_outlives_the_tokens_expiry() -> None:
+    trusted = TrustedTokens(seconds=60)
+    caller = Caller("a" * 16, "user", "acme")
+    trusted.keep("plc_x_expired", caller, now() - timedelta(seconds=1))
+    assert trusted.get("plc_x_expired") is None
+    trusted.keep("plc_x_soon", caller, now() + timedelta(seconds=0.2))
+    assert trusted.get("plc_x_soon") == caller
+    time.sleep(0.3)
+    assert trusted.get("plc_x_soon") is None
+    trusted.keep("plc_x_later", caller, None)
+    trusted.forget(caller.accessor or "")
+    assert trusted.get("plc_x_later") is None

@@ -96,10 +96,13 @@ class Explainer:
         return "; ".join(parts)
 
 
-def plan_document(result: PlanResult) -> dict[str, Any]:
-    explainer = Explainer(
-        result.spec, result.families, [made.target for made in result.new_targets]
-    )
+def plan_document(result: PlanResult, explainer: Explainer | None = None) -> dict[str, Any]:
+    """`explainer`: one already built over the result's spec (building one indexes every
+    workload and target again)."""
+    if explainer is None:
+        explainer = Explainer(
+            result.spec, result.families, [made.target for made in result.new_targets]
+        )
     return {
         "placements": [explainer.describe(p) for p in result.placements],
         "unplaced": [

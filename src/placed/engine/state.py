@@ -89,6 +89,9 @@ class PlanState:
         # unit -> (group, position), and each group's units in the order they landed.
         self.units: dict[str, tuple[str, int]] = {}
         self._by_group: dict[str, list[str]] = {}
+        # The groups whose list this state owns: fork() shares the lists, and the first
+        # change of one in either state copies it (a fork costs O(groups), not O(units)).
+        self._own_groups: set[str] = set()
         self._counts: dict[tuple[str, str], NDArray[np.int32]] = {}
         self._first: dict[tuple[str, str], dict[int, str]] = {}
         self._tracked: dict[str, list[str]] = {}
@@ -293,17 +296,23 @@ class PlanState:
         """Record that `unit` of `group` landed at `position` (capacity is the capacity
         family's to take, through the pipeline's reserve)."""
         self.units[unit] = (group, position)
-        self._by_group.setdefault(group, []).append(unit)
+        self._group_to_change(group).append(unit)
         for level in self._tracked.get(group, ()):
             code = int(self.level_column(level)[position])
             if code:
                 self._counts[(group, level)][code] += 1
                 self._first[(group, level)].setdefault(code, unit)
 
+    def _group_to_change(self, group: str) -> list[str]:
+        if group not in self._own_groups:
+            self._by_group[group] = list(self._by_group.get(group, ()))
+            self._own_groups.add(group)
+        return self._by_group[group]
+
     def remove(self, unit: str) -> int:
         """Forget where `unit` is; returns the position it had."""
         group, position = self.units.pop(unit)
-        self._by_group[group].remove(unit)
+        self._group_to_change(group).remove(unit)
         for level in self._tracked.get(group, ()):
             code = int(self.level_column(level)[position])
             if not code:
@@ -414,7 +423,9 @@ class PlanState:
         other._extra_index = {k: dict(v) for k, v in self._extra_index.items()}
         other._columns = dict(self._columns)
         other.units = dict(self.units)
-        other._by_group = {k: list(v) for k, v in self._by_group.items()}
+        other._by_group = dict(self._by_group)
+        other._own_groups = set()
+        self._own_groups = set()
         other._counts = {k: v.copy() for k, v in self._counts.items()}
         other._first = {k: dict(v) for k, v in self._first.items()}
         other._tracked = {k: list(v) for k, v in self._tracked.items()}

@@ -26,6 +26,7 @@ from placed.service import (
     units,
     workloads,
 )
+from placed.service.auth import TrustedTokens
 from placed.service.health import Readiness, always_ready
 from placed.service.middleware import RequestContext
 from placed.service.replica import ReplicaWorld
@@ -52,6 +53,7 @@ def create_app(
     app.state.log_json = log_json  # each event's log line as JSON (service/eventlog.py)
     # The world in memory at one revision, for claims (service/replica.py).
     app.state.replica = ReplicaWorld()
+    app.state.trusted_tokens = TrustedTokens()
     app.state.metrics = found = metrics.HttpMetrics()
     app.state.readiness = readiness
     app.state.max_body_bytes = max_body_bytes

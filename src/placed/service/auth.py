@@ -10,14 +10,23 @@ A request without a live token is a 401 that never says what was wrong with it (
 header, not a token, unknown, wrong secret, expired, revoked): telling them apart would
 help only someone probing tokens. A live token whose role the route does not allow is a
 403. Reading a token writes nothing (no "last used"), so a read stays a read.
+
+A token found live is trusted for `TRUST_SECONDS` in this process without asking the
+database again (never past its expiry), as keystonemiddleware's token cache does: a
+revocation through this process ends the trust at once, one through another replica (or
+`placed token revoke` on the database) within those seconds.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import re
+import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request, Response
@@ -31,7 +40,7 @@ from starlette.routing import Route
 from placed.service import problems
 from placed.store import tokens
 from placed.store.database import reading
-from placed.store.tables import ROLES
+from placed.store.tables import ROLES, now
 
 ROOT_ADMIN, DOMAIN_ADMIN, USER, AGENT = ROLES
 EVERY_ROLE = ROLES
@@ -58,24 +67,82 @@ class Caller:
     scope: str | None
 
 
+TRUST_SECONDS = 2.0
+TRUSTED_AT_MOST = 10_000  # tokens remembered; past it, the memory starts again
+
+
+class TrustedTokens:
+    """Tokens found live lately, by a digest of their text (the text itself is never
+    kept), each until its trust runs out."""
+
+    def __init__(self, seconds: float = TRUST_SECONDS) -> None:
+        self.seconds = seconds
+        self._lock = threading.Lock()
+        self._found: dict[bytes, tuple[Caller, float]] = {}
+
+    @staticmethod
+    def _key(text: str) -> bytes:
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+    def get(self, text: str) -> Caller | None:
+        key = self._key(text)
+        with self._lock:
+            found = self._found.get(key)
+            if found is None:
+                return None
+            if found[1] <= time.monotonic():
+                del self._found[key]
+                return None
+            return found[0]
+
+    def keep(self, text: str, caller: Caller, expires: datetime | None) -> None:
+        seconds = self.seconds
+        if expires is not None:
+            seconds = min(seconds, (expires - now()).total_seconds())
+        if seconds <= 0:
+            return
+        with self._lock:
+            if len(self._found) >= TRUSTED_AT_MOST:
+                self._found.clear()
+            self._found[self._key(text)] = (caller, time.monotonic() + seconds)
+
+    def forget(self, accessor: str) -> None:
+        with self._lock:
+            for key in [k for k, (c, _) in self._found.items() if c.accessor == accessor]:
+                del self._found[key]
+
+
 def unauthenticated() -> problems.ProblemException:
     return problems.ProblemException(401, "unauthenticated", UNAUTHENTICATED, headers=CHALLENGE)
 
 
-def authenticate(request: Request, text: str | None) -> Caller:
+async def authenticate(request: Request, text: str | None) -> Caller:
     """The caller a token's text names; a 401 problem when it names no live token."""
     if not text:
         raise unauthenticated()
+    trusted: TrustedTokens = request.app.state.trusted_tokens
+    caller = trusted.get(text)
+    if caller is not None:
+        return caller
     database = request.app.state.database
     if database is None:
         raise problems.ProblemException(
             503, "not-ready", "this service has no database, so it cannot check tokens"
         )
+    found = await run_in_threadpool(_look_up, database, text)
+    if found is None:
+        raise unauthenticated()
+    caller, expires = found
+    trusted.keep(text, caller, expires)
+    return caller
+
+
+def _look_up(database: Any, text: str) -> tuple[Caller, datetime | None] | None:
     with reading(database) as session:
         row = tokens.authenticate(session, text)
         if row is None:
-            raise unauthenticated()
-        return Caller(row.accessor, row.role, row.scope)
+            return None
+        return Caller(row.accessor, row.role, row.scope), row.expires
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,12 +152,12 @@ class Rule:
 
     roles: frozenset[str]
 
-    def __call__(
+    async def __call__(
         self,
         request: Request,
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     ) -> Caller:
-        caller = authenticate(request, credentials.credentials if credentials else None)
+        caller = await authenticate(request, credentials.credentials if credentials else None)
         if caller.role not in self.roles:
             allowed = ", ".join(role for role in ROLES if role in self.roles)
             raise problems.ProblemException(
@@ -186,7 +253,7 @@ def install(app: FastAPI) -> None:
         rules = [r for r in _rules(dependant) if isinstance(r, Rule)] if dependant else []
         if rules:
             found = await bearer(request)
-            await run_in_threadpool(rules[0], request, found)
+            await rules[0](request, found)
         answered = answer_invalid(request, error)
         return await answered if inspect.isawaitable(answered) else answered
 

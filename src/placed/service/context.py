@@ -14,7 +14,7 @@ from placed.service.placing import Reporter
 from placed.service.problems import ProblemException, request_id_of
 from placed.store.claims import Actor
 from placed.store.database import reading
-from placed.store.tables import EventRow
+from placed.store.events import Recorded
 
 # Ids, revisions and generations are 64-bit in the database: a larger number asks for
 # nothing there is, and is refused before it reaches a query.
@@ -36,7 +36,7 @@ def reporter(request: Request) -> Reporter:
     found: HttpMetrics = request.app.state.metrics
     as_json: bool = request.app.state.log_json
 
-    def report(conflicts: int, rows: Sequence[EventRow], seconds: float, gave_up: bool) -> None:
+    def report(conflicts: int, rows: Sequence[Recorded], seconds: float, gave_up: bool) -> None:
         if gave_up:
             found.claim_conflicts.labels("gave_up").inc()
             found.schedule_attempts.labels("conflict").inc()

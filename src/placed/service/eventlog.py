@@ -8,12 +8,11 @@ import logging
 from collections.abc import Iterable
 
 from placed.store import events
-from placed.store.tables import EventRow
 
 log = logging.getLogger("placed.events")
 
 
-def emit(rows: Iterable[EventRow], as_json: bool) -> None:
+def emit(rows: Iterable[events.Recorded], as_json: bool) -> None:
     """Call after the commit: a rolled-back change logs nothing."""
     for row in rows:
         view = events.view(row)

@@ -37,6 +37,7 @@ from placed.spec.load import load_spec_data
 from placed.store import claims, definitions, revision, settings, world
 from placed.store.claims import MOVED, PLACED, REMOVED, UNPLACED, Actor, Extra, Move
 from placed.store.database import reading, writing
+from placed.store.events import Recorded
 from placed.store.tables import EventRow
 from placed.store.world import Snapshot, TargetRow
 
@@ -202,10 +203,10 @@ def simulated(
 
 
 # Told of each change's end: (conflicts retried, events committed, seconds, gave up).
-Reporter = Callable[[int, Sequence[EventRow], float, bool], None]
+Reporter = Callable[[int, Sequence[Recorded], float, bool], None]
 
 
-def silent(conflicts: int, rows: Sequence[EventRow], seconds: float, gave_up: bool) -> None:
+def silent(conflicts: int, rows: Sequence[Recorded], seconds: float, gave_up: bool) -> None:
     pass
 
 

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, exc, select, update
+from sqlalchemy import Engine, bindparam, exc, insert, select, update
 from sqlalchemy.orm import Session
 
 from placed.engine import loop
@@ -36,16 +36,16 @@ from placed.store import events, revision, settings, world
 from placed.store.claims import PLACED, Actor, Move
 from placed.store.database import reading, writing
 from placed.store.tables import (
-    EventRow,
+    Placement as PlacementRow,
+)
+from placed.store.tables import (
     PlacementHistory,
     Revision,
     Target,
     TargetResource,
     Unit,
     now,
-)
-from placed.store.tables import (
-    Placement as PlacementRow,
+    table_of,
 )
 from placed.store.tables import (
     Workload as WorkloadRecord,
@@ -63,6 +63,50 @@ class Cached:
     planner: Planner
     state: PlanState  # the world as it stands: every unit in its place
     kinds: set[str]
+    explainer: Explainer  # its workloads grow with the claims the cache takes
+
+
+@dataclass
+class Ticket:
+    """One claim waiting for its batch: what it asks, and once served, its answer (None:
+    the general path takes it) or the problem to raise."""
+
+    spec: WorkloadSpec
+    actor: Actor
+    report: placing.Reporter
+    started: float
+    done: bool = False
+    answer: dict[str, Any] | None = None
+    error: BaseException | None = None
+
+    def finish(
+        self, answer: dict[str, Any] | None = None, error: BaseException | None = None
+    ) -> None:
+        self.answer, self.error, self.done = answer, error, True
+
+
+@dataclass
+class Accepted:
+    """A claim of the batch placed in full, to be committed."""
+
+    ticket: Ticket
+    workload: Workload
+    result: PlanResult
+    moves: list[Move]
+
+
+_targets, _resources = table_of(Target), table_of(TargetResource)
+# Core statements, made once: the ORM's bulk update costs more than the database's work.
+RAISE_GENERATION = (
+    update(_targets)
+    .where(_targets.c.id == bindparam("tid"), _targets.c.generation == bindparam("seen"))
+    .values(generation=_targets.c.generation + 1, revision=bindparam("number"))
+)
+ADD_USED = (
+    update(_resources)
+    .where(_resources.c.target_id == bindparam("tid"), _resources.c.name == bindparam("resource"))
+    .values(used=_resources.c.used + bindparam("amount"))
+)
 
 
 class Stale(Exception):
@@ -72,6 +116,8 @@ class Stale(Exception):
 class ReplicaWorld:
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._waiting_lock = threading.Lock()
+        self._waiting: list[Ticket] = []
         self._cached: Cached | None = None
         self.rebuilds = 0
 
@@ -95,7 +141,9 @@ class ReplicaWorld:
         planner.plan(state)
         kinds = {location.kind for location in spec.inventory.locations()}
         self.rebuilds += 1
-        self._cached = Cached(snapshot.revision, snapshot, spec, planner, state, kinds)
+        explainer = Explainer(spec, planner.families)
+        explainer.workloads = planner.workloads
+        self._cached = Cached(snapshot.revision, snapshot, spec, planner, state, kinds, explainer)
         return self._cached
 
     def _claims_since(self, session: Session, cached: Cached, current: int) -> bool:
@@ -178,174 +226,255 @@ class ReplicaWorld:
         actor: Actor,
         report: placing.Reporter = placing.silent,
     ) -> dict[str, Any] | None:
-        """The claim's answer, or None when only the general path can take it."""
+        """The claim's answer, or None when only the general path can take it.
+
+        Claims that arrive while another batch commits wait for the lock together; the
+        first of them to get it serves them all in one transaction (a group commit), so
+        the commit's cost is shared instead of paid once per claim in a queue."""
         if not _simple(spec):
             return None
-        started = time.perf_counter()
+        ticket = Ticket(spec, actor, report, time.perf_counter())
+        with self._waiting_lock:
+            self._waiting.append(ticket)
         with self._lock:
-            cached = self._fresh(engine)
-            if cached.spec.tenancy is not None or cached.spec.dedications:
-                return None  # tenants and dedications read the whole spec
-            if spec.name in cached.snapshot.workloads:
-                raise problems.ProblemException(
-                    409, "exists", f"workload {spec.name!r} exists: PUT changes it"
+            if not ticket.done:
+                with self._waiting_lock:
+                    batch, self._waiting = self._waiting, []
+                try:
+                    self._serve(engine, batch)
+                except BaseException as error:
+                    self._cached = None
+                    for waiting in batch:
+                        if not waiting.done:
+                            waiting.finish(error=error)
+                    raise
+        if ticket.error is not None:
+            raise ticket.error
+        return ticket.answer
+
+    def _serve(self, engine: Engine, batch: list[Ticket]) -> None:
+        """Plan each claim of `batch` on the world the ones before it leave, then commit
+        every placed one in one transaction. Answers wait for the commit: a claim refused
+        because an earlier one took the room is refused only if that one is stored."""
+        cached = self._fresh(engine)
+        if cached.spec.tenancy is not None or cached.spec.dedications:
+            for ticket in batch:
+                ticket.finish()  # tenants and dedications read the whole spec
+            return
+        state, spec_now = cached.state, cached.spec
+        accepted: list[Accepted] = []
+        refused: list[tuple[Ticket, problems.ProblemException]] = []
+        taken: set[str] = set()
+        explainer = cached.explainer
+        for ticket in batch:
+            name = ticket.spec.name
+            if name in cached.snapshot.workloads or name in taken:
+                ticket.finish(
+                    error=problems.ProblemException(
+                        409, "exists", f"workload {name!r} exists: PUT changes it"
+                    )
                 )
+                continue
             try:
-                workload = load_workload(spec, cached.spec.settings, cached.kinds)
+                workload = load_workload(ticket.spec, cached.spec.settings, cached.kinds)
             except SpecError:
-                return None  # the general path reports it with the whole spec
+                ticket.finish()  # the general path reports it with the whole spec
+                continue
             if workload.mode != "allocation" or not set(workload.resources) <= set(
                 cached.planner.index.resources
             ):
-                return None
-            planned = self._plan(cached, workload)
+                ticket.finish()
+                continue
+            planned = self._plan(cached, spec_now, state, workload)
             if planned is None:
-                return None
-            result, state, new_spec = planned
+                ticket.finish()
+                continue
+            result, after, new_spec = planned
             unplaced = result.unplaced
             if unplaced:
-                raise problems.ProblemException(
-                    409,
-                    "unplaceable",
-                    f"{len(unplaced)} of the units cannot be placed: {unplaced[0].summary}",
+                refused.append(
+                    (
+                        ticket,
+                        problems.ProblemException(
+                            409,
+                            "unplaceable",
+                            f"{len(unplaced)} of the units cannot be placed: {unplaced[0].summary}",
+                        ),
+                    )
                 )
-            explainer = Explainer(new_spec, cached.planner.families)
+                continue
+            explainer.workloads[workload.name] = workload
             moves = [
                 Move(workload.name, p.unit, None, p.target, explainer.reason(p), PLACED)
                 for p in result.placements
             ]
+            accepted.append(Accepted(ticket, workload, result, moves))
+            taken.add(name)
+            state, spec_now = after, new_spec
+        if accepted:
             try:
-                number, follows, ids, rows = self._commit(
-                    engine, cached, workload, spec, moves, actor
-                )
+                number, follows, ids, rows = self._commit(engine, cached, accepted)
             except Stale:
                 self._cached = None
-                return None
+                for ticket in batch:
+                    if not ticket.done:
+                        ticket.finish()  # the general path plans them on fresh rows
+                return
             if follows:
-                self._advance(cached, number, workload, spec, new_spec, state, moves, ids)
-            # Else others committed first: the next refresh reads this claim with theirs.
-            report(0, rows, time.perf_counter() - started, False)
-            return {
-                "revision": number,
-                "conflicts": 0,
-                "changes": placing.moves_document(moves),
-                **plan_document(result),
-            }
+                self._advance(cached, number, accepted, spec_now, state, ids)
+            else:
+                self._cached = None  # others committed first: read again next time
+        else:
+            number = cached.revision
+        for ticket, refusal in refused:
+            ticket.finish(error=refusal)
+        for claim in accepted:
+            claim.ticket.report(
+                0, rows[claim.workload.name], time.perf_counter() - claim.ticket.started, False
+            )
+            claim.ticket.finish(
+                answer={
+                    "revision": number,
+                    "conflicts": 0,
+                    "changes": placing.moves_document(claim.moves),
+                    **plan_document(claim.result, explainer),
+                }
+            )
 
     def _plan(
-        self, cached: Cached, workload: Workload
+        self, cached: Cached, spec_now: Spec, state: PlanState, workload: Workload
     ) -> tuple[PlanResult, PlanState, Spec] | None:
-        new_spec = dataclasses.replace(cached.spec, workloads=(*cached.spec.workloads, workload))
-        state = cached.state.fork()
+        new_spec = dataclasses.replace(spec_now, workloads=(*spec_now.workloads, workload))
+        after = state.fork()
         result = PlanResult(new_spec, cached.planner.families)
-        context = loop.Context(cached.planner.judge, state, result)
+        context = loop.Context(cached.planner.judge, after, result)
         result.outcomes = loop.run(context, [workload])
-        if state.created or result.events or result.dedications_created:
+        if after.created or result.events or result.dedications_created:
             return None  # what the general path writes (new targets, dedications)
-        return result, state, new_spec
+        return result, after, new_spec
 
     def _commit(
-        self,
-        engine: Engine,
-        cached: Cached,
-        workload: Workload,
-        spec: WorkloadSpec,
-        moves: list[Move],
-        actor: Actor,
-    ) -> tuple[int, bool, dict[str, int], list[EventRow]]:
+        self, engine: Engine, cached: Cached, accepted: list[Accepted]
+    ) -> tuple[int, bool, dict[str, int], dict[str, list[events.Written]]]:
+        """One transaction for the batch: each target's usage raised by what the batch
+        puts there, guarded by the generation the cache saw; the workloads, units,
+        placements, events and history as bulk inserts."""
         deltas: dict[str, dict[str, float]] = {}
-        for move in moves:
-            assert move.destination is not None
-            found = deltas.setdefault(move.destination, {})
-            for name, amount in workload.resources.items():
-                found[name] = found.get(name, 0.0) + amount
+        for claim in accepted:
+            for move in claim.moves:
+                assert move.destination is not None
+                found = deltas.setdefault(move.destination, {})
+                for name, amount in claim.workload.resources.items():
+                    found[name] = found.get(name, 0.0) + amount
+        targets = cached.snapshot.targets
+        moves = [move for claim in accepted for move in claim.moves]
         with writing(engine) as session:
-            number = revision.bump(session)
+            number, event_ids = revision.bump_with_events(session, len(moves))
+            connection = session.connection()
             follows = number - 1 == cached.revision
             ids: dict[str, int] = {}
-            rows: list[EventRow] = []
-            for name in sorted(deltas, key=lambda n: cached.snapshot.targets[n].id):
-                row = cached.snapshot.targets[name]
-                done = session.execute(
-                    update(Target)
-                    .where(Target.id == row.id, Target.generation == row.generation)
-                    .values(generation=Target.generation + 1, revision=number)
-                    .execution_options(synchronize_session=False)
+            for name in sorted(deltas, key=lambda n: targets[n].id):
+                row = targets[name]
+                done = connection.execute(
+                    RAISE_GENERATION, {"tid": row.id, "seen": row.generation, "number": number}
                 )
-                if done.rowcount == 0:  # type: ignore[attr-defined]
+                if done.rowcount == 0:
                     raise Stale(name)
                 try:
-                    for resource, amount in sorted(deltas[name].items()):
-                        session.execute(
-                            update(TargetResource)
-                            .where(
-                                TargetResource.target_id == row.id,
-                                TargetResource.name == resource,
-                            )
-                            .values(used=TargetResource.used + amount)
-                            .execution_options(synchronize_session=False)
-                        )
-                    session.flush()
+                    connection.execute(
+                        ADD_USED,
+                        [
+                            {"tid": row.id, "resource": resource, "amount": amount}
+                            for resource, amount in sorted(deltas[name].items())
+                        ],
+                    )
                 except exc.IntegrityError:
                     raise Stale(name) from None
-                ids[name] = row.id
-            record = WorkloadRecord(
-                name=workload.name,
-                account_id=None,
-                spec=spec.model_dump(mode="json", exclude_defaults=True),
-                document=API_DOCUMENT,
-                generation=0,
-                revision=number,
-            )
-            session.add(record)
             try:
-                session.flush()
+                made = connection.execute(
+                    insert(table_of(WorkloadRecord)).returning(
+                        table_of(WorkloadRecord).c.id, sort_by_parameter_order=True
+                    ),
+                    [
+                        {
+                            "name": claim.workload.name,
+                            "account_id": None,
+                            "spec": claim.ticket.spec.model_dump(
+                                mode="json", exclude_defaults=True
+                            ),
+                            "document": API_DOCUMENT,
+                            "generation": 0,
+                            "revision": number,
+                        }
+                        for claim in accepted
+                    ],
+                ).scalars()
             except exc.IntegrityError:
-                raise problems.ProblemException(
-                    409, "exists", f"workload {workload.name!r} exists: PUT changes it"
-                ) from None
-            ids[""] = record.id
+                # Another replica's general path stored one of these names first.
+                raise Stale("workload") from None
+            workload_ids = dict(zip((c.workload.name for c in accepted), made, strict=True))
+            ids.update({f"workload:{name}": id_ for name, id_ in workload_ids.items()})
+            units = table_of(Unit)
+            unit_ids = connection.execute(
+                insert(units).returning(units.c.id, sort_by_parameter_order=True),
+                [
+                    {
+                        "name": move.unit,
+                        "workload_id": workload_ids[move.workload],
+                        "ordinal": int(move.unit.rpartition("/")[2]),
+                    }
+                    for move in moves
+                ],
+            ).scalars()
+            ids.update(zip((move.unit for move in moves), unit_ids, strict=True))
             at = now()
-            for move in moves:
-                assert move.destination is not None
-                unit = Unit(
-                    name=move.unit,
-                    workload_id=record.id,
-                    ordinal=int(move.unit.rpartition("/")[2]),
-                )
-                session.add(unit)
-                session.flush()
-                ids[move.unit] = unit.id
-                session.add(
-                    PlacementRow(
-                        unit_id=unit.id,
-                        target_id=cached.snapshot.targets[move.destination].id,
-                        placed_at=at,
-                        revision=number,
+            connection.execute(
+                insert(table_of(PlacementRow)),
+                [
+                    {
+                        "unit_id": ids[move.unit],
+                        "target_id": targets[move.destination].id,  # type: ignore[index]
+                        "placed_at": at,
+                        "revision": number,
+                    }
+                    for move in moves
+                ],
+            )
+            rows: dict[str, list[events.Written]] = {}
+            written = events.append_many(
+                session,
+                event_ids,
+                [
+                    events.Pending(
+                        move.kind,
+                        move.unit,
+                        actor_accessor=claim.ticket.actor.accessor,
+                        actor_role=claim.ticket.actor.role,
+                        target=move.destination,
+                        workload=move.workload,
+                        request_id=claim.ticket.actor.request_id,
+                        details={"from": None, "to": move.destination, "why": move.why},
                     )
-                )
-                event = events.append(
-                    session,
-                    move.kind,
-                    move.unit,
-                    actor_accessor=actor.accessor,
-                    actor_role=actor.role,
-                    target=move.destination,
-                    workload=move.workload,
-                    request_id=actor.request_id,
-                    details={"from": None, "to": move.destination, "why": move.why},
-                )
-                rows.append(event)
-                session.add(
-                    PlacementHistory(
-                        unit_name=move.unit,
-                        from_target=None,
-                        to_target=move.destination,
-                        at=at,
-                        reason=move.why[:255],
-                        event_id=event.id,
-                    )
-                )
+                    for claim in accepted
+                    for move in claim.moves
+                ],
+            )
+            for event in written:
+                rows.setdefault(event.workload or "", []).append(event)
+            connection.execute(
+                insert(table_of(PlacementHistory)),
+                [
+                    {
+                        "unit_name": move.unit,
+                        "from_target": None,
+                        "to_target": move.destination,
+                        "at": at,
+                        "reason": move.why[:255],
+                        "event_id": event.id,
+                    }
+                    for move, event in zip(moves, written, strict=True)
+                ],
+            )
             final = session.scalar(select(Revision.value).where(Revision.id == 1))
         return int(final or number), follows and final == number, ids, rows
 
@@ -353,36 +482,39 @@ class ReplicaWorld:
         self,
         cached: Cached,
         number: int,
-        workload: Workload,
-        spec: WorkloadSpec,
+        accepted: list[Accepted],
         new_spec: Spec,
         state: PlanState,
-        moves: list[Move],
         ids: dict[str, int],
     ) -> None:
-        """Move the cache to `number`: the world it held, and this claim."""
+        """Move the cache to `number`: the world it held, and this batch."""
         snapshot = cached.snapshot
         snapshot.revision = number
-        snapshot.workloads[workload.name] = WorkloadRow(
-            ids[""], 0, API_DOCUMENT, None, "allocation"
-        )
-        snapshot.workload_specs[workload.name] = spec.model_dump(mode="json", exclude_defaults=True)
-        for move in moves:
-            assert move.destination is not None
-            snapshot.units[move.unit] = (ids[move.unit], workload.name)
-            snapshot.placements[move.unit] = move.destination
-        for name in {m.destination for m in moves if m.destination is not None}:
+        touched: dict[str, dict[str, float]] = {}
+        for claim in accepted:
+            workload = claim.workload
+            snapshot.workloads[workload.name] = WorkloadRow(
+                ids[f"workload:{workload.name}"], 0, API_DOCUMENT, None, "allocation"
+            )
+            snapshot.workload_specs[workload.name] = claim.ticket.spec.model_dump(
+                mode="json", exclude_defaults=True
+            )
+            cached.planner.workloads[workload.name] = workload
+            for move in claim.moves:
+                assert move.destination is not None
+                snapshot.units[move.unit] = (ids[move.unit], workload.name)
+                snapshot.placements[move.unit] = move.destination
+                used = touched.setdefault(
+                    move.destination, dict(snapshot.targets[move.destination].used)
+                )
+                for resource, amount in workload.resources.items():
+                    used[resource] = used.get(resource, 0.0) + amount
+        for name, used in touched.items():
             row = snapshot.targets[name]
-            used = dict(row.used)
-            for move in moves:
-                if move.destination == name:
-                    for resource, amount in workload.resources.items():
-                        used[resource] = used.get(resource, 0.0) + amount
             snapshot.targets[name] = dataclasses.replace(
                 row, generation=row.generation + 1, used=used
             )
         cached.planner.spec = new_spec
-        cached.planner.workloads[workload.name] = workload
         cached.spec = new_spec
         cached.state = state
         cached.revision = number

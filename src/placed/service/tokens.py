@@ -240,6 +240,7 @@ def revoke_token(
                 details={"role": row.role, "scope": row.scope},
                 **where(session, row.role, row.scope),
             )
+        request.app.state.trusted_tokens.forget(accessor)
         return TokenInfo(**info(row))
 
 

@@ -8,14 +8,15 @@ committed, and a reader paging `id > last` never skips a row that commits late.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from placed.store import revision
-from placed.store.tables import EventRow, now
+from placed.store.tables import EventRow, now, table_of
 
 
 def append(
@@ -49,6 +50,75 @@ def append(
     session.add(row)
     session.flush()
     return row
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """An event to write, before it has an id."""
+
+    kind: str
+    subject: str
+    actor_accessor: str | None = None
+    actor_role: str | None = None
+    target: str | None = None
+    workload: str | None = None
+    domain: str | None = None
+    account: str | None = None
+    request_id: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """An event as `append_many` wrote it, for reporting after the commit (making ORM
+    rows for that would cost more than writing them)."""
+
+    id: int
+    at: datetime
+    actor_accessor: str | None
+    actor_role: str | None
+    kind: str
+    subject: str
+    target: str | None
+    workload: str | None
+    domain: str | None
+    account: str | None
+    request_id: str | None
+    details: dict[str, Any]
+
+
+Recorded = EventRow | Written
+
+
+def append_many(session: Session, ids: range | None, pending: Sequence[Pending]) -> list[Written]:
+    """Write `pending` in order with consecutive ids (`ids`, when the caller took them
+    with its revision: `revision.bump_with_events`), in one statement."""
+    if not pending:
+        return []
+    if ids is None:
+        ids = revision.next_event_ids(session, len(pending))
+    if len(ids) != len(pending):
+        raise ValueError(f"{len(pending)} events for {len(ids)} ids")
+    at = now()
+    values: list[dict[str, Any]] = [
+        {
+            "id": id_,
+            "at": at,
+            "actor_accessor": item.actor_accessor,
+            "actor_role": item.actor_role,
+            "kind": item.kind,
+            "subject": item.subject,
+            "target": item.target,
+            "workload": item.workload,
+            "domain": item.domain,
+            "account": item.account,
+            "request_id": item.request_id,
+            "details": dict(item.details),
+        }
+        for id_, item in zip(revision.next_event_ids(session, len(pending)), pending, strict=True)
+    ]
+    session.connection().execute(insert(table_of(EventRow)), values)
+    return [Written(**row) for row in values]
 
 
 def after(session: Session, last_id: int = 0, limit: int = 100) -> Sequence[EventRow]:
@@ -93,7 +163,7 @@ def page(
     return session.scalars(query).all()
 
 
-def view(row: EventRow) -> dict[str, Any]:
+def view(row: Recorded) -> dict[str, Any]:
     return {
         "id": row.id,
         "time": row.at.isoformat(),

@@ -29,9 +29,29 @@ def next_event_id(session: Session) -> int:
     return _increment(session, Revision.last_event_id)
 
 
-def _increment(session: Session, column: Any) -> int:
+def bump_with_events(session: Session, events: int) -> tuple[int, range]:
+    """`bump` and `events` consecutive event ids, in one statement."""
+    found = session.execute(
+        update(Revision)
+        .where(Revision.id == 1)
+        .values(value=Revision.value + 1, last_event_id=Revision.last_event_id + events)
+        .returning(Revision.value, Revision.last_event_id)
+    ).one_or_none()
+    if found is None:
+        raise LookupError("the revision row is missing: run `placed db upgrade`")
+    value, last = found
+    return int(value), range(last - events + 1, last + 1)
+
+
+def next_event_ids(session: Session, count: int) -> range:
+    """`count` consecutive event ids, under the same row lock as `bump`."""
+    last = _increment(session, Revision.last_event_id, count)
+    return range(last - count + 1, last + 1)
+
+
+def _increment(session: Session, column: Any, by: int = 1) -> int:
     value = session.scalar(
-        update(Revision).where(Revision.id == 1).values({column: column + 1}).returning(column)
+        update(Revision).where(Revision.id == 1).values({column: column + by}).returning(column)
     )
     if value is None:
         raise LookupError("the revision row is missing: run `placed db upgrade`")

@@ -23,6 +23,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     TypeDecorator,
     UniqueConstraint,
 )
@@ -70,6 +71,13 @@ class Base(DeclarativeBase):
         list[str]: JSON,
         datetime: UTCDateTime,
     }
+
+
+def table_of(model: type[Base]) -> Table:
+    """A model's Core table, for bulk statements that skip the ORM's bookkeeping."""
+    found = model.__table__
+    assert isinstance(found, Table)
+    return found
 
 
 # Tenancy
