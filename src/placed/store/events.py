@@ -115,7 +115,7 @@ def append_many(session: Session, ids: range | None, pending: Sequence[Pending])
             "request_id": item.request_id,
             "details": dict(item.details),
         }
-        for id_, item in zip(revision.next_event_ids(session, len(pending)), pending, strict=True)
+        for id_, item in zip(ids, pending, strict=True)
     ]
     session.connection().execute(insert(table_of(EventRow)), values)
     return [Written(**row) for row in values]

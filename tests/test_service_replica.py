@@ -1,0 +1,107 @@
+"""The replica's group commit: claims served together are planned in turn (each on the
+world the ones before it leave), committed in one transaction under one revision, and
+answered only after it; a claim the earlier ones crowd out is refused, a name taken
+twice in one group is refused once."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from placed.service import problems
+from placed.service.replica import ReplicaWorld, Ticket
+from placed.spec.schema import WorkloadSpec
+from placed.store import revision
+from placed.store.claims import Actor
+from placed.store.database import reading
+from placed.store.tables import EventRow, Placement, TargetResource, Workload
+
+from .service_support import bearer, served
+
+SPEC = """
+name: one-host
+inventory:
+  - {id: h1, capacity: {cpu: 3}}
+  - {id: h2, capacity: {cpu: 1}}
+"""
+
+
+def ticket(name: str, cpu: int) -> Ticket:
+    spec = WorkloadSpec.model_validate({"name": name, "resources": {"cpu": cpu}})
+    return Ticket(spec, Actor("a" * 16, "root-admin", "req"), lambda *_: None, time.perf_counter())
+
+
+def applied(database: str) -> tuple[FastAPI, ReplicaWorld]:
+    app, root = served(database)
+    answer = TestClient(app).post(
+        "/v1/apply",
+        content=SPEC,
+        headers={**bearer(root), "content-type": "application/yaml"},
+    )
+    assert answer.status_code == 200, answer.text
+    return app, app.state.replica
+
+
+def kind_of(error: BaseException | None) -> str | None:
+    return error.kind if isinstance(error, problems.ProblemException) else None
+
+
+def test_a_group_is_planned_in_turn_and_committed_under_one_revision(database: str) -> None:
+    app, replica = applied(database)
+    engine = app.state.database
+    with reading(engine) as session:
+        before = revision.current(session)
+        last_event = session.scalar(select(EventRow.id).order_by(EventRow.id.desc()).limit(1))
+    group = [
+        ticket("a", 2),
+        ticket("b", 1),
+        ticket("a", 1),  # the name the first took
+        ticket("big", 2),  # 4 cpu are free, and a and b take 3 of them
+        ticket("c", 1),
+    ]
+    replica._serve(engine, group)
+    assert all(t.done for t in group)
+    answers: dict[str, Any] = {t.spec.name: t.answer for t in group if t.answer is not None}
+    assert sorted(answers) == ["a", "b", "c"]
+    assert kind_of(group[2].error) == "exists"
+    assert kind_of(group[3].error) == "unplaceable"
+    assert {answer["revision"] for answer in answers.values()} == {before + 1}
+    placed = {p["unit"]: p["target"] for a in answers.values() for p in a["placements"]}
+    assert placed["a/0"] == "h1"
+    with reading(engine) as session:
+        assert revision.current(session) == before + 1
+        stored = set(session.scalars(select(Workload.name)))
+        assert stored == {"a", "b", "c"}
+        assert len(session.scalars(select(Placement.unit_id)).all()) == 3
+        used = {(r.target_id, r.name): r.used for r in session.scalars(select(TargetResource))}
+        assert sorted(used.values()) == [1.0, 3.0]
+        ids = list(session.scalars(select(EventRow.id).where(EventRow.id > (last_event or 0))))
+    assert ids == list(range((last_event or 0) + 1, (last_event or 0) + 4))
+    # The cache moved with the commit: the next claim sees the full hosts.
+    follow = [ticket("d", 1)]
+    replica._serve(engine, follow)
+    assert kind_of(follow[0].error) == "unplaceable"
+
+
+def test_a_group_whose_commit_finds_a_changed_row_goes_to_the_general_path(
+    database: str,
+) -> None:
+    app, replica = applied(database)
+    engine = app.state.database
+    replica._serve(engine, [ticket("warm", 1)])  # the cache is now read
+    cached = replica._cached
+    assert cached is not None
+    # Another writer raised h1's generation behind the cache's back.
+    row = cached.snapshot.targets["h1"]
+    cached.snapshot.targets["h1"] = dataclasses.replace(row, generation=-5)
+    group = [ticket("x", 1), ticket("y", 1)]
+    replica._serve(engine, group)
+    assert all(t.done and t.answer is None and t.error is None for t in group)
+    assert replica._cached is None
+    with reading(engine) as session:
+        assert set(session.scalars(select(Workload.name))) == {"warm"}
