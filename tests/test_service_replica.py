@@ -13,15 +13,15 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from placed.service import problems
+from placed.service import create_app, problems
 from placed.service.replica import ReplicaWorld, Ticket
 from placed.spec.schema import WorkloadSpec
 from placed.store import revision
 from placed.store.claims import Actor
-from placed.store.database import reading
+from placed.store.database import make_engine, reading
 from placed.store.tables import EventRow, Placement, TargetResource, Workload
 
-from .service_support import bearer, served
+from .service_support import bearer, issue, served
 
 SPEC = """
 name: one-host
@@ -36,15 +36,20 @@ def ticket(name: str, cpu: int) -> Ticket:
     return Ticket(spec, Actor("a" * 16, "root-admin", "req"), lambda *_: None, time.perf_counter())
 
 
-def applied(database: str) -> tuple[FastAPI, ReplicaWorld]:
+def applied(database: str, spec: str = SPEC) -> tuple[FastAPI, ReplicaWorld]:
     app, root = served(database)
     answer = TestClient(app).post(
         "/v1/apply",
-        content=SPEC,
+        content=spec,
         headers={**bearer(root), "content-type": "application/yaml"},
     )
     assert answer.status_code == 200, answer.text
     return app, app.state.replica
+
+
+def served_again(database: str) -> tuple[FastAPI, None]:
+    """A second replica on the same store."""
+    return create_app(database=make_engine(database)), None
 
 
 def kind_of(error: BaseException | None) -> str | None:
@@ -105,3 +110,23 @@ def test_a_group_whose_commit_finds_a_changed_row_goes_to_the_general_path(
     assert replica._cached is None
     with reading(engine) as session:
         assert set(session.scalars(select(Workload.name))) == {"warm"}
+
+
+def test_a_change_landing_after_the_caches_revision_is_seen_before_the_commit(
+    database: str,
+) -> None:
+    """Another replica takes h1 down after this one read its world: the commit finds a
+    revision between, and the batch is judged again on the world with h1 down."""
+    app, replica = applied(database, SPEC.replace("cpu: 1}", "cpu: 3}"))
+    engine = app.state.database
+    replica._serve(engine, [ticket("warm", 1)])
+    other, _ = served_again(database)
+    root = issue(other, "root-admin")
+    down = TestClient(other).post("/v1/targets/h1/down", headers=bearer(root))
+    assert down.status_code == 200, down.text
+    group = [ticket("after", 1)]
+    replica._serve(engine, group)
+    assert group[0].error is None and group[0].answer is not None
+    assert [p["target"] for p in group[0].answer["placements"]] == ["h2"]
+    with reading(engine) as session:
+        assert group[0].answer["revision"] == revision.current(session)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Engine, bindparam, exc, insert, select, update
@@ -40,7 +40,6 @@ from placed.store.tables import (
 )
 from placed.store.tables import (
     PlacementHistory,
-    Revision,
     Target,
     TargetResource,
     Unit,
@@ -53,6 +52,9 @@ from placed.store.tables import (
 from placed.store.world import Snapshot, WorkloadRow
 
 API_DOCUMENT = "api"  # the document a workload made through the API belongs to
+# How often a batch is judged again when other replicas' changes keep landing first,
+# before it goes to the general path (which plans under the revision's lock at last).
+TRIES = 3
 
 
 @dataclass
@@ -107,6 +109,42 @@ ADD_USED = (
     .where(_resources.c.target_id == bindparam("tid"), _resources.c.name == bindparam("resource"))
     .values(used=_resources.c.used + bindparam("amount"))
 )
+
+
+@dataclass
+class Decided:
+    """A batch as the cached world judges it, before anything is answered."""
+
+    explainer: Explainer
+    state: PlanState  # the world with every accepted claim in it
+    spec: Spec
+    accepted: list[Accepted] = field(default_factory=list)
+    refused: list[tuple[Ticket, problems.ProblemException]] = field(default_factory=list)
+    general: list[Ticket] = field(default_factory=list)
+
+    def refuse(self, ticket: Ticket, kind: str, detail: str) -> None:
+        self.refused.append((ticket, problems.ProblemException(409, kind, detail)))
+
+    def finish(self, number: int, rows: dict[str, list[events.Written]]) -> None:
+        for ticket in self.general:
+            ticket.finish()
+        for ticket, refusal in self.refused:
+            ticket.finish(error=refusal)
+        for claim in self.accepted:
+            ticket = claim.ticket
+            ticket.report(0, rows[claim.workload.name], time.perf_counter() - ticket.started, False)
+            ticket.finish(
+                answer={
+                    "revision": number,
+                    "conflicts": 0,
+                    "changes": placing.moves_document(claim.moves),
+                    **plan_document(claim.result, self.explainer),
+                }
+            )
+
+
+class Behind(Exception):
+    """Another change committed after the cache's revision: the batch is judged again."""
 
 
 class Stale(Exception):
@@ -254,92 +292,86 @@ class ReplicaWorld:
 
     def _serve(self, engine: Engine, batch: list[Ticket]) -> None:
         """Plan each claim of `batch` on the world the ones before it leave, then commit
-        every placed one in one transaction. Answers wait for the commit: a claim refused
-        because an earlier one took the room is refused only if that one is stored."""
-        cached = self._fresh(engine)
-        if cached.spec.tenancy is not None or cached.spec.dedications:
-            for ticket in batch:
-                ticket.finish()  # tenants and dedications read the whole spec
+        every placed one in one transaction. Every answer waits until the world it was
+        decided on is known to be the current one: the commit proves it (no revision
+        came between the cache's and the commit's), or, when nothing is written, a read
+        of the revision does. A claim refused because an earlier one took the room is
+        refused only once that one is stored."""
+        cached = self._cached or self._fresh(engine)
+        for _ in range(TRIES):
+            decided = self._decide(cached, batch)
+            if decided is None:
+                for ticket in batch:
+                    ticket.finish()  # tenants and dedications read the whole spec
+                return
+            if not decided.accepted:
+                seen = cached.revision
+                current = self._fresh(engine)
+                if current is not cached or current.revision != seen:
+                    cached = current  # the world moved: decide again on the new one
+                    continue
+                decided.finish(cached.revision, {})
+                return
+            try:
+                number, ids, rows = self._commit(engine, cached, decided.accepted)
+            except Behind:
+                cached = self._fresh(engine)
+                continue
+            except Stale:
+                self._cached = None
+                for ticket in batch:
+                    ticket.finish()  # the general path plans them on fresh rows
+                return
+            self._advance(cached, number, decided.accepted, decided.spec, decided.state, ids)
+            decided.finish(number, rows)
             return
-        state, spec_now = cached.state, cached.spec
-        accepted: list[Accepted] = []
-        refused: list[tuple[Ticket, problems.ProblemException]] = []
+        for ticket in batch:
+            ticket.finish()  # the world keeps moving under this replica: plan in full
+
+    def _decide(self, cached: Cached, batch: list[Ticket]) -> Decided | None:
+        """What the cached world says of each claim; None when it cannot say (tenants
+        and dedications read the whole spec)."""
+        if cached.spec.tenancy is not None or cached.spec.dedications:
+            return None
+        decided = Decided(cached.explainer, cached.state, cached.spec)
         taken: set[str] = set()
-        explainer = cached.explainer
         for ticket in batch:
             name = ticket.spec.name
             if name in cached.snapshot.workloads or name in taken:
-                ticket.finish(
-                    error=problems.ProblemException(
-                        409, "exists", f"workload {name!r} exists: PUT changes it"
-                    )
-                )
+                decided.refuse(ticket, "exists", f"workload {name!r} exists: PUT changes it")
                 continue
             try:
                 workload = load_workload(ticket.spec, cached.spec.settings, cached.kinds)
             except SpecError:
-                ticket.finish()  # the general path reports it with the whole spec
+                decided.general.append(ticket)  # reported with the whole spec there
                 continue
             if workload.mode != "allocation" or not set(workload.resources) <= set(
                 cached.planner.index.resources
             ):
-                ticket.finish()
+                decided.general.append(ticket)
                 continue
-            planned = self._plan(cached, spec_now, state, workload)
+            planned = self._plan(cached, decided.spec, decided.state, workload)
             if planned is None:
-                ticket.finish()
+                decided.general.append(ticket)
                 continue
             result, after, new_spec = planned
             unplaced = result.unplaced
             if unplaced:
-                refused.append(
-                    (
-                        ticket,
-                        problems.ProblemException(
-                            409,
-                            "unplaceable",
-                            f"{len(unplaced)} of the units cannot be placed: {unplaced[0].summary}",
-                        ),
-                    )
+                decided.refuse(
+                    ticket,
+                    "unplaceable",
+                    f"{len(unplaced)} of the units cannot be placed: {unplaced[0].summary}",
                 )
                 continue
-            explainer.workloads[workload.name] = workload
+            cached.explainer.workloads[workload.name] = workload
             moves = [
-                Move(workload.name, p.unit, None, p.target, explainer.reason(p), PLACED)
+                Move(workload.name, p.unit, None, p.target, cached.explainer.reason(p), PLACED)
                 for p in result.placements
             ]
-            accepted.append(Accepted(ticket, workload, result, moves))
+            decided.accepted.append(Accepted(ticket, workload, result, moves))
             taken.add(name)
-            state, spec_now = after, new_spec
-        if accepted:
-            try:
-                number, follows, ids, rows = self._commit(engine, cached, accepted)
-            except Stale:
-                self._cached = None
-                for ticket in batch:
-                    if not ticket.done:
-                        ticket.finish()  # the general path plans them on fresh rows
-                return
-            if follows:
-                self._advance(cached, number, accepted, spec_now, state, ids)
-            else:
-                self._cached = None  # others committed first: read again next time
-        else:
-            number = cached.revision
-        for ticket, refusal in refused:
-            ticket.finish(error=refusal)
-        for claim in accepted:
-            claim.ticket.report(
-                0, rows[claim.workload.name], time.perf_counter() - claim.ticket.started, False
-            )
-            claim.ticket.finish(
-                answer={
-                    "revision": number,
-                    "conflicts": 0,
-                    "changes": placing.moves_document(claim.moves),
-                    **plan_document(claim.result, explainer),
-                }
-            )
+            decided.state, decided.spec = after, new_spec
+        return decided
 
     def _plan(
         self, cached: Cached, spec_now: Spec, state: PlanState, workload: Workload
@@ -355,7 +387,7 @@ class ReplicaWorld:
 
     def _commit(
         self, engine: Engine, cached: Cached, accepted: list[Accepted]
-    ) -> tuple[int, bool, dict[str, int], dict[str, list[events.Written]]]:
+    ) -> tuple[int, dict[str, int], dict[str, list[events.Written]]]:
         """One transaction for the batch: each target's usage raised by what the batch
         puts there, guarded by the generation the cache saw; the workloads, units,
         placements, events and history as bulk inserts."""
@@ -370,8 +402,9 @@ class ReplicaWorld:
         moves = [move for claim in accepted for move in claim.moves]
         with writing(engine) as session:
             number, event_ids = revision.bump_with_events(session, len(moves))
+            if number - 1 != cached.revision:
+                raise Behind()  # the revision row's lock is held now: nothing else lands
             connection = session.connection()
-            follows = number - 1 == cached.revision
             ids: dict[str, int] = {}
             for name in sorted(deltas, key=lambda n: targets[n].id):
                 row = targets[name]
@@ -475,8 +508,7 @@ class ReplicaWorld:
                     for move, event in zip(moves, written, strict=True)
                 ],
             )
-            final = session.scalar(select(Revision.value).where(Revision.id == 1))
-        return int(final or number), follows and final == number, ids, rows
+        return number, ids, rows
 
     def _advance(
         self,
