@@ -34,7 +34,7 @@ from placed.spec.load import load_workload
 from placed.spec.schema import WorkloadSpec
 from placed.store import events, revision, settings, world
 from placed.store.claims import PLACED, Actor, Move
-from placed.store.database import reading, writing
+from placed.store.database import reading
 from placed.store.tables import (
     Placement as PlacementRow,
 )
@@ -400,11 +400,11 @@ class ReplicaWorld:
                     found[name] = found.get(name, 0.0) + amount
         targets = cached.snapshot.targets
         moves = [move for claim in accepted for move in claim.moves]
-        with writing(engine) as session:
-            number, event_ids = revision.bump_with_events(session, len(moves))
+        # A Core connection, no ORM session: every statement here is a bulk one.
+        with engine.begin() as connection:
+            number, event_ids = revision.bump_with_events(connection, len(moves))
             if number - 1 != cached.revision:
                 raise Behind()  # the revision row's lock is held now: nothing else lands
-            connection = session.connection()
             ids: dict[str, int] = {}
             for name in sorted(deltas, key=lambda n: targets[n].id):
                 row = targets[name]
@@ -475,7 +475,7 @@ class ReplicaWorld:
             )
             rows: dict[str, list[events.Written]] = {}
             written = events.append_many(
-                session,
+                connection,
                 event_ids,
                 [
                     events.Pending(

@@ -228,20 +228,23 @@ async def post_workload(
 ) -> dict[str, Any]:
     engine = context.store(request)
     spec = _spec(body)
-    reach = await run_in_threadpool(context.accounts_of, engine, caller)
-    account = context.own_account(caller, spec.account, reach, "/account")
-    if account != spec.account:
-        spec = spec.model_copy(update={"account": account})
+    actor, replica, report = (
+        context.actor(request, caller),
+        request.app.state.replica,
+        context.reporter(request),
+    )
+
+    def scoped_claim() -> dict[str, Any]:
+        # One trip to a worker thread for the scope and the claim: a claim's own work is
+        # short enough that a second trip would show in its cost.
+        reach = context.accounts_of(engine, caller)
+        account = context.own_account(caller, spec.account, reach, "/account")
+        owned = spec if account == spec.account else spec.model_copy(update={"account": account})
+        return claim(engine, owned, actor, replica, report)
+
     found: HttpMetrics = request.app.state.metrics
     try:
-        answer: dict[str, Any] = await run_in_threadpool(
-            claim,
-            engine,
-            spec,
-            context.actor(request, caller),
-            request.app.state.replica,
-            context.reporter(request),
-        )
+        answer: dict[str, Any] = await run_in_threadpool(scoped_claim)
     except problems.ProblemException as error:
         if error.kind == "unplaceable":
             found.schedule_attempts.labels("unplaceable").inc()

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import Connection, insert, select
 from sqlalchemy.orm import Session
 
 from placed.store import revision
@@ -90,13 +90,11 @@ class Written:
 Recorded = EventRow | Written
 
 
-def append_many(session: Session, ids: range | None, pending: Sequence[Pending]) -> list[Written]:
-    """Write `pending` in order with consecutive ids (`ids`, when the caller took them
-    with its revision: `revision.bump_with_events`), in one statement."""
+def append_many(connection: Connection, ids: range, pending: Sequence[Pending]) -> list[Written]:
+    """Write `pending` in order with the consecutive ids the caller took with its
+    revision (`revision.bump_with_events`), in one statement."""
     if not pending:
         return []
-    if ids is None:
-        ids = revision.next_event_ids(session, len(pending))
     if len(ids) != len(pending):
         raise ValueError(f"{len(pending)} events for {len(ids)} ids")
     at = now()
@@ -117,7 +115,7 @@ def append_many(session: Session, ids: range | None, pending: Sequence[Pending])
         }
         for id_, item in zip(ids, pending, strict=True)
     ]
-    session.connection().execute(insert(table_of(EventRow)), values)
+    connection.execute(insert(table_of(EventRow)), values)
     return [Written(**row) for row in values]
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Connection, select, update
 from sqlalchemy.orm import Session
 
-from placed.store.tables import Revision
+from placed.store.tables import Revision, table_of
 
 
 def current(session: Session) -> int:
@@ -29,13 +29,14 @@ def next_event_id(session: Session) -> int:
     return _increment(session, Revision.last_event_id)
 
 
-def bump_with_events(session: Session, events: int) -> tuple[int, range]:
+def bump_with_events(connection: Connection, events: int) -> tuple[int, range]:
     """`bump` and `events` consecutive event ids, in one statement."""
-    found = session.execute(
-        update(Revision)
-        .where(Revision.id == 1)
-        .values(value=Revision.value + 1, last_event_id=Revision.last_event_id + events)
-        .returning(Revision.value, Revision.last_event_id)
+    row = table_of(Revision).c
+    found = connection.execute(
+        update(table_of(Revision))
+        .where(row.id == 1)
+        .values(value=row.value + 1, last_event_id=row.last_event_id + events)
+        .returning(row.value, row.last_event_id)
     ).one_or_none()
     if found is None:
         raise LookupError("the revision row is missing: run `placed db upgrade`")
@@ -43,15 +44,9 @@ def bump_with_events(session: Session, events: int) -> tuple[int, range]:
     return int(value), range(last - events + 1, last + 1)
 
 
-def next_event_ids(session: Session, count: int) -> range:
-    """`count` consecutive event ids, under the same row lock as `bump`."""
-    last = _increment(session, Revision.last_event_id, count)
-    return range(last - count + 1, last + 1)
-
-
-def _increment(session: Session, column: Any, by: int = 1) -> int:
+def _increment(session: Session, column: Any) -> int:
     value = session.scalar(
-        update(Revision).where(Revision.id == 1).values({column: column + by}).returning(column)
+        update(Revision).where(Revision.id == 1).values({column: column + 1}).returning(column)
     )
     if value is None:
         raise LookupError("the revision row is missing: run `placed db upgrade`")
