@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from placed.cli.main import app as cli
 from placed.service import create_app
+from placed.service.bodies import MAX_REQUEST_UNITS
 from placed.store.database import make_engine
 
 from .service_support import bearer, served
@@ -160,3 +161,28 @@ def test_a_lone_surrogate_in_the_spec_is_quoted_back_in_the_problem(
     (error,) = response.json()["errors"]
     assert error["pointer"] == "/workloads/0/constraints"
     assert "k\ud800 == v" in error["detail"]
+
+
+def test_a_plan_of_more_units_than_the_service_plans_is_a_422_at_the_workload(
+    planner: TestClient,
+) -> None:
+    """A spec may ask for a million units on the CLI; the service bounds the work one
+    request may take from its threads, and says at once which workload asks."""
+    spec = {
+        "inventory": [{"id": "h1"}],
+        "workloads": [
+            {"name": "small", "units": 10},
+            {"name": "huge", "units": MAX_REQUEST_UNITS},
+        ],
+    }
+    response = planner.post("/v1/plan", json=spec)
+    assert response.status_code == 422, response.text
+    problem = response.json()
+    assert problem["type"] == "urn:placed:problem:too-many-units"
+    assert f"{MAX_REQUEST_UNITS + 10:,} units" in problem["detail"]
+    assert problem["errors"][0]["pointer"] == "/workloads/1/units"
+    spec["workloads"][1]["units"] = 10  # type: ignore[index]
+    assert planner.post("/v1/plan", json=spec).status_code == 200
+    claim = planner.post("/v1/workloads", json={"name": "w", "units": MAX_REQUEST_UNITS + 1})
+    assert claim.status_code == 422, claim.text
+    assert claim.json()["errors"][0]["pointer"] == "/units"

@@ -13,7 +13,7 @@ from placed.engine.planner import Planner
 from placed.engine.report import plan_document
 from placed.service import problems
 from placed.service.auth import EVERY_ROLE, Caller, allow
-from placed.service.bodies import read_body
+from placed.service.bodies import bounded_units, read_body
 from placed.spec import SpecError
 from placed.spec.load import load_spec_text
 from placed.spec.source import decode
@@ -29,6 +29,11 @@ def plan(body: bytes) -> dict[str, Any]:
         spec = load_spec_text(text, SOURCE)
     except SpecError as error:
         raise invalid_spec(error, body) from None
+    bounded_units(
+        (f"/workloads/{number}/units", workload.units)
+        for number, workload in enumerate(spec.workloads)
+        if workload.mode != "every"
+    )
     # `placed plan -o json` prints one document's plan under its name the same way.
     return {"name": spec.name, **plan_document(Planner(spec).plan())}
 

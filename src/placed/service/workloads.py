@@ -16,6 +16,7 @@ from placed.engine.documents import only_workloads
 from placed.engine.report import plan_document
 from placed.service import context, placing, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
+from placed.service.bodies import bounded_units
 from placed.service.metrics import HttpMetrics
 from placed.service.replica import API_DOCUMENT, ReplicaWorld
 from placed.spec.schema import WorkloadSpec
@@ -228,6 +229,7 @@ async def post_workload(
 ) -> dict[str, Any]:
     engine = context.store(request)
     spec = _spec(body)
+    bounded_units([("/units", spec.units)])
     actor, replica, report = (
         context.actor(request, caller),
         request.app.state.replica,
@@ -262,6 +264,7 @@ def update(
     caller: Caller = ROOT,
 ) -> dict[str, Any]:
     spec = _spec(change.spec, "/spec")
+    bounded_units([("/spec/units", spec.units)])
     reach = context.accounts_of(engine, caller)
     account = context.own_account(caller, spec.account, reach, "/spec/account")
     if account != spec.account:
