@@ -8,14 +8,18 @@ the dedication rules and refuses the rest. Through the API, on SQLite and Postgr
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
+from typer.testing import CliRunner
 
+from placed.cli.main import app
 from placed.engine import fit
 from placed.engine.planner import Planner
 from placed.engine.report import plan_document
@@ -23,6 +27,7 @@ from placed.service import create_app
 from placed.spec.load import load_spec_data
 from placed.store import schema
 from placed.store.database import make_engine
+from tests.running_servers import serving, upgrade
 from tests.service_support import table_digest
 from tests.test_service_dedications import SPEC as CLOUD
 
@@ -350,3 +355,49 @@ def test_the_misfits_of_a_spec_are_judged_in_the_order_units_land() -> None:
     )
     [misfit] = fit.misfits(Planner(spec))
     assert (misfit.unit, misfit.target, misfit.rule) == ("w/2", "h1", "capacity")
+
+
+def test_the_online_commands_show_the_diff_replace_and_drain(tmp_path: Path) -> None:
+    """placed apply --dry-run, placed replace and placed target drain against a real
+    placed serve: the diff lines for people, the whole answer with -o json."""
+    database = f"sqlite:///{tmp_path / 'placed.db'}"
+    token = upgrade(database)
+    (tmp_path / "gold.yaml").write_text(HOSTS.replace("TIER", "gold"))
+    (tmp_path / "silver.yaml").write_text(HOSTS.replace("TIER", "silver"))
+    runner = CliRunner()
+    with serving(database) as (base,):
+        env = {"PLACED_URL": base, "PLACED_TOKEN": token}
+
+        def placed(*args: str, code: int = 0) -> str:
+            done = runner.invoke(app, list(args), env=env)
+            assert done.exit_code == code, done.output
+            return done.output
+
+        placed("apply", str(tmp_path / "gold.yaml"))
+        found = json.loads(placed("get", "placements", "-o", "json"))
+        unit = next(i["unit"] for i in found["items"] if i["target"] == "h1")
+        shown = placed("apply", str(tmp_path / "silver.yaml"), "--dry-run")
+        line = next(row for row in shown.splitlines() if row.startswith("!"))
+        assert line.split()[:4] == ["!", unit, "h1", "h1"]
+        assert "no longer fits (constraint: fails tier == gold" in line
+        assert "placed replace db moves it" in shown.replace("\n", " ")
+        assert "would: 1 incompatible (stay)" in shown
+        assert "(dry run: nothing changed" in shown
+        data = json.loads(placed("apply", str(tmp_path / "silver.yaml"), "--dry-run", "-o", "json"))
+        assert data["dry_run"] is True and data["incompatible"][0]["unit"] == unit
+        told = placed("apply", str(tmp_path / "silver.yaml"))
+        assert f"{unit} no longer fits h1 (constraint" in told.replace("\n", " ")
+        planned = placed("replace", "db", "--dry-run")
+        assert planned.splitlines()[1].split()[:4] == ["~", unit, "h1", "h2"]
+        assert "would: 1 to move" in planned
+        done = placed("replace", "db")
+        assert "1 to move" in done and "would" not in done
+        placed("apply", str(tmp_path / "gold.yaml"))  # h1 is gold again
+        drained = json.loads(placed("target", "drain", "h2", "-r", "firmware", "-o", "json"))
+        assert drained["admin_state"] == "maintenance"
+        assert {m["unit"] for m in drained["moves"]} == {i["unit"] for i in found["items"]}
+        assert {m["to"] for m in drained["moves"]} == {"h1"}  # h3 is silver
+        shown = placed("target", "drain", "h1", "--dry-run")
+        assert shown.startswith("h1 would go into maintenance")
+        assert shown.count("\n! ") == 2 and "2 refused (stay)" in shown
+        placed("replace", "nothing", code=2)

@@ -437,6 +437,15 @@ def get_events(
                     detail += f": {details['why']}"
             else:
                 detail = str(details.get("reason") or "")
+            if e["kind"] == "unit.incompatible" and details.get("rule"):
+                # What no longer fits, and by which rule (the event's point).
+                detail = f"on {details.get('target')}: {details['rule']}"
+                if wide and details.get("why"):
+                    detail += f": {details['why']}"
+            elif e["kind"] == "migration.refused" and details.get("operation") == "drain":
+                detail = f"stays on {details.get('from')}: {details.get('error')}"
+                if wide and details.get("why"):
+                    detail += f": {details['why']}"
             row = [str(e["id"]), str(e["time"]).split(".")[0], e["kind"], e["subject"], detail]
             if wide:
                 actor = e.get("actor") or {}
