@@ -174,6 +174,18 @@ class Client:
         """Take a target down or bring it up: the moves."""
         return self.request("POST", f"/v1/targets/{_path(name)}/{state}", json={"reason": reason})
 
+    def replace(self, name: str, dry_run: bool = False) -> dict[str, Any]:
+        """Move a workload's units that no longer fit where they run: the moves."""
+        params = {"dry_run": "true"} if dry_run else None
+        return self.request("POST", f"/v1/workloads/{_segment(name)}/replace", params=params)
+
+    def drain(self, name: str, reason: str = "", dry_run: bool = False) -> dict[str, Any]:
+        """Put a target into maintenance and move its units off: the moves and refusals."""
+        params = {"dry_run": "true"} if dry_run else None
+        return self.request(
+            "POST", f"/v1/targets/{_path(name)}/drain", json={"reason": reason}, params=params
+        )
+
     def heartbeat(self, name: str) -> dict[str, Any]:
         return self.request("POST", f"/v1/targets/{_path(name)}/heartbeat")
 

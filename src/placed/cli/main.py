@@ -1134,6 +1134,7 @@ def explain_spec(
 app.command()(serve)
 # Online: what talks to a running placed serve, in the order a newcomer uses it.
 app.command(name="apply")(online.apply)
+app.command(name="replace")(online.replace)
 app.add_typer(online.get_app, name="get")
 app.add_typer(online.describe_app, name="describe")
 app.add_typer(online.target_app, name="target")

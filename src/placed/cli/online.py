@@ -1,5 +1,5 @@
 """The commands that talk to a running `placed serve`, as kubectl talks to its API
-server: apply, get, describe, target down|up, heartbeat. Each prints what the offline
+server: apply, get, describe, replace, target down|up|drain, heartbeat. Each prints what the offline
 commands print for the same document (the engine's document functions, through the
 server), a table for people or json/yaml for programs. A server that cannot be reached
 or a refused token is one line on stderr and exit code 2.
@@ -105,6 +105,67 @@ def _moves_table(moves: Sequence[dict[str, Any]], wide: bool) -> None:
     show(out, Grid(("unit", "change", "from", "to", "why"), rows))
 
 
+# A change's diff of placements, as Nomad's `job plan` marks it.
+_MARKS = {
+    "unit.placed": "+",
+    "unit.removed": "-",
+    "unit.unplaced": "-",
+    "unit.moved": "~",
+}
+
+
+def _diff(
+    changes: Sequence[dict[str, Any]],
+    incompatible: Sequence[dict[str, Any]],
+    refused: Sequence[dict[str, Any]] = (),
+    tense: str = "would",
+) -> None:
+    """What a change moves and why, one line per unit: + placed, - removed or unplaced,
+    ~ moved (or run differently on the same target), ! stays although it no longer
+    fits there (incompatible, or a drain found it no other place)."""
+    rows: list[Sequence[Cell]] = [
+        (
+            _MARKS.get(str(m["kind"]), "?"),
+            str(m["unit"]),
+            _text(m.get("from")),
+            _text(m.get("to")),
+            str(m.get("why", "")),
+        )
+        for m in changes
+    ]
+    rows += [
+        (
+            "!",
+            str(m["unit"]),
+            str(m["target"]),
+            str(m["target"]),
+            f"stays; no longer fits ({m['rule']}: {m['why']}); placed replace "
+            f"{m['workload']} moves it",
+        )
+        for m in incompatible
+    ]
+    rows += [
+        ("!", str(m["unit"]), _text(m.get("from")), _text(m.get("from")), str(m["why"]))
+        for m in refused
+    ]
+    if not rows:
+        write("no unit changes place\n")
+        return
+    show(out, Grid(("", "unit", "from", "to", "why"), rows))
+    counted = [
+        (sum(1 for m in changes if m["kind"] == "unit.placed"), "place"),
+        (sum(1 for m in changes if m["kind"] == "unit.moved"), "move"),
+        (sum(1 for m in changes if m["kind"] in ("unit.removed", "unit.unplaced")), "remove"),
+    ]
+    parts = [f"{count} to {verb}" for count, verb in counted if count]
+    if incompatible:
+        parts.append(f"{len(incompatible)} incompatible (stay)")
+    if refused:
+        parts.append(f"{len(refused)} refused (stay)")
+    lead = "would: " if tense == "would" else ""
+    write(f"{lead}{', '.join(parts)}\n")
+
+
 def apply(
     files: Annotated[
         list[Path],
@@ -138,7 +199,11 @@ def apply(
 ) -> None:
     """Apply spec files to a running placed serve: create or update what they name, keep
     what they do not (--prune deletes what their documents no longer name), and plan.
-    Prints the plan of the files' workloads and every unit that changed place.
+    Prints the plan of the files' workloads and every unit that changed place, and the
+    units that no longer fit where they run (they stay: placed replace moves them).
+    With --dry-run, only the diff of placements the change would make, one line per
+    unit: + placed, - removed, ~ moved, ! stays although it no longer fits; -o json
+    prints the whole answer (changes, incompatible, the plan).
 
     \b
     Examples:
@@ -173,16 +238,21 @@ def apply(
 
     def table(found: list[dict[str, Any]], wide: bool) -> None:
         for answer in found:
+            incompatible = [m for m in answer.get("incompatible") or [] if m.get("new")]
+            if answer.get("dry_run"):
+                # Nomad's job plan: the diff of placements, nothing else.
+                _diff(answer.get("changes") or [], incompatible)
+                write(f"(dry run: nothing changed, at revision {answer['revision']})\n")
+                continue
             names = ", ".join(answer.get("documents") or [])
             plan_table(out, [(names, answer)])
             _moves_table(answer.get("changes") or [], wide)
-            what = "would be" if answer.get("dry_run") else "revision"
-            tail = (
-                f"(dry run: nothing changed, at revision {answer['revision']})"
-                if answer.get("dry_run")
-                else f"{what} {answer['revision']}"
-            )
-            write(f"{tail}\n")
+            for m in incompatible:
+                write(
+                    f"{m['unit']} no longer fits {m['target']} ({m['rule']}: {m['why']}): "
+                    f"it stays; placed replace {m['workload']} moves it\n"
+                )
+            write(f"revision {answer['revision']}\n")
 
     _emit(
         answers[0] if len(answers) == 1 else answers,
@@ -367,6 +437,15 @@ def get_events(
                     detail += f": {details['why']}"
             else:
                 detail = str(details.get("reason") or "")
+            if e["kind"] == "unit.incompatible" and details.get("rule"):
+                # What no longer fits, and by which rule (the event's point).
+                detail = f"on {details.get('target')}: {details['rule']}"
+                if wide and details.get("why"):
+                    detail += f": {details['why']}"
+            elif e["kind"] == "migration.refused" and details.get("operation") == "drain":
+                detail = f"stays on {details.get('from')}: {details.get('error')}"
+                if wide and details.get("why"):
+                    detail += f": {details['why']}"
             row = [str(e["id"]), str(e["time"]).split(".")[0], e["kind"], e["subject"], detail]
             if wide:
                 actor = e.get("actor") or {}
@@ -610,5 +689,86 @@ def heartbeat(
             f"{found['target']} is {found['liveness']} (seen {seen}; stale after "
             f"{found['timeout_s']:g} s without a heartbeat)\n"
         )
+
+    _emit(data, fmt, table)
+
+
+def replace(
+    name: NameArgument,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what would move; change nothing.")
+    ] = False,
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: FormatOption = DataFormat.table,
+) -> None:
+    """Move a workload's units that no longer fit where they run (after a change of
+    its policy, a target's properties or a dedication) to where the plan puts them now.
+    A unit that fits nowhere else stays where it is, and says why.
+
+    \b
+    Examples:
+      # exit code 2: nothing listens on port 9
+      placed replace db --server http://127.0.0.1:9
+      # exit code 2: nothing listens on port 9
+      placed replace db --dry-run -o json --server http://127.0.0.1:9
+    """
+    fmt = _begin(format_choice)
+    with connected(server, token) as client:
+        data = client.replace(name, dry_run)
+
+    def table(found: dict[str, Any], wide: bool) -> None:
+        stayed = [
+            {"unit": m["unit"], "from": m["target"], "why": f"stays: {m['summary']}"}
+            for m in found["stayed"]
+        ]
+        tense = "would" if found["dry_run"] else "did"
+        _diff(found["changes"], [], stayed, tense)
+        if found["dry_run"]:
+            write(f"(dry run: nothing changed, at revision {found['revision']})\n")
+        else:
+            write(f"revision {found['revision']}\n")
+
+    _emit(data, fmt, table)
+
+
+@target_app.command(name="drain")
+def target_drain(
+    name: NameArgument,
+    reason: ReasonOption = "",
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what would move; change nothing.")
+    ] = False,
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: FormatOption = DataFormat.table,
+) -> None:
+    """Drain a target for maintenance (CloudStack's): it takes nothing new, and each
+    unit on it is placed again elsewhere under the same rules (dedication included).
+    A unit no other target takes stays, recorded as migration.refused. placed target
+    up NAME ends the maintenance. Root-admin only.
+
+    \b
+    Examples:
+      # exit code 2: nothing listens on port 9
+      placed target drain H1a --reason "firmware" --server http://127.0.0.1:9
+      # exit code 2: nothing listens on port 9
+      placed target drain H1a --dry-run --server http://127.0.0.1:9
+    """
+    fmt = _begin(format_choice)
+    if len(reason) > 255:
+        fail_option("--reason", f"{len(reason)} characters; at most 255")
+    with connected(server, token) as client:
+        data = client.drain(name, reason, dry_run)
+
+    def table(found: dict[str, Any], wide: bool) -> None:
+        if found["dry_run"]:
+            write(f"{found['target']} would go into maintenance\n")
+        elif found["changed"]:
+            write(f"{found['target']} is in maintenance (revision {found['revision']})\n")
+        else:
+            write(f"{found['target']} was in maintenance already\n")
+        refused = [{**m, "from": found["target"]} for m in found["refused"]]
+        _diff(found["moves"], [], refused, "would" if found["dry_run"] else "did")
 
     _emit(data, fmt, table)

@@ -4,7 +4,7 @@ the fast judge (the pipeline, and rendezvous selection over arrays)."""
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ from placed.engine.report import Explainer
 from placed.engine.selection import U64, break_tie, stable_hash64, stable_hashes
 from placed.engine.state import PlanState
 from placed.model import Spec, Workload
+from placed.model.spec import Running
 from placed.policy.base import Family
 from placed.policy.lint import lint
 from placed.policy.registry import FAMILIES
@@ -28,6 +29,9 @@ __all__ = ["Outcome", "Placement", "PlanResult", "Planner", "Unplaced"]
 
 Positions = NDArray[np.intp]
 _COMPILED_KEPT = 16
+# Told of each running unit just before it lands in the initial state (engine/fit.py
+# judges it there): the unit, its workload, its target's position, the state so far.
+Landing = Callable[[Running, Workload, int, PlanState], None]
 
 
 class FastJudge:
@@ -109,9 +113,11 @@ class Planner:
     def request(self, workload: Workload) -> CompiledRequest:
         return self.judge.request(workload)
 
-    def initial_state(self, leaving: frozenset[str] = frozenset()) -> PlanState:
+    def initial_state(
+        self, leaving: frozenset[str] = frozenset(), landing: Landing | None = None
+    ) -> PlanState:
         """The state a plan starts from: the units that already run in their places (but
-        those `leaving`: in a what-if, units whose target failed)."""
+        those `leaving`: in a what-if, units whose target failed; a unit asked to move)."""
         state = PlanState(self.index)
         for running in self.spec.running:
             if running.unit in leaving:
@@ -119,8 +125,11 @@ class Planner:
             position = state.position(running.target)
             if position is None:
                 continue  # the reader checked; a target it dropped is no place to start
-            state.place(running.unit, running.workload, position)
             workload = self.workloads.get(running.workload)
+            if workload is not None and landing is not None:
+                state.judging = running.unit
+                landing(running, workload, position, state)
+            state.place(running.unit, running.workload, position)
             if workload is not None:
                 state.judging = running.unit  # what it takes is recorded as its own
                 self.pipeline.reserve(self.request(workload), state, position)
@@ -128,11 +137,18 @@ class Planner:
         return state
 
     def plan(
-        self, state: PlanState | None = None, progress: loop.Progress | None = None
+        self,
+        state: PlanState | None = None,
+        progress: loop.Progress | None = None,
+        again: Mapping[str, list[str]] | None = None,
     ) -> PlanResult:
+        """Plan every workload on `state`. `again`: units (by workload) that ran and are
+        to be placed again under their own names (left out of `state`)."""
         state = state if state is not None else self.initial_state()
         result = PlanResult(self.spec, self.families, warnings=lint(self.spec, self.families))
-        context = loop.Context(self.judge, state, result, progress=progress)
+        context = loop.Context(
+            self.judge, state, result, again=dict(again or {}), progress=progress
+        )
         result.outcomes = loop.run(context, self.spec.workloads)
         result.new_targets = list(state.created)
         return result

@@ -163,6 +163,7 @@ def apply(
         "dry_run": dry_run,
         "documents": titles,
         "changes": placing.moves_document(committed.prepared.moves),
+        "incompatible": committed.prepared.data.get("incompatible", []),
         "conflicts": committed.conflicts,
         **plan_document(shown),
     }
@@ -177,7 +178,11 @@ def apply(
     "before and names no more is deleted. The body is what `placed plan` reads: a native "
     "spec (several documents separated by ---) or a Juju bundle or deployer file. The "
     "answer is the plan of the workloads the documents name, every unit that changed "
-    "place (`changes`), and the new revision.",
+    "place (`changes`: placed, moved, removed, each with why), the allocation units that "
+    "no longer fit where they run and stay there (`incompatible`, each with the rule; "
+    "POST /v1/workloads/{name}/replace moves them), and the new revision. With "
+    "dry_run=true it is the same answer for a change that is not made: what it would move "
+    "and why.",
     responses={
         200: {
             "description": "The plan, the changes and the revision",

@@ -79,6 +79,12 @@ class DedicationChange(BaseModel):
     )
     revision: int
     changes: list[MoveView] = Field(description="Units placed or moved by the change.")
+    incompatible: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Allocation units that no longer fit where they run and stay there, "
+        "each with the rule (a unit.incompatible event when new); POST "
+        "/v1/workloads/{name}/replace moves them.",
+    )
 
 
 class DedicationList(BaseModel):
@@ -109,6 +115,12 @@ class SettingChange(BaseModel):
     changed: bool = Field(description="false: it had that value already.")
     revision: int
     changes: list[MoveView] = Field(description="Units the new setting placed or moved.")
+    incompatible: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Allocation units that no longer fit where they run and stay there, "
+        "each with the rule (a unit.incompatible event when new); POST "
+        "/v1/workloads/{name}/replace moves them.",
+    )
 
 
 Act = Callable[[Cloud, Principal], Dedication]
@@ -346,6 +358,7 @@ def put_setting(
         "changed": committed.prepared.data["changed"],
         "revision": committed.revision,
         "changes": placing.moves_document(committed.prepared.moves),
+        "incompatible": committed.prepared.data.get("incompatible", []),
     }
 
 

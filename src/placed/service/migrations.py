@@ -1,7 +1,12 @@
-"""POST /v1/units/{unit}/migrate and POST /v1/targets/{name}/evacuate: CloudStack's
-migrateVirtualMachine and host maintenance, judged by the dedication rules
+"""POST /v1/units/{unit}/migrate, POST /v1/targets/{name}/evacuate and .../drain:
+CloudStack's migrateVirtualMachine and host maintenance, judged by the dedication rules
 (`Cloud.migrate`, `Cloud.evacuate`) on the world read, as `placed simulate --migrate` and
 `--maintenance` judge them on a spec.
+
+A drain is maintenance as CloudStack's PrepareForMaintenance does it: the host takes
+nothing new, every allocation unit on it is placed again by the plan (its pipeline holds
+the dedication rules, tenant affinity and implicit dedication), and a unit that finds no
+place stays where it is with a `migration.refused` event, while the others move.
 
 A migration onto a host the VM's account may not use is refused (the design: "migration
 of a VM to a resource not owned by the account must fail"), and a maintenance that cannot
@@ -15,14 +20,19 @@ import copy
 import dataclasses
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Request
+from fastapi import APIRouter, Body, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from placed.engine.planner import Planner
 from placed.engine.rebalance import simulate
-from placed.model.dedications import MIGRATION_REFUSED, PERMISSION_DENIED, DedicationError
+from placed.model.dedications import (
+    MIGRATION_REFUSED,
+    NO_CAPACITY,
+    PERMISSION_DENIED,
+    DedicationError,
+)
 from placed.service import cloudstack, context, placing, problems
 from placed.service.auth import (
     ROOT_ADMIN,
@@ -36,6 +46,7 @@ from placed.store.world import Snapshot
 router = APIRouter(prefix="/v1")
 
 MAINTENANCE = "maintenance"
+DRAIN = "drain"
 
 
 class MigrateTo(BaseModel):
@@ -50,6 +61,10 @@ class Migration(BaseModel):
     to: str
     revision: int
     changes: list[MoveView] = Field(description="The move, and what the world's plan moved.")
+    incompatible: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Allocation units that no longer fit where they run (they stay).",
+    )
 
 
 def migrate(engine: Engine, unit: str, target: str, principal: str, actor: Actor) -> dict[str, Any]:
@@ -201,4 +216,139 @@ async def post_evacuate(
         why,
         context.principal(caller),
         context.actor(request, caller),
+    )
+
+
+def drain(
+    engine: Engine, name: str, reason: str, actor: Actor, dry_run: bool = False
+) -> dict[str, Any]:
+    def prepare(snapshot: Snapshot) -> placing.Prepared:
+        row = snapshot.targets.get(name)
+        if row is None:
+            raise problems.ProblemException(404, "not-found", f"no target {name!r}")
+        after = copy.deepcopy(snapshot)
+        after.targets[name] = dataclasses.replace(row, admin_state=MAINTENANCE)
+        # The allocation units that run there (mapping and every-mode units follow the
+        # target's state in any plan).
+        units: dict[str, list[str]] = {}
+        for running in snapshot.running():
+            if running["target"] == name:
+                workload = snapshot.units[running["unit"]][1]
+                units.setdefault(workload, []).append(running["unit"])
+        refused: dict[str, str] = {}
+        while True:
+            again = {
+                workload: [unit for unit in found if unit not in refused]
+                for workload, found in units.items()
+            }
+            again = {workload: found for workload, found in again.items() if found}
+            prepared = placing.plan(snapshot, copy.deepcopy(after), again)
+            moving = {unit for found in again.values() for unit in found}
+            nowhere = {o.unit: o.summary for o in prepared.result.unplaced if o.unit in moving}
+            if not nowhere:
+                break
+            # A unit with no other place stays (its host in maintenance); the others are
+            # planned again without it, so none takes a place it would have freed.
+            refused.update(nowhere)
+        why = f"{name} is drained (maintenance): placed again under the same rules"
+        prepared.moves = [
+            dataclasses.replace(move, why=f"{why}; now on {move.destination}: {move.why}")
+            if move.source == name and move.destination not in (None, name)
+            else move
+            for move in prepared.moves
+        ]
+        accounts = {n: w.account for n, w in snapshot.workloads.items()}
+        refusals = [
+            Extra(
+                cloudstack.MIGRATION_REFUSED_EVENT,
+                unit,
+                target=name,
+                workload=snapshot.units[unit][1],
+                account=accounts.get(snapshot.units[unit][1]),
+                details={
+                    "operation": DRAIN,
+                    "from": name,
+                    "error": NO_CAPACITY,
+                    "why": f"{unit} stays on {name}: no other target takes it: {summary}",
+                },
+            )
+            for unit, summary in refused.items()
+        ]
+        changed = row.admin_state != MAINTENANCE
+        head = (
+            [
+                Extra(
+                    "target.maintenance",
+                    name,
+                    target=name,
+                    details={
+                        "reason": reason,
+                        "operation": DRAIN,
+                        "moves": len(prepared.moves),
+                        "refused": len(refused),
+                    },
+                )
+            ]
+            if changed
+            else []
+        )
+        prepared.extra[:0] = [*head, *refusals]
+        prepared.data["changed"] = changed
+        prepared.data["refused"] = [
+            {"unit": unit, "workload": snapshot.units[unit][1], "why": summary}
+            for unit, summary in refused.items()
+        ]
+        return prepared
+
+    committed = placing.transact(engine, prepare, actor, dry_run=dry_run)
+    return {
+        "target": name,
+        "admin_state": MAINTENANCE,
+        "changed": committed.prepared.data["changed"],
+        "dry_run": dry_run,
+        "revision": committed.revision,
+        "moves": placing.moves_document(committed.prepared.moves),
+        "refused": committed.prepared.data["refused"],
+    }
+
+
+class Refused(BaseModel):
+    unit: str
+    workload: str
+    why: str = Field(description="Why no other target takes it (the kube-style summary).")
+
+
+class Drained(AdminChange):
+    dry_run: bool
+    refused: list[Refused] = Field(
+        description="Units that found no other place: they stay on the target, each with a "
+        "`migration.refused` event."
+    )
+
+
+@router.post(
+    "/targets/{name:path}/drain",
+    summary="Drain a host for maintenance",
+    description="The target goes into maintenance (it takes nothing new until POST "
+    ".../up) and each allocation unit on it is placed again by the plan, under the same "
+    "rules as a deploy (dedication included); mapping units move to their next owner and "
+    "every-mode units leave, as when it goes down. A unit that finds no other place stays "
+    "where it is, listed in `refused` with a `migration.refused` event; the others move "
+    "(CloudStack's PrepareForMaintenance). All in one transaction; dry_run=true answers "
+    "the same and changes nothing. Root admins only.",
+    response_model=Drained,
+    response_model_by_alias=True,
+    responses=problems.responses(403, 404, 409, 422),
+)
+async def post_drain(
+    request: Request,
+    name: str,
+    caller: Annotated[Caller, allow(ROOT_ADMIN)],
+    body: Annotated[Reason | None, Body()] = None,
+    dry_run: Annotated[bool, Query(description="Plan and answer; change nothing.")] = False,
+) -> dict[str, Any]:
+    engine = context.store(request)
+    why = body.reason if body is not None else ""
+    return await run_in_threadpool(
+        drain, engine, name, why, context.actor(request, caller), dry_run
     )

@@ -15,21 +15,23 @@ because others were faster.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from placed.engine import fit
 from placed.engine.outcomes import Placement, PlanResult
 from placed.engine.planner import Planner
 from placed.engine.rebalance import Simulation
 from placed.engine.report import Explainer
 from placed.engine.state import PlanState
-from placed.model import Spec
+from placed.model import Spec, Target
 from placed.service import problems
 from placed.service.problems import ProblemException
 from placed.spec import SpecError
@@ -46,6 +48,7 @@ TRIES = 10
 # heavy contention most optimistic tries lose, and each costs a whole plan.
 OPTIMISTIC_TRIES = 3
 WORLD = "store"  # the world's name in a problem about it
+INCOMPATIBLE = "unit.incompatible"
 
 
 @dataclass
@@ -108,13 +111,22 @@ def usage(planner: Planner, state: PlanState, after: Snapshot) -> dict[str, dict
     return used
 
 
-def plan(before: Snapshot, after: Snapshot) -> Prepared:
+def plan(
+    before: Snapshot, after: Snapshot, again: Mapping[str, list[str]] | None = None
+) -> Prepared:
     """Plan `after` from scratch (what runs stays; mapping and every-mode units are
-    derived again) and diff it against `before`."""
+    derived again) and diff it against `before`. The change is re-evaluated in the same
+    plan (SERVICE.md, "Changes re-evaluate"): an every-mode unit its target no longer
+    takes is removed with the rule that rejects it, a unit that stays on its target but
+    runs there differently (an edge cluster's namespace) is moved in place, and an
+    allocation unit that no longer fits stays, with a `unit.incompatible` event naming
+    the rule. `again`: units (by workload) to place again (`replace`)."""
     spec = world_spec(after)
     planner = Planner(spec)
-    state = planner.initial_state()
-    result = planner.plan(state)
+    misfits: list[fit.Misfit] = []
+    leaving = frozenset(unit for units in (again or {}).values() for unit in units)
+    state = planner.initial_state(leaving, fit.collector(planner, misfits))
+    result = planner.plan(state, again=again)
     explainer = Explainer(spec, planner.families, [c.target for c in state.created])
     final: dict[str, tuple[str, str | None, str]] = {}
     for running in spec.running:
@@ -126,8 +138,133 @@ def plan(before: Snapshot, after: Snapshot) -> Prepared:
         else:
             final[outcome.unit] = (outcome.workload, None, outcome.summary)
     _keep_created(after, state)
-    moves = diff(before, final)
-    return Prepared(after, spec, planner, result, moves, usage(planner, state, after))
+    earlier = _Earlier(before)
+    moves = [_explained(move, planner, state) for move in diff(before, final)]
+    moves.extend(_redeployed(before, after, final, planner, earlier))
+    prepared = Prepared(after, spec, planner, result, moves, usage(planner, state, after))
+    fresh = _new_misfits(misfits, earlier)
+    prepared.extra.extend(
+        Extra(
+            INCOMPATIBLE,
+            misfit.unit,
+            target=misfit.target,
+            workload=misfit.workload,
+            account=after.workloads[misfit.workload].account
+            if misfit.workload in after.workloads
+            else None,
+            details={**misfit.to_dict(), "stays": True},
+        )
+        for misfit in fresh
+    )
+    told = set(fresh)
+    prepared.data["incompatible"] = [{**m.to_dict(), "new": m in told} for m in misfits]
+    return prepared
+
+
+class _Earlier:
+    """The world before the change, as the engine reads it: built only when a
+    comparison needs it (most changes never do)."""
+
+    def __init__(self, before: Snapshot) -> None:
+        self.before = before
+        self._planner: Planner | None = None
+
+    @property
+    def planner(self) -> Planner:
+        if self._planner is None:
+            self._planner = Planner(world_spec(self.before))
+        return self._planner
+
+
+def _explained(move: Move, planner: Planner, state: PlanState) -> Move:
+    """An every-mode unit removed from a target that is still there: say which rule of
+    its workload that target now fails (the agbot cancels the agreement)."""
+    if move.kind != REMOVED or move.source is None:
+        return move
+    workload = planner.workloads.get(move.workload)
+    position = state.position(move.source)
+    if workload is None or workload.mode != "every" or position is None:
+        return move
+    reason = fit.rejection(planner, workload, position, state)
+    if reason is None:
+        return move
+    why = f"{move.source} no longer takes it: {reason.filter}: {reason.text}"
+    return dataclasses.replace(move, why=why, details={"rule": reason.filter})
+
+
+def _describe(
+    planner: Planner, targets: dict[str, Target], workload: str, target: str
+) -> dict[str, Any]:
+    """How a unit runs on its target, as the families describe it (a namespace)."""
+    found = planner.workloads.get(workload)
+    where = targets.get(target)
+    if found is None or where is None:
+        return {}
+    out: dict[str, Any] = {}
+    for family in planner.families:
+        out.update(family.describe(found, where))
+    return out
+
+
+def _redeployed(
+    before: Snapshot,
+    after: Snapshot,
+    final: dict[str, tuple[str, str | None, str]],
+    planner: Planner,
+    earlier: _Earlier,
+) -> list[Move]:
+    """Units that stay on their target while what the target runs changes: Open
+    Horizon's cluster-scoped agent takes a policy's new cluster_namespace, so the service
+    is deployed again there, in the new namespace."""
+    changed_workloads = {
+        name
+        for name, spec in after.workload_specs.items()
+        if name in before.workload_specs and before.workload_specs[name] != spec
+    }
+    changed_nodes = {
+        name for name, node in after.nodes.items() if before.nodes.get(name, node) != node
+    }
+    moves: list[Move] = []
+    if not changed_workloads and not changed_nodes:
+        return moves
+    targets_now = {t.id: t for t in planner.spec.inventory.targets}
+    targets_then: dict[str, Target] | None = None
+    for unit, (workload, destination, _) in final.items():
+        if destination is None or before.placements.get(unit) != destination:
+            continue
+        if workload not in changed_workloads and destination not in changed_nodes:
+            continue
+        if targets_then is None:
+            targets_then = {t.id: t for t in earlier.planner.spec.inventory.targets}
+        was = _describe(earlier.planner, targets_then, workload, destination)
+        now = _describe(planner, targets_now, workload, destination)
+        if was == now:
+            continue
+        what = ", ".join(
+            f"{key} {_plain(was.get(key))} -> {_plain(now.get(key))}"
+            for key in sorted({*was, *now})
+            if was.get(key) != now.get(key)
+        )
+        why = f"stays on {destination}, deployed again there: {what}"
+        details = {"before": was, "after": now}
+        moves.append(Move(workload, unit, destination, destination, why, MOVED, details))
+    return moves
+
+
+def _plain(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _new_misfits(found: list[fit.Misfit], earlier: _Earlier) -> list[fit.Misfit]:
+    """The misfits this change made: those that did not already misfit for the same
+    rule before it (each is told once, not on every later change)."""
+    if not found:
+        return []
+    old = {
+        (m.unit, m.target, m.rule)
+        for m in fit.misfits(earlier.planner, {m.workload for m in found})
+    }
+    return [m for m in found if (m.unit, m.target, m.rule) not in old]
 
 
 def _keep_created(after: Snapshot, state: PlanState) -> None:

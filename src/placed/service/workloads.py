@@ -5,6 +5,7 @@ generation the caller saw, DELETE removes it and its units."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request
@@ -175,6 +176,7 @@ def _answer(committed: placing.Committed, name: str) -> dict[str, Any]:
         "revision": committed.revision,
         "conflicts": committed.conflicts,
         "changes": placing.moves_document(committed.prepared.moves),
+        "incompatible": committed.prepared.data.get("incompatible", []),
         **plan_document(shown),
     }
 
@@ -320,6 +322,108 @@ async def put_workload(
         name,
         change,
         context.actor(request, caller),
+        context.reporter(request),
+        caller,
+    )
+
+
+def replace(
+    engine: Engine,
+    name: str,
+    actor: Actor,
+    dry_run: bool = False,
+    report: placing.Reporter = placing.silent,
+    caller: Caller = ROOT,
+) -> dict[str, Any]:
+    """Move the workload's allocation units that no longer fit where they run to where
+    the plan puts them now; a unit that fits nowhere else stays (and says why)."""
+    reach = context.accounts_of(engine, caller)
+
+    def prepare(snapshot: Snapshot) -> placing.Prepared:
+        row = snapshot.workloads.get(name)
+        if row is None or (reach is not None and row.account not in reach):
+            raise problems.ProblemException(404, "not-found", f"no workload {name!r}")
+        prepared = placing.plan(snapshot, copy.deepcopy(snapshot))
+        misfits = {m["unit"]: m for m in prepared.data["incompatible"] if m["workload"] == name}
+        stayed: list[dict[str, Any]] = []
+        moving = list(misfits)
+        while moving:
+            prepared = placing.plan(snapshot, copy.deepcopy(snapshot), {name: moving})
+            nowhere = {o.unit: o.summary for o in prepared.result.unplaced if o.unit in misfits}
+            if not nowhere:
+                break
+            # Placed again elsewhere or not at all: a unit with no other place keeps the
+            # one it has (no outage for a rule), and the others are planned without it.
+            stayed.extend({**misfits[unit], "summary": nowhere[unit]} for unit in nowhere)
+            moving = [unit for unit in moving if unit not in nowhere]
+            if not moving:
+                prepared = placing.plan(snapshot, copy.deepcopy(snapshot))
+        prepared.moves = [
+            dataclasses.replace(
+                move,
+                why=f"replaced: {move.source} no longer fits ({misfits[move.unit]['rule']}: "
+                f"{misfits[move.unit]['why']}); now on {move.destination}: {move.why}",
+                details={"rule": misfits[move.unit]["rule"]},
+            )
+            if move.unit in misfits and move.destination is not None
+            else move
+            for move in prepared.moves
+        ]
+        prepared.data["stayed"] = stayed
+        return prepared
+
+    committed = placing.transact(engine, prepare, actor, dry_run=dry_run, report=report)
+    return {
+        "workload": name,
+        "revision": committed.revision,
+        "dry_run": dry_run,
+        "changes": placing.moves_document(committed.prepared.moves),
+        "stayed": committed.prepared.data.get("stayed", []),
+        "incompatible": committed.prepared.data.get("incompatible", []),
+    }
+
+
+class Replaced(BaseModel):
+    workload: str
+    revision: int
+    dry_run: bool
+    changes: list[dict[str, Any]] = Field(
+        description="Each unit that moved (unit.moved, from, to, why) and anything else the "
+        "plan changed."
+    )
+    stayed: list[dict[str, Any]] = Field(
+        description="Units that no longer fit where they run but fit nowhere else: they "
+        "stay, with the rule they fail and the summary of why nowhere else takes them."
+    )
+    incompatible: list[dict[str, Any]] = Field(
+        description="What still does not fit where it runs afterwards (the world's)."
+    )
+
+
+@router.post(
+    "/workloads/{name}/replace",
+    summary="Move the units that no longer fit",
+    description="The workload's allocation units that a change made incompatible with "
+    "their target (a `unit.incompatible` event, `incompatible` in a change's answer) are "
+    "placed again where the plan puts them now, each move an event; the others stay. A "
+    "unit that fits nowhere else stays where it is and is listed in `stayed`. Nothing "
+    "to move changes nothing. dry_run=true answers the same and changes nothing.",
+    response_model=Replaced,
+    responses=problems.responses(404, 409, 422),
+)
+async def post_replace(
+    request: Request,
+    name: str,
+    caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
+    dry_run: Annotated[bool, Query(description="Plan and answer; change nothing.")] = False,
+) -> dict[str, Any]:
+    engine = context.store(request)
+    return await run_in_threadpool(
+        replace,
+        engine,
+        name,
+        context.actor(request, caller),
+        dry_run,
         context.reporter(request),
         caller,
     )

@@ -44,9 +44,11 @@ class Move:
     destination: str | None
     why: str
     kind: str
+    # What else changed with it (a namespace on the same target), for its event.
+    details: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        found: dict[str, Any] = {
             "workload": self.workload,
             "unit": self.unit,
             "from": self.source,
@@ -54,6 +56,9 @@ class Move:
             "why": self.why,
             "kind": self.kind,
         }
+        if self.details:
+            found["details"] = dict(self.details)
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +195,12 @@ def commit(
             workload=move.workload,
             account=owners.get(move.workload),
             request_id=actor.request_id,
-            details={"from": move.source, "to": move.destination, "why": move.why},
+            details={
+                "from": move.source,
+                "to": move.destination,
+                "why": move.why,
+                **move.details,
+            },
         )
         rows.append(row)
         if move.source != move.destination:
