@@ -3,6 +3,8 @@ it builds, never in a module, so tests build as many apps as they like."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
@@ -31,6 +33,7 @@ from placed.service.health import Readiness, always_ready
 from placed.service.middleware import RequestContext
 from placed.service.replica import ReplicaWorld
 from placed.spec.schema import SpecDocument
+from placed.store import notify
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 
@@ -44,11 +47,29 @@ def create_app(
     """`database`: the store's engine (None: only the routes that keep no state answer).
     `readiness`: None when the service can serve, else why not (GET /readyz answers
     503 with it). `max_body_bytes`: a larger request body gets a 413 problem."""
+    bell = events.EventBell()
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # Only a served app listens (uvicorn, or a TestClient used as a context): an
+        # app a test builds and drops holds no connection of its own.
+        listener = None
+        if database is not None and database.dialect.name == "postgresql":
+            listener = notify.Listener(database, bell.ring, bell.heard)
+            listener.start()
+        try:
+            yield
+        finally:
+            if listener is not None:
+                listener.stop()
+
     app = FastAPI(
         title="placed",
         version=__version__,
         description="Decide where each unit of work goes, under policy, and explain why.",
+        lifespan=lifespan,
     )
+    app.state.event_bell = bell
     app.state.database = database
     app.state.log_json = log_json  # each event's log line as JSON (service/eventlog.py)
     # The world in memory at one revision, for claims (service/replica.py).

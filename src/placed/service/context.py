@@ -35,6 +35,7 @@ def reporter(request: Request) -> Reporter:
     """What a committed change tells the app: its metrics, and a log line per event."""
     found: HttpMetrics = request.app.state.metrics
     as_json: bool = request.app.state.log_json
+    bell = request.app.state.event_bell
 
     def report(conflicts: int, rows: Sequence[Recorded], seconds: float, gave_up: bool) -> None:
         if gave_up:
@@ -45,6 +46,8 @@ def reporter(request: Request) -> Reporter:
             conflicts, [row.kind for row in rows if row.kind.startswith("unit.")], seconds
         )
         eventlog.emit(rows, as_json)
+        if rows:
+            bell.ring()
 
     return report
 

@@ -1,8 +1,15 @@
-"""GET /v1/events: what changed, oldest first, paged by id; `wait` long-polls."""
+"""GET /v1/events: what changed, oldest first, paged by id; `wait` long-polls.
+
+A long-poll sleeps on the app's `EventBell`, rung after each commit this process makes
+and, on PostgreSQL, by the listener that hears every replica's (store/notify.py). It
+still reads again every POLL_S without a listener (SQLite, or PostgreSQL while the
+listener reconnects) and every HEARD_POLL_S with one, in case a ring was missed.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from datetime import datetime
 from typing import Annotated, Any
@@ -21,6 +28,44 @@ router = APIRouter(prefix="/v1")
 MAX_PAGE = 1000
 MAX_WAIT_S = 30.0
 POLL_S = 0.2
+HEARD_POLL_S = 2.0
+
+
+class EventBell:
+    """Wakes the long-polls of one app. `ring` may come from any thread; `rings` counts,
+    so a waiter that read nothing knows whether a ring came since it started reading."""
+
+    def __init__(self) -> None:
+        self.rings = 0
+        self.heard = threading.Event()  # set while a listener hears every replica
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiting: set[asyncio.Future[None]] = set()
+
+    def ring(self) -> None:
+        self.rings += 1
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        for waiter in list(self._waiting):
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def wait(self, seconds: float, since: int) -> None:
+        """Until a ring after the count `since`, or `seconds`."""
+        if self.rings != since or seconds <= 0:
+            return
+        self._loop = loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._waiting.add(waiter)
+        try:
+            if self.rings == since:
+                await asyncio.wait_for(waiter, seconds)
+        except TimeoutError:
+            pass
+        finally:
+            self._waiting.discard(waiter)
 
 
 class Actor(BaseModel):
@@ -97,9 +142,13 @@ async def list_events(
             )
             return [events.view(row) for row in rows]
 
+    bell: EventBell = request.app.state.event_bell
     deadline = time.monotonic() + wait
+    rung = bell.rings
     items = await run_in_threadpool(page)
     while not items and time.monotonic() < deadline:
-        await asyncio.sleep(POLL_S)
+        poll = HEARD_POLL_S if bell.heard.is_set() else POLL_S
+        await bell.wait(min(poll, deadline - time.monotonic()), rung)
+        rung = bell.rings
         items = await run_in_threadpool(page)
     return {"items": items, "next_cursor": items[-1]["id"] if items else after}
