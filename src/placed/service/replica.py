@@ -133,6 +133,7 @@ class Decided:
                     "revision": number,
                     "conflicts": 0,
                     "changes": placing.moves_document(claim.moves),
+                    "incompatible": [],  # a new workload leaves every running unit fitting
                     **plan_document(claim.result, self.explainer),
                 }
             )
