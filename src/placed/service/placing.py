@@ -40,7 +40,6 @@ from placed.store import claims, definitions, revision, settings, world
 from placed.store.claims import MOVED, PLACED, REMOVED, UNPLACED, Actor, Extra, Move
 from placed.store.database import reading, writing
 from placed.store.events import Recorded
-from placed.store.tables import EventRow
 from placed.store.world import Snapshot, TargetRow
 
 TRIES = 10
@@ -70,7 +69,7 @@ class Prepared:
 class Committed:
     prepared: Prepared
     revision: int
-    events: list[EventRow]
+    events: list[Recorded]
     conflicts: int
 
 
@@ -412,7 +411,7 @@ def _expected(snapshot: Snapshot, expected: int | None, seen: int | None = None)
 
 def _write(
     session: Session, snapshot: Snapshot, prepared: Prepared, number: int, actor: Actor
-) -> list[EventRow]:
+) -> list[Recorded]:
     # Replicas refresh claims alone from the rows; anything else since means reading all.
     settings.put(session, world.CHANGED_SETTING, number)
     try:
@@ -420,7 +419,8 @@ def _write(
     except definitions.Refused as error:
         raise ProblemException(409, error.kind, str(error)) from None
     accounts = {name: row.account for name, row in prepared.after.workloads.items()}
-    return claims.commit(
+    written: list[Recorded] = []
+    written += claims.commit(
         session,
         snapshot,
         prepared.moves,
@@ -430,6 +430,7 @@ def _write(
         prepared.extra,
         accounts,
     )
+    return written
 
 
 def moves_document(moves: Sequence[Move]) -> list[dict[str, Any]]:
