@@ -33,8 +33,11 @@ def store(request: Request) -> Engine:
 
 def reporter(request: Request) -> Reporter:
     """What a committed change tells the app: its metrics, and a log line per event."""
-    found: HttpMetrics = request.app.state.metrics
-    as_json: bool = request.app.state.log_json
+    return reporter_of(request.app.state.metrics, request.app.state.log_json)
+
+
+def reporter_of(found: HttpMetrics, as_json: bool) -> Reporter:
+    """The same, for a change no request asked for (the controller's)."""
 
     def report(conflicts: int, rows: Sequence[EventRow], seconds: float, gave_up: bool) -> None:
         if gave_up:

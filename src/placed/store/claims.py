@@ -9,7 +9,7 @@ the database itself.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,9 +87,11 @@ def commit(
     bumped: set[str] = frozenset(),  # type: ignore[assignment]
     extra: Sequence[Extra] = (),
     accounts: Mapping[str, str | None] | None = None,
+    moved: Callable[[Session, int], None] | None = None,
 ) -> list[EventRow]:
     """Write `moves` and the targets' new `used`. `bumped`: targets this transaction has
-    already written (their generation is one past the snapshot's)."""
+    already written (their generation is one past the snapshot's). `moved`: told after
+    each move is written, with how many so far (the controller's fault hooks)."""
     targets = {
         name: (id_, generation)
         for id_, name, generation in session.execute(
@@ -204,6 +206,8 @@ def commit(
                     event_id=row.id,
                 )
             )
+        if moved is not None:
+            moved(session, len(rows) - len(extra))
     session.flush()
     return rows
 
