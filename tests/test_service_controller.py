@@ -284,8 +284,16 @@ def test_the_lease_is_one_holder_s_and_a_takeover_raises_the_epoch(database: str
         row.expires_at = leases.database_now(session) - timedelta(seconds=1)
     second.renew()
     assert second.leading and second.epoch == (first.epoch or 0) + 1
+    assert _events(app, "lease.acquired") == []  # the sweep writes it, never the renewal
+    first_epoch = first.epoch
+    first.epoch = first_epoch  # as it believes, still
+    with pytest.raises(Fenced):
+        first.sweep()  # its announcement is fenced: it no longer holds the lease
+    second.sweep()
     acquired = _events(app, "lease.acquired")
-    assert [e.details["holder"] for e in acquired] == ["a" * 32, "b" * 32]
+    assert [(e.details["holder"], e.details["epoch"]) for e in acquired] == [
+        ("b" * 32, (first_epoch or 0) + 1)
+    ]
     with pytest.raises(Fenced):
         first.renew()  # it sees it lost the lease
     second.stop()

@@ -31,7 +31,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -155,12 +155,13 @@ class Controller:
         self.epoch: int | None = None  # the epoch held; None: not leading
         self.since: datetime | None = None  # when that epoch began, by the database
         self._since_epoch: int | None = None
+        self._unannounced: int | None = None  # an epoch taken, its event not yet written
         self.suppressed: str | None = None  # why the current episode moves nothing
         self._report = reporter_of(metrics, log_json)
         self._log_json = log_json
         self._commits = 0  # rebalance commits reached, for the fault hook
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         metrics.leader.set(0)
 
     @property
@@ -170,14 +171,19 @@ class Controller:
     # The thread
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="placed-controller", daemon=True)
-        self._thread.start()
+        # Apart, so a sweep waiting on a lock (a paused leader's) never lets the lease go.
+        self._threads = [
+            threading.Thread(target=self._renewing, name="placed-lease", daemon=True),
+            threading.Thread(target=self._sweeping, name="placed-sweep", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def stop(self) -> None:
-        """Stop the thread and release the lease, so another replica leads at once."""
+        """Stop the threads and release the lease, so another replica leads at once."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        for thread in self._threads:
+            thread.join(timeout=30)
         if self.leading:
             try:
                 with writing(self.engine) as session:
@@ -186,26 +192,30 @@ class Controller:
                 log.warning("controller: could not release the lease: %s", error)
         self._step_down()
 
-    def _run(self) -> None:
-        renew_at = sweep_at = time.monotonic()
+    def _renewing(self) -> None:
         while not self._stop.is_set():
-            moment = time.monotonic()
-            try:
-                if moment >= renew_at:
-                    renew_at = moment + self.options.renew_s
-                    self.renew()
-                if self.leading and moment >= sweep_at:
-                    sweep_at = moment + self.options.sweep_s
-                    self.sweep()
-            except Fenced:
-                log.warning("controller: lost the lease (epoch %s); stepping down", self.epoch)
-                self._step_down()
-            except SQLAlchemyError as error:
-                # The database is away or ended our session: whatever was in flight rolled
-                # back; renewing again tells whether we still lead.
-                log.warning("controller: %s", str(error).splitlines()[0])
-                self._step_down()
-            self._stop.wait(max(0.0, min(renew_at, sweep_at) - time.monotonic()))
+            started = time.monotonic()
+            self._guarded(self.renew)
+            self._stop.wait(max(0.0, self.options.renew_s - (time.monotonic() - started)))
+
+    def _sweeping(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            if self.leading:
+                self._guarded(self.sweep)
+            self._stop.wait(max(0.0, self.options.sweep_s - (time.monotonic() - started)))
+
+    def _guarded(self, step: Callable[[], None]) -> None:
+        try:
+            step()
+        except Fenced:
+            log.warning("controller: lost the lease (epoch %s); stepping down", self.epoch)
+            self._step_down()
+        except SQLAlchemyError as error:
+            # The database is away or ended our session: whatever was in flight rolled
+            # back; the next renewal tells whether we still lead.
+            log.warning("controller: %s", str(error).splitlines()[0])
+            self._step_down()
 
     def _step_down(self) -> None:
         self.epoch = None
@@ -216,34 +226,44 @@ class Controller:
     # The lease
 
     def renew(self) -> None:
-        """Take or renew the lease; a takeover raises the epoch and is an event."""
-        acquired = None
+        """Take or renew the lease. A takeover raises the epoch; its `lease.acquired`
+        event is written by the sweep (`_announce`): an event waits for the revision
+        row's lock, which a paused leader may hold, and the renewal must not wait."""
         with writing(self.engine) as session:
             row = leases.acquire(session, LEASE, self.holder, self.options.ttl_s)
+            epoch = row.epoch if row is not None else None
             if row is not None and row.epoch != self._since_epoch:
                 self.since = database_now(session)
-                self._since_epoch = row.epoch
-                acquired = events.append(
-                    session,
-                    "lease.acquired",
-                    LEASE,
-                    actor_role=ACTOR.role,
-                    details={
-                        "holder": self.holder,
-                        "epoch": row.epoch,
-                        "ttl_s": self.options.ttl_s,
-                    },
-                )
-            epoch = row.epoch if row is not None else None
         if epoch is None:
             if self.leading:
                 raise Fenced
             return
-        if acquired is not None:
-            eventlog.emit([acquired], self._log_json)
+        if epoch != self._since_epoch:
+            self._since_epoch = epoch
+            self._unannounced = epoch
             log.info("controller: leading at epoch %d", epoch)
         self.epoch = epoch
         self.metrics.leader.set(1)
+
+    def _announce(self) -> None:
+        if self._unannounced is None or self._unannounced != self.epoch:
+            return
+        with writing(self.engine) as session:
+            self._fence(session, lock=True)
+            row = events.append(
+                session,
+                "lease.acquired",
+                LEASE,
+                actor_role=ACTOR.role,
+                details={
+                    "holder": self.holder,
+                    "epoch": self.epoch,
+                    "ttl_s": self.options.ttl_s,
+                    "at": _iso(self.since),
+                },
+            )
+        self._unannounced = None
+        eventlog.emit([row], self._log_json)
 
     def _fence(self, session: Session, lock: bool) -> None:
         epoch = self.epoch
@@ -263,6 +283,7 @@ class Controller:
                 self.metrics.liveness(dict(found))
 
     def _sweep(self) -> None:
+        self._announce()
         with reading(self.engine) as session:
             moment = database_now(session)
             _, timeout = settings.heartbeats(session)
@@ -356,9 +377,10 @@ class _Guard:
 
     def opened(self, session: Session) -> None:
         if session.get_bind().dialect.name == "postgresql":
-            # A paused leader (SIGSTOP) would hold its locks, the revision row's among
-            # them, until resumed: the database ends such a session after one TTL.
-            limit = int(self.controller.options.ttl_s * 1000)
+            # A paused leader (SIGSTOP) holds its locks, the revision row's among them,
+            # until resumed; resumed, its fence refuses the commit. Never resumed, the
+            # database ends its session after two TTLs, and so its locks.
+            limit = int(2 * self.controller.options.ttl_s * 1000)
             session.execute(text(f"SET LOCAL idle_in_transaction_session_timeout = {limit}"))
         self.controller._fence(session, lock=False)
 
