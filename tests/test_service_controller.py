@@ -19,7 +19,15 @@ from sqlalchemy.orm import Session
 from placed.service.controller import LEASE, Controller, Fault, Fenced, Options
 from placed.store import leases
 from placed.store.database import reading, writing
-from placed.store.tables import EventRow, Lease, Placement, Target, TargetLiveness, Unit
+from placed.store.tables import (
+    EventRow,
+    Lease,
+    Placement,
+    Target,
+    TargetLiveness,
+    TargetResource,
+    Unit,
+)
 from tests.fleets import conductors_spec
 from tests.running_servers import BIN
 from tests.service_support import client_of, served, table_digest
@@ -41,6 +49,7 @@ def _controller(app: FastAPI, holder: str = "a" * 32) -> Controller:
     )
     found.renew()
     assert found.leading
+    found.sweep()  # records lease.acquired; no target has heartbeated yet: nothing else
     return found
 
 
@@ -284,15 +293,13 @@ def test_the_lease_is_one_holder_s_and_a_takeover_raises_the_epoch(database: str
         row.expires_at = leases.database_now(session) - timedelta(seconds=1)
     second.renew()
     assert second.leading and second.epoch == (first.epoch or 0) + 1
-    assert _events(app, "lease.acquired") == []  # the sweep writes it, never the renewal
+    assert len(_events(app, "lease.acquired")) == 1  # the sweep writes it, not the renewal
     first_epoch = first.epoch
-    first.epoch = first_epoch  # as it believes, still
-    with pytest.raises(Fenced):
-        first.sweep()  # its announcement is fenced: it no longer holds the lease
     second.sweep()
     acquired = _events(app, "lease.acquired")
     assert [(e.details["holder"], e.details["epoch"]) for e in acquired] == [
-        ("b" * 32, (first_epoch or 0) + 1)
+        ("a" * 32, first_epoch),
+        ("b" * 32, (first_epoch or 0) + 1),
     ]
     with pytest.raises(Fenced):
         first.renew()  # it sees it lost the lease
@@ -377,3 +384,70 @@ def test_leader_and_metrics_show_the_leading_replica(database: str) -> None:
     text = client.get("/metrics").text
     assert "placed_leader 0.0" in text and "placed_targets{" not in text
     assert client.get("/v1/leader").json()["leading"] is False
+
+
+def test_a_stale_host_s_allocation_units_are_placed_again_or_unplaced(database: str) -> None:
+    spec = """
+name: hosts
+settings: {heartbeat_interval_s: 0.2, heartbeat_timeout_s: 1}
+inventory:
+  - {id: h1, capacity: {cpu: 8}}
+  - {id: h2, capacity: {cpu: 4}}
+  - {id: h3, capacity: {cpu: 2}}
+workloads:
+  - {name: big, units: 1, resources: {cpu: 6}}
+"""
+    app, client = _world(database, spec)
+    small = client.post(
+        "/v1/workloads", json={"name": "small", "units": 2, "resources": {"cpu": 1}}
+    )
+    assert small.status_code == 201, small.text
+    start = _placements(app)
+    on_h1 = {u for u, t in start.items() if t == "h1"}
+    assert "big/0" in on_h1
+    controller = _controller(app)
+    _mature(controller)
+    _seen(app, {"h1": 5, "h2": 0, "h3": 0})
+    controller.sweep()
+    now = _placements(app)
+    assert "h1" not in now.values()
+    changed = {e.subject: e.kind for e in _events(app) if e.kind.startswith("unit.")}
+    assert set(on_h1) <= set(changed)
+    for unit in on_h1:
+        assert (unit in now) == (changed[unit] == "unit.moved"), (unit, changed[unit])
+    assert changed["big/0"] == "unit.unplaced"  # 6 cpu fits nowhere but h1
+    (unplaced,) = _events(app, "unit.unplaced")
+    assert "insufficient cpu" in unplaced.details["why"]
+    with reading(app.state.database) as session:
+        used = dict(
+            session.execute(
+                select(Target.name, TargetResource.used).join(
+                    TargetResource, TargetResource.target_id == Target.id
+                )
+            ).all()
+        )
+    assert used["h1"] == 0.0 and used["h2"] <= 4 and used["h3"] <= 2
+
+
+def test_a_timeout_under_three_intervals_is_exit_2_offline(tmp_path: Path) -> None:
+    path = tmp_path / "beats.yaml"
+    path.write_text("name: beats\nsettings: {heartbeat_interval_s: 5, heartbeat_timeout_s: 10}\n")
+    done = subprocess.run(
+        [str(BIN / "placed"), "validate", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stdout
+    assert "heartbeat_timeout_s 10 is under 3 x heartbeat_interval_s 5" in done.stderr
+
+
+def test_targets_going_quiet_together_hold_back_the_first_to_turn_stale(database: str) -> None:
+    # Interval 0.2 s, timeout 1 s: late past 0.6 s. conductor1 is stale; 2 and 3 are late
+    # (their heartbeats stopped with it, a moment later): 3 of 4 look stale.
+    app, _ = _world(database, conductors_spec(12))
+    start = _placements(app)
+    controller = _controller(app)
+    _mature(controller)
+    _seen(app, {"conductor1": 1.5, "conductor2": 0.9, "conductor3": 0.9, "conductor4": 0})
+    controller.sweep()
+    assert _placements(app) == start
+    (suppressed,) = _events(app, "sweep.suppressed")
+    assert (suppressed.details["stale"], suppressed.details["late"]) == (1, 3)

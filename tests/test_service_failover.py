@@ -25,7 +25,7 @@ from sqlalchemy import func, select
 from placed.store.database import make_engine, reading
 from placed.store.tables import EventRow, Placement, PlacementHistory, Target, Unit
 from tests.fleets import conductors_spec
-from tests.running_servers import BIN, server, upgrade
+from tests.running_servers import BIN, free_port, server, upgrade
 
 TTL_S, RENEW_S, SWEEP_S, TIMEOUT_S = 2.0, 0.5, 0.25, 1.0
 TIMING = {
@@ -253,15 +253,15 @@ def test_a_clean_stop_hands_the_lease_over_at_once(database: str, tmp_path: Path
         leading, other = (
             (first, second) if _leader(first.base, token)["leading"] else (second, first)
         )
-        epoch = _leader(other.base, token)["epoch"]
+        held = _leader(other.base, token)
         leading.process.terminate()
         leading.process.wait(timeout=15)
-        # Released on the way out (not left to expire): the other leads at its next
-        # renewal.
-        assert _leader(other.base, token)["expired"] is True
+        # Released on the way out, not left to expire: already taken, or ended.
+        after = _leader(other.base, token)
+        assert after["holder"] != held["holder"] or after["expired"], (held, after)
         _wait(lambda: _leader(other.base, token)["leading"], TTL_S, "the other leads")
+        assert _leader(other.base, token)["epoch"] == held["epoch"] + 1
         assert "Traceback" not in leading.errors(), leading.errors()
-        assert _leader(other.base, token)["epoch"] == epoch + 1
 
 
 def test_all_heartbeats_stopping_at_once_moves_nothing(database: str, tmp_path: Path) -> None:
@@ -283,7 +283,7 @@ def test_all_heartbeats_stopping_at_once_moves_nothing(database: str, tmp_path: 
         assert rows.placements() == start
         found = rows.events(seen)
         assert [kind for _, kind, _, _ in found] == ["sweep.suppressed"]
-        assert found[0][3]["stale"] == found[0][3]["heartbeating"] == len(CONDUCTORS)
+        assert found[0][3]["late"] == found[0][3]["heartbeating"] == len(CONDUCTORS)
 
 
 def _cli(*args: str, token: str, base: str, out: Path) -> subprocess.Popen[str]:
@@ -369,3 +369,24 @@ def test_a_conductor_that_stops_and_returns_moves_only_its_units_and_back(
         assert {e[0] for e in found} <= {e["id"] for e in watched}
         said = (tmp_path / "again.out").read_text()
         assert "conductor1 is down" in said and "conductor1 is up" in said
+
+
+def test_placed_heartbeat_every_keeps_trying_while_unreachable_and_stops_on_a_refusal(
+    tmp_path: Path,
+) -> None:
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    trying = _cli("heartbeat", "h1", "--every", "0.1s", token="plc_x", base=nowhere,
+                  out=tmp_path / "trying.out")  # fmt: skip
+    time.sleep(1.5)
+    assert trying.poll() is None  # still trying
+    trying.send_signal(signal.SIGINT)
+    assert trying.wait(timeout=10) == 0
+    said = (tmp_path / "trying.out").read_text()
+    assert said.count("cannot reach placed") == 1, said  # once per outage, not per beat
+    url = f"sqlite:///{tmp_path / 'placed.db'}"
+    token = upgrade(url)
+    with server(url, tmp_path / "a.log") as one:
+        refused = _cli("heartbeat", "nosuch", "--every", "0.1s", token=token, base=one.base,
+                       out=tmp_path / "refused.out")  # fmt: skip
+        assert refused.wait(timeout=30) == 2
+    assert "404" in (tmp_path / "refused.out").read_text()

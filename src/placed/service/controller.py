@@ -13,7 +13,8 @@ beside its successor.
 
 The disruption guard: when the lease is younger than one timeout (the heartbeats may
 have been going to a replica that just died), or when most heartbeating targets look
-stale at once (the controller's own network, not the fleet, is the likelier fault),
+stale at once (late by more than half-way from one interval to the timeout: the
+controller's own network, not the fleet, is the likelier fault),
 nothing is taken down and `sweep.suppressed` is recorded once for the episode.
 
 Fault hooks, for tests only: `PLACED_FAULT=point:N` (or `point:N:stop`) kills this
@@ -259,7 +260,7 @@ class Controller:
                     "holder": self.holder,
                     "epoch": self.epoch,
                     "ttl_s": self.options.ttl_s,
-                    "at": _iso(self.since),
+                    "at": self.since.isoformat() if self.since else None,
                 },
             )
         self._unannounced = None
@@ -286,11 +287,16 @@ class Controller:
         self._announce()
         with reading(self.engine) as session:
             moment = database_now(session)
-            _, timeout = settings.heartbeats(session)
+            interval, timeout = settings.heartbeats(session)
             seen = targets.seen(session)
         cutoff = moment - timedelta(seconds=timeout)
         beating = [t for t in seen if t.last_seen is not None]
         stale = [t for t in beating if t.last_seen is not None and t.last_seen < cutoff]
+        # The guard counts the targets that are late, past half-way from one interval to
+        # the timeout, not only the stale: heartbeats that all stopped at once cross the
+        # timeout one by one, and the first must not move alone.
+        halfway = moment - timedelta(seconds=(interval + timeout) / 2)
+        late = [t for t in beating if t.last_seen is not None and t.last_seen < halfway]
         for target in beating:
             if target.liveness == "down" and target not in stale:
                 self._change(target, "up", f"heartbeats again (seen {_iso(target.last_seen)})")
@@ -301,11 +307,11 @@ class Controller:
         why = None
         if self.since is not None and moment - self.since < timedelta(seconds=timeout):
             why = "lease-new"
-        elif len(stale) >= DISRUPTION_SHARE * len(beating):
+        elif len(late) >= DISRUPTION_SHARE * len(beating):
             why = "most-stale"
         if why is not None:
             if self.suppressed != why:
-                self._suppress(why, len(stale), len(beating), timeout)
+                self._suppress(why, len(stale), len(late), len(beating), timeout)
             self.suppressed = why
             return
         self.suppressed = None
@@ -314,7 +320,7 @@ class Controller:
                 target, "down", f"no heartbeat for {timeout:g} s (seen {_iso(target.last_seen)})"
             )
 
-    def _suppress(self, why: str, stale: int, beating: int, timeout: float) -> None:
+    def _suppress(self, why: str, stale: int, late: int, beating: int, timeout: float) -> None:
         with writing(self.engine) as session:
             self._fence(session, lock=True)
             row = events.append(
@@ -326,10 +332,11 @@ class Controller:
                     "reason": (
                         f"the lease is younger than the heartbeat timeout ({timeout:g} s)"
                         if why == "lease-new"
-                        else f"{stale} of {beating} heartbeating targets look stale at once"
+                        else f"{late} of {beating} heartbeating targets look stale at once"
                     ),
                     "cause": why,
                     "stale": stale,
+                    "late": late,
                     "heartbeating": beating,
                 },
             )
