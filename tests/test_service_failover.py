@@ -208,6 +208,7 @@ def test_a_leader_dying_mid_sweep_leaves_nothing_and_the_other_moves_each_unit_o
                 TTL_S + SWEEP_S + SLACK_S + 5,
                 "the other server takes the lease",
             )
+            print(f"the other server took the lease {took:.2f} s after the leader stopped")
             assert took <= TTL_S + SWEEP_S + SLACK_S, took
             assert _leader(second.base, token)["epoch"] == epoch + 1
             if pause:
@@ -223,6 +224,7 @@ def test_a_leader_dying_mid_sweep_leaves_nothing_and_the_other_moves_each_unit_o
                 60,
                 "the other server moves conductor1's units",
             )
+            print(f"every unit moved {time.monotonic() - died:.2f} s after the leader stopped")
             time.sleep(4 * SWEEP_S)  # a double move would have had time to land
             moved = Counter(
                 subject for _, kind, subject, _ in rows.events(seen) if kind == "unit.moved"
@@ -331,6 +333,8 @@ def test_a_conductor_that_stops_and_returns_moves_only_its_units_and_back(
         }
         try:
             _wait(lambda: _leader(one.base, token)["leading"], 10, "it leads")
+            for name in [*CONDUCTORS, "watch"]:  # each has started: its first lines are out
+                _wait((tmp_path / f"{name}.out").read_text, 60, f"{name} has started")
             time.sleep(2 * TIMEOUT_S)
             seen = rows.last_event()
             beats["conductor1"].send_signal(signal.SIGINT)  # Ctrl-C
@@ -377,7 +381,8 @@ def test_placed_heartbeat_every_keeps_trying_while_unreachable_and_stops_on_a_re
     nowhere = f"http://127.0.0.1:{free_port()}"
     trying = _cli("heartbeat", "h1", "--every", "0.1s", token="plc_x", base=nowhere,
                   out=tmp_path / "trying.out")  # fmt: skip
-    time.sleep(1.5)
+    _wait((tmp_path / "trying.out").read_text, 60, "it says it cannot reach it")
+    time.sleep(1)
     assert trying.poll() is None  # still trying
     trying.send_signal(signal.SIGINT)
     assert trying.wait(timeout=10) == 0
