@@ -53,7 +53,10 @@ def serve(
     GET /healthz and /readyz for probes, /metrics for Prometheus, POST /v1/plan plans a
     spec as placed plan does and answers its JSON document, /v1/tokens manages tokens
     (placed token); every /v1 route needs a token (Authorization: Bearer plc_...).
-    Errors are RFC 9457 problem documents. The OpenAPI schema is at /openapi.json. It
+    Errors are RFC 9457 problem documents. The OpenAPI schema is at /openapi.json.
+    Every server runs a controller; the one holding the lease (GET /v1/leader) takes
+    down targets whose heartbeats stopped and moves their units (README: "Heartbeats,
+    the controller and the lease"). It
     refuses to start on a database whose schema is not this placed's (run placed db
     upgrade), and /readyz answers 503 while the database cannot be reached or its
     schema is old.
