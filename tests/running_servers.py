@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -82,3 +84,59 @@ def _one(url: str, env: dict[str, str]) -> Iterator[str]:
             _, stderr = server.communicate()
         log.close()
         assert "Traceback" not in (stderr or ""), stderr
+
+
+@dataclass
+class Server:
+    """A `placed serve` process: its base URL, the process (to kill or pause it), and
+    the file its stderr goes to."""
+
+    base: str
+    process: subprocess.Popen[str]
+    log: Path
+
+    def errors(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@contextmanager
+def server(url: str, log: Path, **env: str) -> Iterator[Server]:
+    """One server on `url`, its stderr in the file `log` (a pipe no one reads could fill
+    and stall it); stopped afterwards, resumed first if a test paused it. A test that
+    killed it finds it dead: that is no failure here."""
+    port = free_port()
+    with open(log, "w") as sink:
+        process = subprocess.Popen(
+            [
+                *(str(BIN / "placed"), "serve", "--port", str(port), "--log-level", "warning"),
+                *("--database", url),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+            text=True,
+            env={**os.environ, **env},
+        )
+    found = Server(f"http://127.0.0.1:{port}", process, log)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(found.errors() or "exited")
+            try:
+                httpx.get(f"{found.base}/healthz", timeout=2)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        yield found
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGCONT)
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

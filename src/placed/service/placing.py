@@ -20,7 +20,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
@@ -338,6 +338,20 @@ def simulated(
     )
 
 
+class Guard(Protocol):
+    """Told of each step of a change's write transaction, inside it: the controller's
+    fencing (service/controller.py). Raising rolls the whole transaction back."""
+
+    def opened(self, session: Session) -> None:
+        """First, before anything is written."""
+
+    def moved(self, session: Session, count: int) -> None:
+        """After `count` unit moves were written."""
+
+    def closing(self, session: Session, prepared: Prepared) -> None:
+        """Last, just before the commit."""
+
+
 # Told of each change's end: (conflicts retried, events committed, seconds, gave up).
 Reporter = Callable[[int, Sequence[Recorded], float, bool], None]
 
@@ -353,6 +367,7 @@ def transact(
     dry_run: bool = False,
     expected_revision: int | None = None,
     report: Reporter = silent,
+    guard: Guard | None = None,
 ) -> Committed:
     """Plan with `prepare` on a snapshot and commit what it says, trying again on fresh
     rows when someone else changed them first."""
@@ -371,13 +386,17 @@ def transact(
                 return Committed(prepared, snapshot.revision, [], conflicts)
         try:
             with writing(engine) as session:
+                if guard is not None:
+                    guard.opened(session)
                 number = revision.bump(session)  # the lock: writers commit one at a time
                 if prepared is None or snapshot is None:
                     snapshot = world.read(session)
                     _expected(snapshot, expected_revision, seen=number - 1)
                     prepared = prepare(snapshot)
-                rows = _write(session, snapshot, prepared, number, actor)
+                rows = _write(session, snapshot, prepared, number, actor, guard)
                 final = revision.current(session)  # one change may raise it more than once
+                if guard is not None:
+                    guard.closing(session, prepared)
             report(conflicts, rows, time.perf_counter() - started, False)
             return Committed(prepared, final, rows, conflicts)
         except definitions.StaleRow:
@@ -410,7 +429,12 @@ def _expected(snapshot: Snapshot, expected: int | None, seen: int | None = None)
 
 
 def _write(
-    session: Session, snapshot: Snapshot, prepared: Prepared, number: int, actor: Actor
+    session: Session,
+    snapshot: Snapshot,
+    prepared: Prepared,
+    number: int,
+    actor: Actor,
+    guard: Guard | None = None,
 ) -> list[Recorded]:
     # Replicas refresh claims alone from the rows; anything else since means reading all.
     settings.put(session, world.CHANGED_SETTING, number)
@@ -429,6 +453,7 @@ def _write(
         bumped,
         prepared.extra,
         accounts,
+        guard.moved if guard is not None else None,
     )
     return written
 

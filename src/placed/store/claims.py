@@ -9,7 +9,7 @@ the database itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,10 +92,13 @@ def commit(
     bumped: set[str] = frozenset(),  # type: ignore[assignment]
     extra: Sequence[Extra] = (),
     accounts: Mapping[str, str | None] | None = None,
+    moved: Callable[[Session, int], None] | None = None,
 ) -> list[events.Written]:
     """Write `moves` and the targets' new `used`. `bumped`: targets this transaction has
     already written (their generation is one past the snapshot's). Every kind of row is
-    one bulk statement (a statement per row is a round trip each on PostgreSQL)."""
+    one bulk statement (a statement per row is a round trip each on PostgreSQL).
+    `moved`: told once the moves are written, with how many (the controller's fault
+    hooks)."""
     connection = session.connection()
     targets = {
         name: (id_, generation)
@@ -235,6 +238,8 @@ def commit(
     ]
     if history:
         connection.execute(insert(table_of(PlacementHistory)), history)
+    if moved is not None and moves:
+        moved(session, len(moves))
     return rows
 
 
