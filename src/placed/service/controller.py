@@ -31,7 +31,6 @@ import signal
 import threading
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -291,8 +290,8 @@ class Controller:
         finally:
             if self.leading:
                 with reading(self.engine) as session:
-                    found = Counter(t.liveness for t in targets.seen(session))
-                self.metrics.liveness(dict(found))
+                    found = targets.liveness_counts(session)
+                self.metrics.liveness(found)
 
     def _sweep(self) -> None:
         self._announce()
