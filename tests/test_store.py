@@ -363,3 +363,23 @@ def test_concurrent_claims_never_overcommit(engine: Engine) -> None:
         assert targets.resources(session, host_id) == {"cpu": (50, 50)}
         host = targets.by_name(session, "host1")
         assert host is not None and host.generation == 50
+
+
+def test_a_snapshot_copy_has_containers_of_its_own() -> None:
+    from dataclasses import fields
+
+    from placed.store.world import Snapshot
+
+    snapshot = Snapshot(7)
+    for found in fields(Snapshot):
+        value = getattr(snapshot, found.name)
+        if isinstance(value, dict):
+            value["x"] = {"shared": True}
+        elif isinstance(value, list):
+            value.append({"shared": True})
+    copied = snapshot.copy()
+    assert copied == snapshot  # every field, none forgotten
+    for found in fields(Snapshot):
+        value = getattr(copied, found.name)
+        if isinstance(value, dict | list):
+            assert value is not getattr(snapshot, found.name), found.name

@@ -84,7 +84,7 @@ def migrate(engine: Engine, unit: str, target: str, principal: str, actor: Actor
                 account = owner.account if owner is not None else None
                 raise cloudstack.Refusal(error, unit, target, workload, details, account) from None
             raise cloudstack.problem(error) from None
-        after = copy.deepcopy(snapshot)
+        after = snapshot.copy()
         after.placements[unit] = target
         prepared = placing.plan(snapshot, after)
         why = f"migrated from {source} to {target} as asked"
@@ -154,9 +154,9 @@ def evacuate(
             raise cloudstack.Refusal(error, name, name, None, details) from None
         # The VMs move as the rules placed them; whatever else ran there moves as a
         # target going down moves it (`placed simulate --down`).
-        middle = copy.deepcopy(snapshot)
+        middle = snapshot.copy()
         middle.placements.update(moved)
-        after = copy.deepcopy(middle)
+        after = middle.copy()
         after.targets[name] = dataclasses.replace(row, admin_state=MAINTENANCE)
         planner = Planner(placing.world_spec(middle))
         prepared = placing.simulated(snapshot, after, simulate(planner, [name], []), planner)

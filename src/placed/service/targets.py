@@ -3,7 +3,6 @@ units move as `placed simulate --down/--up` says they would)."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from typing import Annotated, Any
 
@@ -121,7 +120,7 @@ def replanned(snapshot: Snapshot, name: str, changed: TargetRow) -> placing.Prep
     as `--up` says. An admin's down stays down however the heartbeats go, and a stale
     target stays down whatever the admin says, until it heartbeats again."""
     row = snapshot.targets[name]
-    after = copy.deepcopy(snapshot)
+    after = snapshot.copy()
     after.targets[name] = changed
     planner = Planner(placing.world_spec(snapshot))
     down = [name] if row.takes_work and not changed.takes_work else []

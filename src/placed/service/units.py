@@ -4,7 +4,6 @@ now, every target judged as the plan judged it."""
 
 from __future__ import annotations
 
-import copy
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
@@ -32,7 +31,7 @@ def describe(engine: Engine, unit: str, accounts: set[str] | None = None) -> dic
         raise problems.ProblemException(404, "not-found", f"no unit {unit!r}")
     # The workload's units placed again, everything else where it is: what `placed
     # explain` shows for a unit of a plan.
-    again = copy.deepcopy(snapshot)
+    again = snapshot.copy()
     for name, (_, owner) in snapshot.units.items():
         if owner == workload:
             again.placements.pop(name, None)

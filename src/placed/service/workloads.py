@@ -160,7 +160,7 @@ def _spec(data: Any, prefix: str = "") -> WorkloadSpec:
 
 
 def _with(snapshot: Snapshot, spec: WorkloadSpec, document: str | None) -> Snapshot:
-    after = copy.deepcopy(snapshot)
+    after = snapshot.copy()
     old = snapshot.workloads.get(spec.name)
     after.workload_specs[spec.name] = spec.model_dump(mode="json", exclude_defaults=True)
     mode = spec.mode or snapshot.settings.get("default_mode") or "allocation"
@@ -444,7 +444,7 @@ def remove(
                 f"workload {name!r} is at generation {row.generation}, not {generation}",
                 extensions={"current_generation": row.generation},
             )
-        after = copy.deepcopy(snapshot)
+        after = snapshot.copy()
         del after.workloads[name]
         del after.workload_specs[name]
         return placing.plan(snapshot, after)

@@ -95,6 +95,28 @@ class Snapshot:
     settings: dict[str, Any] = field(default_factory=dict)
     storage: list[dict[str, Any]] = field(default_factory=list)
 
+    def copy(self) -> Snapshot:
+        """Another snapshot whose containers are its own (a change sets entries, as
+        `dataclasses.replace` does for a row) sharing their values, which nothing
+        changes in place: a deep copy of a 10,000-target world takes seconds."""
+        return Snapshot(
+            self.revision,
+            dict(self.nodes),
+            dict(self.parents),
+            dict(self.node_documents),
+            dict(self.targets),
+            dict(self.workloads),
+            dict(self.workload_specs),
+            dict(self.units),
+            dict(self.placements),
+            dict(self.domains),
+            dict(self.accounts),
+            list(self.offerings),
+            list(self.dedications),
+            dict(self.settings),
+            list(self.storage),
+        )
+
     def defines_same(self, other: Snapshot) -> bool:
         """Whether `other` defines the same world (placements apart)."""
         return all(
