@@ -216,6 +216,35 @@ inventory:
 """
 
 
+def test_a_capacity_cut_below_what_runs_is_refused_and_changes_nothing(
+    world: tuple[TestClient, Engine],
+) -> None:
+    """The units stay where they run (allocation units never move by themselves), so
+    the capacity cannot go below them: a 409 naming the target, not the 500 of the
+    rows' CHECK (used <= capacity)."""
+    client, engine = world
+    assert apply(client, SMALL).status_code == 200
+    made = client.post("/v1/workloads", json={"name": "db", "units": 6, "resources": {"cpu": 1}})
+    assert made.status_code == 201, made.text
+    used = int(client.get("/v1/targets/h1").json()["used"]["cpu"])
+    assert used >= 2, used
+    before = digest(engine)
+    for dry_run in ("true", "false"):
+        cut = apply(
+            client,
+            SMALL.replace("h1, capacity: {cpu: 4}", f"h1, capacity: {{cpu: {used - 1}}}"),
+            dry_run=dry_run,
+        )
+        assert cut.status_code == 409, cut.text
+        assert cut.json()["type"] == "urn:placed:problem:capacity-in-use"
+        expected = f"h1's units would use {used} cpu, more than its capacity of {used - 1}"
+        assert expected in cut.json()["detail"]
+    assert digest(engine) == before
+    # Down to exactly what runs is fine.
+    done = apply(client, SMALL.replace("h1, capacity: {cpu: 4}", f"h1, capacity: {{cpu: {used}}}"))
+    assert done.status_code == 200, done.text
+
+
 def test_claims_place_everything_or_store_nothing(world: tuple[TestClient, Engine]) -> None:
     client, engine = world
     assert apply(client, SMALL).status_code == 200
