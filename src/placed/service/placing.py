@@ -436,7 +436,7 @@ def _write(
     # Replicas refresh claims alone from the rows; anything else since means reading all.
     settings.put(session, world.CHANGED_SETTING, number)
     try:
-        bumped = definitions.write(session, snapshot, prepared.after, number)
+        bumped = definitions.write(session, snapshot, prepared.after, number, prepared.used)
     except definitions.Refused as error:
         raise ProblemException(409, error.kind, str(error)) from None
     accounts = {name: row.account for name, row in prepared.after.workloads.items()}

@@ -162,7 +162,7 @@ def commit(
         unit_id = unit_ids.get(move.unit)
         if move.kind == REMOVED:
             if unit_id is not None:
-                session.execute(delete(Placement).where(Placement.unit_id == unit_id))
+                _unplace(session, unit_id, move, targets)
                 session.execute(delete(Unit).where(Unit.id == unit_id))
         else:
             if unit_id is None:
@@ -173,9 +173,13 @@ def commit(
                     ordinal=int(ordinal) if ordinal.isdigit() else _ordinal(session, move),
                 )
                 session.add(unit)
-                session.flush()
+                try:
+                    session.flush()
+                except exc.IntegrityError:
+                    raise StaleRow("unit", move.unit) from None  # another change made it
                 unit_id = unit_ids[move.unit] = unit.id
-            session.execute(delete(Placement).where(Placement.unit_id == unit_id))
+            else:
+                _unplace(session, unit_id, move, targets)
             if move.destination is not None:
                 session.add(
                     Placement(
@@ -216,6 +220,28 @@ def commit(
             )
     session.flush()
     return rows
+
+
+def _unplace(
+    session: Session, unit_id: int, move: Move, targets: Mapping[str, tuple[int, int]]
+) -> None:
+    """Take the unit off where the snapshot saw it (nowhere, for `source` None). Anywhere
+    else, another change moved it since: the usage this change computed would count it
+    on the wrong target (two changes placing one unplaced unit on two targets leave one
+    of them counting a unit that is not there), so plan again on fresh rows."""
+    where = Placement.unit_id == unit_id
+    if move.source is None:
+        taken = session.execute(delete(Placement).where(where))
+        expected = 0
+    else:
+        source = targets.get(move.source)
+        if source is None:  # its target is gone in this very change: nothing to compare
+            session.execute(delete(Placement).where(where))
+            return
+        taken = session.execute(delete(Placement).where(where, Placement.target_id == source[0]))
+        expected = 1
+    if taken.rowcount != expected:  # type: ignore[attr-defined]
+        raise StaleRow("unit", move.unit)
 
 
 def _ordinal(session: Session, move: Move) -> int:
