@@ -415,9 +415,12 @@ def inject(
         faults.dropped = drop_connections(drop_url)
 
 
-def check_invariants(url: str, clients: list[Client], reader: EventReader) -> list[str]:
-    """Every violation found in the rows, as a sentence."""
+def check_invariants(
+    url: str, clients: list[Client], reader: EventReader, checked: Counter[str] | None = None
+) -> list[str]:
+    """Every violation found in the rows, as a sentence; `checked` counts what was."""
     broken: list[str] = []
+    checked = Counter() if checked is None else checked
     engine = make_engine(url)
     try:
         with reading(engine) as session:
@@ -532,6 +535,16 @@ def check_invariants(url: str, clients: list[Client], reader: EventReader) -> li
                     f"{box}: capacity {capacity.get((box, 'cpu'))} not one applied ({asked})"
                 )
 
+    checked.update(
+        {
+            "target resources": len(capacity),
+            "placed units": len(where),
+            "history rows": len(history),
+            "claims": sum(len(c.ledger.accepted) + len(c.ledger.refused) for c in clients),
+            "client documents": sum(c.ledger.document is not None for c in clients),
+            "events": len(events),
+        }
+    )
     # Event ids: unique, gapless, in commit order.
     if events != list(range(1, len(events) + 1)):
         broken.append(f"event ids are not 1..{len(events)} without gaps or repeats")
@@ -569,7 +582,9 @@ def load_run(url: str, seconds: float, drop: bool) -> None:
     assert any(c.ledger.refused for c in clients), "the claims never filled the hosts"
     if drop:
         assert faults.dropped > 0, "no connection was there to drop"
-    broken = check_invariants(url, clients, reader)
+    checked: Counter[str] = Counter()
+    broken = check_invariants(url, clients, reader, checked)
+    print(f"checked {dict(checked)}: {len(broken)} violations")
     assert not broken, broken[:20]
 
 
