@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,20 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'placed.db'}"
         return
+    with fresh_postgres() as url:
+        yield url
+
+
+@pytest.fixture
+def postgres_database() -> Iterator[str]:
+    """A fresh PostgreSQL database, for what only PostgreSQL has (mark the test
+    `postgres`, so CI fails rather than skips it)."""
+    with fresh_postgres() as url:
+        yield url
+
+
+@contextmanager
+def fresh_postgres() -> Iterator[str]:
     admin = create_engine(
         POSTGRES_URL, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3}
     )

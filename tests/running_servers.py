@@ -11,6 +11,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -39,7 +40,7 @@ def upgrade(url: str) -> str:
     return tokens[0]
 
 
-class Server:
+class Replica:
     """One `placed serve` on a port of its own, which it keeps across a kill and a start
     (clients keep their base URL). Its stderr goes to a file, never a pipe nobody reads:
     a server that logs enough would block on a full pipe."""
@@ -111,13 +112,13 @@ class Server:
 
 
 @contextmanager
-def replicas(url: str, count: int = 1, **env: str) -> Iterator[list[Server]]:
+def replicas(url: str, count: int = 1, **env: str) -> Iterator[list[Replica]]:
     """`count` running servers on one database, stopped (SIGTERM) afterwards; none may
     have logged a traceback."""
     with ExitStack() as stack:
         servers = []
         for _ in range(count):
-            server = Server(url, env)
+            server = Replica(url, env)
             stack.callback(server.close)
             stack.callback(_stopped, server)
             server.start()
@@ -125,7 +126,7 @@ def replicas(url: str, count: int = 1, **env: str) -> Iterator[list[Server]]:
         yield servers
 
 
-def _stopped(server: Server) -> None:
+def _stopped(server: Replica) -> None:
     server.stop()
     logged = server.stderr()
     assert "Traceback" not in logged, logged
@@ -136,3 +137,59 @@ def serving(url: str, count: int = 1, **env: str) -> Iterator[list[str]]:
     """`count` servers on one database; their base URLs. Stopped (SIGTERM) afterwards."""
     with replicas(url, count, **env) as servers:
         yield [server.base for server in servers]
+
+
+@dataclass
+class Server:
+    """A `placed serve` process: its base URL, the process (to kill or pause it), and
+    the file its stderr goes to."""
+
+    base: str
+    process: subprocess.Popen[str]
+    log: Path
+
+    def errors(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@contextmanager
+def server(url: str, log: Path, **env: str) -> Iterator[Server]:
+    """One server on `url`, its stderr in the file `log` (a pipe no one reads could fill
+    and stall it); stopped afterwards, resumed first if a test paused it. A test that
+    killed it finds it dead: that is no failure here."""
+    port = free_port()
+    with open(log, "w") as sink:
+        process = subprocess.Popen(
+            [
+                *(str(BIN / "placed"), "serve", "--port", str(port), "--log-level", "warning"),
+                *("--database", url),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+            text=True,
+            env={**os.environ, **env},
+        )
+    found = Server(f"http://127.0.0.1:{port}", process, log)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(found.errors() or "exited")
+            try:
+                httpx.get(f"{found.base}/healthz", timeout=2)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        yield found
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGCONT)
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

@@ -17,7 +17,7 @@ from sqlalchemy import Engine, select
 
 from placed.engine.planner import Planner
 from placed.engine.rebalance import simulate
-from placed.service import create_app
+from placed.service import create_app, documents
 from placed.spec import load_spec
 from placed.store import claims, definitions, schema
 from placed.store import world as world_rows
@@ -299,6 +299,11 @@ def test_claims_place_everything_or_store_nothing(world: tuple[TestClient, Engin
     made = client.post("/v1/workloads", json={"name": "db", "units": 6, "resources": {"cpu": 1}})
     assert made.status_code == 201, made.text
     assert len(made.json()["placements"]) == 6
+    # Each answer is the one the schema documents.
+    documents.ChangeAnswer.model_validate(made.json())
+    unit = client.get("/v1/units/db/0")
+    assert unit.status_code == 200, unit.text
+    assert documents.UnitAnswer.model_validate(unit.json()).explanation
     before = digest(engine)
     full = client.post("/v1/workloads", json={"name": "big", "units": 3, "resources": {"cpu": 1}})
     assert full.status_code == 409
@@ -327,8 +332,10 @@ def test_claims_place_everything_or_store_nothing(world: tuple[TestClient, Engin
     assert client.get("/v1/workloads/db").json()["generation"] == current["generation"] + 1
     used = {t["name"]: t["used"]["cpu"] for t in client.get("/v1/targets").json()["items"]}
     assert sum(used.values()) == 2
+    documents.ChangeAnswer.model_validate(fewer.json())
     gone = client.delete("/v1/workloads/db")
     assert gone.status_code == 200
+    documents.RemovedAnswer.model_validate(gone.json())
     assert all(t["used"]["cpu"] == 0 for t in client.get("/v1/targets").json()["items"])
     assert where(client) == {}
 

@@ -76,7 +76,7 @@ from placed.store.tables import (
     Unit,
     Workload,
 )
-from tests.running_servers import Server, replicas, upgrade
+from tests.running_servers import Replica, replicas, upgrade
 
 SECONDS = float(os.environ.get("PLACED_LOAD_SECONDS", "20"))
 CLIENTS = int(os.environ.get("PLACED_LOAD_CLIENTS", "32"))
@@ -399,7 +399,7 @@ def run_load(
 
 
 def inject(
-    victim: Server, drop_url: str | None, start: float, seconds: float, faults: Faults
+    victim: Replica, drop_url: str | None, start: float, seconds: float, faults: Faults
 ) -> None:
     """The kill a quarter into the run, the restart a second later, the connection drop
     at 60%."""

@@ -64,6 +64,10 @@ class Client:
         chosen = server or os.environ.get(URL_ENVIRONMENT) or DEFAULT_URL
         return cls(chosen, token or os.environ.get(TOKEN_ENVIRONMENT) or None, timeout)
 
+    def extend_timeout(self, seconds: float) -> None:
+        """Wait at least this long for each answer (a long poll's, a slow server's)."""
+        self._http.timeout = httpx.Timeout(max(seconds, self._http.timeout.read or 0.0))
+
     def close(self) -> None:
         self._http.close()
 

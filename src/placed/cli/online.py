@@ -7,6 +7,8 @@ or a refused token is one line on stderr and exit code 2.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -14,10 +16,11 @@ from typing import Annotated, Any
 
 import typer
 
-from placed.cli.grid import Cell, Grid, show
+from placed.cli.grid import Cell, Grid, printable, show
 from placed.cli.output import (
     Format,
     dump,
+    err,
     error_format,
     fail_option,
     fail_spec,
@@ -26,7 +29,7 @@ from placed.cli.output import (
     write,
 )
 from placed.cli.render import explain_table, plan_table
-from placed.cli.token import DataFormat, ServerOption, TokenOption, connected
+from placed.cli.token import DataFormat, ServerOption, TokenOption, connected, refused
 from placed.spec import SpecError
 from placed.spec.hzn import convert_openhorizon, dump_native, looks_like_openhorizon
 
@@ -409,16 +412,23 @@ def get_events(
         typer.Option("--kind", "-k", help="One kind (unit.moved), or a prefix (unit.)."),
     ] = None,
     after: Annotated[int, typer.Option("--after", min=0, help="Only events after this id.")] = 0,
+    watch: Annotated[
+        bool,
+        typer.Option("--watch", "-w", help="Then follow new events as they happen, until Ctrl-C."),
+    ] = False,
     server: ServerOption = None,
     token: TokenOption = None,
     format_choice: GetFormatOption = GetFormat.table,
 ) -> None:
-    """What changed, oldest first: each move with its reason.
+    """What changed, oldest first: each move with its reason. With -w, new events as
+    they come (json: one object a line), until interrupted.
 
     \b
     Examples:
       # exit code 2: nothing listens on port 9
       placed get events --kind unit. --server http://127.0.0.1:9
+      # exit code 2: nothing listens on port 9
+      placed get events -w --server http://127.0.0.1:9
     """
 
     def table(items: list[dict[str, Any]], wide: bool) -> None:
@@ -428,35 +438,77 @@ def get_events(
         columns: tuple[str, ...] = ("id", "time", "kind", "subject", "detail")
         if wide:
             columns += ("actor", "request")
-        rows: list[Sequence[Cell]] = []
-        for e in items:
-            details = e.get("details") or {}
-            if "to" in details or "from" in details:
-                detail = f"{_text(details.get('from'))} -> {_text(details.get('to'))}"
-                if wide and details.get("why"):
-                    detail += f": {details['why']}"
-            else:
-                detail = str(details.get("reason") or "")
-            if e["kind"] == "unit.incompatible" and details.get("rule"):
-                # What no longer fits, and by which rule (the event's point).
-                detail = f"on {details.get('target')}: {details['rule']}"
-                if wide and details.get("why"):
-                    detail += f": {details['why']}"
-            elif e["kind"] == "migration.refused" and details.get("operation") == "drain":
-                detail = f"stays on {details.get('from')}: {details.get('error')}"
-                if wide and details.get("why"):
-                    detail += f": {details['why']}"
-            row = [str(e["id"]), str(e["time"]).split(".")[0], e["kind"], e["subject"], detail]
-            if wide:
-                actor = e.get("actor") or {}
-                row += [_text(actor.get("role")), _text(e.get("request_id"))]
-            rows.append(row)
-        show(out, Grid(columns, rows))
+        show(out, Grid(columns, [_event_row(e, wide) for e in items]))
 
     params: dict[str, Any] = {"after": after}
     if kind is not None:
         params["kind"] = kind
-    _listing("/v1/events", params, server, token, _begin(format_choice), table)
+    fmt = _begin(format_choice)
+    if not watch:
+        _listing("/v1/events", params, server, token, fmt, table)
+        return
+    _follow(params, server, token, fmt)
+
+
+def _event_row(e: dict[str, Any], wide: bool) -> list[str]:
+    details = e.get("details") or {}
+    if "to" in details or "from" in details:
+        detail = f"{_text(details.get('from'))} -> {_text(details.get('to'))}"
+        if wide and details.get("why"):
+            detail += f": {details['why']}"
+    else:
+        detail = str(details.get("reason") or "")
+    if e["kind"] == "unit.incompatible" and details.get("rule"):
+        # What no longer fits, and by which rule (the event's point).
+        detail = f"on {details.get('target')}: {details['rule']}"
+        if wide and details.get("why"):
+            detail += f": {details['why']}"
+    elif e["kind"] == "migration.refused" and details.get("operation") == "drain":
+        detail = f"stays on {details.get('from')}: {details.get('error')}"
+        if wide and details.get("why"):
+            detail += f": {details['why']}"
+    row = [str(e["id"]), str(e["time"]).split(".")[0], e["kind"], e["subject"], detail]
+    if wide:
+        actor = e.get("actor") or {}
+        row += [_text(actor.get("role")), _text(e.get("request_id"))]
+    return row
+
+
+# A followed event's columns keep these widths (rows come one at a time, unmeasured).
+WATCH_WIDTHS = (6, 19, 16, 12)
+
+
+def _watched(row: list[str]) -> str:
+    cells = [printable(cell) for cell in row]
+    padded = [cell.ljust(width) for cell, width in zip(cells, WATCH_WIDTHS, strict=False)]
+    return "  ".join(padded + cells[len(WATCH_WIDTHS) :]).rstrip() + "\n"
+
+
+WATCH_WAIT_S = 25  # under the server's longest wait, so each poll is answered
+
+
+def _follow(params: dict[str, Any], server: str | None, token: str | None, fmt: Format) -> None:
+    """Every event after `params["after"]`, then each new one, by long polls."""
+    query = dict(params)
+    try:
+        with connected(server, token) as client:
+            client.extend_timeout(WATCH_WAIT_S + 10)
+            while True:
+                page = client.request("GET", "/v1/events", params={**query, "limit": 1000})
+                items = page.get("items") or []
+                with guarded():
+                    for e in items:
+                        if fmt.data:
+                            line = json.dumps(e, ensure_ascii=False, sort_keys=True)
+                            write(line + "\n" if fmt is Format.json else dump([e], fmt))
+                        else:
+                            write(_watched(_event_row(e, fmt is Format.wide)))
+                    out.file.flush()
+                if items:
+                    query["after"] = items[-1]["id"]
+                query["wait"] = 0 if len(items) >= 1000 else WATCH_WAIT_S
+    except KeyboardInterrupt:
+        return
 
 
 describe_app = typer.Typer(
@@ -665,23 +717,54 @@ def target_up(
     _state(name, "up", reason, server, token, _begin(format_choice))
 
 
+EVERY = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)?")
+EVERY_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def every_of(text: str) -> float | None:
+    """`10s`, `0.5s`, `500ms`, `1m`, `10` (seconds): seconds; None when not one."""
+    found = EVERY.fullmatch(text.strip().lower())
+    if found is None:
+        return None
+    seconds = float(found.group(1)) * EVERY_UNITS[found.group(2) or "s"]
+    return seconds if 0.01 <= seconds <= 86400 else None
+
+
 def heartbeat(
     name: NameArgument,
+    every: Annotated[
+        str | None,
+        typer.Option(
+            "--every",
+            help="Keep sending one this often (10s, 500ms, 1m) until interrupted, as the "
+            "settings' heartbeat_interval_s says. While the server cannot be reached or "
+            "fails, it says so once and keeps trying; a refusal (bad token, no such "
+            "target) is exit 2.",
+            metavar="DURATION",
+            show_default=False,
+        ),
+    ] = None,
     server: ServerOption = None,
     token: TokenOption = None,
     format_choice: FormatOption = DataFormat.table,
 ) -> None:
     """Tell a running placed serve that a target is alive, as an Ironic conductor or an
     edge agent does for itself (with an agent token of that target, or the root-admin's).
+    Without --every, one heartbeat; with it, one each period until Ctrl-C (exit 0).
 
     \b
     Examples:
       # exit code 2: nothing listens on port 9
       placed heartbeat conductor1 --server http://127.0.0.1:9
+      # exit code 2: not a duration
+      placed heartbeat conductor1 --every soon
     """
     fmt = _begin(format_choice)
-    with connected(server, token) as client:
-        data = client.heartbeat(name)
+    period = None
+    if every is not None:
+        period = every_of(every)
+        if period is None:
+            fail_option("--every", f"{every!r} is not a duration from 10ms to 24h (10s, 500ms)")
 
     def table(found: dict[str, Any], wide: bool) -> None:
         seen = str(found["last_seen"]).split(".")[0]
@@ -690,7 +773,55 @@ def heartbeat(
             f"{found['timeout_s']:g} s without a heartbeat)\n"
         )
 
-    _emit(data, fmt, table)
+    if period is None:
+        with connected(server, token) as client:
+            data = client.heartbeat(name)
+        _emit(data, fmt, table)
+        return
+    try:
+        _beat(name, period, server, token, fmt, table)
+    except KeyboardInterrupt:
+        return
+
+
+def _beat(
+    name: str,
+    period: float,
+    server: str | None,
+    token: str | None,
+    fmt: Format,
+    table: Callable[[dict[str, Any], bool], None],
+) -> None:
+    """A heartbeat each `period` until interrupted: printed when its answer changes (so
+    a log shows the changes, not every beat); an outage is one line on stderr."""
+    import time
+
+    from placed.client import ClientError
+
+    shown: str | None = None
+    failing: str | None = None
+    with connected(server, token) as client:
+        client.extend_timeout(max(period, 2.0))
+        while True:
+            started = time.monotonic()
+            try:
+                data = client.heartbeat(name)
+            except ClientError as error:
+                if error.status is not None and error.status < 500:
+                    refused(error, client)
+                if failing != error.detail:
+                    err.print(f"placed heartbeat: {error.detail}; trying again", markup=False)
+                failing = error.detail
+                shown = None
+            else:
+                if failing is not None:
+                    err.print(f"placed heartbeat: {client.server} answers again", markup=False)
+                failing = None
+                if data.get("liveness") != shown:
+                    _emit(data, fmt, table)
+                    out.file.flush()
+                    shown = data.get("liveness")
+            time.sleep(max(0.0, period - (time.monotonic() - started)))
 
 
 def replace(

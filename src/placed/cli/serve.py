@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from placed.cli.db import DatabaseOption
-from placed.cli.output import err, fail_option
+from placed.cli.output import err, fail, fail_option
 
 
 class LogFormat(StrEnum):
@@ -53,7 +53,10 @@ def serve(
     GET /healthz and /readyz for probes, /metrics for Prometheus, POST /v1/plan plans a
     spec as placed plan does and answers its JSON document, /v1/tokens manages tokens
     (placed token); every /v1 route needs a token (Authorization: Bearer plc_...).
-    Errors are RFC 9457 problem documents. The OpenAPI schema is at /openapi.json. It
+    Errors are RFC 9457 problem documents. The OpenAPI schema is at /openapi.json.
+    Every server runs a controller; the one holding the lease (GET /v1/leader) takes
+    down targets whose heartbeats stopped and moves their units (README: "Heartbeats,
+    the controller and the lease"). It
     refuses to start on a database whose schema is not this placed's (run placed db
     upgrade), and /readyz answers 503 while the database cannot be reached or its
     schema is old.
@@ -76,6 +79,12 @@ def serve(
         require_current(url)
     except StoreError as error:
         fail_option("--database", str(error))
+    from placed.service.controller import Fault, Options
+
+    try:
+        controlling, fault = Options.from_environment(), Fault.from_environment()
+    except ValueError as error:
+        fail(str(error))
     # Bound here, not by uvicorn, so a port in use is a clear error and exit 2 rather
     # than a log line; uvicorn imports only once the socket is ours.
     listening = _listen(host, port)
@@ -98,7 +107,11 @@ def serve(
 
     _log_events(log_level, log_format)
     app = create_app(
-        database=make_engine(url), readiness=ready, log_json=log_format is LogFormat.json
+        database=make_engine(url),
+        readiness=ready,
+        log_json=log_format is LogFormat.json,
+        controlling=controlling,
+        fault=fault,
     )
     config = uvicorn.Config(app, log_level=log_level.value)
     uvicorn.Server(config).run(sockets=[listening])

@@ -3,6 +3,8 @@ it builds, never in a module, so tests build as many apps as they like."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
@@ -13,9 +15,11 @@ from placed import __version__
 from placed.service import (
     apply,
     auth,
+    controller,
     dedications,
     events,
     health,
+    leader,
     metrics,
     migrations,
     placements,
@@ -27,10 +31,12 @@ from placed.service import (
     workloads,
 )
 from placed.service.auth import TrustedTokens
+from placed.service.bell import EventBell
 from placed.service.health import Readiness, always_ready
 from placed.service.middleware import RequestContext
 from placed.service.replica import ReplicaWorld
 from placed.spec.schema import SpecDocument
+from placed.store import notify
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 
@@ -40,15 +46,42 @@ def create_app(
     readiness: Readiness = always_ready,
     max_body_bytes: int = MAX_BODY_BYTES,
     log_json: bool = False,
+    controlling: controller.Options | None = None,
+    fault: controller.Fault | None = None,
 ) -> FastAPI:
     """`database`: the store's engine (None: only the routes that keep no state answer).
     `readiness`: None when the service can serve, else why not (GET /readyz answers
-    503 with it). `max_body_bytes`: a larger request body gets a 413 problem."""
+    503 with it). `max_body_bytes`: a larger request body gets a 413 problem.
+    `controlling`: run a controller (service/controller.py) while the app runs, with
+    these timings; `fault`: its fault hook (tests only)."""
+    bell = EventBell()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Only a served app listens and controls (uvicorn, or a TestClient used as a
+        # context): an app a test builds and drops holds no connection of its own.
+        listener = None
+        if database is not None and database.dialect.name == "postgresql":
+            listener = notify.Listener(database, bell.ring, bell.heard)
+            listener.start()
+        running: controller.Controller | None = app.state.controller
+        if running is not None:
+            running.start()
+        try:
+            yield
+        finally:
+            if running is not None:
+                running.stop()
+            if listener is not None:
+                listener.stop()
+
     app = FastAPI(
         title="placed",
         version=__version__,
         description="Decide where each unit of work goes, under policy, and explain why.",
+        lifespan=lifespan,
     )
+    app.state.event_bell = bell
     app.state.database = database
     app.state.log_json = log_json  # each event's log line as JSON (service/eventlog.py)
     # The world in memory at one revision, for claims (service/replica.py).
@@ -56,6 +89,11 @@ def create_app(
     app.state.trusted_tokens = TrustedTokens()
     app.state.metrics = found = metrics.HttpMetrics()
     app.state.readiness = readiness
+    app.state.controller = (
+        controller.Controller(database, found, log_json, controlling, fault, bell=bell)
+        if database is not None and controlling is not None
+        else None
+    )
     app.state.max_body_bytes = max_body_bytes
     problems.install(app)
     auth.install(app)
@@ -73,6 +111,7 @@ def create_app(
         events,
         dedications,
         migrations,
+        leader,
     ):
         app.include_router(module.router)
 

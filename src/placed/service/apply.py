@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from placed.engine.documents import only_workloads
 from placed.engine.report import plan_document
-from placed.service import context, placing, problems
+from placed.service import context, documents, placing, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.bodies import read_body
 from placed.service.plan import invalid_spec
@@ -184,10 +184,7 @@ def apply(
     "dry_run=true it is the same answer for a change that is not made: what it would move "
     "and why.",
     responses={
-        200: {
-            "description": "The plan, the changes and the revision",
-            "content": {"application/json": {"schema": {"type": "object"}}},
-        },
+        200: documents.documented(documents.ApplyAnswer, "The plan, the changes and the revision"),
         **problems.responses(409, 413, 415, 422),
     },
     openapi_extra={

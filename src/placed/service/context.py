@@ -9,6 +9,7 @@ from sqlalchemy import Engine
 
 from placed.service import eventlog, scopes
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller
+from placed.service.bell import EventBell
 from placed.service.metrics import HttpMetrics
 from placed.service.placing import Reporter
 from placed.service.problems import ProblemException, request_id_of
@@ -33,8 +34,13 @@ def store(request: Request) -> Engine:
 
 def reporter(request: Request) -> Reporter:
     """What a committed change tells the app: its metrics, and a log line per event."""
-    found: HttpMetrics = request.app.state.metrics
-    as_json: bool = request.app.state.log_json
+    return reporter_of(
+        request.app.state.metrics, request.app.state.log_json, request.app.state.event_bell
+    )
+
+
+def reporter_of(found: HttpMetrics, as_json: bool, bell: EventBell | None = None) -> Reporter:
+    """The same, for a change no request asked for (the controller's)."""
 
     def report(conflicts: int, rows: Sequence[Recorded], seconds: float, gave_up: bool) -> None:
         if gave_up:
@@ -45,6 +51,8 @@ def reporter(request: Request) -> Reporter:
             conflicts, [row.kind for row in rows if row.kind.startswith("unit.")], seconds
         )
         eventlog.emit(rows, as_json)
+        if rows and bell is not None:
+            bell.ring()
 
     return report
 

@@ -1,8 +1,13 @@
-"""GET /v1/events: what changed, oldest first, paged by id; `wait` long-polls."""
+"""GET /v1/events: what changed, oldest first, paged by id; `wait` long-polls.
+
+A long-poll sleeps on the app's `EventBell`, rung after each commit this process makes
+and, on PostgreSQL, by the listener that hears every replica's (store/notify.py). It
+still reads again every POLL_S without a listener (SQLite, or PostgreSQL while the
+listener reconnects) and every HEARD_POLL_S with one, in case a ring was missed.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from datetime import datetime
 from typing import Annotated, Any
@@ -13,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from placed.service import context, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
+from placed.service.bell import EventBell
 from placed.store import events
 from placed.store.database import reading
 
@@ -21,6 +27,7 @@ router = APIRouter(prefix="/v1")
 MAX_PAGE = 1000
 MAX_WAIT_S = 30.0
 POLL_S = 0.2
+HEARD_POLL_S = 2.0
 
 
 class Actor(BaseModel):
@@ -97,9 +104,13 @@ async def list_events(
             )
             return [events.view(row) for row in rows]
 
+    bell: EventBell = request.app.state.event_bell
     deadline = time.monotonic() + wait
+    rung = bell.rings
     items = await run_in_threadpool(page)
     while not items and time.monotonic() < deadline:
-        await asyncio.sleep(POLL_S)
+        poll = HEARD_POLL_S if bell.heard.is_set() else POLL_S
+        await bell.wait(min(poll, deadline - time.monotonic()), rung)
+        rung = bell.rings
         items = await run_in_threadpool(page)
     return {"items": items, "next_cursor": items[-1]["id"] if items else after}

@@ -5,7 +5,7 @@ and never by raw path, so label values stay few whatever clients send."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
 from placed.service.auth import public
@@ -56,6 +56,24 @@ class HttpMetrics:
             ["reason"],
             registry=self.registry,
         )
+        self.targets = Gauge(
+            "placed_targets",
+            "Targets by liveness (up, down, unknown: never heartbeated), from the leader "
+            "only: the other replicas leave it out.",
+            ["liveness"],
+            registry=self.registry,
+        )
+        self.leader = Gauge(
+            "placed_leader",
+            "1 while this replica holds the controller's lease, else 0.",
+            registry=self.registry,
+        )
+
+    def liveness(self, counts: dict[str, int] | None) -> None:
+        """The leader's count of targets per liveness; None: not the leader (no series)."""
+        self.targets.clear()
+        for state, count in sorted((counts or {}).items()):
+            self.targets.labels(state).set(count)
 
     def committed(self, conflicts: int, kinds: list[str], seconds: float) -> None:
         """One change committed after `conflicts` retries, with these unit events."""

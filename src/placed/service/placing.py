@@ -20,7 +20,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
@@ -40,7 +40,6 @@ from placed.store import claims, definitions, revision, settings, world
 from placed.store.claims import MOVED, PLACED, REMOVED, UNPLACED, Actor, Extra, Move
 from placed.store.database import reading, writing
 from placed.store.events import Recorded
-from placed.store.tables import EventRow
 from placed.store.world import Snapshot, TargetRow
 
 TRIES = 10
@@ -70,7 +69,7 @@ class Prepared:
 class Committed:
     prepared: Prepared
     revision: int
-    events: list[EventRow]
+    events: list[Recorded]
     conflicts: int
 
 
@@ -359,6 +358,20 @@ def simulated(
     )
 
 
+class Guard(Protocol):
+    """Told of each step of a change's write transaction, inside it: the controller's
+    fencing (service/controller.py). Raising rolls the whole transaction back."""
+
+    def opened(self, session: Session) -> None:
+        """First, before anything is written."""
+
+    def moved(self, session: Session, count: int) -> None:
+        """After `count` unit moves were written."""
+
+    def closing(self, session: Session, prepared: Prepared) -> None:
+        """Last, just before the commit."""
+
+
 # Told of each change's end: (conflicts retried, events committed, seconds, gave up).
 Reporter = Callable[[int, Sequence[Recorded], float, bool], None]
 
@@ -374,6 +387,7 @@ def transact(
     dry_run: bool = False,
     expected_revision: int | None = None,
     report: Reporter = silent,
+    guard: Guard | None = None,
 ) -> Committed:
     """Plan with `prepare` on a snapshot and commit what it says, trying again on fresh
     rows when someone else changed them first."""
@@ -392,13 +406,17 @@ def transact(
                 return Committed(prepared, snapshot.revision, [], conflicts)
         try:
             with writing(engine) as session:
+                if guard is not None:
+                    guard.opened(session)
                 number = revision.bump(session)  # the lock: writers commit one at a time
                 if prepared is None or snapshot is None:
                     snapshot = world.read(session)
                     _expected(snapshot, expected_revision, seen=number - 1)
                     prepared = prepare(snapshot)
-                rows = _write(session, snapshot, prepared, number, actor)
+                rows = _write(session, snapshot, prepared, number, actor, guard)
                 final = revision.current(session)  # one change may raise it more than once
+                if guard is not None:
+                    guard.closing(session, prepared)
             report(conflicts, rows, time.perf_counter() - started, False)
             return Committed(prepared, final, rows, conflicts)
         except definitions.StaleRow:
@@ -431,8 +449,13 @@ def _expected(snapshot: Snapshot, expected: int | None, seen: int | None = None)
 
 
 def _write(
-    session: Session, snapshot: Snapshot, prepared: Prepared, number: int, actor: Actor
-) -> list[EventRow]:
+    session: Session,
+    snapshot: Snapshot,
+    prepared: Prepared,
+    number: int,
+    actor: Actor,
+    guard: Guard | None = None,
+) -> list[Recorded]:
     # Replicas refresh claims alone from the rows; anything else since means reading all.
     settings.put(session, world.CHANGED_SETTING, number)
     try:
@@ -440,7 +463,8 @@ def _write(
     except definitions.Refused as error:
         raise ProblemException(409, error.kind, str(error)) from None
     accounts = {name: row.account for name, row in prepared.after.workloads.items()}
-    return claims.commit(
+    written: list[Recorded] = []
+    written += claims.commit(
         session,
         snapshot,
         prepared.moves,
@@ -449,7 +473,9 @@ def _write(
         bumped,
         prepared.extra,
         accounts,
+        guard.moved if guard is not None else None,
     )
+    return written
 
 
 def moves_document(moves: Sequence[Move]) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from placed.engine.planner import Planner
 from placed.engine.report import plan_document
-from placed.service import problems
+from placed.service import documents, problems
 from placed.service.auth import EVERY_ROLE, Caller, allow
 from placed.service.bodies import bounded_units, read_body
 from placed.spec import SpecError
@@ -59,10 +59,7 @@ def invalid_spec(error: SpecError, body: bytes) -> problems.ProblemException:
     "document `placed plan --format json` prints in the answer. Nothing is stored, but "
     "planning is work: any valid token may ask.",
     responses={
-        200: {
-            "description": "The plan document",
-            "content": {"application/json": {"schema": {"type": "object"}}},
-        },
+        200: documents.documented(documents.PlanAnswer, "The plan document"),
         **problems.responses(413, 415, 422),
     },
     openapi_extra={

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, exc, insert, select, update
+from sqlalchemy import Engine, bindparam, exc, insert, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from placed.engine import loop
@@ -99,11 +99,6 @@ class Accepted:
 
 _targets, _resources = table_of(Target), table_of(TargetResource)
 # Core statements, made once: the ORM's bulk update costs more than the database's work.
-RAISE_GENERATION = (
-    update(_targets)
-    .where(_targets.c.id == bindparam("tid"), _targets.c.generation == bindparam("seen"))
-    .values(generation=_targets.c.generation + 1, revision=bindparam("number"))
-)
 ADD_USED = (
     update(_resources)
     .where(_resources.c.target_id == bindparam("tid"), _resources.c.name == bindparam("resource"))
@@ -138,6 +133,7 @@ class Decided:
                     "revision": number,
                     "conflicts": 0,
                     "changes": placing.moves_document(claim.moves),
+                    "incompatible": [],  # a new workload leaves every running unit fitting
                     **plan_document(claim.result, self.explainer),
                 }
             )
@@ -406,23 +402,28 @@ class ReplicaWorld:
             if number - 1 != cached.revision:
                 raise Behind()  # the revision row's lock is held now: nothing else lands
             ids: dict[str, int] = {}
-            for name in sorted(deltas, key=lambda n: targets[n].id):
-                row = targets[name]
-                done = connection.execute(
-                    RAISE_GENERATION, {"tid": row.id, "seen": row.generation, "number": number}
+            # One statement for every target the batch touches: the revision row's lock,
+            # taken first by every writer, already orders writers, so no two wait on
+            # each other's targets.
+            seen = [(targets[name].id, targets[name].generation) for name in deltas]
+            done = connection.execute(
+                update(_targets)
+                .where(tuple_(_targets.c.id, _targets.c.generation).in_(seen))
+                .values(generation=_targets.c.generation + 1, revision=number)
+            )
+            if done.rowcount != len(seen):
+                raise Stale(", ".join(sorted(deltas)))
+            try:
+                connection.execute(
+                    ADD_USED,
+                    [
+                        {"tid": targets[name].id, "resource": resource, "amount": amount}
+                        for name in deltas
+                        for resource, amount in sorted(deltas[name].items())
+                    ],
                 )
-                if done.rowcount == 0:
-                    raise Stale(name)
-                try:
-                    connection.execute(
-                        ADD_USED,
-                        [
-                            {"tid": row.id, "resource": resource, "amount": amount}
-                            for resource, amount in sorted(deltas[name].items())
-                        ],
-                    )
-                except exc.IntegrityError:
-                    raise Stale(name) from None
+            except exc.IntegrityError:
+                raise Stale(", ".join(sorted(deltas))) from None
             try:
                 made = connection.execute(
                     insert(table_of(WorkloadRecord)).returning(

@@ -16,11 +16,11 @@ from placed.engine.planner import Planner
 from placed.engine.rebalance import simulate
 from placed.service import context, placing, problems
 from placed.service.auth import AGENT, DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
-from placed.store import targets
+from placed.store import settings, targets
 from placed.store.claims import Actor, Extra
 from placed.store.database import reading, writing
-from placed.store.tables import now
-from placed.store.world import Snapshot
+from placed.store.leases import database_now
+from placed.store.world import Snapshot, TargetRow
 
 router = APIRouter(prefix="/v1")
 
@@ -115,6 +115,20 @@ async def get_target(
     return await run_in_threadpool(one)
 
 
+def replanned(snapshot: Snapshot, name: str, changed: TargetRow) -> placing.Prepared:
+    """Target `name` becoming `changed` (an admin state, or liveness): when it stops
+    taking work its units move as `placed simulate --down` says, when it starts again
+    as `--up` says. An admin's down stays down however the heartbeats go, and a stale
+    target stays down whatever the admin says, until it heartbeats again."""
+    row = snapshot.targets[name]
+    after = copy.deepcopy(snapshot)
+    after.targets[name] = changed
+    planner = Planner(placing.world_spec(snapshot))
+    down = [name] if row.takes_work and not changed.takes_work else []
+    up = [name] if changed.takes_work and not row.takes_work else []
+    return placing.simulated(snapshot, after, simulate(planner, down, up), planner)
+
+
 def change_state(
     engine: Engine,
     name: str,
@@ -129,11 +143,7 @@ def change_state(
         row = snapshot.targets.get(name)
         if row is None:
             raise problems.ProblemException(404, "not-found", f"no target {name!r}")
-        after = copy.deepcopy(snapshot)
-        after.targets[name] = dataclasses.replace(row, admin_state=state)
-        planner = Planner(placing.world_spec(snapshot))
-        down, up = ([name], []) if state == "down" else ([], [name])
-        prepared = placing.simulated(snapshot, after, simulate(planner, down, up), planner)
+        prepared = replanned(snapshot, name, dataclasses.replace(row, admin_state=state))
         if row.admin_state != state:
             prepared.extra.append(
                 Extra(
@@ -181,19 +191,22 @@ def _state_route(state: str) -> Any:
 
 class Liveness(BaseModel):
     target: str
-    liveness: str
+    liveness: str = Field(
+        description="up; down while the controller has it stale (its next sweep brings "
+        "it up and its units back)"
+    )
     last_seen: str
+    interval_s: float = Field(description="How often a heartbeat is expected.")
     timeout_s: float = Field(description="Without a heartbeat for this long, it is stale.")
-
-
-HEARTBEAT_TIMEOUT_S = 40.0  # SERVICE.md's default (the controller's sweep: next issue)
 
 
 @router.post(
     "/targets/{name:path}/heartbeat",
     summary="A target is alive",
-    description="Records that the target was seen now, in its own row: no generation "
-    "changes, so no claim is disturbed. A root-admin, or the target's own agent token.",
+    description="Records that the target was seen now (the database's clock), in its own "
+    "row: no generation changes, so no claim is disturbed. A root-admin, or the target's "
+    "own agent token. A target the controller took down for want of heartbeats comes "
+    "back up at its next sweep.",
     response_model=Liveness,
     responses=problems.responses(403, 404),
 )
@@ -213,13 +226,15 @@ async def heartbeat(
             row = targets.by_name(session, name)
             if row is None:
                 raise problems.ProblemException(404, "not-found", f"no target {name!r}")
-            at = now()
-            targets.heartbeat(session, row.id, at)
+            at = database_now(session)
+            liveness = targets.heartbeat(session, row.id, at)
+            interval, timeout = settings.heartbeats(session)
         return {
             "target": name,
-            "liveness": "up",
+            "liveness": liveness,
             "last_seen": at.isoformat(),
-            "timeout_s": HEARTBEAT_TIMEOUT_S,
+            "interval_s": interval,
+            "timeout_s": timeout,
         }
 
     return await run_in_threadpool(beat)

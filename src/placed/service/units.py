@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from placed.engine.planner import Planner
 from placed.engine.trace import UnknownUnitError, trace, trace_document
-from placed.service import context, placing, problems
+from placed.service import context, documents, placing, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.store import placements, world
 from placed.store.database import reading
@@ -57,10 +57,7 @@ def describe(engine: Engine, unit: str, accounts: set[str] | None = None) -> dic
     description="Where the unit is, its moves with their reasons, and the explanation "
     "`placed explain` gives: every target judged for it in the world as it is now.",
     responses={
-        200: {
-            "description": "The unit",
-            "content": {"application/json": {"schema": {"type": "object"}}},
-        },
+        200: documents.documented(documents.UnitAnswer, "The unit"),
         **problems.responses(404),
     },
 )

@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from placed.engine.documents import only_workloads
 from placed.engine.report import plan_document
-from placed.service import context, placing, problems
+from placed.service import context, documents, placing, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.bodies import bounded_units
 from placed.service.metrics import HttpMetrics
@@ -217,10 +217,7 @@ def claim(
     "or, when some unit finds no place, nothing is stored and the 409 problem says why.",
     status_code=201,
     responses={
-        201: {
-            "description": "The plan of the workload",
-            "content": {"application/json": {"schema": {"type": "object"}}},
-        },
+        201: documents.documented(documents.ChangeAnswer, "The plan of the workload"),
         **problems.responses(409, 422),
     },
 )
@@ -302,10 +299,7 @@ def update(
     description="At the generation read: a stale one is a 409 with current_generation, "
     "never retried for the caller. Units move only as the new spec needs.",
     responses={
-        200: {
-            "description": "The plan of the workload",
-            "content": {"application/json": {"schema": {"type": "object"}}},
-        },
+        200: documents.documented(documents.ChangeAnswer, "The plan of the workload"),
         **problems.responses(404, 409, 422),
     },
 )
@@ -466,10 +460,7 @@ def remove(
     "/workloads/{name}",
     summary="Remove a workload and its units",
     responses={
-        200: {
-            "description": "The units removed",
-            "content": {"application/json": {"schema": {"type": "object"}}},
-        },
+        200: documents.documented(documents.RemovedAnswer, "The units removed"),
         **problems.responses(404, 409),
     },
 )

@@ -14,6 +14,7 @@ from pydantic import (
     Field,
     StringConstraints,
     WithJsonSchema,
+    model_validator,
 )
 
 from placed.model.properties import TYPES
@@ -22,6 +23,8 @@ from placed.model.properties import TYPES
 # past any fleet placed has met, and a spec's units together stay within MAX_TOTAL_UNITS.
 MAX_UNITS = 1_000_000
 MAX_TOTAL_UNITS = 10_000_000
+# A target is stale only after this many heartbeats in a row were missed.
+HEARTBEAT_BEATS = 3
 
 
 def visible(text: str) -> str:
@@ -307,6 +310,31 @@ class SettingsSpec(_Strict):
         "finds no host takes an empty, undedicated one for its account. A location's "
         "property implicit.dedication.enable overrides it below that location.",
     )
+    heartbeat_interval_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=86400,
+        description="placed serve: how often each target is expected to heartbeat, in seconds.",
+    )
+    heartbeat_timeout_s: float = Field(
+        default=40.0,
+        gt=0,
+        le=864000,
+        description="placed serve: a target without a heartbeat for this long (seconds) is "
+        "stale and its units move; at least 3 times heartbeat_interval_s, so one or two "
+        "lost heartbeats never move anything.",
+    )
+
+    @model_validator(mode="after")
+    def _timeout_outlasts_beats(self) -> SettingsSpec:
+        if self.heartbeat_timeout_s < HEARTBEAT_BEATS * self.heartbeat_interval_s:
+            raise ValueError(
+                f"heartbeat_timeout_s {self.heartbeat_timeout_s:g} is under "
+                f"{HEARTBEAT_BEATS} x heartbeat_interval_s {self.heartbeat_interval_s:g}: "
+                "a target would be declared dead after fewer than "
+                f"{HEARTBEAT_BEATS} missed heartbeats"
+            )
+        return self
 
 
 class DomainSpec(_Strict):

@@ -9,17 +9,16 @@ the database itself.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, exc, select, update
+from sqlalchemy import bindparam, delete, exc, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from placed.store import events
+from placed.store import events, revision
 from placed.store.definitions import StaleRow
 from placed.store.tables import (
-    EventRow,
     Placement,
     PlacementHistory,
     Target,
@@ -27,6 +26,7 @@ from placed.store.tables import (
     Unit,
     Workload,
     now,
+    table_of,
 )
 from placed.store.world import Snapshot
 
@@ -92,9 +92,14 @@ def commit(
     bumped: set[str] = frozenset(),  # type: ignore[assignment]
     extra: Sequence[Extra] = (),
     accounts: Mapping[str, str | None] | None = None,
-) -> list[EventRow]:
+    moved: Callable[[Session, int], None] | None = None,
+) -> list[events.Written]:
     """Write `moves` and the targets' new `used`. `bumped`: targets this transaction has
-    already written (their generation is one past the snapshot's)."""
+    already written (their generation is one past the snapshot's). Every kind of row is
+    one bulk statement (a statement per row is a round trip each on PostgreSQL).
+    `moved`: told once the moves are written, with how many (the controller's fault
+    hooks)."""
+    connection = session.connection()
     targets = {
         name: (id_, generation)
         for id_, name, generation in session.execute(
@@ -107,90 +112,101 @@ def commit(
         was = old.used if old is not None else {}
         if any(abs(amounts.get(r, 0.0) - was.get(r, 0.0)) > 1e-9 for r in {*amounts, *was}):
             changed.append(name)
-    for name in sorted(changed, key=lambda n: targets[n][0]):
-        target_id, generation = targets[name]
-        old = before.targets.get(name)
-        seen = (old.generation + (name in bumped)) if old is not None and old.id else generation
-        done = session.execute(
-            update(Target)
-            .where(Target.id == target_id, Target.generation == seen)
-            .values(generation=Target.generation + 1)
-            .execution_options(synchronize_session=False)
-        )
-        if done.rowcount == 0:  # type: ignore[attr-defined]
-            raise StaleRow("target", name)
+    changed.sort(key=lambda n: targets[n][0])
+    if changed:
+        seen = []
+        for name in changed:
+            target_id, generation = targets[name]
+            old = before.targets.get(name)
+            expected = (
+                (old.generation + (name in bumped)) if old is not None and old.id else generation
+            )
+            seen.append({"tid": target_id, "seen": expected})
+        done = connection.execute(RAISE_GENERATION, seen)
+        if done.rowcount != len(seen):
+            raise StaleRow("target", _some(changed))
         try:
-            for resource, amount in sorted(used[name].items()):
-                session.execute(
-                    update(TargetResource)
-                    .where(TargetResource.target_id == target_id, TargetResource.name == resource)
-                    .values(used=round(amount, 9))
-                    .execution_options(synchronize_session=False)
-                )
-            session.flush()
+            connection.execute(
+                SET_USED,
+                [
+                    {"tid": targets[name][0], "resource": resource, "amount": round(amount, 9)}
+                    for name in changed
+                    for resource, amount in sorted(used[name].items())
+                ],
+            )
         except exc.IntegrityError:
             # Only a stale plan asks for more than there is: the CHECK caught it.
-            raise StaleRow("target", name) from None
+            raise StaleRow("target", _some(changed)) from None
     workload_ids = {name: id_ for id_, name in session.execute(select(Workload.id, Workload.name))}
-    unit_ids = {
-        name: id_
-        for id_, name in session.execute(
-            select(Unit.id, Unit.name).where(Unit.name.in_([m.unit for m in moves]))
+    unit_ids: dict[str, int] = {}
+    names = [m.unit for m in moves]
+    for chunk in _chunks(names):
+        unit_ids.update(
+            (name, id_)
+            for id_, name in session.execute(select(Unit.id, Unit.name).where(Unit.name.in_(chunk)))
         )
-    }
-    rows: list[EventRow] = []
+    _check_sources(session, moves, unit_ids, targets)
+    removed = [unit_ids[m.unit] for m in moves if m.kind == REMOVED and m.unit in unit_ids]
+    staying = [unit_ids[m.unit] for m in moves if m.kind != REMOVED and m.unit in unit_ids]
+    for chunk in _chunks([*removed, *staying]):
+        connection.execute(
+            delete(table_of(Placement)).where(table_of(Placement).c.unit_id.in_(chunk))
+        )
+    for chunk in _chunks(removed):
+        connection.execute(delete(table_of(Unit)).where(table_of(Unit).c.id.in_(chunk)))
+    new_units = [m for m in moves if m.kind != REMOVED and m.unit not in unit_ids]
+    if new_units:
+        numbers = _next_ordinals(session, {m.workload for m in new_units})
+        values = []
+        for move in new_units:
+            ordinal = move.unit.rpartition("/")[2]
+            if ordinal.isdigit():
+                number = int(ordinal)
+            else:
+                # An every-mode unit is named after its target, not numbered: the next
+                # free number keeps (workload, ordinal) unique.
+                number = numbers[move.workload]
+                numbers[move.workload] = number + 1
+            values.append(
+                {"name": move.unit, "workload_id": workload_ids[move.workload], "ordinal": number}
+            )
+        units = table_of(Unit)
+        made = connection.execute(
+            insert(units).returning(units.c.id, sort_by_parameter_order=True), values
+        ).scalars()
+        unit_ids.update(zip((m.unit for m in new_units), made, strict=True))
     at = now()
+    landing = [
+        {
+            "unit_id": unit_ids[m.unit],
+            "target_id": targets[m.destination][0],
+            "placed_at": at,
+            "revision": 0,
+        }
+        for m in moves
+        if m.kind != REMOVED and m.destination is not None
+    ]
+    if landing:
+        connection.execute(insert(table_of(Placement)), landing)
     owners = accounts or {}
     # What caused the moves comes first (a target down, then its units).
-    for item in extra:
-        rows.append(
-            events.append(
-                session,
-                item.kind,
-                item.subject,
-                actor_accessor=actor.accessor,
-                actor_role=actor.role,
-                target=item.target,
-                workload=item.workload,
-                domain=item.domain,
-                account=item.account,
-                request_id=actor.request_id,
-                details=item.details,
-            )
+    pending = [
+        events.Pending(
+            item.kind,
+            item.subject,
+            actor_accessor=actor.accessor,
+            actor_role=actor.role,
+            target=item.target,
+            workload=item.workload,
+            domain=item.domain,
+            account=item.account,
+            request_id=actor.request_id,
+            details=item.details,
         )
-    for move in moves:
-        unit_id = unit_ids.get(move.unit)
-        if move.kind == REMOVED:
-            if unit_id is not None:
-                _unplace(session, unit_id, move, targets)
-                session.execute(delete(Unit).where(Unit.id == unit_id))
-        else:
-            if unit_id is None:
-                ordinal = move.unit.rpartition("/")[2]
-                unit = Unit(
-                    name=move.unit,
-                    workload_id=workload_ids[move.workload],
-                    ordinal=int(ordinal) if ordinal.isdigit() else _ordinal(session, move),
-                )
-                session.add(unit)
-                try:
-                    session.flush()
-                except exc.IntegrityError:
-                    raise StaleRow("unit", move.unit) from None  # another change made it
-                unit_id = unit_ids[move.unit] = unit.id
-            else:
-                _unplace(session, unit_id, move, targets)
-            if move.destination is not None:
-                session.add(
-                    Placement(
-                        unit_id=unit_id,
-                        target_id=targets[move.destination][0],
-                        placed_at=at,
-                        revision=0,
-                    )
-                )
-        row = events.append(
-            session,
+        for item in extra
+    ]
+    pending.extend(
+        events.Pending(
             move.kind,
             move.unit,
             actor_accessor=actor.accessor,
@@ -203,55 +219,94 @@ def commit(
                 "from": move.source,
                 "to": move.destination,
                 "why": move.why,
-                **move.details,
+                **(move.details or {}),
             },
         )
-        rows.append(row)
-        if move.source != move.destination:
-            session.add(
-                PlacementHistory(
-                    unit_name=move.unit,
-                    from_target=move.source,
-                    to_target=move.destination,
-                    at=at,
-                    reason=move.why[:255],
-                    event_id=row.id,
-                )
-            )
-    session.flush()
+        for move in moves
+    )
+    rows = events.append_many(connection, revision.event_ids(connection, len(pending)), pending)
+    history = [
+        {
+            "unit_name": move.unit,
+            "from_target": move.source,
+            "to_target": move.destination,
+            "at": at,
+            "reason": move.why[:255],
+            "event_id": row.id,
+        }
+        for move, row in zip(moves, rows[len(extra) :], strict=True)
+        if move.source != move.destination
+    ]
+    if history:
+        connection.execute(insert(table_of(PlacementHistory)), history)
+    if moved is not None and moves:
+        moved(session, len(moves))
     return rows
 
 
-def _unplace(
-    session: Session, unit_id: int, move: Move, targets: Mapping[str, tuple[int, int]]
+def _check_sources(
+    session: Session,
+    moves: Sequence[Move],
+    unit_ids: Mapping[str, int],
+    targets: Mapping[str, tuple[int, int]],
 ) -> None:
-    """Take the unit off where the snapshot saw it (nowhere, for `source` None). Anywhere
-    else, another change moved it since: the usage this change computed would count it
-    on the wrong target (two changes placing one unplaced unit on two targets leave one
-    of them counting a unit that is not there), so plan again on fresh rows."""
-    where = Placement.unit_id == unit_id
-    if move.source is None:
-        taken = session.execute(delete(Placement).where(where))
-        expected = 0
-    else:
-        source = targets.get(move.source)
-        if source is None:  # its target is gone in this very change: nothing to compare
-            session.execute(delete(Placement).where(where))
-            return
-        taken = session.execute(delete(Placement).where(where, Placement.target_id == source[0]))
-        expected = 1
-    if taken.rowcount != expected:  # type: ignore[attr-defined]
-        raise StaleRow("unit", move.unit)
+    """Each unit must still be where the change's snapshot saw it (nowhere, for `source`
+    None). Anywhere else, another change moved it since: two changes placing one
+    unplaced unit, each on its own target, pass their generation checks, and the first
+    target would keep counting a unit that left it. Then the change is stale and plans
+    again on fresh rows. Read under the revision row's lock, which every writer takes
+    first, so no change lands between this and the writes."""
+    expected: dict[int, tuple[str, int | None]] = {}
+    for move in moves:
+        unit_id = unit_ids.get(move.unit)
+        if unit_id is None:
+            continue  # a new unit, or one this change's own definitions removed
+        if move.source is None:
+            expected[unit_id] = (move.unit, None)
+        elif move.source in targets:  # else its target is gone in this very change
+            expected[unit_id] = (move.unit, targets[move.source][0])
+    found: dict[int, int] = {}
+    for chunk in _chunks(list(expected)):
+        rows = session.execute(
+            select(Placement.unit_id, Placement.target_id).where(Placement.unit_id.in_(chunk))
+        )
+        found.update((unit_id, target_id) for unit_id, target_id in rows)
+    for unit_id, (name, target_id) in expected.items():
+        if found.get(unit_id) != target_id:
+            raise StaleRow("unit", name)
 
 
-def _ordinal(session: Session, move: Move) -> int:
-    """An every-mode unit is named after its target, not numbered: the next free number
-    keeps (workload, ordinal) unique."""
-    found = session.scalars(
-        select(Unit.ordinal)
-        .join(Workload, Workload.id == Unit.workload_id)
-        .where(Workload.name == move.workload)
-        .order_by(Unit.ordinal.desc())
-        .limit(1)
-    ).first()
-    return found + 1 if found is not None else 0
+_targets, _resources = table_of(Target), table_of(TargetResource)
+RAISE_GENERATION = (
+    update(_targets)
+    .where(_targets.c.id == bindparam("tid"), _targets.c.generation == bindparam("seen"))
+    .values(generation=_targets.c.generation + 1)
+)
+SET_USED = (
+    update(_resources)
+    .where(_resources.c.target_id == bindparam("tid"), _resources.c.name == bindparam("resource"))
+    .values(used=bindparam("amount"))
+)
+CHUNK = 5000  # ids per IN list: well under every backend's limit of bound parameters
+
+
+def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), CHUNK):
+        yield items[start : start + CHUNK]
+
+
+def _some(names: Sequence[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def _next_ordinals(session: Session, workloads: set[str]) -> dict[str, int]:
+    """Per workload, the first unit number none of its units has."""
+    found = dict.fromkeys(workloads, 0)
+    for name, top in session.execute(
+        select(Workload.name, func.max(Unit.ordinal))
+        .join(Unit, Unit.workload_id == Workload.id)
+        .where(Workload.name.in_(list(workloads)))
+        .group_by(Workload.name)
+    ):
+        found[name] = int(top) + 1 if top is not None else 0
+    return found

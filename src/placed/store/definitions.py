@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from placed.store import settings
@@ -24,6 +24,7 @@ from placed.store.tables import (
     TargetLiveness,
     TargetResource,
     Workload,
+    table_of,
 )
 from placed.store.world import SPEC_SETTINGS, STORAGE_SETTING, Snapshot
 
@@ -93,9 +94,11 @@ def _inventory(
 ) -> set[str]:
     bumped: set[str] = set()
     location_ids = {name: id_ for id_, name in session.execute(select(Location.id, Location.name))}
-    # Inner nodes first, outermost first, so each parent has its id before its children.
-    order = _outermost_first(after)
-    for node in order:
+    # Inner nodes first, outermost first, so each parent has its id before its children:
+    # new ones go in one bulk insert per depth (a flush per row is a round trip each).
+    depth = _depths(after)
+    waiting: list[dict[str, Any]] = []
+    for node in sorted(after.nodes, key=lambda n: depth[n]):
         if node in after.targets:
             continue
         if node in before.targets:
@@ -105,6 +108,8 @@ def _inventory(
                 "(its units and capacity would have nowhere to be)",
             )
         parent = after.parents.get(node)
+        if parent is not None and parent not in location_ids:
+            _insert_locations(session, waiting, location_ids)  # the parent is among them
         values: dict[str, Any] = {
             "parent_id": location_ids[parent] if parent else None,
             "kind": str(after.nodes[node].get("kind", "host")),
@@ -118,10 +123,9 @@ def _inventory(
                     update(Location).where(Location.id == location_ids[node]).values(values)
                 )
         else:
-            row = Location(name=node, **values)
-            session.add(row)
-            session.flush()
-            location_ids[node] = row.id
+            waiting.append({"name": node, **values})
+    _insert_locations(session, waiting, location_ids)
+    new_targets: list[tuple[dict[str, Any], Mapping[str, float]]] = []
     for node, target in sorted(after.targets.items(), key=lambda item: item[1].id or 1 << 62):
         parent = after.parents.get(node)
         values = {
@@ -133,14 +137,7 @@ def _inventory(
         }
         old = before.targets.get(node)
         if old is None:
-            made = Target(name=node, generation=0, **values)
-            session.add(made)
-            session.flush()
-            session.add_all(
-                TargetResource(target_id=made.id, name=name, capacity=amount, used=0.0)
-                for name, amount in target.capacity.items()
-            )
-            session.add(TargetLiveness(target_id=made.id, last_seen=None))
+            new_targets.append(({"name": node, "generation": 0, **values}, target.capacity))
             continue
         if (
             before.nodes.get(node) == after.nodes[node]
@@ -183,6 +180,7 @@ def _inventory(
                     .where(TargetResource.target_id == old.id, TargetResource.name == name)
                     .values(capacity=target.capacity[name], used=round(now, 9))
                 )
+    _insert_targets(session, new_targets)
     gone_targets = [before.targets[n].id for n in before.targets if n not in after.targets]
     if gone_targets:
         session.execute(delete(Target).where(Target.id.in_(gone_targets)))
@@ -193,7 +191,7 @@ def _inventory(
     return bumped
 
 
-def _outermost_first(after: Snapshot) -> list[str]:
+def _depths(after: Snapshot) -> dict[str, int]:
     depth: dict[str, int] = {}
     for node in after.nodes:
         chain: list[str] = []
@@ -204,7 +202,44 @@ def _outermost_first(after: Snapshot) -> list[str]:
         base = depth[at] if at is not None else -1
         for offset, name in enumerate(reversed(chain), start=1):
             depth[name] = base + offset
-    return sorted(after.nodes, key=lambda n: depth[n])
+    return depth
+
+
+def _insert_locations(session: Session, waiting: list[dict[str, Any]], ids: dict[str, int]) -> None:
+    """Insert `waiting` (and empty it) in one statement; their ids into `ids`."""
+    if not waiting:
+        return
+    table = table_of(Location)
+    made = session.execute(
+        insert(table).returning(table.c.id, sort_by_parameter_order=True), waiting
+    ).scalars()
+    ids.update(zip((row["name"] for row in waiting), made, strict=True))
+    waiting.clear()
+
+
+def _insert_targets(
+    session: Session, new: list[tuple[dict[str, Any], Mapping[str, float]]]
+) -> None:
+    """New targets, their resources and liveness rows: three bulk statements."""
+    if not new:
+        return
+    table = table_of(Target)
+    made = list(
+        session.execute(
+            insert(table).returning(table.c.id, sort_by_parameter_order=True),
+            [values for values, _ in new],
+        ).scalars()
+    )
+    resources = [
+        {"target_id": id_, "name": name, "capacity": amount, "used": 0.0}
+        for id_, (_, capacity) in zip(made, new, strict=True)
+        for name, amount in capacity.items()
+    ]
+    if resources:
+        session.execute(insert(table_of(TargetResource)), resources)
+    session.execute(
+        insert(table_of(TargetLiveness)), [{"target_id": id_, "last_seen": None} for id_ in made]
+    )
 
 
 def _workloads(session: Session, before: Snapshot, after: Snapshot, revision: int) -> None:

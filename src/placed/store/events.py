@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, insert, select
 from sqlalchemy.orm import Session
 
-from placed.store import revision
+from placed.store import notify, revision
 from placed.store.tables import EventRow, now, table_of
 
 
@@ -49,6 +49,7 @@ def append(
     )
     session.add(row)
     session.flush()
+    notify.announce(session)
     return row
 
 
@@ -116,6 +117,7 @@ def append_many(connection: Connection, ids: range, pending: Sequence[Pending]) 
         for id_, item in zip(ids, pending, strict=True)
     ]
     connection.execute(insert(table_of(EventRow)), values)
+    notify.announce(connection)
     return [Written(**row) for row in values]
 
 

@@ -1,8 +1,8 @@
 """Leases, judged by the database's clock only (never compared across machines).
 
 `acquire` takes a free or expired lease (raising its epoch) or renews one's own; the
-controller that uses it (a later step of issue 16) re-checks `holder`, `epoch` and
-`expires_at > now` in each of its transactions.
+controller (service/controller.py) re-checks `holder`, `epoch` and `expires_at > now`
+in each of its transactions with `held`, last before it commits.
 """
 
 from __future__ import annotations
@@ -51,3 +51,19 @@ def release(session: Session, name: str, holder: str) -> bool:
         .execution_options(synchronize_session=False)
     )
     return bool(done.rowcount)  # type: ignore[attr-defined]
+
+
+def held(session: Session, name: str, holder: str, epoch: int, lock: bool = True) -> bool:
+    """Whether `holder` still holds the lease at `epoch`, by the database's clock. With
+    `lock`, the row stays locked to the end of the transaction, so a takeover waits for
+    its commit and an expired holder can never commit after one."""
+    query = select(Lease.holder, Lease.epoch, Lease.expires_at).where(Lease.name == name)
+    row = session.execute(query.with_for_update() if lock else query).first()
+    if row is None:
+        return False
+    expires: datetime = row.expires_at
+    return bool(row.holder == holder and row.epoch == epoch and expires > database_now(session))
+
+
+def current(session: Session, name: str) -> Lease | None:
+    return session.get(Lease, name)

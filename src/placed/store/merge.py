@@ -103,6 +103,7 @@ def apply(before: Snapshot, documents: Sequence[SpecDocument], prune: bool = Fal
                 name,
                 old.used if old else {},
                 capacity[location.id],
+                old.liveness if old else "unknown",
             )
         named_workloads: set[str] = set()
         for i, workload in enumerate(document.workloads):

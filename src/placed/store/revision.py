@@ -44,6 +44,18 @@ def bump_with_events(connection: Connection, events: int) -> tuple[int, range]:
     return int(value), range(last - events + 1, last + 1)
 
 
+def event_ids(connection: Connection, count: int) -> range:
+    """`count` consecutive event ids, under the same row lock as `bump`."""
+    row = table_of(Revision).c
+    last = connection.execute(
+        update(table_of(Revision))
+        .where(row.id == 1)
+        .values(last_event_id=row.last_event_id + count)
+        .returning(row.last_event_id)
+    ).scalar_one()
+    return range(last - count + 1, last + 1)
+
+
 def _increment(session: Session, column: Any) -> int:
     value = session.scalar(
         update(Revision).where(Revision.id == 1).values({column: column + 1}).returning(column)

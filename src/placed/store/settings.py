@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from placed.spec.schema import SettingsSpec
 from placed.store import revision
 from placed.store.tables import Setting
 
@@ -24,3 +25,11 @@ def put(session: Session, key: str, value: Any) -> None:
         row.value = {"value": value}
     revision.bump(session)
     session.flush()
+
+
+def heartbeats(session: Session) -> tuple[float, float]:
+    """(interval, timeout) of heartbeats in seconds, as applied in a spec's settings."""
+    fields = SettingsSpec.model_fields
+    interval = get(session, "heartbeat_interval_s", fields["heartbeat_interval_s"].default)
+    timeout = get(session, "heartbeat_timeout_s", fields["heartbeat_timeout_s"].default)
+    return float(interval), float(timeout)

@@ -10,6 +10,7 @@ writers never wait on each other in a cycle.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -17,13 +18,13 @@ from sqlalchemy import exc, select, update
 from sqlalchemy.orm import Session
 
 from placed.store import locations, revision
+from placed.store.leases import database_now
 from placed.store.tables import (
     ADMIN_STATES,
     Location,
     Target,
     TargetLiveness,
     TargetResource,
-    now,
 )
 
 
@@ -121,12 +122,64 @@ def set_admin_state(session: Session, target_id: int, seen_generation: int, stat
     return bool(done.rowcount)  # type: ignore[attr-defined]
 
 
-def heartbeat(session: Session, target_id: int, at: datetime | None = None) -> None:
-    """Record that the target was seen; its generation stays as it is."""
+def heartbeat(session: Session, target_id: int, at: datetime | None = None) -> str:
+    """Record that the target was seen; its generation stays as it is. Its liveness:
+    a target never seen before is up from now; one the controller found stale stays
+    down until the controller brings it up (and its units back) in a transaction of
+    its own. Answers the liveness."""
     session.execute(
         update(TargetLiveness)
         .where(TargetLiveness.target_id == target_id)
-        .values(last_seen=at or now(), liveness="up")
+        .values(last_seen=at or database_now(session))
+        .execution_options(synchronize_session=False)
+    )
+    session.execute(
+        update(TargetLiveness)
+        .where(TargetLiveness.target_id == target_id, TargetLiveness.liveness == "unknown")
+        .values(liveness="up")
+        .execution_options(synchronize_session=False)
+    )
+    found = session.scalar(
+        select(TargetLiveness.liveness).where(TargetLiveness.target_id == target_id)
+    )
+    return found or "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """A target as the controller's sweep judges it."""
+
+    name: str
+    id: int
+    admin_state: str
+    liveness: str
+    last_seen: datetime | None
+
+
+def seen(session: Session) -> list[Seen]:
+    """Every target's liveness and last heartbeat, by name."""
+    return [
+        Seen(name, id_, admin, liveness or "unknown", last)
+        for name, id_, admin, liveness, last in session.execute(
+            select(
+                Target.name,
+                Target.id,
+                Target.admin_state,
+                TargetLiveness.liveness,
+                TargetLiveness.last_seen,
+            )
+            .outerjoin(TargetLiveness, TargetLiveness.target_id == Target.id)
+            .order_by(Target.name)
+        )
+    ]
+
+
+def set_liveness(session: Session, target_id: int, liveness: str) -> None:
+    """The controller's judgement (up or down); the target's own row is left alone."""
+    session.execute(
+        update(TargetLiveness)
+        .where(TargetLiveness.target_id == target_id)
+        .values(liveness=liveness)
         .execution_options(synchronize_session=False)
     )
 

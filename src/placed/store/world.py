@@ -26,13 +26,19 @@ from placed.store.tables import (
     OfferingRow,
     Placement,
     Target,
+    TargetLiveness,
     TargetResource,
     Unit,
     Workload,
 )
 
 # Settings rows that are sections of the spec document.
-SPEC_SETTINGS = ("default_mode", "implicit_dedication")
+SPEC_SETTINGS = (
+    "default_mode",
+    "implicit_dedication",
+    "heartbeat_interval_s",
+    "heartbeat_timeout_s",
+)
 STORAGE_SETTING = "storage"
 # The revision of the last change that was more than claims of new workloads: a replica
 # whose world is newer than it reads the claims since from the rows alone.
@@ -48,6 +54,13 @@ class TargetRow:
     document: str | None
     used: dict[str, float]
     capacity: dict[str, float]
+    # From heartbeats, apart from the admin's state: up, down (the controller found it
+    # stale) or unknown (never heartbeated). Down takes nothing, as an admin's down.
+    liveness: str = "unknown"
+
+    @property
+    def takes_work(self) -> bool:
+        return self.admin_state == "up" and self.liveness != "down"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +111,10 @@ class Snapshot:
                 "settings",
                 "storage",
             )
-        ) and {n: (t.capacity, t.admin_state) for n, t in self.targets.items()} == {
-            n: (t.capacity, t.admin_state) for n, t in other.targets.items()
+        ) and {
+            n: (t.capacity, t.admin_state, t.liveness == "down") for n, t in self.targets.items()
+        } == {
+            n: (t.capacity, t.admin_state, t.liveness == "down") for n, t in other.targets.items()
         }
 
     def depth(self, resource: str) -> int:
@@ -126,8 +141,8 @@ class Snapshot:
             if target is not None:
                 if target.capacity:
                     entry["capacity"] = dict(target.capacity)
-                if target.admin_state != "up":
-                    entry["status"] = "down"  # down and maintenance both take nothing new
+                if not target.takes_work:
+                    entry["status"] = "down"  # down, maintenance, stale: nothing new
             below = children.get(node)
             if below:
                 entry["children"] = [tree(child) for child in below]
@@ -220,6 +235,9 @@ def read(session: Session) -> Snapshot:
         )
     ):
         resources[target_id][name] = (capacity, used)
+    liveness = dict(
+        session.execute(select(TargetLiveness.target_id, TargetLiveness.liveness)).all()
+    )
     target_names: dict[int, str] = {}
     for target in session.scalars(select(Target).order_by(Target.id)):
         target_names[target.id] = target.name
@@ -235,6 +253,7 @@ def read(session: Session) -> Snapshot:
             target.document,
             {name: used for name, (_, used) in found.items()},
             {name: capacity for name, (capacity, _) in found.items()},
+            liveness.get(target.id, "unknown"),
         )
     domain_rows = session.execute(select(Domain.id, Domain.name, Domain.parent_id)).all()
     domain_names = {row.id: row.name for row in domain_rows}

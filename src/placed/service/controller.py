@@ -1,0 +1,411 @@
+"""The controller (SERVICE.md, "One controller at a time: the lease"): each `placed
+serve` process runs one, and the one holding the `controller` lease sweeps.
+
+A background thread renews the lease (every 2 s, 15 s TTL, by the database's clock) and,
+while this process holds it, sweeps every second: a target whose last heartbeat is older
+than the timeout is stale, and goes down in a transaction of its own, its units moving
+as `placed simulate --down` says (service/targets.py `replanned`, the function the admin's
+`POST .../down` uses); a stale target that heartbeats again comes up and its mapping
+units come back. Every such transaction is fenced: it checks that this process still
+holds the lease at its epoch first, and again, with the row locked, last before it
+commits, so a leader paused past its lease (SIGSTOP) rolls back rather than commit
+beside its successor.
+
+The disruption guard: when the lease is younger than one timeout (the heartbeats may
+have been going to a replica that just died), or when most heartbeating targets look
+stale at once (late by more than half-way from one interval to the timeout: the
+controller's own network, not the fleet, is the likelier fault),
+nothing is taken down and `sweep.suppressed` is recorded once for the episode.
+
+Fault hooks, for tests only: `PLACED_FAULT=point:N` (or `point:N:stop`) kills this
+process with SIGKILL (or stops it with SIGSTOP) inside a controller transaction:
+`rebalance.after_moves:N` once N unit moves are written, `rebalance.before_commit:N`
+at the Nth commit of a move. Unset, nothing of it runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from placed.service import eventlog, placing
+from placed.service.bell import EventBell
+from placed.service.context import reporter_of
+from placed.service.metrics import HttpMetrics
+from placed.service.problems import ProblemException
+from placed.service.targets import replanned
+from placed.store import events, leases, settings, targets
+from placed.store.claims import Actor, Extra
+from placed.store.database import reading, writing
+from placed.store.leases import database_now
+from placed.store.world import Snapshot
+
+LEASE = "controller"
+ACTOR = Actor(None, "controller", None)
+# Most heartbeating targets stale at once: the fault is likelier the controller's.
+DISRUPTION_SHARE = 0.55
+POINTS = ("rebalance.after_moves", "rebalance.before_commit")
+ENVIRONMENT = {
+    "renew_s": "PLACED_LEASE_RENEW_S",
+    "ttl_s": "PLACED_LEASE_TTL_S",
+    "sweep_s": "PLACED_SWEEP_S",
+}
+
+log = logging.getLogger("placed.controller")
+
+
+@dataclass(frozen=True)
+class Options:
+    renew_s: float = 2.0
+    ttl_s: float = 15.0
+    sweep_s: float = 1.0
+
+    @classmethod
+    def from_environment(cls, environment: Mapping[str, str] = os.environ) -> Options:
+        """The defaults, or what $PLACED_LEASE_RENEW_S, $PLACED_LEASE_TTL_S and
+        $PLACED_SWEEP_S say (seconds; tests shorten them). ValueError: why not."""
+        found: dict[str, float] = {}
+        for key, name in ENVIRONMENT.items():
+            value = environment.get(name)
+            if value is None or value == "":
+                continue
+            try:
+                number = float(value)
+            except ValueError:
+                raise ValueError(f"${name} is {value!r}, not a number of seconds") from None
+            if not 0 < number <= 3600:
+                raise ValueError(f"${name} is {value!r}: give seconds over 0, at most 3600")
+            found[key] = number
+        options = cls(**found)
+        if options.ttl_s < 2 * options.renew_s:
+            raise ValueError(
+                f"the lease's TTL ({options.ttl_s:g} s) must be at least twice its renewal "
+                f"period ({options.renew_s:g} s), so one late renewal does not lose it"
+            )
+        return options
+
+
+@dataclass(frozen=True)
+class Fault:
+    point: str
+    count: int
+    stop: bool = False
+
+    @classmethod
+    def from_environment(cls, environment: Mapping[str, str] = os.environ) -> Fault | None:
+        """$PLACED_FAULT as `point:N[:stop]`; None when unset. ValueError: why not."""
+        value = environment.get("PLACED_FAULT", "")
+        if not value:
+            return None
+        parts = value.split(":")
+        if (
+            len(parts) not in (2, 3)
+            or parts[0] not in POINTS
+            or not parts[1].isdigit()
+            or int(parts[1]) < 1
+            or (len(parts) == 3 and parts[2] != "stop")
+        ):
+            raise ValueError(
+                f"$PLACED_FAULT is {value!r}: give point:N or point:N:stop, N from 1, "
+                f"point one of {', '.join(POINTS)}"
+            )
+        return cls(parts[0], int(parts[1]), len(parts) == 3)
+
+    def reached(self, point: str, count: int, session: Session) -> None:
+        # Counts may jump (a commit writes its moves in one statement): at least N.
+        if point != self.point or count < self.count:
+            return
+        session.flush()  # what was written so far is in the database's transaction
+        log.warning("PLACED_FAULT %s:%d reached", point, count)
+        os.kill(os.getpid(), signal.SIGSTOP if self.stop else signal.SIGKILL)
+
+
+class Fenced(Exception):
+    """This process no longer holds the lease at its epoch: it steps down."""
+
+
+class _Gone(Exception):
+    """The target was deleted since the sweep read it."""
+
+
+class Controller:
+    def __init__(
+        self,
+        engine: Engine,
+        metrics: HttpMetrics,
+        log_json: bool = False,
+        options: Options | None = None,
+        fault: Fault | None = None,
+        holder: str | None = None,
+        bell: EventBell | None = None,
+    ) -> None:
+        self.engine = engine
+        self.metrics = metrics
+        self.options = options or Options()
+        self.fault = fault
+        self.holder = holder or uuid.uuid4().hex
+        self.epoch: int | None = None  # the epoch held; None: not leading
+        self.since: datetime | None = None  # when that epoch began, by the database
+        self._since_epoch: int | None = None
+        self._unannounced: int | None = None  # an epoch taken, its event not yet written
+        self.suppressed: str | None = None  # why the current episode moves nothing
+        self._report = reporter_of(metrics, log_json, bell)  # its moves wake long-polls
+        self._log_json = log_json
+        self._commits = 0  # rebalance commits reached, for the fault hook
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        metrics.leader.set(0)
+
+    @property
+    def leading(self) -> bool:
+        return self.epoch is not None
+
+    # The thread
+
+    def start(self) -> None:
+        # Apart, so a sweep waiting on a lock (a paused leader's) never lets the lease go.
+        self._threads = [
+            threading.Thread(target=self._renewing, name="placed-lease", daemon=True),
+            threading.Thread(target=self._sweeping, name="placed-sweep", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        """Stop the threads and release the lease, so another replica leads at once."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=30)
+        if self.leading:
+            try:
+                with writing(self.engine) as session:
+                    leases.release(session, LEASE, self.holder)
+            except SQLAlchemyError as error:
+                log.warning("controller: could not release the lease: %s", error)
+        self._step_down()
+
+    def _renewing(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self._guarded(self.renew)
+            self._stop.wait(max(0.0, self.options.renew_s - (time.monotonic() - started)))
+
+    def _sweeping(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            if self.leading:
+                self._guarded(self.sweep)
+            self._stop.wait(max(0.0, self.options.sweep_s - (time.monotonic() - started)))
+
+    def _guarded(self, step: Callable[[], None]) -> None:
+        try:
+            step()
+        except Fenced:
+            log.warning("controller: lost the lease (epoch %s); stepping down", self.epoch)
+            self._step_down()
+        except SQLAlchemyError as error:
+            # The database is away or ended our session: whatever was in flight rolled
+            # back; the next renewal tells whether we still lead.
+            log.warning("controller: %s", str(error).splitlines()[0])
+            self._step_down()
+
+    def _step_down(self) -> None:
+        self.epoch = None
+        self.suppressed = None
+        self.metrics.leader.set(0)
+        self.metrics.liveness(None)
+
+    # The lease
+
+    def renew(self) -> None:
+        """Take or renew the lease. A takeover raises the epoch; its `lease.acquired`
+        event is written by the sweep (`_announce`): an event waits for the revision
+        row's lock, which a paused leader may hold, and the renewal must not wait."""
+        with writing(self.engine) as session:
+            row = leases.acquire(session, LEASE, self.holder, self.options.ttl_s)
+            epoch = row.epoch if row is not None else None
+            if row is not None and row.epoch != self._since_epoch:
+                self.since = database_now(session)
+        if epoch is None:
+            if self.leading:
+                raise Fenced
+            return
+        if epoch != self._since_epoch:
+            self._since_epoch = epoch
+            self._unannounced = epoch
+            log.info("controller: leading at epoch %d", epoch)
+        self.epoch = epoch
+        self.metrics.leader.set(1)
+
+    def _announce(self) -> None:
+        if self._unannounced is None or self._unannounced != self.epoch:
+            return
+        with writing(self.engine) as session:
+            self._fence(session, lock=True)
+            row = events.append(
+                session,
+                "lease.acquired",
+                LEASE,
+                actor_role=ACTOR.role,
+                details={
+                    "holder": self.holder,
+                    "epoch": self.epoch,
+                    "ttl_s": self.options.ttl_s,
+                    "at": self.since.isoformat() if self.since else None,
+                },
+            )
+        self._unannounced = None
+        eventlog.emit([row], self._log_json)
+
+    def _fence(self, session: Session, lock: bool) -> None:
+        epoch = self.epoch
+        if epoch is None or not leases.held(session, LEASE, self.holder, epoch, lock=lock):
+            raise Fenced
+
+    # The sweep
+
+    def sweep(self) -> None:
+        """Judge every target by its last heartbeat and move what must move."""
+        try:
+            self._sweep()
+        finally:
+            if self.leading:
+                with reading(self.engine) as session:
+                    found = Counter(t.liveness for t in targets.seen(session))
+                self.metrics.liveness(dict(found))
+
+    def _sweep(self) -> None:
+        self._announce()
+        with reading(self.engine) as session:
+            moment = database_now(session)
+            interval, timeout = settings.heartbeats(session)
+            seen = targets.seen(session)
+        cutoff = moment - timedelta(seconds=timeout)
+        beating = [t for t in seen if t.last_seen is not None]
+        stale = [t for t in beating if t.last_seen is not None and t.last_seen < cutoff]
+        # The guard counts the targets that are late, past half-way from one interval to
+        # the timeout, not only the stale: heartbeats that all stopped at once cross the
+        # timeout one by one, and the first must not move alone.
+        halfway = moment - timedelta(seconds=(interval + timeout) / 2)
+        late = [t for t in beating if t.last_seen is not None and t.last_seen < halfway]
+        for target in beating:
+            if target.liveness == "down" and target not in stale:
+                self._change(target, "up", f"heartbeats again (seen {_iso(target.last_seen)})")
+        going = [t for t in stale if t.liveness != "down"]
+        if not going:
+            self.suppressed = None
+            return
+        why = None
+        if self.since is not None and moment - self.since < timedelta(seconds=timeout):
+            why = "lease-new"
+        elif len(late) >= DISRUPTION_SHARE * len(beating):
+            why = "most-stale"
+        if why is not None:
+            if self.suppressed != why:
+                self._suppress(why, len(stale), len(late), len(beating), timeout)
+            self.suppressed = why
+            return
+        self.suppressed = None
+        for target in going:
+            self._change(
+                target, "down", f"no heartbeat for {timeout:g} s (seen {_iso(target.last_seen)})"
+            )
+
+    def _suppress(self, why: str, stale: int, late: int, beating: int, timeout: float) -> None:
+        with writing(self.engine) as session:
+            self._fence(session, lock=True)
+            row = events.append(
+                session,
+                "sweep.suppressed",
+                LEASE,
+                actor_role=ACTOR.role,
+                details={
+                    "reason": (
+                        f"the lease is younger than the heartbeat timeout ({timeout:g} s)"
+                        if why == "lease-new"
+                        else f"{late} of {beating} heartbeating targets look stale at once"
+                    ),
+                    "cause": why,
+                    "stale": stale,
+                    "late": late,
+                    "heartbeating": beating,
+                },
+            )
+        eventlog.emit([row], self._log_json)
+
+    def _change(self, target: targets.Seen, liveness: str, reason: str) -> None:
+        """One transaction: the target's liveness and every unit it moves."""
+
+        def prepare(snapshot: Snapshot) -> placing.Prepared:
+            row = snapshot.targets.get(target.name)
+            if row is None:
+                raise _Gone
+            prepared = replanned(snapshot, target.name, replace(row, liveness=liveness))
+            prepared.extra.append(
+                Extra(
+                    f"target.{liveness}",
+                    target.name,
+                    target=target.name,
+                    details={"reason": reason, "cause": "heartbeat", "moves": len(prepared.moves)},
+                )
+            )
+            return prepared
+
+        try:
+            placing.transact(
+                self.engine,
+                prepare,
+                ACTOR,
+                report=self._report,
+                guard=_Guard(self, target.id, target.name),
+            )
+        except _Gone:
+            return
+        except ProblemException as error:
+            log.warning("controller: %s %s: %s", target.name, liveness, error.detail)
+
+
+class _Guard:
+    """A rebalance transaction's fence, its liveness row, and the fault hooks."""
+
+    def __init__(self, controller: Controller, target_id: int, name: str) -> None:
+        self.controller = controller
+        self.target_id = target_id
+        self.name = name
+
+    def opened(self, session: Session) -> None:
+        if session.get_bind().dialect.name == "postgresql":
+            # A paused leader (SIGSTOP) holds its locks, the revision row's among them,
+            # until resumed; resumed, its fence refuses the commit. Never resumed, the
+            # database ends its session after two TTLs, and so its locks.
+            limit = int(2 * self.controller.options.ttl_s * 1000)
+            session.execute(text(f"SET LOCAL idle_in_transaction_session_timeout = {limit}"))
+        self.controller._fence(session, lock=False)
+
+    def moved(self, session: Session, count: int) -> None:
+        if self.controller.fault is not None:
+            self.controller.fault.reached("rebalance.after_moves", count, session)
+
+    def closing(self, session: Session, prepared: placing.Prepared) -> None:
+        targets.set_liveness(session, self.target_id, prepared.after.targets[self.name].liveness)
+        controller = self.controller
+        if controller.fault is not None and prepared.moves:
+            controller._commits += 1
+            controller.fault.reached("rebalance.before_commit", controller._commits, session)
+        controller._fence(session, lock=True)
+
+
+def _iso(moment: datetime | None) -> str:
+    return moment.isoformat(timespec="seconds") if moment is not None else "never"

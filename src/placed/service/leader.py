@@ -1,0 +1,67 @@
+"""GET /v1/leader: which replica's controller holds the lease, and whether it is this
+one (SERVICE.md, "One controller at a time")."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from placed.service import context, problems
+from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
+from placed.service.controller import LEASE, Controller
+from placed.store import leases
+from placed.store.database import reading
+
+router = APIRouter(prefix="/v1")
+
+
+class LeaderView(BaseModel):
+    holder: str | None = Field(description="The leading process's id; null: never held.")
+    epoch: int = Field(description="Raised on each takeover; 0: never held.")
+    expires_at: str | None = Field(description="Unless renewed (the database's clock).")
+    expired: bool = Field(description="true: no replica leads until one takes it.")
+    this_replica: str | None = Field(description="This process's id; null: no controller.")
+    leading: bool = Field(description="Whether this replica holds it.")
+
+
+@router.get(
+    "/leader",
+    summary="The controller's lease",
+    description="Who holds the controller's lease (one placed serve process of those on "
+    "the database), its epoch, until when, and whether it is the replica answering.",
+    response_model=LeaderView,
+    responses=problems.responses(),
+)
+async def leader(
+    request: Request,
+    caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
+) -> dict[str, Any]:
+    engine = context.store(request)
+    mine: Controller | None = request.app.state.controller
+
+    def read() -> dict[str, Any]:
+        with reading(engine) as session:
+            row = leases.current(session, LEASE)
+            moment = leases.database_now(session)
+            if row is None:
+                return {"holder": None, "epoch": 0, "expires_at": None, "expired": True}
+            return {
+                "holder": row.holder,
+                "epoch": row.epoch,
+                "expires_at": row.expires_at.isoformat(),
+                "expired": row.expires_at <= moment,
+            }
+
+    found = await run_in_threadpool(read)
+    found["this_replica"] = mine.holder if mine is not None else None
+    found["leading"] = bool(
+        mine is not None
+        and mine.leading
+        and not found["expired"]
+        and found["holder"] == mine.holder
+        and found["epoch"] == mine.epoch
+    )
+    return found
