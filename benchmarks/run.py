@@ -10,7 +10,8 @@ reference), and `acceptance`, which judges what the others measured. `check_flee
 15: `placed check --summary` on 5,000 workloads x 1,000 targets, run as a user runs it)
 runs after `check`. `service.py` (issue 16: claims through the HTTP API of a real `placed
 serve`, on SQLite and PostgreSQL; issue 17: a policy change re-evaluating 10,000
-every-mode units) runs after `dedication` and is also runnable alone.
+every-mode units) runs after `dedication`, and `controller.py` (issue 17: from a missed
+heartbeat to every unit moved) after it; both also run alone.
 `harness.py` holds the configuration and the timing, profiling and table helpers;
 `inventories.py` the random problems the scenarios share. `compare.py` runs this file
 against two source trees.
@@ -35,6 +36,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import controller
 import service
 from harness import SEED, Config, machine, progress
 from inventories import (
@@ -146,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     directed = juju.run(config)
     dedicated = dedication.run(config)
     served = service.run(config.quick, config.profile, config.seed)
+    controlled = controller.run(config.quick)
     judged = acceptance.run(allocations, mappings, evaluations, checked, loaded)
     sections = [
         allocation.section(allocations),
@@ -158,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         juju.section(directed),
         dedication.section(dedicated),
         service.section(served),
+        controller.section(controlled),
         acceptance.section(judged),
     ]
     report = render(config, sections, argv)
@@ -167,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         progress(f"wrote {config.write}")
     # The fast path and the reference must agree on every placement with dedication, and
     # check's summary with its full matrix; the service must store exactly what it committed.
-    ok = judged.correct and dedicated.mismatches == 0 and fleet.ok and served.ok
+    ok = judged.correct and dedicated.mismatches == 0 and fleet.ok and served.ok and controlled.ok
     return 0 if ok else 1
 
 

@@ -73,6 +73,7 @@ def test_report_has_every_section(quick_run: tuple[int, str, str]) -> None:
         "### `placed validate`: the did-you-mean check",
         "### A plan as a table and as JSON",
         "## The service: claims through the API",
+        "## The controller: from a missed heartbeat to every unit moved",
         "## Acceptance",
     ):
         assert heading in report
@@ -230,3 +231,16 @@ def test_service_reevaluation_counts_the_moves_its_rule_makes(
         "| re-evaluation: each change places and removes exactly the units its rule says, "
         "and none stays off gold | 0 errors | PASS |"
     ) in section
+
+
+def test_the_controller_moves_a_silent_conductors_units(quick_run: tuple[int, str, str]) -> None:
+    """Issue 17: a real `placed serve`; one conductor stops heartbeating and each of its
+    units is seen moved (the time is judged at full size, not here)."""
+    _, report, _ = quick_run
+    found = report.split("## The controller:", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in found.splitlines() if line.startswith("| SQLite, ")]
+    assert len(rows) == 1, found
+    cells = [cell.strip() for cell in rows[0].strip("|").split("|")]
+    assert cells[0] == "SQLite, 10 x 1,000"
+    assert int(cells[1]) > 0 and cells[1] == cells[2], cells  # every unit on c1 moved
+    assert cells[-1] == "-", cells

@@ -31,7 +31,6 @@ import signal
 import threading
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -64,6 +63,10 @@ ENVIRONMENT = {
 }
 
 log = logging.getLogger("placed.controller")
+# A sweep timed for a target's deadline comes this long after it (the database's clock
+# and ours tick apart by less), and never sooner than this after the last sweep.
+STALE_MARGIN_S = 0.02
+MIN_SWEEP_GAP_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,7 @@ class Controller:
         self._report = reporter_of(metrics, log_json, bell)  # its moves wake long-polls
         self._log_json = log_json
         self._commits = 0  # rebalance commits reached, for the fault hook
+        self.next_stale_s: float | None = None  # when the first late target turns stale
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         metrics.leader.set(0)
@@ -207,7 +211,10 @@ class Controller:
             started = time.monotonic()
             if self.leading:
                 self._guarded(self.sweep)
-            self._stop.wait(max(0.0, self.options.sweep_s - (time.monotonic() - started)))
+            wait = self.options.sweep_s
+            if self.next_stale_s is not None:
+                wait = min(wait, max(MIN_SWEEP_GAP_S, self.next_stale_s + STALE_MARGIN_S))
+            self._stop.wait(max(0.0, wait - (time.monotonic() - started)))
 
     def _guarded(self, step: Callable[[], None]) -> None:
         try:
@@ -283,8 +290,8 @@ class Controller:
         finally:
             if self.leading:
                 with reading(self.engine) as session:
-                    found = Counter(t.liveness for t in targets.seen(session))
-                self.metrics.liveness(dict(found))
+                    found = targets.liveness_counts(session)
+                self.metrics.liveness(found)
 
     def _sweep(self) -> None:
         self._announce()
@@ -300,6 +307,15 @@ class Controller:
         # timeout one by one, and the first must not move alone.
         halfway = moment - timedelta(seconds=(interval + timeout) / 2)
         late = [t for t in beating if t.last_seen is not None and t.last_seen < halfway]
+        # A target that missed a beat is likely gone: the next sweep comes when the first
+        # of those turns stale, not up to a period later (the others push theirs on).
+        missed = moment - timedelta(seconds=1.5 * interval)
+        deadlines = [
+            (t.last_seen + timedelta(seconds=timeout) - moment).total_seconds()
+            for t in beating
+            if t.last_seen is not None and cutoff <= t.last_seen < missed
+        ]
+        self.next_stale_s = min(deadlines) if deadlines else None
         for target in beating:
             if target.liveness == "down" and target not in stale:
                 self._change(target, "up", f"heartbeats again (seen {_iso(target.last_seen)})")

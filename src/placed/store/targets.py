@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import exc, select, update
+from sqlalchemy import exc, func, select, update
 from sqlalchemy.orm import Session
 
 from placed.store import locations, revision
@@ -157,7 +157,9 @@ class Seen:
 
 
 def seen(session: Session) -> list[Seen]:
-    """Every target's liveness and last heartbeat, by name."""
+    """The liveness and last heartbeat of every target that has heartbeated, by name
+    (one that never did is `unknown` and never stale: the sweep, every second, reads
+    only the others)."""
     return [
         Seen(name, id_, admin, liveness or "unknown", last)
         for name, id_, admin, liveness, last in session.execute(
@@ -168,10 +170,25 @@ def seen(session: Session) -> list[Seen]:
                 TargetLiveness.liveness,
                 TargetLiveness.last_seen,
             )
-            .outerjoin(TargetLiveness, TargetLiveness.target_id == Target.id)
+            .join(TargetLiveness, TargetLiveness.target_id == Target.id)
+            .where(TargetLiveness.last_seen.is_not(None))
             .order_by(Target.name)
         )
     ]
+
+
+def liveness_counts(session: Session) -> dict[str, int]:
+    """How many targets are in each liveness, counted by the database."""
+    judged = func.coalesce(TargetLiveness.liveness, "unknown")
+    return {
+        liveness: int(count)
+        for liveness, count in session.execute(
+            select(judged, func.count())
+            .select_from(Target)
+            .outerjoin(TargetLiveness, TargetLiveness.target_id == Target.id)
+            .group_by(judged)
+        )
+    }
 
 
 def set_liveness(session: Session, target_id: int, liveness: str) -> None:
