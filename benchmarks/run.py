@@ -9,8 +9,9 @@ tables against JSON), `juju` (issue 9: a 10,000-unit bundle against the plain pi
 reference), and `acceptance`, which judges what the others measured. `check_fleet` (issue
 15: `placed check --summary` on 5,000 workloads x 1,000 targets, run as a user runs it)
 runs after `check`. `service.py` (issue 16: claims through the HTTP API of a real `placed
-serve`, on SQLite and PostgreSQL) runs after `dedication`, and `controller.py` (issue 17:
-from a missed heartbeat to every unit moved) after it; both also run alone.
+serve`, on SQLite and PostgreSQL; issue 17: a policy change re-evaluating 10,000
+every-mode units) runs after `dedication`, and `controller.py` (issue 17: from a missed
+heartbeat to every unit moved) after it; both also run alone.
 `harness.py` holds the configuration and the timing, profiling and table helpers;
 `inventories.py` the random problems the scenarios share. `compare.py` runs this file
 against two source trees.
@@ -24,7 +25,8 @@ and reference disagree on a placement or a constraint's verdict, losing a target
 units it did not own, a returning target takes units it should not, the max_load run
 goes over 1.10, a deploy check leaves an incompatible target without a reason, check,
 plan and reference disagree on the compatible nodes, a generated spec does not load, or the
-service answers a claim with an error or stores other claims than it committed);
+service answers a claim with an error or stores other claims than it committed, or a
+policy change moves other every-mode units than its rule says);
 speed targets are reported, never enforced, since they depend on the machine.
 """
 

@@ -1,4 +1,5 @@
-"""The service (issue 16): claims committed per second through the HTTP API.
+"""The service (issue 16): claims committed per second through the HTTP API; and
+(issue 17) the time of a policy change re-evaluating 10,000 every-mode units.
 
 For each database (a fresh SQLite file; a fresh PostgreSQL database of its own, dropped
 afterwards) and each size, one real `placed serve` process on loopback: `POST /v1/apply`
@@ -11,12 +12,21 @@ the server retried), 409 `unplaceable` (refused), 409 `claim-conflict` (the serv
 up), anything else an error. Afterwards the store must hold exactly the committed
 workloads; a mismatch, a 5xx or a transport error is a correctness failure.
 
+Re-evaluation (issue 17): on a fresh database, the same inventory with a `tier` property
+(gold on about half the hosts) applied alone, then one every-mode workload in a document
+of its own, applied three times, each `POST /v1/apply` timed: on every target, narrowed
+to `tier == gold` (the units on silver hosts removed in the change's transaction) and
+widened back. The answer's changes are counted and must be what the rule says, and the
+store must hold no unit off gold after the narrowing; otherwise it is a correctness
+failure.
+
 `--profile` runs one claim at the largest size in this process under cProfile
 (`placed.service.workloads.claim` on the SQLite store the run left), and the report lists
 the functions by cumulative and by own time.
 
 Alone: `.venv/bin/python benchmarks/service.py [--quick] [--profile]` prints this section;
-`--quick` (the smoke test's) is SQLite only, at small sizes and a short window.
+`--quick` (the smoke test's) is SQLite only, at small sizes (200 targets for both
+measurements) and a short window.
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -72,6 +83,11 @@ QUICK_WINDOW_SECONDS = 2.0
 CLAIM_TIMEOUT = 120.0
 APPLY_TIMEOUT = 300.0
 
+# Re-evaluation (issue 17): an every-mode workload on every target, then a policy change.
+REEVALUATE_SIZES = (10_000,)
+QUICK_REEVALUATE_SIZES = (200,)
+GOLD_SHARE = 0.5  # the targets whose `tier` is gold: the narrowed policy keeps these
+
 HOSTS_PER_RACK = 20
 RACKS_PER_ZONE = 10
 HOST_TAGS = ("ssd", "nvme", "gpu", "10g", "25g", "sriov", "numa2", "fips")
@@ -105,8 +121,31 @@ class ClaimRun:
 
 
 @dataclass(frozen=True, slots=True)
+class Step:
+    """One timed `POST /v1/apply` of the policy document, and the moves it answered."""
+
+    label: str
+    seconds: float
+    placed: int  # unit.placed
+    removed: int  # unit.removed
+    moved: int  # unit.moved (in place or elsewhere)
+    units: int  # every-mode units stored afterwards
+
+
+@dataclass(frozen=True, slots=True)
+class Reevaluation:
+    database: str
+    targets: int
+    gold: int  # targets the narrowed policy keeps
+    apply_seconds: float  # the inventory alone
+    steps: list[Step]  # place on all, narrow to gold, widen back
+    errors: list[str]  # a status other than 200, a count that is not what the rule says
+
+
+@dataclass(frozen=True, slots=True)
 class ServiceResult:
     runs: list[ClaimRun]
+    reevaluations: list[Reevaluation]
     skipped: list[tuple[str, str]]  # (database, why it did not run)
     window: float
     quick: bool
@@ -116,7 +155,7 @@ class ServiceResult:
 
     @property
     def ok(self) -> bool:
-        return not any(run.errors for run in self.runs)
+        return not any(run.errors for run in [*self.runs, *self.reevaluations])
 
 
 # -- the inventory -----------------------------------------------------------------------------
@@ -362,6 +401,107 @@ def measure(database: str, url: str, targets: int, window: float, seed: int) -> 
     return run
 
 
+def tiered_inventory(targets: int, rng: random.Random) -> tuple[dict[str, Any], set[str]]:
+    """The claims' inventory, each host with a `tier` property: gold or silver. The hosts
+    that are gold."""
+    document = inventory_document(targets, rng)
+    gold: set[str] = set()
+    for zone in document["inventory"]:
+        for rack in zone["children"]:
+            for host in rack["children"]:
+                tier = "gold" if rng.random() < GOLD_SHARE else "silver"
+                host["properties"] = {"tier": tier}
+                if tier == "gold":
+                    gold.add(host["id"])
+    return document, gold
+
+
+def policy_document(constraint: str | None) -> dict[str, Any]:
+    """The every-mode workload alone, in a document of its own: the timed change is the
+    policy, not the inventory."""
+    workload: dict[str, Any] = {"name": "agents", "mode": "every"}
+    if constraint is not None:
+        workload["constraints"] = constraint
+    return {"name": "policy", "workloads": [workload]}
+
+
+def reevaluate(database: str, url: str, targets: int, seed: int) -> Reevaluation:
+    """The inventory, then the policy on every target, narrowed to the gold ones and
+    widened back, each `POST /v1/apply` timed; the moves counted from its answer and the
+    units from the store."""
+    token = upgrade(url)
+    document, gold = tiered_inventory(targets, random.Random(seed + targets + 1))
+    headers = {"authorization": f"Bearer {token}", "content-type": "application/json"}
+    errors: list[str] = []
+    steps: list[Step] = []
+    with (
+        serving(url) as base,
+        httpx.Client(base_url=base, headers=headers, timeout=APPLY_TIMEOUT) as client,
+    ):
+        start = time.perf_counter()
+        applied = client.post("/v1/apply", content=json.dumps(document))
+        apply_seconds = time.perf_counter() - start
+        if applied.status_code != 200:
+            raise RuntimeError(f"POST /v1/apply: {applied.status_code} {applied.text[:500]}")
+        plan = [
+            ("place on every target", None, targets, 0, targets),
+            ("narrow to tier == gold", "tier == gold", 0, targets - len(gold), len(gold)),
+            ("widen back to every target", None, targets - len(gold), 0, targets),
+        ]
+        for label, constraint, placed, removed, units in plan:
+            start = time.perf_counter()
+            answer = client.post("/v1/apply", content=json.dumps(policy_document(constraint)))
+            seconds = time.perf_counter() - start
+            if answer.status_code != 200:
+                errors.append(f"{label}: {answer.status_code} {answer.text[:300]}")
+                break
+            kinds = Counter(change["kind"] for change in answer.json()["changes"])
+            on, off_gold = every_mode_units(url, gold)
+            step = Step(
+                label,
+                seconds,
+                kinds["unit.placed"],
+                kinds["unit.removed"],
+                kinds["unit.moved"],
+                on,
+            )
+            steps.append(step)
+            if (step.placed, step.removed, step.moved, step.units) != (placed, removed, 0, units):
+                errors.append(
+                    f"{label}: {step.placed} placed, {step.removed} removed, {step.moved} "
+                    f"moved, {step.units} stored; the rule says {placed}, {removed}, 0, {units}"
+                )
+            if constraint is not None and off_gold:
+                errors.append(f"{label}: {off_gold} units remain on targets that are not gold")
+            progress(
+                f"service: {database}, {targets:,} targets, {label}: {seconds:.2f} s "
+                f"({step.placed:,} placed, {step.removed:,} removed)"
+            )
+    return Reevaluation(database, targets, len(gold), apply_seconds, steps, errors)
+
+
+def every_mode_units(url: str, gold: set[str]) -> tuple[int, int]:
+    """The every-mode workload's placed units, and how many of them are off gold."""
+    from placed.store.database import make_engine, reading
+    from placed.store.tables import Placement, Target, Unit, Workload
+
+    engine = make_engine(url)
+    try:
+        with reading(engine) as session:
+            where = list(
+                session.scalars(
+                    select(Target.name)
+                    .join(Placement, Placement.target_id == Target.id)
+                    .join(Unit, Unit.id == Placement.unit_id)
+                    .join(Workload, Workload.id == Unit.workload_id)
+                    .where(Workload.name == "agents")
+                )
+            )
+    finally:
+        engine.dispose()
+    return len(where), sum(1 for name in where if name not in gold)
+
+
 def stored_workloads(url: str) -> int:
     from placed.store.database import make_engine, reading
     from placed.store.tables import Workload
@@ -491,11 +631,13 @@ def run(
     sizes = QUICK_SIZES if quick else SIZES
     window = QUICK_WINDOW_SECONDS if quick else WINDOW_SECONDS
     runs: list[ClaimRun] = []
+    reevaluations: list[Reevaluation] = []
+    reevaluate_sizes = QUICK_REEVALUATE_SIZES if quick else REEVALUATE_SIZES
     skipped: list[tuple[str, str]] = []
     profiled: Profile | None = None
     if importlib.util.find_spec("placed.service") is None:
         why = f"the placed at {Path(placed.__file__).parent} has no service"
-        return ServiceResult([], [("The service", why)], window, quick, 0.0, 0.0, None)
+        return ServiceResult([], [], [("The service", why)], window, quick, 0.0, 0.0, None)
     with sqlite_database() as base_url:
         for targets in sizes:
             # A fresh file per size: the sizes must not share a world.
@@ -504,6 +646,9 @@ def run(
             if profile and targets == sizes[-1]:
                 progress(f"service: profiling one claim at {targets:,} targets (SQLite)")
                 profiled = profile_claim(url, targets)
+        for targets in reevaluate_sizes:
+            url = base_url.replace("placed.db", f"placed-every-{targets}.db")
+            reevaluations.append(reevaluate("SQLite", url, targets, seed))
     unreachable = None if quick else postgres_unreachable(postgres_url)
     if unreachable is not None:
         skipped.append(("PostgreSQL", f"unreachable at {postgres_url}: {unreachable}"))
@@ -512,8 +657,13 @@ def run(
         for targets in sizes:
             with postgres_database(postgres_url) as url:
                 runs.append(measure("PostgreSQL", url, targets, window, seed))
+        for targets in reevaluate_sizes:
+            with postgres_database(postgres_url) as url:
+                reevaluations.append(reevaluate("PostgreSQL", url, targets, seed))
     seconds = time.perf_counter() - began
-    return ServiceResult(runs, skipped, window, quick, seconds, os.getloadavg()[1], profiled)
+    return ServiceResult(
+        runs, reevaluations, skipped, window, quick, seconds, os.getloadavg()[1], profiled
+    )
 
 
 # -- the report --------------------------------------------------------------------------------
@@ -610,7 +760,7 @@ def section(result: ServiceResult) -> list[str]:
         [
             "no 5xx, no transport error; the store holds exactly the committed claims",
             f"{sum(len(run.errors) for run in result.runs)} errors",
-            "PASS" if result.ok else "FAIL",
+            "FAIL" if any(run.errors for run in result.runs) else "PASS",
         ]
     )
     lines += [*table(["goal", "measured", "result"], goal_rows), ""]
@@ -636,8 +786,67 @@ def section(result: ServiceResult) -> list[str]:
             "runs its claims on one interpreter).",
             "",
         ]
+    if result.reevaluations:
+        lines += reevaluation_section(result.reevaluations)
     if result.profile is not None:
         lines += profile_section(result.profile)
+    return lines
+
+
+def reevaluation_section(found: list[Reevaluation]) -> list[str]:
+    rows = []
+    for run in found:
+        at = f"{run.database} {run.targets:,}"
+        rows.append([f"{at}: the inventory, no workload", f"{run.apply_seconds:.2f} s", *[""] * 4])
+        rows += [
+            [
+                f"{at}: {step.label}",
+                f"{step.seconds:.2f} s",
+                f"{step.placed:,}",
+                f"{step.removed:,}",
+                f"{step.moved:,}",
+                f"{step.units:,}",
+            ]
+            for step in run.steps
+        ]
+    errors = [(run, error) for run in found for error in run.errors[:3]]
+    lines = [
+        "### Re-evaluation: a policy change on every-mode units (issue 17)",
+        "",
+        "On a fresh database per run, one `placed serve`: the inventory above (each host also "
+        f"with a `tier` property, gold for {GOLD_SHARE:.0%} of them at random) applied alone, "
+        "then a document of its own holding one every-mode workload (`agents`, `mode: every`, "
+        "no resources), applied three times and each `POST /v1/apply` timed: without a "
+        "constraint (a unit on every target), with `constraints: tier == gold` (the change "
+        "re-evaluates every unit: those on silver hosts are removed, the agbot's cancel), "
+        "and without it again (the silver hosts gain theirs back). Placed, removed and moved "
+        "are the answer's `changes`; units is the workload's placements in the store "
+        "afterwards.",
+        "",
+        *table(
+            ["database, targets: change", "time", "placed", "removed", "moved", "units"],
+            rows,
+        ),
+        "",
+    ]
+    if errors:
+        lines += ["Errors:", ""]
+        lines += [f"- {run.database}, {run.targets:,}: `{error}`" for run, error in errors]
+        lines += [""]
+    lines += [
+        *table(
+            ["check", "measured", "result"],
+            [
+                [
+                    "re-evaluation: each change places and removes exactly the units its rule "
+                    "says, and none stays off gold",
+                    f"{sum(len(run.errors) for run in found)} errors",
+                    "FAIL" if any(run.errors for run in found) else "PASS",
+                ]
+            ],
+        ),
+        "",
+    ]
     return lines
 
 

@@ -7,11 +7,13 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import httpx
 
@@ -38,52 +40,103 @@ def upgrade(url: str) -> str:
     return tokens[0]
 
 
-@contextmanager
-def serving(url: str, count: int = 1, **env: str) -> Iterator[list[str]]:
-    """`count` servers on one database; their base URLs. Stopped (SIGTERM) afterwards."""
-    with ExitStack() as stack:
-        bases = [stack.enter_context(_one(url, env)) for _ in range(count)]
-        yield bases
+class Replica:
+    """One `placed serve` on a port of its own, which it keeps across a kill and a start
+    (clients keep their base URL). Its stderr goes to a file, never a pipe nobody reads:
+    a server that logs enough would block on a full pipe."""
 
+    def __init__(self, url: str, env: dict[str, str]) -> None:
+        self.url = url
+        self.env = env
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[str] | None = None
+        self._logs: list[IO[str]] = []
 
-@contextmanager
-def _one(url: str, env: dict[str, str]) -> Iterator[str]:
-    port = free_port()
-    log = open(os.devnull, "w")  # noqa: SIM115 - closed below, after the process
-    server = subprocess.Popen(
-        [
-            *(str(BIN / "placed"), "serve", "--port", str(port), "--log-level", "warning"),
-            *("--database", url),
-        ],
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **env},
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
+    def start(self) -> None:
+        assert self.process is None or self.process.poll() is not None, "already running"
+        log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed by stop()
+        self._logs.append(log)
+        self.process = subprocess.Popen(
+            [
+                *(str(BIN / "placed"), "serve", "--port", str(self.port)),
+                *("--log-level", "warning", "--database", self.url),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            text=True,
+            env={**os.environ, **self.env},
+        )
         deadline = time.monotonic() + 30
         while True:
-            if server.poll() is not None:
-                raise AssertionError(server.stderr.read() if server.stderr else "exited")
+            if self.process.poll() is not None:
+                raise AssertionError(f"placed serve exited: {self.stderr()}")
             try:
-                httpx.get(f"{base}/healthz", timeout=2)
-                break
+                httpx.get(f"{self.base}/healthz", timeout=2)
+                return
             except httpx.TransportError:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.1)
-        yield base
-    finally:
-        server.terminate()
-        try:
-            _, stderr = server.communicate(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            _, stderr = server.communicate()
-        log.close()
-        assert "Traceback" not in (stderr or ""), stderr
+
+    def kill(self) -> None:
+        """SIGKILL: nothing is cleaned up, as when the machine loses the process."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        """SIGTERM, as an operator stops it; SIGKILL when it does not end in 15 s."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def stderr(self) -> str:
+        """Everything every start of this server wrote on stderr."""
+        text = []
+        for log in self._logs:
+            log.flush()
+            log.seek(0)
+            text.append(log.read())
+        return "".join(text)
+
+    def close(self) -> None:
+        for log in self._logs:
+            log.close()
+        self._logs.clear()
+
+
+@contextmanager
+def replicas(url: str, count: int = 1, **env: str) -> Iterator[list[Replica]]:
+    """`count` running servers on one database, stopped (SIGTERM) afterwards; none may
+    have logged a traceback."""
+    with ExitStack() as stack:
+        servers = []
+        for _ in range(count):
+            server = Replica(url, env)
+            stack.callback(server.close)
+            stack.callback(_stopped, server)
+            server.start()
+            servers.append(server)
+        yield servers
+
+
+def _stopped(server: Replica) -> None:
+    server.stop()
+    logged = server.stderr()
+    assert "Traceback" not in logged, logged
+
+
+@contextmanager
+def serving(url: str, count: int = 1, **env: str) -> Iterator[list[str]]:
+    """`count` servers on one database; their base URLs. Stopped (SIGTERM) afterwards."""
+    with replicas(url, count, **env) as servers:
+        yield [server.base for server in servers]
 
 
 @dataclass

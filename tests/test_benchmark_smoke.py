@@ -202,6 +202,37 @@ def test_service_claims_are_counted_and_stored(quick_run: tuple[int, str, str]) 
     ) in service
 
 
+def test_service_reevaluation_counts_the_moves_its_rule_makes(
+    quick_run: tuple[int, str, str],
+) -> None:
+    """Issue 17: an every-mode workload on every target of a real `placed serve`, then a
+    policy change through `POST /v1/apply` narrowing it to the gold hosts and widening it
+    back; the moves are counted and must be what the rule says (the correctness row)."""
+    _, report, _ = quick_run
+    section = report.split("### Re-evaluation: a policy change on every-mode units", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    steps = {}
+    for line in section.splitlines():
+        match = re.match(r"\| SQLite 200: (.+?) \| ([\d.]+) s \|(.*)\|$", line)
+        if match:
+            counts = [cell.strip().replace(",", "") for cell in match.group(3).split("|")]
+            steps[match.group(1)] = [int(c) if c else None for c in counts]
+    assert set(steps) == {
+        "the inventory, no workload",
+        "place on every target",
+        "narrow to tier == gold",
+        "widen back to every target",
+    }, section
+    assert steps["place on every target"] == [200, 0, 0, 200]
+    placed, removed, moved, kept = steps["narrow to tier == gold"]
+    assert placed == 0 and moved == 0 and 0 < removed < 200 and removed + kept == 200
+    assert steps["widen back to every target"] == [removed, 0, 0, 200]
+    assert (
+        "| re-evaluation: each change places and removes exactly the units its rule says, "
+        "and none stays off gold | 0 errors | PASS |"
+    ) in section
+
+
 def test_the_controller_moves_a_silent_conductors_units(quick_run: tuple[int, str, str]) -> None:
     """Issue 17: a real `placed serve`; one conductor stops heartbeating and each of its
     units is seen moved (the time is judged at full size, not here)."""

@@ -7,6 +7,7 @@ import re
 
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
+from sqlalchemy.exc import OperationalError
 
 from placed.service import create_app
 from placed.service.problems import key_pointer
@@ -106,6 +107,29 @@ def test_an_unexpected_exception_is_a_500_problem_without_the_traceback() -> Non
     body = assert_problem(response, 500, "internal-error")
     assert "secret" not in response.text and "RuntimeError" not in response.text
     assert response.headers["x-request-id"] in str(body["detail"])
+
+
+def test_a_database_connection_lost_under_a_request_is_a_503_to_retry() -> None:
+    """The server restarted or an operator cut the connection (`pg_terminate_backend`):
+    no bug of placed's, so no 500, and the client is told to try again."""
+    app = create_app()
+
+    def cut() -> None:
+        lost = OperationalError("SELECT 1", {}, Exception("server closed the connection"))
+        lost.connection_invalidated = True
+        raise lost
+
+    def broken() -> None:  # a database error that is not a lost connection stays a bug
+        raise OperationalError("SELECT 1", {}, Exception("syntax"))
+
+    app.add_api_route("/test/cut", cut)
+    app.add_api_route("/test/broken", broken)
+    client = TestClient(app)
+    response = client.get("/test/cut")
+    body = assert_problem(response, 503, "database-unavailable")
+    assert response.headers["retry-after"] == "1"
+    assert "may or may not have been stored" in str(body["detail"])
+    assert_problem(client.get("/test/broken"), 500, "internal-error")
 
 
 def test_a_sane_request_id_is_echoed_and_any_other_replaced() -> None:

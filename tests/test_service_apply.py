@@ -19,8 +19,9 @@ from placed.engine.planner import Planner
 from placed.engine.rebalance import simulate
 from placed.service import create_app, documents
 from placed.spec import load_spec
-from placed.store import schema
-from placed.store.database import make_engine, reading
+from placed.store import claims, definitions, schema
+from placed.store import world as world_rows
+from placed.store.database import make_engine, reading, writing
 from placed.store.tables import Base
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -214,6 +215,82 @@ inventory:
   - {id: h1, capacity: {cpu: 4}}
   - {id: h2, capacity: {cpu: 4}}
 """
+
+
+def test_a_capacity_cut_below_what_runs_is_refused_and_changes_nothing(
+    world: tuple[TestClient, Engine],
+) -> None:
+    """The units stay where they run (allocation units never move by themselves), so
+    the capacity cannot go below them: a 409 naming the target, not the 500 of the
+    rows' CHECK (used <= capacity)."""
+    client, engine = world
+    assert apply(client, SMALL).status_code == 200
+    made = client.post("/v1/workloads", json={"name": "db", "units": 6, "resources": {"cpu": 1}})
+    assert made.status_code == 201, made.text
+    used = int(client.get("/v1/targets/h1").json()["used"]["cpu"])
+    assert used >= 2, used
+    before = digest(engine)
+    for dry_run in ("true", "false"):
+        cut = apply(
+            client,
+            SMALL.replace("h1, capacity: {cpu: 4}", f"h1, capacity: {{cpu: {used - 1}}}"),
+            dry_run=dry_run,
+        )
+        assert cut.status_code == 409, cut.text
+        assert cut.json()["type"] == "urn:placed:problem:capacity-in-use"
+        expected = f"h1's units would use {used} cpu, more than its capacity of {used - 1}"
+        assert expected in cut.json()["detail"]
+    assert digest(engine) == before
+    # Down to exactly what runs is fine.
+    done = apply(client, SMALL.replace("h1, capacity: {cpu: 4}", f"h1, capacity: {{cpu: {used}}}"))
+    assert done.status_code == 200, done.text
+
+
+def test_a_capacity_cut_with_units_leaving_in_the_same_apply_is_taken(
+    world: tuple[TestClient, Engine],
+) -> None:
+    """The cut meets the usage the change leaves, not the one before it (the rows'
+    CHECK holds at every statement, so the capacity and the usage are written as one)."""
+    client, _ = world
+    box = """
+name: box
+inventory:
+  - {id: b1, capacity: {cpu: CPU}}
+workloads:
+  - {name: svc, units: UNITS, resources: {cpu: 1}}
+"""
+    first = apply(client, box.replace("CPU", "4").replace("UNITS", "3"))
+    assert first.status_code == 200, first.text
+    cut = apply(client, box.replace("CPU", "2").replace("UNITS", "2"))
+    assert cut.status_code == 200, cut.text
+    assert [(c["unit"], c["kind"]) for c in cut.json()["changes"]] == [("svc/2", "unit.removed")]
+    target = client.get("/v1/targets/b1").json()
+    assert (target["capacity"], target["used"]) == ({"cpu": 2.0}, {"cpu": 2.0})
+
+
+def test_a_move_from_where_the_unit_no_longer_is_is_stale(
+    world: tuple[TestClient, Engine],
+) -> None:
+    """Two changes planned on one snapshot may both place the same unplaced unit, each on
+    its own target: their target generations do not collide, so the unit's own row
+    must. The second is stale (plan again), or the first target keeps counting a unit
+    that left it (the load run found that drift)."""
+    client, engine = world
+    assert apply(client, SMALL).status_code == 200
+    made = client.post("/v1/workloads", json={"name": "db", "resources": {"cpu": 1}})
+    assert made.status_code == 201, made.text
+    [here] = [p["target"] for p in made.json()["placements"]]
+    there = "h2" if here == "h1" else "h1"
+    before = digest(engine)
+    for source in (None, there):  # as if still unplaced, or on the other host
+        move = claims.Move("db", "db/0", source, there, "a stale plan", claims.MOVED)
+        with pytest.raises(definitions.StaleRow), writing(engine) as session:
+            claims.commit(session, world_rows.read(session), [move], {}, claims.Actor())
+    assert digest(engine) == before
+    with writing(engine) as session:  # from where it is, the same move is taken
+        move = claims.Move("db", "db/0", here, there, "a fresh plan", claims.MOVED)
+        claims.commit(session, world_rows.read(session), [move], {}, claims.Actor())
+    assert where(client) == {"db/0": there}
 
 
 def test_claims_place_everything_or_store_nothing(world: tuple[TestClient, Engine]) -> None:

@@ -146,6 +146,8 @@ def _schema(app: FastAPI) -> dict[str, Any]:
                 found["422"] = problems.responses(422)[422]
             # Any route may meet an unexpected error, answered by the middleware.
             found.setdefault("500", internal)
+            # And a database connection lost under it (the middleware answers that too).
+            found.setdefault("503", problems.responses(503)[503])
             # A request that cannot be read at all (a body that is not UTF-8, a NUL in
             # the path or query) is a 400.
             found.setdefault("400", problems.responses(400)[400])

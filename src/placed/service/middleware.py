@@ -1,7 +1,9 @@
 """What every request gets, whatever route answers it: a request id (the client's
 `X-Request-Id` when it is a sane one), echoed in the response; its count and duration
 under its route template; and for an unexpected exception, a 500 problem document and a
-log line with the traceback, never the traceback in the response."""
+log line with the traceback, never the traceback in the response. A database connection
+lost under a request (the server restarted, an operator's `pg_terminate_backend`) is
+no bug of placed's: a 503 problem with `Retry-After`, and a one-line warning."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ import re
 import time
 import uuid
 
+from sqlalchemy import exc
 from starlette.datastructures import MutableHeaders
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from placed.service import problems
@@ -37,6 +41,23 @@ def request_id(scope: Scope) -> str:
 def _has_nul(scope: Scope) -> bool:
     query = bytes(scope.get("query_string", b""))
     return "\x00" in str(scope.get("path", "")) or b"%00" in query or b"\x00" in query
+
+
+def _lost_database(error: exc.DBAPIError, scope: Scope, rid: str) -> JSONResponse:
+    first = str(error.orig or error).strip().splitlines()
+    log.warning(
+        "request %s: %s %s: the connection to the database was lost: %s",
+        *(rid, scope["method"], scope["path"], first[0] if first else "?"),
+    )
+    return problems.response(
+        503,
+        "database-unavailable",
+        "the connection to the database was lost during the request; a change may or "
+        "may not have been stored: read it back, or send it again (a claim already "
+        "stored answers 409 exists)",
+        rid,
+        headers={"Retry-After": "1"},
+    )
 
 
 class RequestContext:
@@ -77,16 +98,20 @@ class RequestContext:
                 await answer(scope, receive, send_with_id)
                 return
             await self.app(scope, receive, send_with_id)
-        except Exception:
-            log.exception("request %s: %s %s failed", rid, scope["method"], scope["path"])
+        except Exception as error:
             if response_started:
+                log.exception("request %s: %s %s failed", rid, scope["method"], scope["path"])
                 raise  # cut off mid-way: nothing more can be sent; the server closes it
-            answer = problems.response(
-                500,
-                "internal-error",
-                f"an unexpected error; the server's log has it under request id {rid}",
-                rid,
-            )
+            if isinstance(error, exc.DBAPIError) and error.connection_invalidated:
+                answer = _lost_database(error, scope, rid)
+            else:
+                log.exception("request %s: %s %s failed", rid, scope["method"], scope["path"])
+                answer = problems.response(
+                    500,
+                    "internal-error",
+                    f"an unexpected error; the server's log has it under request id {rid}",
+                    rid,
+                )
             await answer(scope, receive, send_with_id)
         finally:
             route = getattr(scope.get("route"), "path", None) or UNMATCHED

@@ -140,7 +140,9 @@ def plan(
     earlier = _Earlier(before)
     moves = [_explained(move, planner, state) for move in diff(before, final)]
     moves.extend(_redeployed(before, after, final, planner, earlier))
-    prepared = Prepared(after, spec, planner, result, moves, usage(planner, state, after))
+    used = usage(planner, state, after)
+    _within_capacity(after, used)
+    prepared = Prepared(after, spec, planner, result, moves, used)
     fresh = _new_misfits(misfits, earlier)
     prepared.extra.extend(
         Extra(
@@ -158,6 +160,24 @@ def plan(
     told = set(fresh)
     prepared.data["incompatible"] = [{**m.to_dict(), "new": m in told} for m in misfits]
     return prepared
+
+
+def _within_capacity(after: Snapshot, used: Mapping[str, Mapping[str, float]]) -> None:
+    """A change that leaves a target's units using more than its capacity (a capacity
+    cut, a workload's units grown in place) is refused: allocation units never move by
+    themselves, and the rows' `CHECK (used <= capacity)` could not hold them."""
+    for name, resources in sorted(used.items()):
+        capacity = after.targets[name].capacity
+        for resource, amount in sorted(resources.items()):
+            if amount > capacity.get(resource, amount) + 1e-9:
+                raise ProblemException(
+                    409,
+                    "capacity-in-use",
+                    f"{name}'s units would use {amount:g} {resource}, more than its "
+                    f"capacity of {capacity[resource]:g}: units stay where they run, so "
+                    f"move or remove some first (placed target drain {name}, placed "
+                    "replace)",
+                )
 
 
 class _Earlier:
@@ -439,7 +459,7 @@ def _write(
     # Replicas refresh claims alone from the rows; anything else since means reading all.
     settings.put(session, world.CHANGED_SETTING, number)
     try:
-        bumped = definitions.write(session, snapshot, prepared.after, number)
+        bumped = definitions.write(session, snapshot, prepared.after, number, prepared.used)
     except definitions.Refused as error:
         raise ProblemException(409, error.kind, str(error)) from None
     accounts = {name: row.account for name, row in prepared.after.workloads.items()}

@@ -145,6 +145,7 @@ def commit(
             (name, id_)
             for id_, name in session.execute(select(Unit.id, Unit.name).where(Unit.name.in_(chunk)))
         )
+    _check_sources(session, moves, unit_ids, targets)
     removed = [unit_ids[m.unit] for m in moves if m.kind == REMOVED and m.unit in unit_ids]
     staying = [unit_ids[m.unit] for m in moves if m.kind != REMOVED and m.unit in unit_ids]
     for chunk in _chunks([*removed, *staying]):
@@ -241,6 +242,38 @@ def commit(
     if moved is not None and moves:
         moved(session, len(moves))
     return rows
+
+
+def _check_sources(
+    session: Session,
+    moves: Sequence[Move],
+    unit_ids: Mapping[str, int],
+    targets: Mapping[str, tuple[int, int]],
+) -> None:
+    """Each unit must still be where the change's snapshot saw it (nowhere, for `source`
+    None). Anywhere else, another change moved it since: two changes placing one
+    unplaced unit, each on its own target, pass their generation checks, and the first
+    target would keep counting a unit that left it. Then the change is stale and plans
+    again on fresh rows. Read under the revision row's lock, which every writer takes
+    first, so no change lands between this and the writes."""
+    expected: dict[int, tuple[str, int | None]] = {}
+    for move in moves:
+        unit_id = unit_ids.get(move.unit)
+        if unit_id is None:
+            continue  # a new unit, or one this change's own definitions removed
+        if move.source is None:
+            expected[unit_id] = (move.unit, None)
+        elif move.source in targets:  # else its target is gone in this very change
+            expected[unit_id] = (move.unit, targets[move.source][0])
+    found: dict[int, int] = {}
+    for chunk in _chunks(list(expected)):
+        rows = session.execute(
+            select(Placement.unit_id, Placement.target_id).where(Placement.unit_id.in_(chunk))
+        )
+        found.update((unit_id, target_id) for unit_id, target_id in rows)
+    for unit_id, (name, target_id) in expected.items():
+        if found.get(unit_id) != target_id:
+            raise StaleRow("unit", name)
 
 
 _targets, _resources = table_of(Target), table_of(TargetResource)

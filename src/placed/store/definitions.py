@@ -46,11 +46,20 @@ class Refused(Exception):
         self.kind = kind
 
 
-def write(session: Session, before: Snapshot, after: Snapshot, revision: int) -> set[str]:
+def write(
+    session: Session,
+    before: Snapshot,
+    after: Snapshot,
+    revision: int,
+    used: Mapping[str, Mapping[str, float]] | None = None,
+) -> set[str]:
     """Bring the rows from `before` to `after` (both snapshots of this database). The
-    targets whose generation this raised (their row is this transaction's now)."""
+    targets whose generation this raised (their row is this transaction's now). `used`:
+    what each target uses once the change is done, written with a capacity it changes
+    (a cut must not meet the usage of before: units leaving in the same change lower it
+    only later, and `CHECK (used <= capacity)` holds at every statement)."""
     _tenancy(session, before, after)
-    bumped = _inventory(session, before, after, revision)
+    bumped = _inventory(session, before, after, revision, used or {})
     _workloads(session, before, after, revision)
     _offerings(session, before, after)
     _dedications(session, before, after, revision)
@@ -76,7 +85,13 @@ def _tenancy(session: Session, before: Snapshot, after: Snapshot) -> None:
     session.flush()
 
 
-def _inventory(session: Session, before: Snapshot, after: Snapshot, revision: int) -> set[str]:
+def _inventory(
+    session: Session,
+    before: Snapshot,
+    after: Snapshot,
+    revision: int,
+    used: Mapping[str, Mapping[str, float]],
+) -> set[str]:
     bumped: set[str] = set()
     location_ids = {name: id_ for id_, name in session.execute(select(Location.id, Location.name))}
     # Inner nodes first, outermost first, so each parent has its id before its children:
@@ -159,10 +174,11 @@ def _inventory(session: Session, before: Snapshot, after: Snapshot, revision: in
                     )
                 )
             elif old.capacity[name] != target.capacity[name]:
+                now = used.get(node, {}).get(name, old.used.get(name, 0.0))
                 session.execute(
                     update(TargetResource)
                     .where(TargetResource.target_id == old.id, TargetResource.name == name)
-                    .values(capacity=target.capacity[name])
+                    .values(capacity=target.capacity[name], used=round(now, 9))
                 )
     _insert_targets(session, new_targets)
     gone_targets = [before.targets[n].id for n in before.targets if n not in after.targets]
