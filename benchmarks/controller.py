@@ -8,8 +8,9 @@ for that interval). A client thread heartbeats every conductor each second; once
 lease is older than one timeout (the disruption guard holds still before that), it stops
 beating conductor c1. The time is taken from c1's last heartbeat answer plus the timeout
 (the moment c1 became stale) to the moment a client following `/v1/events?wait=` has
-seen every one of c1's units moved, so it counts the sweep's wait (up to its period),
-the one transaction that takes c1 down and moves its units, and the event's delivery.
+seen every one of c1's units moved, so it counts the sweep's wait (it runs at the
+moment a target that missed a beat turns stale), the one transaction that takes c1 down
+and moves its units, and the events' delivery.
 
 Alone: `.venv/bin/python benchmarks/controller.py [--quick]` prints this section;
 `--quick` is SQLite only, 10 conductors and 1,000 units.
@@ -207,8 +208,9 @@ def section(result: ControllerResult) -> list[str]:
         f"second) and lease; heartbeats every {INTERVAL_S:g} s, timeout {TIMEOUT_S:g} s. "
         "c1 stops heartbeating; the time runs from the moment it turned stale (its last "
         "heartbeat's answer plus the timeout) to the moment a client following "
-        "`/v1/events?wait=` has seen each of its units moved: the sweep's wait (up to a "
-        "second), the transaction that takes c1 down and moves its units, and delivery. "
+        "`/v1/events?wait=` has seen each of its units moved: the sweep's wait (it runs "
+        "when a target that missed a beat turns stale, and every second), the transaction "
+        "that takes c1 down and moves its units, and the events' delivery. "
         f"Goal (issue 17): under {GOAL_SECONDS:g} s.",
         "",
         *table(
