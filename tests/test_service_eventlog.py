@@ -43,3 +43,29 @@ def test_each_event_is_one_json_log_line_and_counted(
     assert 'placed_rebalance_moves_total{reason="unit.moved"} 3.0' in metrics
     assert 'placed_rebalance_moves_total{reason="unit.placed"} 3.0' in metrics
     engine.dispose()
+
+
+def test_unplaced_units_are_a_gauge_by_the_filter_that_rejected_most(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'placed.db'}"
+    root = schema.upgrade(url).root_token
+    assert root is not None
+    client = TestClient(
+        create_app(database=make_engine(url)), headers={"Authorization": f"Bearer {root}"}
+    )
+    small = """
+name: small
+inventory:
+  - {id: h1, capacity: {cpu: 2}}
+  - {id: h2, capacity: {cpu: 2}, tags: [ssd]}
+workloads:
+  - {name: big, units: 2, resources: {cpu: 8}}
+"""
+    answer = client.post("/v1/apply", content=small, headers={"content-type": "application/yaml"})
+    assert answer.status_code == 200, answer.text
+    assert len(answer.json()["unplaced"]) == 2
+    assert 'placed_unplaced_units{filter="capacity"} 2.0' in client.get("/metrics").text
+    # A host that fits them: the gauge goes to zero, not away.
+    grown = small.replace("{cpu: 2}, tags", "{cpu: 16}, tags")
+    answer = client.post("/v1/apply", content=grown, headers={"content-type": "application/yaml"})
+    assert answer.status_code == 200 and not answer.json()["unplaced"], answer.text
+    assert 'placed_unplaced_units{filter="capacity"} 0.0' in client.get("/metrics").text

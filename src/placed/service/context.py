@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from fastapi import Request
 from sqlalchemy import Engine
@@ -42,7 +42,15 @@ def reporter(request: Request) -> Reporter:
 def reporter_of(found: HttpMetrics, as_json: bool, bell: EventBell | None = None) -> Reporter:
     """The same, for a change no request asked for (the controller's)."""
 
-    def report(conflicts: int, rows: Sequence[Recorded], seconds: float, gave_up: bool) -> None:
+    def report(
+        conflicts: int,
+        rows: Sequence[Recorded],
+        seconds: float,
+        gave_up: bool,
+        unplaced: Mapping[str, int] | None = None,
+    ) -> None:
+        if unplaced is not None:
+            found.unplaced(unplaced)
         if gave_up:
             found.claim_conflicts.labels("gave_up").inc()
             found.schedule_attempts.labels("conflict").inc()

@@ -4,6 +4,8 @@ and never by raw path, so label values stay few whatever clients send."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
@@ -19,6 +21,7 @@ METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 class HttpMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self._unplaced_seen: set[str] = set()
         self.requests = Counter(
             "placed_http_requests",
             "HTTP requests answered, by method, route template and status code.",
@@ -63,6 +66,13 @@ class HttpMetrics:
             ["liveness"],
             registry=self.registry,
         )
+        self.unplaced_units = Gauge(
+            "placed_unplaced_units",
+            "Units the world's last plan on this replica left without a place, by the "
+            "filter that rejected the most targets for each (none: no target at all).",
+            ["filter"],
+            registry=self.registry,
+        )
         self.leader = Gauge(
             "placed_leader",
             "1 while this replica holds the controller's lease, else 0.",
@@ -82,6 +92,15 @@ class HttpMetrics:
         for kind in kinds:
             self.moves.labels(kind).inc()
         self.scheduling_duration.observe(seconds)
+
+    def unplaced(self, by_filter: Mapping[str, int]) -> None:
+        """The unplaced units as a whole world's plan left them (filters it no longer
+        names go to 0, so a gauge never stays up on an old count)."""
+        for labels in list(self._unplaced_seen - set(by_filter)):
+            self.unplaced_units.labels(labels).set(0)
+        for name, count in by_filter.items():
+            self.unplaced_units.labels(name).set(count)
+        self._unplaced_seen |= set(by_filter)
 
     def observe(self, method: str, route: str, code: int, seconds: float) -> None:
         method = method if method in METHODS else "other"

@@ -372,12 +372,40 @@ class Guard(Protocol):
         """Last, just before the commit."""
 
 
-# Told of each change's end: (conflicts retried, events committed, seconds, gave up).
-Reporter = Callable[[int, Sequence[Recorded], float, bool], None]
+class Reporter(Protocol):
+    """Told of each change's end: the conflicts retried, the events committed, the
+    seconds it took, whether it gave up, and (a whole world planned) its unplaced units
+    by the filter that rejected the most targets."""
+
+    def __call__(
+        self,
+        conflicts: int,
+        rows: Sequence[Recorded],
+        seconds: float,
+        gave_up: bool,
+        unplaced: Mapping[str, int] | None = None,
+    ) -> None: ...
 
 
-def silent(conflicts: int, rows: Sequence[Recorded], seconds: float, gave_up: bool) -> None:
+def silent(
+    conflicts: int,
+    rows: Sequence[Recorded],
+    seconds: float,
+    gave_up: bool,
+    unplaced: Mapping[str, int] | None = None,
+) -> None:
     pass
+
+
+def unplaced_by_filter(result: PlanResult) -> dict[str, int]:
+    """The plan's unplaced units, each counted under the filter that rejected the most
+    targets for it (`none` when none did: nothing to place it on at all)."""
+    found: dict[str, int] = {}
+    for outcome in result.unplaced:
+        rejected = outcome.filtered
+        name = max(rejected, key=lambda f: (rejected[f], f)) if rejected else "none"
+        found[name] = found.get(name, 0) + 1
+    return found
 
 
 def transact(
@@ -417,7 +445,13 @@ def transact(
                 final = revision.current(session)  # one change may raise it more than once
                 if guard is not None:
                     guard.closing(session, prepared)
-            report(conflicts, rows, time.perf_counter() - started, False)
+            report(
+                conflicts,
+                rows,
+                time.perf_counter() - started,
+                False,
+                unplaced_by_filter(prepared.result),
+            )
             return Committed(prepared, final, rows, conflicts)
         except definitions.StaleRow:
             conflicts += 1
