@@ -7,19 +7,20 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from placed.service import create_app, problems
+from placed.service import create_app, problems, workloads
 from placed.service.replica import ReplicaWorld, Ticket
 from placed.spec.schema import WorkloadSpec
 from placed.store import revision
 from placed.store.claims import Actor
 from placed.store.database import make_engine, reading
-from placed.store.tables import EventRow, Placement, TargetResource, Workload
+from placed.store.tables import Account, EventRow, Placement, TargetResource, Workload
 
 from .service_support import bearer, issue, served
 
@@ -130,3 +131,71 @@ def test_a_change_landing_after_the_caches_revision_is_seen_before_the_commit(
     assert [p["target"] for p in group[0].answer["placements"]] == ["h2"]
     with reading(engine) as session:
         assert group[0].answer["revision"] == revision.current(session)
+
+
+TENANT_CLAIMS = [
+    {"name": "fast-a1", "account": "A1", "offering": "dedicated-small"},
+    {"name": "fast-a7", "account": "A7", "offering": "dedicated-small", "units": 2},
+    {"name": "fast-a13", "account": "A13", "offering": "dedicated-small"},
+    {"name": "fast-u2", "account": "U2", "offering": "shared-small", "units": 3},
+    {"name": "fast-plain", "resources": {"cpu": 1}},
+    {"name": "fast-a9", "account": "A9", "offering": "dedicated-small", "units": 2},
+    {"name": "fast-u6", "account": "U6", "resources": {"cpu": 1, "memory": 1}},
+    {"name": "fast-u14", "account": "U14", "offering": "dedicated-small"},  # implicit
+]
+
+
+def test_tenants_claims_on_the_cache_place_as_the_whole_world_plan_does(
+    tmp_path: Path,
+) -> None:
+    """The CloudStack example's world, the same claims on two stores: through the
+    replica's cache on one, through the general path (the whole world planned) on the
+    other. Every answer is the same, and the cache took the claims it can take."""
+    example = (Path(__file__).parent.parent / "examples" / "cloudstack-dedication.yaml").read_text()
+    fast_app, _ = applied(f"sqlite:///{tmp_path / 'fast.db'}", example)
+    slow_app, _ = applied(f"sqlite:///{tmp_path / 'slow.db'}", example)
+    actor = Actor("a" * 16, "root-admin", "req")
+    general: list[str] = []
+
+    def on_cache(spec: WorkloadSpec) -> dict[str, Any]:
+        engine = fast_app.state.database
+        answer = fast_app.state.replica.claim(engine, spec, actor)
+        if answer is None:
+            general.append(spec.name)
+            answer = workloads.claim(engine, spec, actor, None)
+        return answer
+
+    def planned_whole(spec: WorkloadSpec) -> dict[str, Any]:
+        return workloads.claim(slow_app.state.database, spec, actor, None)
+
+    for body in TENANT_CLAIMS:
+        spec = WorkloadSpec.model_validate(body)
+        outcomes = []
+        for way in (on_cache, planned_whole):
+            try:
+                answer = way(spec)
+                outcomes.append(
+                    sorted((p["unit"], p["target"], p["reason"]) for p in answer["placements"])
+                )
+            except problems.ProblemException as error:
+                outcomes.append([(error.kind, error.detail)])
+        assert outcomes[0] == outcomes[1], body
+    # An implicit dedication is written by the general path; the cache took the rest.
+    assert general == ["fast-u14"]
+    assert fast_app.state.replica.rebuilds >= 1
+    # The rows agree too: each workload's account, and its units' events carry it.
+    for app in (fast_app, slow_app):
+        with reading(app.state.database) as session:
+            found = {
+                name: account
+                for name, account in session.execute(
+                    select(Workload.name, Account.name)
+                    .join(Account, Account.id == Workload.account_id, isouter=True)
+                    .where(Workload.name.like("fast-%"))
+                )
+            }
+            assert found["fast-a7"] == "A7" and found["fast-plain"] is None, found
+            accounts = set(
+                session.scalars(select(EventRow.account).where(EventRow.workload == "fast-a7"))
+            )
+            assert accounts == {"A7"}

@@ -1,14 +1,17 @@
 """Each replica's world in memory: the engine's index and plan state at one revision, so
 a claim plans one workload in O(targets) instead of planning the whole world again.
 
-A claim (POST /v1/workloads) whose workload needs nothing but the world as it is (no
-account, offering or Juju directive: those read the whole spec) forks the cached state,
-places its units there, and commits them with `used = used + delta` guarded by each
-target's generation. When the write transaction starts right after the cached revision
-(its lock is the revision row's), nothing else can have changed, and the cache moves to
-the new revision with the claim in it; otherwise the generation check decides, and the
-cache is read again on the next claim. Anything the fast path cannot take returns None
-and the caller takes the general path (placing.py), which plans the whole world.
+A claim (POST /v1/workloads) of a new allocation workload without a Juju directive
+(which reads the whole spec) forks the cached state, places its units there, and commits
+them with `used = used + delta` guarded by each target's generation. An account and an
+offering are read against the cached world's tenancy and offerings, and its dedications
+are in the cached index and state, as in a whole plan. When the write transaction
+starts right after the cached revision (its lock is the revision row's), nothing else
+can have changed, and the cache moves to the new revision with the claim in it;
+otherwise the batch is judged again on fresh rows. A plan that would write more than
+placements (an implicit dedication, a dedication's event, a new target) and anything
+else the fast path cannot take returns None, and the caller takes the general path
+(placing.py), which plans the whole world.
 """
 
 from __future__ import annotations
@@ -36,15 +39,16 @@ from placed.store import events, revision, settings, world
 from placed.store.claims import PLACED, Actor, Move
 from placed.store.database import reading
 from placed.store.tables import (
-    Placement as PlacementRow,
-)
-from placed.store.tables import (
+    Account,
     PlacementHistory,
     Target,
     TargetResource,
     Unit,
     now,
     table_of,
+)
+from placed.store.tables import (
+    Placement as PlacementRow,
 )
 from placed.store.tables import (
     Workload as WorkloadRecord,
@@ -190,6 +194,13 @@ class ReplicaWorld:
             .where(WorkloadRecord.revision > since)
             .order_by(WorkloadRecord.id)
         ).all()
+        account_names: dict[int, str] = {}
+        with_accounts = sorted({row.account_id for row in added if row.account_id})
+        if with_accounts:
+            for account_id, account in session.execute(
+                select(Account.id, Account.name).where(Account.id.in_(with_accounts))
+            ):
+                account_names[account_id] = account
         names = {row.id: row.name for row in added}
         models: dict[str, Workload] = {}
         for row in added:
@@ -197,7 +208,7 @@ class ReplicaWorld:
                 return False  # a change of a known workload: only the general path knows
             try:
                 spec = WorkloadSpec.model_validate(row.spec)
-                model = load_workload(spec, cached.spec.settings, cached.kinds)
+                model = self._load(cached, spec)
             except (SpecError, ValueError):
                 return False
             if not _simple(spec) or model.mode != "allocation":
@@ -223,7 +234,11 @@ class ReplicaWorld:
         state, planner = cached.state, cached.planner
         for row in added:
             snapshot.workloads[row.name] = WorkloadRow(
-                row.id, row.generation, row.document, None, "allocation"
+                row.id,
+                row.generation,
+                row.document,
+                account_names.get(row.account_id) if row.account_id else None,
+                "allocation",
             )
             snapshot.workload_specs[row.name] = dict(row.spec)
             planner.workloads[row.name] = models[row.name]
@@ -252,6 +267,10 @@ class ReplicaWorld:
             planner.spec = cached.spec
         snapshot.revision = cached.revision = current
         return True
+
+    def _load(self, cached: Cached, spec: WorkloadSpec) -> Workload:
+        world = cached.spec
+        return load_workload(spec, world.settings, cached.kinds, world.tenancy, world.offerings)
 
     def claim(
         self,
@@ -296,10 +315,6 @@ class ReplicaWorld:
         cached = self._cached or self._fresh(engine)
         for _ in range(TRIES):
             decided = self._decide(cached, batch)
-            if decided is None:
-                for ticket in batch:
-                    ticket.finish()  # tenants and dedications read the whole spec
-                return
             if not decided.accepted:
                 seen = cached.revision
                 current = self._fresh(engine)
@@ -324,11 +339,8 @@ class ReplicaWorld:
         for ticket in batch:
             ticket.finish()  # the world keeps moving under this replica: plan in full
 
-    def _decide(self, cached: Cached, batch: list[Ticket]) -> Decided | None:
-        """What the cached world says of each claim; None when it cannot say (tenants
-        and dedications read the whole spec)."""
-        if cached.spec.tenancy is not None or cached.spec.dedications:
-            return None
+    def _decide(self, cached: Cached, batch: list[Ticket]) -> Decided:
+        """What the cached world says of each claim."""
         decided = Decided(cached.explainer, cached.state, cached.spec)
         taken: set[str] = set()
         for ticket in batch:
@@ -337,7 +349,7 @@ class ReplicaWorld:
                 decided.refuse(ticket, "exists", f"workload {name!r} exists: PUT changes it")
                 continue
             try:
-                workload = load_workload(ticket.spec, cached.spec.settings, cached.kinds)
+                workload = self._load(cached, ticket.spec)
             except SpecError:
                 decided.general.append(ticket)  # reported with the whole spec there
                 continue
@@ -424,6 +436,13 @@ class ReplicaWorld:
                 )
             except exc.IntegrityError:
                 raise Stale(", ".join(sorted(deltas))) from None
+            wanted = {c.ticket.spec.account for c in accepted if c.ticket.spec.account}
+            account_ids: dict[str, int] = {}
+            if wanted:
+                for account, account_id in connection.execute(
+                    select(Account.name, Account.id).where(Account.name.in_(sorted(wanted)))
+                ):
+                    account_ids[account] = account_id
             try:
                 made = connection.execute(
                     insert(table_of(WorkloadRecord)).returning(
@@ -432,7 +451,7 @@ class ReplicaWorld:
                     [
                         {
                             "name": claim.workload.name,
-                            "account_id": None,
+                            "account_id": account_ids.get(claim.ticket.spec.account or ""),
                             "spec": claim.ticket.spec.model_dump(
                                 mode="json", exclude_defaults=True
                             ),
@@ -486,6 +505,7 @@ class ReplicaWorld:
                         actor_role=claim.ticket.actor.role,
                         target=move.destination,
                         workload=move.workload,
+                        account=claim.ticket.spec.account,
                         request_id=claim.ticket.actor.request_id,
                         details={"from": None, "to": move.destination, "why": move.why},
                     )
@@ -527,7 +547,11 @@ class ReplicaWorld:
         for claim in accepted:
             workload = claim.workload
             snapshot.workloads[workload.name] = WorkloadRow(
-                ids[f"workload:{workload.name}"], 0, API_DOCUMENT, None, "allocation"
+                ids[f"workload:{workload.name}"],
+                0,
+                API_DOCUMENT,
+                claim.ticket.spec.account,
+                "allocation",
             )
             snapshot.workload_specs[workload.name] = claim.ticket.spec.model_dump(
                 mode="json", exclude_defaults=True
@@ -558,10 +582,11 @@ class ReplicaWorld:
 
 
 def _simple(spec: WorkloadSpec) -> bool:
+    """A workload the cache can take: no Juju directive, constraint or machine (those
+    read the whole spec). An account and an offering are read from the cached world's
+    tenancy and offerings, as the whole spec's loader reads them."""
     return not (
-        spec.account
-        or spec.offering
-        or spec.to is not None
+        spec.to is not None
         or spec.juju_constraints
         or spec.new_machines
         or spec.service is not None

@@ -207,11 +207,13 @@ def tenant_workloads(
         offerings.setdefault(offering.name, offering)
     result = []
     for i, (spec, workload) in enumerate(zip(document.workloads, workloads, strict=True)):
-        result.append(_tenant(spec, workload, tenants, offerings, settings, ("workloads", i), out))
+        result.append(
+            tenant_workload(spec, workload, tenants, offerings, settings, ("workloads", i), out)
+        )
     return result
 
 
-def _tenant(
+def tenant_workload(
     spec: WorkloadSpec,
     workload: Workload,
     tenants: Tenancy,

@@ -18,13 +18,20 @@ from pydantic import BaseModel, ValidationError
 
 from placed.model import Inventory, Location, Settings, Spec, TagRules, Workload
 from placed.model.dedications import Dedication, Event, Offering
+from placed.model.tenancy import Tenancy
 from placed.policy.tags import Tagged
 from placed.spec import cloudstack, distinct, openhorizon
 from placed.spec.collect import Collector
 from placed.spec.errors import Problem, SourcePosition, SpecError, quoted
 from placed.spec.juju import native
 from placed.spec.juju.files import NotJuju, Status, looks_like_juju_text, read_juju
-from placed.spec.schema import MAX_TOTAL_UNITS, LocationSpec, SpecDocument, WorkloadSpec
+from placed.spec.schema import (
+    MAX_TOTAL_UNITS,
+    LocationSpec,
+    OfferingSpec,
+    SpecDocument,
+    WorkloadSpec,
+)
 from placed.spec.source import Path, SourceMap, dotted, parse, read_bounded
 
 Reader = Literal["auto", "native", "juju"]
@@ -74,12 +81,36 @@ def load_spec_data(data: Any, source: str = "<spec>") -> Spec:
         return _document(data, SourceMap(), source)
 
 
-def load_workload(spec: WorkloadSpec, settings: Settings, kinds: set[str]) -> Workload:
+def load_workload(
+    spec: WorkloadSpec,
+    settings: Settings,
+    kinds: set[str],
+    tenancy: Tenancy | None = None,
+    offerings: Sequence[Offering] = (),
+) -> Workload:
     """One workload on its own, for a world that is already loaded (`kinds`: the kinds
-    its inventory uses). Only for a workload that needs nothing else of the spec: no
-    account, offering, Juju directive or constraint (those read the whole spec)."""
+    its inventory uses; `tenancy` and `offerings`: its CloudStack sections, for a
+    workload with an account), read as the whole spec's loader reads it. Not for a Juju
+    directive or constraint (those read the whole spec)."""
     problems: list[Problem] = []
-    workload = _workload(spec, settings, (), Collector(SourceMap(), problems), kinds)
+    out = Collector(SourceMap(), problems)
+    workload = _workload(spec, settings, (), out, kinds)
+    if spec.account is not None or spec.offering is not None:
+        if tenancy is None:
+            problems.append(Problem("a workload with an account needs the world's tenancy"))
+        else:
+            table = {
+                o.name: OfferingSpec(
+                    name=o.name,
+                    cpu=o.cpu,
+                    memory=o.memory,
+                    disk=o.disk,
+                    dedicated=o.dedicated,
+                    implicit="preferred" if o.implicit == "preferred" else "strict",
+                )
+                for o in offerings
+            }
+            workload = cloudstack.tenant_workload(spec, workload, tenancy, table, settings, (), out)
     if problems:
         raise SpecError("request", problems)
     return workload
