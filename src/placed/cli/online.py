@@ -662,11 +662,16 @@ ReasonOption = Annotated[
 ]
 
 
+def _check_reason(reason: str) -> None:
+    """A reason is kept with the target's events: 255 characters at most."""
+    if len(reason) > 255:
+        fail_option("--reason", f"{len(reason)} characters; at most 255")
+
+
 def _state(
     name: str, state: str, reason: str, server: str | None, token: str | None, fmt: Format
 ) -> None:
-    if len(reason) > 255:
-        fail_option("--reason", f"{len(reason)} characters; at most 255")
+    _check_reason(reason)
     with connected(server, token) as client:
         data = client.set_state(name, state, reason)
 
@@ -887,8 +892,7 @@ def target_drain(
       placed target drain H1a --dry-run --server http://127.0.0.1:9
     """
     fmt = _begin(format_choice)
-    if len(reason) > 255:
-        fail_option("--reason", f"{len(reason)} characters; at most 255")
+    _check_reason(reason)
     with connected(server, token) as client:
         data = client.drain(name, reason, dry_run)
 

@@ -34,6 +34,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute, RouteContext, iter_route_contexts
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
@@ -137,7 +138,7 @@ async def authenticate(request: Request, text: str | None) -> Caller:
     return caller
 
 
-def _look_up(database: Any, text: str) -> tuple[Caller, datetime | None] | None:
+def _look_up(database: Engine, text: str) -> tuple[Caller, datetime | None] | None:
     with reading(database) as session:
         row = tokens.authenticate(session, text)
         if row is None:
