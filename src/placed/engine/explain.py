@@ -54,6 +54,73 @@ def first_rejections(
     return int(keep.sum()), rejections
 
 
+@dataclass(frozen=True, slots=True)
+class Charged:
+    """Rejected targets whose reasons read alike: one reason built (the first target's),
+    how many targets it stands for, and the first one's position."""
+
+    reason: Reason
+    count: int
+    first: int
+
+
+def counted_rejections(
+    pipeline: Pipeline, request: CompiledRequest, state: PlanState
+) -> tuple[int, list[Charged]]:
+    """What first_rejections summarizes, counted: the targets each filter rejects first
+    are grouped by its `phrases` codes with numpy, and one reason is built per group (a
+    filter without codes, and created targets, get one per target). An unplaced unit's
+    summary then costs a few reasons, not one per target of the fleet."""
+    masks = pipeline.masks(request, state)
+    size = state.size
+    if not masks or size == 0:
+        return size, []
+    stack = np.vstack(masks)
+    keep = stack.all(axis=0)
+    rejected = np.flatnonzero(~keep)
+    charged_to = np.argmin(stack[:, rejected], axis=0)  # the first False in each column
+    indexed = len(pipeline.index)
+    charged: list[Charged] = []
+    for filter_position in np.unique(charged_to).tolist():
+        positions = rejected[charged_to == filter_position]
+        inside = positions[positions < indexed]
+        codes = pipeline.filters[filter_position].phrases(request.workload, inside, state)
+        one_by_one = positions[positions >= indexed] if codes is not None else positions
+        if codes is not None and inside.size:
+            _, first, counts = np.unique(codes, return_index=True, return_counts=True)
+            for at, count in zip(inside[first].tolist(), counts.tolist(), strict=True):
+                reason = pipeline.reason(request, filter_position, at, state)
+                charged.append(Charged(reason, count, at))
+        for at in one_by_one.tolist():
+            charged.append(Charged(pipeline.reason(request, filter_position, at, state), 1, at))
+    charged.sort(key=lambda c: c.first)
+    return int(size - rejected.size), charged
+
+
+def summarize_counted(total: int, available: int, charged: list[Charged]) -> str:
+    """summarize's line from counted rejections (in order of their first target)."""
+    head = f"{available}/{total} targets available"
+    if total == 0:
+        return f"{head}: the inventory has no targets"
+    groups: dict[tuple[str, str], int] = {}
+    for c in charged:
+        key = (c.reason.singular, c.reason.plural)
+        groups[key] = groups.get(key, 0) + c.count
+    ordered = sorted(groups.items(), key=lambda item: (-item[1], item[0][1]))
+    parts = [
+        f"{count} {singular if count == 1 else plural}" for (singular, plural), count in ordered
+    ]
+    return f"{head}: {', '.join(parts)}" if parts else head
+
+
+def filtered_counted(charged: list[Charged]) -> dict[str, int]:
+    """filtered_counts from counted rejections (in order of their first target)."""
+    counts: dict[str, int] = {}
+    for c in charged:
+        counts[c.reason.filter] = counts.get(c.reason.filter, 0) + c.count
+    return counts
+
+
 def summarize(total: int, available: int, rejections: list[Rejection]) -> str:
     head = f"{available}/{total} targets available"
     if total == 0:

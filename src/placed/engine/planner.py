@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placed.engine import balance, loop
-from placed.engine.explain import filtered_counts, first_rejections, summarize
+from placed.engine.explain import counted_rejections, filtered_counted, summarize_counted
 from placed.engine.index import TargetIndex
 from placed.engine.outcomes import Outcome, Placement, PlanResult, Unplaced
 from placed.engine.pipeline import CompiledRequest, Pipeline
@@ -92,12 +92,12 @@ class FastJudge:
         return balance.repair(self._hashes(units), state.hashes[top], previous, joined, cap)
 
     def unplaced(self, request: CompiledRequest, unit: str, state: PlanState) -> Unplaced:
-        available, rejections = first_rejections(self.pipeline, request, state)
+        available, charged = counted_rejections(self.pipeline, request, state)
         return Unplaced(
             request.workload.name,
             unit,
-            summarize(state.size, available, rejections),
-            filtered_counts(rejections),
+            summarize_counted(state.size, available, charged),
+            filtered_counted(charged),
         )
 
 

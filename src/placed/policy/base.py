@@ -243,6 +243,14 @@ class Filter(ABC):
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         """The same rule for one target, in plain Python: None keeps it."""
 
+    def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes | None:
+        """For targets of the index this filter rejects (`positions`, ascending), a code
+        each, such that targets with equal codes have reasons in equal words (the same
+        `filter`, `singular` and `plural`; the detail may differ). A summary then builds
+        one reason per code, not per target: numpy counts the rest. None (the default):
+        no grouping known, every target's reason is built."""
+        return None
+
 
 class Consumer(ABC):
     """A filter whose units use something up on the target they land on."""

@@ -12,6 +12,7 @@ from placed.model import Target, Workload
 from placed.policy.base import (
     BoolArray,
     Bound,
+    Codes,
     Consumer,
     Family,
     Filter,
@@ -89,6 +90,17 @@ class ResourcesFit(Filter, Consumer):
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
         free = {name: float(state.free[row, position]) for name, row in self._row.items()}
         return insufficient_reason(workload.resources, free)
+
+    def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes | None:
+        # The words name the resources short on the target: one bit per resource asked.
+        asked = self.prepare(workload)
+        if asked is None or asked[0].size > 62:
+            return None
+        rows, amounts = asked
+        short = state.free[np.ix_(rows, positions)] < amounts[:, None]
+        bits = np.left_shift(1, np.arange(rows.size, dtype=np.int64))
+        codes: Codes = (short * bits[:, None]).sum(axis=0)
+        return codes
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         if not workload.resources:

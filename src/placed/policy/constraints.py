@@ -10,7 +10,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placed.model import Property, Target, Workload
-from placed.policy.base import BoolArray, Bound, Family, Filter, IndexView, PlanView, Reason, World
+from placed.policy.base import (
+    BoolArray,
+    Bound,
+    Codes,
+    Family,
+    Filter,
+    IndexView,
+    PlanView,
+    Reason,
+    World,
+)
 from placed.policy.builtins import node_properties, workload_constraints, workload_properties
 from placed.policy.deployment import Deployment
 from placed.policy.expressions import All, Comparison, Constraint, parse_constraint
@@ -107,6 +117,17 @@ class WorkloadConstraint(Filter):
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
         return workload_constraint_reason(workload, self.properties[position])
 
+    def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes | None:
+        # The words are the top-level terms that fail: one bit per term, over the columns.
+        tree = parse_constraint(workload_constraints(workload)).tree
+        terms = () if tree is None else tree.terms if isinstance(tree, All) else (tree,)
+        if len(terms) > 62:
+            return None
+        codes = np.zeros(positions.size, dtype=np.intp)
+        for bit, term in enumerate(terms):
+            codes |= (~self.columns.holds(term)[positions]).astype(np.intp) << bit
+        return codes
+
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         wanted = workload_constraints(workload)
         if not wanted:
@@ -147,6 +168,9 @@ class TargetConstraint(Filter):
 
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
         return target_constraint_reason(self.constraints[self.group[position]], workload)
+
+    def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes:
+        return self.group[positions]  # the reason reads the target's constraint alone
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         if not target.constraints:

@@ -43,6 +43,7 @@ from placed.model.storage import Storage
 from placed.policy.base import (
     BoolArray,
     Bound,
+    Codes,
     Consumer,
     Counts,
     Family,
@@ -226,6 +227,7 @@ class ZoneFilter(_Filter):
 
     def __init__(self) -> None:
         self._open: dict[tuple[Tenant, int], BoolArray] = {}
+        self._zones: weakref.WeakKeyDictionary[IndexView, Codes] = weakref.WeakKeyDictionary()
 
     def prepare(self, workload: Workload) -> Tenant | None:
         return tenant_of(workload)
@@ -248,6 +250,32 @@ class ZoneFilter(_Filter):
         zone_owner, _ = zone_columns(state, tenant.zones)
         owner = state.owners[int(zone_owner[position]) - 1]
         return _zone_reason(tenant, zone_of(target) or target.id, owner)
+
+    def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes | None:
+        # The words name the zone and its owner; a target in no zone names itself.
+        tenant = tenant_of(workload)
+        if tenant is None:
+            return None
+        zone_owner, _ = zone_columns(state, tenant.zones)
+        zones = self._zone_codes(state.index)
+        here = zones[positions]
+        codes: Codes = np.where(
+            here > 0,
+            zone_owner[positions].astype(np.intp) * (int(zones.max(initial=0)) + 1) + here,
+            -1 - positions,
+        )
+        return codes
+
+    def _zone_codes(self, index: IndexView) -> Codes:
+        """Per target of the index, a code of the zone `zone_of` finds (0: none)."""
+        found = self._zones.get(index)
+        if found is None:
+            names: dict[str | None, int] = {None: 0}
+            found = np.array(
+                [names.setdefault(zone_of(t), len(names)) for t in index.targets], dtype=np.intp
+            )
+            self._zones[index] = found
+        return found
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         tenant = tenant_of(workload)
@@ -324,6 +352,21 @@ class DedicationFilter(_Filter, Consumer):
         owner = state.owners[code] if code >= 0 else None
         empty = int(state.tally(VMS)[position]) == 0
         return dedication_reason(tenant, target, owner, empty, self.implicit_at(tenant, position))
+
+    def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes | None:
+        # As dedication_reason words it: a host nobody owns by whether it is empty and
+        # whether implicit dedication may take it; an owned one by its owner, unless the
+        # request asks for dedication ("dedicated to another tenant", whoever it is).
+        tenant = tenant_of(workload)
+        if tenant is None:
+            return None
+        setting = self.implicit[positions]
+        here = np.where(setting < 0, tenant.implicit_enabled, setting > 0)
+        empty = state.tally(VMS)[positions] == 0
+        owner = state.owner[positions]
+        owned = np.zeros_like(owner) if tenant.dedicated else owner + 1
+        codes: Codes = np.where(owner >= 0, owned, -1 - (empty * 2 + here))
+        return codes
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         tenant = tenant_of(workload)
@@ -441,6 +484,9 @@ class StorageFilter(_Filter, Consumer):
         tenant = tenant_of(workload)
         assert tenant is not None
         return _storage_reason(tenant)
+
+    def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes:
+        return np.zeros(positions.size, dtype=np.intp)  # one reason for the request
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         tenant = tenant_of(workload)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import numpy as np
+
 from placed.model import Target, Workload
 from placed.policy.base import (
     BoolArray,
     Bound,
+    Codes,
     Family,
     Filter,
     IndexView,
@@ -34,6 +37,9 @@ class TargetUp(Filter):
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         return None if world.is_up(target) else _DOWN
+
+    def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes:
+        return np.zeros(positions.size, dtype=np.intp)  # one reason for every target
 
 
 class Status(Family):

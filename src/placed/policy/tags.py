@@ -8,6 +8,7 @@ a tag set per target.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -19,6 +20,7 @@ from placed.model import Notice, Spec, Target, Workload
 from placed.policy.base import (
     BoolArray,
     Bound,
+    Codes,
     Family,
     Filter,
     FloatArray,
@@ -126,6 +128,19 @@ class TagRows:
         """The rows of the workload's tags that some target lists."""
         return codes[self.used[codes]].tolist() if codes.size else []
 
+    def listing(self, rows: list[int], positions: NDArray[np.intp]) -> NDArray[np.intp]:
+        """Per position, one bit per row (in `rows` order) set where the target lists that
+        row's tag: which of a workload's tags a rule names there (rows: at most 62)."""
+        codes = np.zeros(positions.size, dtype=np.intp)
+        for bit, row in enumerate(rows):
+            if self.dense:
+                listed = self.matrix[row, positions] != 0
+            else:
+                span = self.positions[self.indptr[row] : self.indptr[row + 1]]
+                listed = np.isin(positions, span)
+            codes |= listed.astype(np.intp) << bit
+        return codes
+
     def total(self, codes: NDArray[np.intp]) -> Totals:
         return self.total_of(self.rows(codes))
 
@@ -215,6 +230,11 @@ class HardAntiAffinity(Filter):
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
         return forbidden_reason(forbidden_tags(target, tags_of(workload)))
 
+    def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes | None:
+        # The words list the workload's tags the target forbids.
+        rows = self.columns.forbidding.rows(self.columns.codes(tags_of(workload)))
+        return self.columns.forbidding.listing(rows, positions) if len(rows) <= 62 else None
+
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         # The seed: "if any node.affinity_tags in conductor.hard_anti_affinity_tags".
         node_tags = tags_of(workload)
@@ -233,6 +253,7 @@ class HardAffinity(Filter):
     def __init__(self, columns: TagColumns) -> None:
         self.columns = columns
         self.anywhere = bool(columns.required_count.any())
+        self._sets: weakref.WeakKeyDictionary[IndexView, Codes] = weakref.WeakKeyDictionary()
 
     def prepare(self, workload: Workload) -> Totals | None:
         if not self.anywhere:
@@ -247,6 +268,22 @@ class HardAffinity(Filter):
 
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
         return missing_reason(missing_required_tags(target, tags_of(workload)))
+
+    def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes:
+        # The words list the target's required tags the workload lacks: targets that
+        # require the same set read alike.
+        return self._required_sets(state.index)[positions]
+
+    def _required_sets(self, index: IndexView) -> Codes:
+        found = self._sets.get(index)
+        if found is None:
+            sets: dict[frozenset[str], int] = {}
+            found = np.array(
+                [sets.setdefault(t.rules.hard_affinity, len(sets)) for t in index.targets],
+                dtype=np.intp,
+            )
+            self._sets[index] = found
+        return found
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         # The seed: "if any conductor.hard_affinity_tags not in node.affinity_tags".
