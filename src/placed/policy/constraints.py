@@ -26,6 +26,7 @@ from placed.policy.deployment import Deployment
 from placed.policy.expressions import All, Comparison, Constraint, parse_constraint
 from placed.policy.expressions.columns import PropertyColumns
 from placed.policy.expressions.evaluate import holds, satisfied
+from placed.policy.expressions.masks import ConstraintMasks
 from placed.policy.expressions.syntax import Node
 
 
@@ -106,10 +107,11 @@ class WorkloadConstraint(Filter):
     def __init__(self, targets: Sequence[Target]) -> None:
         self.properties = [node_properties(target) for target in targets]
         self.columns = PropertyColumns(self.properties)
+        self.masks = ConstraintMasks(self.columns)
 
     def prepare(self, workload: Workload) -> BoolArray | None:
         texts = workload_constraints(workload)
-        return self.columns.satisfied(parse_constraint(texts)) if texts else None
+        return self.masks.satisfied(texts) if texts else None
 
     def keep(self, prepared: BoolArray, state: PlanView) -> BoolArray:
         return prepared

@@ -1,0 +1,83 @@
+"""Constraint masks over one set of property columns, kept per distinct constraint and
+per distinct comparison while the columns live (one plan's index).
+
+When every unit is a workload of its own, each still brings a constraint: parsing and
+evaluating it anew per workload is most of what the workload costs. Units whose
+constraints are written alike share one parse and one mask; units that differ still
+share most of their comparisons (`gen >= 3`, `rack != "r7"`), so a new constraint costs
+one array operation per term. Both caches are bounded in bytes: a mask is one byte per
+target, so a bigger fleet keeps fewer of them.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import TypeVar
+
+import numpy as np
+
+from placed.policy.expressions.columns import BoolArray, PropertyColumns
+from placed.policy.expressions.syntax import All, Comparison, Node, parse_constraint
+
+# What the masks of one cache may take in all, half for constraints, half for terms.
+MASK_BYTES = 64 << 20
+K = TypeVar("K", bound=Hashable)
+
+
+class ConstraintMasks:
+    def __init__(self, columns: PropertyColumns, max_bytes: int = MASK_BYTES) -> None:
+        self.columns = columns
+        # At least a few of each, so that a huge fleet still reuses its last masks.
+        self.limit = max(8, max_bytes // 2 // max(columns.size, 1))
+        self._constraints: OrderedDict[tuple[str, ...], BoolArray] = OrderedDict()
+        self._terms: OrderedDict[Hashable, BoolArray] = OrderedDict()
+
+    def satisfied(self, texts: tuple[str, ...]) -> BoolArray:
+        """Where the constraint (texts ANDed) holds; the array is shared: read it only."""
+        found = _get(self._constraints, texts)
+        if found is None:
+            found = self._holds(parse_constraint(texts).tree)
+            _put(self._constraints, texts, found, self.limit)
+        return found
+
+    def _holds(self, node: Node | None) -> BoolArray:
+        if node is None:
+            return _frozen(np.ones(self.columns.size, dtype=bool))
+        if isinstance(node, Comparison):
+            # Where a term is written does not change what it means.
+            key = (node.name, node.op, node.literal)
+            found = _get(self._terms, key)
+            if found is None:
+                found = _frozen(self.columns.compare(node))
+                _put(self._terms, key, found, self.limit)
+            return found
+        parts = [self._holds(term) for term in node.terms]
+        combined = parts[0].copy()
+        for part in parts[1:]:
+            if isinstance(node, All):
+                combined &= part
+            else:
+                combined |= part
+        return _frozen(combined)
+
+    def __len__(self) -> int:
+        return len(self._constraints) + len(self._terms)
+
+
+def _get(cache: OrderedDict[K, BoolArray], key: K) -> BoolArray | None:
+    found = cache.get(key)
+    if found is not None:
+        cache.move_to_end(key)
+    return found
+
+
+def _put(cache: OrderedDict[K, BoolArray], key: K, mask: BoolArray, limit: int) -> None:
+    cache[key] = mask
+    if len(cache) > limit:
+        cache.popitem(last=False)
+
+
+def _frozen(mask: BoolArray) -> BoolArray:
+    mask.flags.writeable = False
+    return mask
