@@ -117,6 +117,12 @@ class Pipeline:
         self.filters: list[Filter] = [f for b in bound for f in b.filters]
         self.scorers: list[Scorer] = [s for b in bound for s in b.scorers]
         self._consumers = [isinstance(f, Consumer) for f in self.filters]
+        self._filter_plan = [
+            (f, f.needs, f.static, consumer)
+            for f, consumer in zip(self.filters, self._consumers, strict=True)
+        ]
+        needs = [f.needs for f in self.filters] + [s.needs for s in self.scorers]
+        self._kinds = {kind for kind in needs if kind is not None}
 
     def filter(self, name: str) -> Filter:
         for f in self.filters:
@@ -125,45 +131,57 @@ class Pipeline:
         raise KeyError(name)
 
     def compile(self, workload: Workload) -> CompiledRequest:
+        # When every unit is a workload of its own this runs once per unit: the loops
+        # read what bind time fixed (each filter's needs, staticness, bound methods) and
+        # ask the workload once per kind of request, not once per filter.
         size = len(self.index)
-        prepared = [
-            None
-            if f.needs is not None and workload.request(f.needs) is None
-            else f.prepare(workload)
-            for f in self.filters
-        ]
+        has = {kind: workload.request(kind) is not None for kind in self._kinds}
+        prepared: list[Any] = []
         static_masks: dict[int, BoolArray] = {}
-        keep = np.ones(size, dtype=bool)
+        keep: BoolArray | None = None
         checks: list[tuple[Any, Any]] = []
         takes: list[tuple[Any, Any]] = []
-        for position, (f, part) in enumerate(zip(self.filters, prepared, strict=True)):
+        for position, (f, needs, static, consumer) in enumerate(self._filter_plan):
             # A filter with nothing to check for this workload (no constraints, no
             # namespace, no resources) prepares None and costs nothing per unit, as
             # kube-scheduler plugins skip themselves in PreFilter.
+            part = None if needs is not None and not has[needs] else f.prepare(workload)
+            prepared.append(part)
             if part is None:
                 continue
-            if f.static:
+            if static:
                 mask = f.keep(part, _NO_STATE)
                 static_masks[position] = mask
-                keep &= mask
+                keep = mask.copy() if keep is None else np.logical_and(keep, mask, out=keep)
             else:
                 checks.append((f.keep, part))
-            if self._consumers[position]:
+            if consumer:
                 takes.append((f.reserve, part))  # type: ignore[attr-defined]
-        score = np.zeros(size, dtype=np.float64)
+        scores: list[FloatArray] = []
         dynamic: list[tuple[Scorer, Any]] = []
         for scorer in self.scorers:
-            if scorer.needs is not None and workload.request(scorer.needs) is None:
+            if scorer.needs is not None and not has[scorer.needs]:
                 continue
             part = scorer.prepare(workload)
             if part is None:
                 continue
             if scorer.static:
-                score += scorer.score(part)
+                scores.append(scorer.score(part))
             else:
                 dynamic.append((scorer, part))
+        # Scores are never written to once computed, so one scorer's array is the sum.
+        score = scores[0] if len(scores) == 1 else np.zeros(size, dtype=np.float64)
+        for more in scores if len(scores) > 1 else ():
+            score += more
         return CompiledRequest(
-            workload, prepared, static_masks, keep, score, checks, takes, dynamic=dynamic
+            workload,
+            prepared,
+            static_masks,
+            keep if keep is not None else np.ones(size, dtype=bool),
+            score,
+            checks,
+            takes,
+            dynamic=dynamic,
         )
 
     def _created(self, request: CompiledRequest, state: PlanState) -> list[_Judged]:
