@@ -149,13 +149,12 @@ class TagRows:
         total: Totals
         if self.dense:
             # Each row adds at most 1 in magnitude, so fewer than 128 rows cannot overflow
-            # int8, and int8 + int8 runs three times as fast as int16 + int8.
-            if len(rows) < 128:
-                total = np.zeros(self.size, dtype=np.int8)
-            else:
-                total = np.zeros(self.size, dtype=np.int16)
-            for row in rows:
-                total += self.matrix[row]
+            # int8, and int8 + int8 runs three times as fast as int16 + int8. One reduce
+            # over the gathered rows costs half of a numpy call per row.
+            if not rows:
+                return np.zeros(self.size, dtype=np.int8)
+            dtype = np.int8 if len(rows) < 128 else np.int16
+            total = np.add.reduce(self.matrix[rows], axis=0, dtype=dtype)
             return total
         total = np.zeros(self.size, dtype=np.int16)
         if rows:
