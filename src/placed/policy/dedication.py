@@ -237,9 +237,10 @@ class ZoneFilter(_Filter):
         key = (prepared, len(state.owners))
         usable = self._open.get(key)
         if usable is None:
-            # Indexed by zone code - 1: code 0 (no dedication) reads the last entry.
-            usable = self._open[key] = _covered(prepared, state.owners, True)
-        return usable[zone_owner - 1]
+            # Indexed by zone code: code 0 (no dedication) is open, code c is owner c - 1.
+            usable = self._open[key] = np.roll(_covered(prepared, state.owners, True), 1)
+        opened: BoolArray = np.take(usable, zone_owner)  # a third faster than usable[...]
+        return opened
 
     def keep(self, prepared: Tenant, state: PlanView) -> BoolArray:
         return self.open_zones(prepared, state)
@@ -546,9 +547,11 @@ class TenantAffinity(Scorer):
         raise NotImplementedError("tenant-affinity reads the plan state: score_in")
 
     def score_in(self, prepared: Tenant, state: PlanView) -> FloatArray:
+        # 2 where the account runs VMs, else 1 where none runs at all, else 0.
         own = state.tally(prepared.tally) > 0
-        empty = state.tally(VMS) == 0
-        return np.where(own, 2.0, np.where(empty, 1.0, 0.0))
+        score = own.astype(np.float64)
+        score += own | (state.tally(VMS) == 0)
+        return score
 
     def judge(self, workload: Workload, target: Target) -> float:
         raise NotImplementedError("tenant-affinity reads the plan state: judge_in")
