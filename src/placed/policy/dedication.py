@@ -28,6 +28,7 @@ spec's dedications and changed during a plan by implicit dedication.
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from collections.abc import Sequence
@@ -234,6 +235,8 @@ class ZoneFilter(_Filter):
 
     def open_zones(self, prepared: Tenant, state: PlanView) -> BoolArray:
         zone_owner, _ = zone_columns(state, prepared.zones)
+        if not zone_owner.any():
+            return _open_everywhere(zone_owner.size)  # no zone is dedicated: one scan
         key = (prepared, len(state.owners))
         usable = self._open.get(key)
         if usable is None:
@@ -288,6 +291,14 @@ class ZoneFilter(_Filter):
         return _zone_reason(tenant, zone_of(target) or target.id, owner)
 
 
+@functools.lru_cache(maxsize=4)
+def _open_everywhere(size: int) -> BoolArray:
+    """An all-true mask, shared (read-only) by every unit of plans of this size."""
+    mask = np.ones(size, dtype=bool)
+    mask.flags.writeable = False
+    return mask
+
+
 def _zone_reason(tenant: Tenant, zone: str, owner: Owner) -> Reason:
     phrase = f"in zone {zone}, dedicated to {owner} and closed to {tenant.closed_to(owner)}"
     return Reason(ZoneFilter.name, f"is {phrase}", f"are {phrase}")
@@ -335,6 +346,9 @@ class DedicationFilter(_Filter, Consumer):
                 kept = kept | (owner < 0)  # preferred mode, nothing dedicated left
             return kept
         _, in_force = zone_columns(state, prepared.zones)
+        if not in_force.any():
+            kept = owner < 0  # no private zone: only hosts nobody owns
+            return kept
         kept = (owner < 0) | ((in_force > 0) & covered[owner])
         return kept
 
