@@ -32,6 +32,7 @@ from placed.engine.selection import U64, top_candidates
 from placed.engine.state import PlanState
 from placed.model import CONTAINER_KINDS, Workload
 from placed.policy.base import BoolArray, Created, Family, FloatArray, Retry
+from placed.policy.dedication import DedicationState
 
 Progress = Callable[[int, int], None]
 Positions = NDArray[np.intp]
@@ -431,10 +432,11 @@ def run(context: Context, workloads: Iterable[Workload]) -> list[Outcome]:
     context.result.warnings.extend(context.state.notices)
     state = context.state
     context.result.events.extend(state.events)
+    dedication = state.found_family_state(DedicationState)
     context.result.dedications_created.extend(
         DedicationCreated(
             state.target_id(position), owner.account or "", owner.implicit, owner.domain
         )
-        for position, owner in state.dedicated
+        for position, owner in (dedication.dedicated if dedication is not None else ())
     )
     return outcomes

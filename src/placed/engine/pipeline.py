@@ -20,8 +20,16 @@ from numpy.typing import NDArray
 from placed.engine.index import TargetIndex
 from placed.engine.state import PlanState
 from placed.model import Target, Workload
-from placed.model.dedications import Owner
-from placed.policy.base import BoolArray, Consumer, Family, Filter, FloatArray, Reason, Scorer
+from placed.policy.base import (
+    BoolArray,
+    Consumer,
+    Family,
+    Filter,
+    FloatArray,
+    Reason,
+    Scorer,
+    State,
+)
 from placed.policy.registry import FAMILIES
 
 
@@ -31,16 +39,16 @@ class StateWorld:
     def __init__(self, state: PlanState) -> None:
         self.state = state
 
-    def _position(self, target: Target) -> int:
+    def position(self, target: Target) -> int:
         position = self.state.position(target.id)
         assert position is not None, f"{target.id} is not in this plan"
         return position
 
     def is_up(self, target: Target) -> bool:
-        return bool(self.state.up[self._position(target)])
+        return bool(self.state.up[self.position(target)])
 
     def free(self, target: Target) -> Mapping[str, float]:
-        return self.state.free_at(self._position(target))
+        return self.state.free_at(self.position(target))
 
     def placed(self, group: str) -> Sequence[tuple[str, Target]]:
         state = self.state
@@ -58,22 +66,8 @@ class StateWorld:
         position = self.state.created_for(unit)
         return self.state.target(position) if position is not None else None
 
-    def owner(self, target: Target) -> Owner | None:
-        code = int(self.state.owner[self._position(target)])
-        return self.state.owners[code] if code >= 0 else None
-
-    def tally(self, name: str, target: Target) -> int:
-        return int(self.state.tally(name)[self._position(target)])
-
-    def allowed(self, what: str) -> bool:
-        return self.state.allowed(self.state.judging, what)
-
-    def ledger(self, name: str, size: int, start: float = 0.0) -> Sequence[float]:
-        return [float(x) for x in self.state.ledger(name, size, start)]
-
-    @property
-    def owners(self) -> Sequence[Owner]:
-        return self.state.owners
+    def family_state(self, kind: type[State]) -> State:
+        return self.state.family_state(kind)
 
 
 @dataclass(slots=True)

@@ -25,8 +25,7 @@ from placed.engine.pipeline import Pipeline, StateWorld
 from placed.engine.selection import U64, rendezvous_weight, stable_hashes
 from placed.engine.state import PlanState
 from placed.model import Spec, Target, Workload
-from placed.model.dedications import Owner
-from placed.policy.base import BoolArray, Consumer, Family, FloatArray, Reason, World
+from placed.policy.base import BoolArray, Consumer, Family, FloatArray, Reason, State, World
 from placed.policy.registry import FAMILIES
 
 Positions = NDArray[np.intp]
@@ -56,7 +55,7 @@ class _Snapshot:
         self._placed: dict[str, list[tuple[str, Target]]] = {}
         self._positions = state.index.position
 
-    def _position(self, target: Target) -> int:
+    def position(self, target: Target) -> int:
         found = self._positions.get(target.id)
         if found is None:
             found = self._state.position(target.id)
@@ -64,10 +63,10 @@ class _Snapshot:
         return found
 
     def is_up(self, target: Target) -> bool:
-        return self._up[self._position(target)]
+        return self._up[self.position(target)]
 
     def free(self, target: Target) -> Mapping[str, float]:
-        return dict(zip(self._state.resources, self._free[self._position(target)], strict=True))
+        return dict(zip(self._state.resources, self._free[self.position(target)], strict=True))
 
     def placed(self, group: str) -> Sequence[tuple[str, Target]]:
         found = self._placed.get(group)
@@ -85,21 +84,8 @@ class _Snapshot:
     def created_for(self, unit: str) -> Target | None:
         return StateWorld(self._state).created_for(unit)
 
-    def owner(self, target: Target) -> Owner | None:
-        return StateWorld(self._state).owner(target)
-
-    def tally(self, name: str, target: Target) -> int:
-        return StateWorld(self._state).tally(name, target)
-
-    def allowed(self, what: str) -> bool:
-        return self._state.allowed(self._state.judging, what)
-
-    def ledger(self, name: str, size: int, start: float = 0.0) -> Sequence[float]:
-        return [float(x) for x in self._state.ledger(name, size, start)]
-
-    @property
-    def owners(self) -> Sequence[Owner]:
-        return self._state.owners
+    def family_state(self, kind: type[State]) -> State:
+        return self._state.family_state(kind)
 
 
 class ReferenceJudge:
