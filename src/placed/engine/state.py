@@ -139,12 +139,12 @@ class PlanState:
             hooks = type(found)
             if hooks.added is not FamilyState.added or hooks.removed is not FamilyState.removed:
                 self._hooked.append(found)
-        return cast(State, found)
+        return found  # type: ignore[return-value]  # keyed by its own class: a State
 
     def found_family_state(self, kind: type[State]) -> State | None:
         """The state family `kind` keeps, if this plan made one: for reading what a
         family did, without making a state for a plan that never used it."""
-        return cast(State | None, self._families.get(kind))
+        return self._families.get(kind)  # type: ignore[return-value]
 
     def event(self, event: Event) -> None:
         self.events.append(event)
