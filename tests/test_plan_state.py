@@ -315,3 +315,12 @@ def test_a_family_state_is_made_on_first_use_and_counts_what_landed_before() -> 
     assert state.family_state(Crowd).here.tolist()[:2] == [2, 0]
     assert fork.family_state(Crowd).here.tolist()[:2] == [1, 0]
     assert state.family_state(Crowd) is state.family_state(Crowd)
+
+
+def test_a_plan_that_never_uses_a_family_makes_no_state_for_it() -> None:
+    planner = Planner(load_spec_text(SPEC))
+    state = planner.initial_state()
+    planner.plan(state)
+    assert state.found_family_state(DedicationState) is None
+    made = state.family_state(DedicationState)
+    assert state.found_family_state(DedicationState) is made

@@ -10,6 +10,12 @@ the target); a scorer returns a float array. Both are numpy over columns. Each a
 judges one target in plain Python (`judge`), written next to the fast path: the reference
 oracle uses those judgements, and so do targets created during a plan, which the columns
 built at bind time do not cover. For a rejected target a filter says why, in words.
+
+A family that keeps something of its own while a plan runs (owners, counts, numbers
+handed out) declares a `FamilyState` next to its filters: the plan state holds one per
+family, made on first use, copied on fork and told as units land and leave, and the
+filters (`state.family_state(Kind)`) and their one-target judges
+(`world.family_state(Kind)`) read the same object.
 """
 
 from __future__ import annotations
