@@ -358,3 +358,33 @@ def test_check_judges_near_before_the_plan_places_what_it_is_near() -> None:
     document, failed = summary_check(Planner(spec), list(spec.workloads))
     assert not failed
     assert [row["compatible_targets"] for row in document["workloads"]] == [2, 2]
+
+
+def test_running_units_that_break_the_rules_are_misfits() -> None:
+    from placed.engine.fit import misfits
+
+    spec = load_spec_data(
+        {
+            "inventory": zones(2, 2),
+            "workloads": [
+                {
+                    "name": "web",
+                    "units": 3,
+                    "spread": {"over": "zone"},
+                    "avoid": {"workload": "web", "level": "target"},
+                }
+            ],
+            "running": [
+                {"unit": "web/0", "target": "z0h0"},
+                {"unit": "web/1", "target": "z0h0"},
+                {"unit": "web/2", "target": "z0h1"},
+            ],
+        }
+    )
+    found = {m.unit: m.reason.text for m in misfits(Planner(spec))}
+    assert found == {
+        "web/1": "would exceed web's max skew 1 over zone (zone z0 would exceed max skew 1: "
+        "2 units vs 0 in z1)",
+        "web/2": "would exceed web's max skew 1 over zone (zone z0 would exceed max skew 1: "
+        "3 units vs 0 in z1)",
+    }
