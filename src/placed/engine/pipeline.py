@@ -135,10 +135,13 @@ class Pipeline:
         """StateWorld's `statically_kept` for the request's workload: the index's targets
         its static filters keep, from the masks compiled for it."""
         targets = self.index.targets
+        found: list[Target] = []
 
         def kept(workload: Workload) -> Sequence[Target]:
             assert workload.name == request.workload.name, "asked of the request's workload"
-            return [targets[p] for p in np.flatnonzero(request.static_keep).tolist()]
+            if not found:  # built on first use, once: the static masks never change
+                found.extend(targets[p] for p in np.flatnonzero(request.static_keep).tolist())
+            return found
 
         return kept
 
