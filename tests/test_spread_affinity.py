@@ -37,6 +37,8 @@ def inventories(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
             ident = f"h{len(hosts)}"
             hosts.append(ident)
             made.append(host(ident, draw(st.integers(0, 2)) == 0, draw(st.integers(1, 4))))
+            if draw(st.integers(0, 5)) == 0:
+                made[-1]["status"] = "down"  # still makes its zone eligible, as in Kubernetes
         return made
 
     for z in range(draw(st.integers(1, 3))):

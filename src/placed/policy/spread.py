@@ -33,6 +33,7 @@ from placed.model import Spread, SpreadTerm, Target, Workload
 from placed.policy.base import (
     BoolArray,
     Bound,
+    Codes,
     Counts,
     Family,
     Filter,
@@ -51,8 +52,11 @@ from placed.policy.domains import fewest, units_by_location
 class _Hard:
     group: str
     terms: tuple[SpreadTerm, ...]
-    # Per term, per value code of its level: whether the value is an eligible location.
+    # Per term, per value code of its level: whether the value is an eligible location,
+    # and its rank by id (to name the eligible location with the fewest units, by id, as
+    # the reference does, without sorting names for each explanation).
     eligible: tuple[BoolArray, ...] | None = None
+    ranks: tuple[Codes, ...] = ()
 
 
 def _hard(workload: Workload) -> tuple[SpreadTerm, ...]:
@@ -114,14 +118,20 @@ class SpreadSkew(Filter):
 
     def with_static(self, prepared: _Hard, keep: BoolArray, index: IndexView) -> _Hard:
         eligible = []
+        ranks = []
         for term in prepared.terms:
             level = index.level(term.over)
-            values = np.zeros(len(level.ids) if level is not None else 1, dtype=bool)
+            ids = level.ids if level is not None else (None,)
+            values = np.zeros(len(ids), dtype=bool)
             if level is not None:
                 values[level.column[keep]] = True
             values[0] = False  # "no location of that kind" is no location
             eligible.append(values)
-        found = _Hard(prepared.group, prepared.terms, tuple(eligible))
+            rank = np.zeros(len(ids), dtype=np.intp)
+            by_id = sorted(range(1, len(ids)), key=lambda code: ids[code] or "")
+            rank[np.array(by_id, dtype=np.intp)] = np.arange(1, len(ids), dtype=np.intp)
+            ranks.append(rank)
+        found = _Hard(prepared.group, prepared.terms, tuple(eligible), tuple(ranks))
         self._eligible[prepared.group] = found
         return found
 
@@ -144,7 +154,7 @@ class SpreadSkew(Filter):
         found = self._eligible.get(workload.name)
         assert found is not None and found.eligible is not None, "reason() follows compile()"
         assert found.terms == _hard(workload), "reason() asks of the workload compiled"
-        for term, eligible in zip(found.terms, found.eligible, strict=True):
+        for term, eligible, rank in zip(found.terms, found.eligible, found.ranks, strict=True):
             counts = state.counts(workload.name, term.over)
             code = int(state.level_column(term.over)[position])
             if code == 0:
@@ -152,10 +162,12 @@ class SpreadSkew(Filter):
             least = _fewest(counts, eligible)
             here = int(counts[code])
             if here + 1 - least > term.max_skew:
-                codes = np.flatnonzero(eligible & (counts[: eligible.size] == least)).tolist()
-                names = [state.level_id(term.over, c) or "?" for c in codes]
+                fewest = np.flatnonzero(eligible & (counts[: eligible.size] == least))
+                at = None
+                if fewest.size:
+                    first = int(fewest[np.argmin(rank[fewest])])
+                    at = state.level_id(term.over, first) or "?"
                 location = state.level_id(term.over, code) or "?"
-                at = min(names) if names else None
                 return skew_reason(workload.name, term, location, here + 1, least, at)
         raise AssertionError("reason() is only asked of targets this filter rejected")
 
