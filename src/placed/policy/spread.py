@@ -24,6 +24,8 @@ would keep their target now (kube-scheduler counts only pods on eligible nodes).
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -46,6 +48,11 @@ from placed.policy.base import (
 )
 from placed.policy.distinct import TARGET_LEVEL, ancestor_at
 from placed.policy.domains import fewest, units_by_location
+
+# How many workloads' eligible locations the filter keeps for their explanations: more
+# than the planner keeps compiled requests (engine/planner.py), so that any request it
+# still holds has its workload's here.
+REMEMBERED = 64
 
 
 @dataclass(slots=True)
@@ -110,7 +117,10 @@ class SpreadSkew(Filter):
 
     def __init__(self) -> None:
         # Each workload's eligible locations, for `reason` (which sees the workload only).
-        self._eligible: dict[str, _Hard] = {}
+        # The most recent few only: a compiled workload's reasons are asked right after it
+        # is compiled, and each entry holds arrays over its level's values.
+        self._eligible: OrderedDict[str, _Hard] = OrderedDict()
+        self._ranks: dict[str, Codes] = {}
 
     def prepare(self, workload: Workload) -> _Hard | None:
         terms = _hard(workload)
@@ -127,12 +137,21 @@ class SpreadSkew(Filter):
                 values[level.column[keep]] = True
             values[0] = False  # "no location of that kind" is no location
             eligible.append(values)
-            rank = np.zeros(len(ids), dtype=np.intp)
-            by_id = sorted(range(1, len(ids)), key=lambda code: ids[code] or "")
-            rank[np.array(by_id, dtype=np.intp)] = np.arange(1, len(ids), dtype=np.intp)
-            ranks.append(rank)
+            ranks.append(self._rank(term.over, ids))
         found = _Hard(prepared.group, prepared.terms, tuple(eligible), tuple(ranks))
         self._eligible[prepared.group] = found
+        self._eligible.move_to_end(prepared.group)
+        if len(self._eligible) > REMEMBERED:
+            self._eligible.popitem(last=False)
+        return found
+
+    def _rank(self, level: str, ids: Sequence[str | None]) -> Codes:
+        """Each value code's rank by id: sorted once per level (the index never changes)."""
+        found = self._ranks.get(level)
+        if found is None:
+            found = self._ranks[level] = np.zeros(len(ids), dtype=np.intp)
+            by_id = sorted(range(1, len(ids)), key=lambda code: ids[code] or "")
+            found[np.array(by_id, dtype=np.intp)] = np.arange(1, len(ids), dtype=np.intp)
         return found
 
     def keep(self, prepared: _Hard, state: PlanView) -> BoolArray:
