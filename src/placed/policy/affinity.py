@@ -191,7 +191,8 @@ class _Preference(Scorer):
         total = np.zeros(state.size, dtype=np.float64)
         for term in prepared[1]:
             counts = state.counts(term.workload, term.level)
-            total += (self.sign * term.weight) * counts[state.level_column(term.level)]
+            # Scored per location, then gathered (code 0 holds no unit, so scores 0).
+            total += (counts * float(self.sign * term.weight))[state.level_column(term.level)]
         return total
 
     def judge(self, workload: Workload, target: Target) -> float:

@@ -224,9 +224,10 @@ class SpreadPreference(Scorer):
         total = np.zeros(state.size, dtype=np.float64)
         for term in terms:
             counts = state.counts(group, term.over)
-            column = state.level_column(term.over)
-            here = np.where(column != 0, counts[column], int(counts.max()) + 1)
-            total -= term.weight * here
+            # Scored per location (code 0, no location, below every one), then gathered.
+            penalty = counts * -float(term.weight)
+            penalty[0] = -float(term.weight) * (int(counts.max()) + 1)
+            total += penalty[state.level_column(term.over)]
         return total
 
     def judge(self, workload: Workload, target: Target) -> float:
