@@ -10,7 +10,7 @@ target, so a plan that creates nothing pays nothing for the possibility.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,8 +36,19 @@ from placed.policy.registry import FAMILIES
 class StateWorld:
     """policy.base.World over a plan state: one target's surroundings, in plain Python."""
 
-    def __init__(self, state: PlanState) -> None:
+    def __init__(
+        self, state: PlanState, kept: Callable[[Workload], Sequence[Target]] | None = None
+    ) -> None:
         self.state = state
+        self._kept = kept
+
+    def statically_kept(self, workload: Workload) -> Sequence[Target]:
+        if self._kept is None:
+            raise TypeError(
+                "this World was made without the static filters' verdicts "
+                "(StateWorld(state, kept=pipeline.kept_by(...)))"
+            )
+        return self._kept(workload)
 
     def position(self, target: Target) -> int:
         position = self.state.position(target.id)
@@ -111,6 +122,22 @@ class Pipeline:
         self.filters: list[Filter] = [f for b in bound for f in b.filters]
         self.scorers: list[Scorer] = [s for b in bound for s in b.scorers]
         self._consumers = [isinstance(f, Consumer) for f in self.filters]
+        # The filters that want the workload's static mask (Filter.with_static).
+        self._sees_static = [type(f).with_static is not Filter.with_static for f in self.filters]
+
+    def kept_by(self, request: CompiledRequest) -> Callable[[Workload], Sequence[Target]]:
+        """StateWorld's `statically_kept` for the request's workload: the index's targets
+        its static filters keep, from the masks compiled for it."""
+        targets = self.index.targets
+        found: list[Target] = []
+
+        def kept(workload: Workload) -> Sequence[Target]:
+            assert workload.name == request.workload.name, "asked of the request's workload"
+            if not found:  # built on first use, once: the static masks never change
+                found.extend(targets[p] for p in np.flatnonzero(request.static_keep).tolist())
+            return found
+
+        return kept
 
     def filter(self, name: str) -> Filter:
         for f in self.filters:
@@ -128,7 +155,7 @@ class Pipeline:
         ]
         static_masks: dict[int, BoolArray] = {}
         keep = np.ones(size, dtype=bool)
-        checks: list[tuple[Any, Any]] = []
+        dynamic_filters: list[int] = []
         takes: list[tuple[Any, Any]] = []
         for position, (f, part) in enumerate(zip(self.filters, prepared, strict=True)):
             # A filter with nothing to check for this workload (no constraints, no
@@ -141,9 +168,15 @@ class Pipeline:
                 static_masks[position] = mask
                 keep &= mask
             else:
-                checks.append((f.keep, part))
+                dynamic_filters.append(position)
             if self._consumers[position]:
                 takes.append((f.reserve, part))  # type: ignore[attr-defined]
+        for position in dynamic_filters:
+            if self._sees_static[position]:
+                prepared[position] = self.filters[position].with_static(
+                    prepared[position], keep, self.index
+                )
+        checks = [(self.filters[p].keep, prepared[p]) for p in dynamic_filters]
         score = np.zeros(size, dtype=np.float64)
         dynamic: list[tuple[Scorer, Any]] = []
         for scorer in self.scorers:

@@ -11,7 +11,7 @@ proposal at a time.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,8 +48,11 @@ class _Snapshot:
     """policy.base.World over the plan state as plain Python values, read once per unit
     (a unit's judgement reads every target, and nothing changes while it does)."""
 
-    def __init__(self, state: PlanState) -> None:
+    def __init__(
+        self, state: PlanState, kept: Callable[[Workload, World], Sequence[Target]]
+    ) -> None:
         self._state = state
+        self._kept = kept
         self._up: list[bool] = state.up.tolist()
         self._free: list[list[float]] = state.free.T.tolist()
         self._placed: dict[str, list[tuple[str, Target]]] = {}
@@ -87,6 +90,9 @@ class _Snapshot:
     def family_state(self, kind: type[State]) -> State:
         return self._state.family_state(kind)
 
+    def statically_kept(self, workload: Workload) -> Sequence[Target]:
+        return self._kept(workload, self)
+
 
 class ReferenceJudge:
     """loop.Judge, one target at a time."""
@@ -99,6 +105,22 @@ class ReferenceJudge:
         self.filters = pipeline.filters
         self.scorers = pipeline.scorers
         self._scores: tuple[Workload, FloatArray] | None = None
+        self._index = index
+        self._kept: dict[str, tuple[Workload, list[Target]]] = {}
+
+    def statically_kept(self, workload: Workload, world: World) -> Sequence[Target]:
+        """The inventory's targets that every static filter's `judge` keeps for the
+        workload, judged once per workload (their verdicts never change in a plan)."""
+        found = self._kept.get(workload.name)
+        if found is None or found[0] is not workload:
+            rules = [f.judge for f in self.filters if f.static and _asks(workload, f.needs)]
+            kept = [
+                target
+                for target in self._index.targets
+                if all(rule(workload, target, world) is None for rule in rules)
+            ]
+            found = self._kept[workload.name] = (workload, kept)
+        return found[1]
 
     def request(self, workload: Workload) -> Workload:
         return workload
@@ -117,7 +139,7 @@ class ReferenceJudge:
         self, workload: Workload, state: PlanState
     ) -> tuple[list[tuple[Reason | None, float]], list[Target]]:
         """`judge` on every target, written out: this loop is all the reference does."""
-        world = _Snapshot(state)
+        world = _Snapshot(state, self.statically_kept)
         targets = list(state.targets())
         # A rule whose request the workload lacks passes every target (Filter.needs).
         rules = [f.judge for f in self.filters if _asks(workload, f.needs)]
@@ -230,6 +252,18 @@ def reference_plan(
     for target_id, alive in (up or {}).items():
         state.up[index.position[target_id]] = alive
     reference = ReferenceJudge(index, families)
+    # The units that already run, where they run, as the planner's initial state has them
+    # (what they take is bookkeeping: the families' own reserve).
+    workloads = {w.name: w for w in spec.workloads}
+    for running in spec.running:
+        position = state.position(running.target)
+        if position is None:
+            continue
+        state.place(running.unit, running.workload, position)
+        if running.workload in workloads:
+            state.judging = running.unit
+            reference.reserve(workloads[running.workload], state, position)
+    state.judging = None
     result = PlanResult(spec, reference.families)
     context = loop.Context(reference, state, result)
     outcomes = loop.run(context, spec.workloads)

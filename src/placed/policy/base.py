@@ -222,6 +222,13 @@ class World(Protocol):
         """The state family `kind` keeps in this plan, as the plan state has it."""
         ...
 
+    def statically_kept(self, workload: Workload) -> Sequence[Target]:
+        """The inventory's targets that the workload's static filters keep (those whose
+        verdict never changes during a plan): where its units could go at all. Spread
+        takes its eligible domains from these, as kube-scheduler's nodeAffinityPolicy
+        Honor does."""
+        ...
+
 
 class Filter(ABC):
     """Removes targets. `prepare` runs once per workload (None: nothing to check for it,
@@ -249,6 +256,13 @@ class Filter(ABC):
     @abstractmethod
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         """The same rule for one target, in plain Python: None keeps it."""
+
+    def with_static(self, prepared: Any, keep: BoolArray, index: IndexView) -> Any:
+        """What `prepare` gave, told which of the index's targets the workload's static
+        filters keep (called once per workload, for a filter that reads the plan state):
+        a rule over where the workload could go at all (spread's eligible domains) takes
+        it from here. The default: nothing to add."""
+        return prepared
 
 
 class Consumer(ABC):
