@@ -150,8 +150,11 @@ def parse(argv: list[str]) -> Config:
         value = getattr(args, option)
         if value is not None and not 0 <= value <= 1_000_000:
             parser.error(f"--{option.replace('_', '-')} must be between 0 and 1,000,000")
-    if args.kubernetes_targets == 0:
-        parser.error("--kubernetes-targets must be at least 1")
+    # Fewer hosts than zones would leave a zone without hosts, a target of its own.
+    if args.kubernetes_targets is not None and args.kubernetes_targets < 3:
+        parser.error("--kubernetes-targets must be at least 3 (one host per zone)")
+    if args.kubernetes_large is not None and 0 < args.kubernetes_large < 3:
+        parser.error("--kubernetes-large must be 0 or at least 3 (one host per zone)")
     if args.quick:
         sizes, units, reference, mapping, names, repeat = (1000,), 500, 50, 10_000, 3, 2
         constraint_sizes, check_targets = (2_000,), 1_000
