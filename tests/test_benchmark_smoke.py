@@ -355,3 +355,22 @@ def test_only_new_keys_make_a_shape_unsupported() -> None:
     assert shapes._unsupported(SpecError("s", [unknown]), ("spread",))
     assert not shapes._unsupported(SpecError("s", [unknown]), ())
     assert not shapes._unsupported(SpecError("s", [unknown, other]), ("spread",))
+
+
+def test_a_shape_that_crashes_is_reported_and_fails_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A plan that raises is a row saying so, not a traceback; the run still prints its
+    report and exits 1."""
+    load_benchmark()
+    shapes = sys.modules["scenarios.kubernetes"]
+
+    def crash(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("the engine broke")
+
+    monkeypatch.setattr(shapes, "_time_plans", crash)
+    status, report = run_kubernetes_alone([*TINY, "0"])
+    assert status == 1
+    rows = kubernetes_rows(report)
+    assert rows["basic"]["placed"] == "**failed: RuntimeError: the engine broke**"
+    assert rows["basic"]["units/s"] == "-"
