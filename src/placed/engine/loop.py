@@ -79,6 +79,13 @@ class Judge(Protocol):
 
     def unplaced(self, request: Any, unit: str, state: PlanState) -> Unplaced: ...
 
+    def block(
+        self, request: Any, workload: Workload, units: list[str], state: PlanState
+    ) -> list[Placement]:
+        """Allocation: place the leading `units` together where that provably gives what
+        one at a time gives (engine/block.py); the placements made, [] for none."""
+        ...
+
     def unit_hashes(self, units: list[str]) -> U64: ...
 
 
@@ -181,7 +188,15 @@ class Allocation(Strategy):
             *context.again.get(workload.name, ()),
             *(workload.unit_key(i) for i in range(workload.units)),
         ]
-        for count, key in enumerate(keys):
+        start = 0
+        if not previous and not watching:
+            # Not in a simulation (a unit that stays is not placed again) nor while a unit
+            # is watched (its state is copied just before it is judged).
+            outcomes.extend(judge.block(request, workload, keys, state))
+            start = len(outcomes)
+            if start and context.progress is not None:
+                context.progress(context.done + start, context.total)
+        for count, key in enumerate(keys[start:], start):
             if previous:
                 kept = previous.get(key)
                 if isinstance(kept, Placement) and key in state.units:

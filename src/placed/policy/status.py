@@ -13,15 +13,25 @@ from placed.policy.base import (
     IndexView,
     PlanView,
     Reason,
+    Tracker,
     World,
 )
 
 _DOWN = Reason("status", "is down", "are down")
 
 
+class _StaysUp:
+    def land(self, position: int) -> bool:
+        return True
+
+
 class TargetUp(Filter):
     name = "status"
     summary = "the target (or a location above it) is down"
+    local = True  # units never take a target down
+
+    def tracker(self, prepared: bool, state: PlanView) -> Tracker:
+        return _StaysUp()
 
     def prepare(self, workload: Workload) -> bool:
         return True

@@ -1,0 +1,215 @@
+"""Block placement: an allocation workload's units placed together, with the answer the
+unit-by-unit loop gives.
+
+Unit by unit, each unit takes the highest-scoring target that passes every filter, ties
+going to its highest rendezvous weight (the lowest position among equal weights), and
+takes capacity there. When every filter that reads the plan state is `local` (a landing
+changes a verdict only where the unit landed) and every score is static, that loop is a
+serial dictatorship: unit i takes its best target among those the units before it left
+open. (It is also the stable assignment of engine/balance.py with every target
+preferring earlier units rather than heavier ones.) What changes from one unit to the
+next is only whether the target the last unit took still passes, so:
+
+- the candidates are split into score tiers once; the first tier with an open target is
+  the top, as it is for the loop when the better tiers have filled;
+- the weights of a batch of units over the tier's open targets are one numpy block. A
+  unit whose first choice in the block is still open when its turn comes takes it: the
+  open targets then are a subset of those the block saw, so it is its best among them.
+  Otherwise its best among the open ones is read from the same row;
+- each filter's `tracker` says whether a target still passes after each landing, with
+  the same float arithmetic as the consumer's reserve, and the capacity is reserved at
+  the end one landing at a time per target (so 0.1 + 0.2 lands as it would unit by unit).
+
+When no target is left open the remaining units go back to the loop, which judges them
+one at a time (fallbacks, failure events and summaries as ever).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from placed.engine.outcomes import Placement
+from placed.engine.selection import rendezvous_weights_into, stable_hashes
+from placed.engine.state import PlanState
+from placed.model import CONTAINER_KINDS, Workload
+from placed.policy.base import BoolArray, FloatArray, Tracker
+
+# Tests turn this off to compare block placement with the unit-by-unit loop.
+ENABLED = True
+# Cells (units x open targets) of one weight block: small enough to stay in cache.
+_CELLS = 1 << 16
+_MAX_BATCH = 256
+# A placement names at most this many tied targets, and one more to say "...".
+_NAMED = 6
+
+Positions = NDArray[np.intp]
+
+
+def trackers(request: Any, state: PlanState) -> list[Tracker] | None:
+    """The trackers of a compiled request's per-unit filters, or None when the workload
+    cannot be placed in blocks (a filter that is not local, a score that reads the state,
+    a consumer the trackers do not follow)."""
+    if not ENABLED or request.dynamic:
+        return None
+    found: list[Tracker] = []
+    followed = []
+    for f, part in request.stepwise:
+        if not f.local:
+            return None
+        tracker = f.tracker(part, state)
+        if tracker is None:
+            return None
+        found.append(tracker)
+        followed.append(f)
+    if any(all(c is not f for f in followed) for c in request.consumers):
+        return None
+    return found
+
+
+class _Tier:
+    """The open targets of one score tier, and the names a placement reports as tied."""
+
+    def __init__(self, positions: Positions, state: PlanState) -> None:
+        self.positions = positions
+        self.open = np.ones(positions.size, dtype=bool)
+        self.left = int(positions.size)
+        self.hashes = state.hashes[positions]
+        self._state = state
+        self._named: tuple[str, ...] = ()
+        self._last = -1  # the tier index of the last named target
+        self._name()
+
+    def _name(self) -> None:
+        first = np.flatnonzero(self.open[: self._scan()])[:_NAMED]
+        if first.size < _NAMED:
+            first = np.flatnonzero(self.open)[:_NAMED]
+        self._named = tuple(self._state.target_id(int(p)) for p in self.positions[first])
+        self._last = int(first[-1]) if first.size else -1
+
+    def _scan(self) -> int:
+        # Where the first names usually are: a little past the last named target.
+        return max(self._last + 1, 0) + 4 * _NAMED
+
+    @property
+    def tied(self) -> tuple[str, ...]:
+        return self._named if self.left > 1 else ()
+
+    def close(self, index: int) -> None:
+        self.open[index] = False
+        self.left -= 1
+        if index <= self._last or len(self._named) < _NAMED:
+            self._name()
+
+
+def place(
+    pipeline: Any,
+    request: Any,
+    workload: Workload,
+    keys: list[str],
+    state: PlanState,
+    follow: list[Tracker],
+) -> list[Placement]:
+    """Place the leading units of `keys` while any target passes; returns their
+    placements (the rest is the loop's)."""
+    keep: BoolArray = pipeline.feasible(request, state)
+    score: FloatArray = pipeline.scores(request, state)
+    candidates = np.flatnonzero(keep)
+    if candidates.size == 0:
+        return []
+    by_score = candidates[np.lexsort((candidates, -score[candidates]))]
+    scores = score[by_score]
+    starts = np.flatnonzero(np.r_[True, scores[1:] != scores[:-1]])
+    ends = np.r_[starts[1:], scores.size]
+    feasible = int(candidates.size)
+    total = state.size
+    unit_hashes = stable_hashes(keys)
+    name = workload.name
+    landed: dict[int, int] = {}
+    out: list[Placement] = []
+    done, units = 0, len(keys)
+    buffer = np.empty(_CELLS, dtype=np.uint64)
+    scratch = np.empty(_CELLS, dtype=np.uint64)
+    targets = _Targets(state)
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        tier = _Tier(np.sort(by_score[start:end]), state)
+        best = float(scores[start])
+        while done < units and tier.left:
+            seen = np.flatnonzero(tier.open)
+            width = int(seen.size)
+            rows = min(units - done, _MAX_BATCH, max(1, _CELLS // width))
+            shape = (rows, width)
+            weights = rendezvous_weights_into(
+                unit_hashes[done : done + rows],
+                tier.hashes[seen],
+                buffer[: rows * width].reshape(shape),
+                scratch[: rows * width].reshape(shape),
+            )
+            firsts = seen[np.argmax(weights, axis=1)].tolist()
+            is_open = tier.open
+            for row in range(rows):
+                index = firsts[row]
+                if not is_open[index]:
+                    still = np.flatnonzero(is_open[seen])
+                    index = int(seen[still[int(np.argmax(weights[row, still]))]])
+                position = int(tier.positions[index])
+                key = keys[done]
+                target_id, container = targets.get(position)
+                noted = state.note(key)
+                via, note = ("policy", "") if noted is None else noted
+                out.append(
+                    Placement(
+                        name,
+                        key,
+                        target_id,
+                        best,
+                        feasible,
+                        total,
+                        tier.tied,
+                        via,
+                        container=container,
+                        note=note,
+                        details=tuple(state.details(key).items()),
+                    )
+                )
+                state.place(key, name, position)
+                landed[position] = landed.get(position, 0) + 1
+                done += 1
+                if not all([tracker.land(position) for tracker in follow]):
+                    tier.close(index)
+                    feasible -= 1
+                    if not tier.left:
+                        break
+        if done == units:
+            break
+    _reserve(pipeline, request, state, landed)
+    return out
+
+
+class _Targets:
+    """(id, container kind) by position, looked up once per target a block lands on."""
+
+    def __init__(self, state: PlanState) -> None:
+        self._state = state
+        self._known: dict[int, tuple[str, str | None]] = {}
+
+    def get(self, position: int) -> tuple[str, str | None]:
+        known = self._known.get(position)
+        if known is None:
+            target = self._state.target(position)
+            kind = target.kind if target.kind in CONTAINER_KINDS else None
+            known = self._known[position] = (target.id, kind)
+        return known
+
+
+def _reserve(pipeline: Any, request: Any, state: PlanState, landed: dict[int, int]) -> None:
+    """Take every landing's share, one landing at a time per target: the same
+    subtractions, in the same order per target, as unit by unit."""
+    if not landed:
+        return
+    positions = np.fromiter(landed.keys(), dtype=np.intp, count=len(landed))
+    counts = np.fromiter(landed.values(), dtype=np.intp, count=len(landed))
+    for level in range(int(counts.max())):
+        pipeline.reserve(request, state, positions[counts > level])
