@@ -35,12 +35,12 @@ from placed.engine.outcomes import Placement
 from placed.engine.selection import rendezvous_weights_into, stable_hashes
 from placed.engine.state import PlanState
 from placed.model import CONTAINER_KINDS, Workload
-from placed.policy.base import BoolArray, FloatArray, Tracker
+from placed.policy.base import UNCHANGED, BoolArray, FloatArray, Tracker
 
 # Tests turn this off to compare block placement with the unit-by-unit loop.
 ENABLED = True
 # Cells (units x open targets) of one weight block: small enough to stay in cache.
-_CELLS = 1 << 16
+_CELLS = 1 << 15
 _MAX_BATCH = 256
 # A placement names at most this many tied targets, and one more to say "...".
 _NAMED = 6
@@ -62,7 +62,8 @@ def trackers(request: Any, state: PlanState) -> list[Tracker] | None:
         tracker = f.tracker(part, state)
         if tracker is None:
             return None
-        found.append(tracker)
+        if tracker is not UNCHANGED:
+            found.append(tracker)
         followed.append(f)
     if any(all(c is not f for f in followed) for c in request.consumers):
         return None
@@ -80,6 +81,7 @@ class _Tier:
         self._state = state
         self._named: tuple[str, ...] = ()
         self._last = -1  # the tier index of the last named target
+        self.tied: tuple[str, ...] = ()  # what a placement names as tied, as things stand
         self._name()
 
     def _name(self) -> None:
@@ -88,20 +90,19 @@ class _Tier:
             first = np.flatnonzero(self.open)[:_NAMED]
         self._named = tuple(self._state.target_id(int(p)) for p in self.positions[first])
         self._last = int(first[-1]) if first.size else -1
+        self.tied = self._named if self.left > 1 else ()
 
     def _scan(self) -> int:
         # Where the first names usually are: a little past the last named target.
         return max(self._last + 1, 0) + 4 * _NAMED
-
-    @property
-    def tied(self) -> tuple[str, ...]:
-        return self._named if self.left > 1 else ()
 
     def close(self, index: int) -> None:
         self.open[index] = False
         self.left -= 1
         if index <= self._last or len(self._named) < _NAMED:
             self._name()
+        elif self.left <= 1:
+            self.tied = ()
 
 
 def place(
@@ -132,7 +133,8 @@ def place(
     done, units = 0, len(keys)
     buffer = np.empty(_CELLS, dtype=np.uint64)
     scratch = np.empty(_CELLS, dtype=np.uint64)
-    targets = _Targets(state)
+    known, base = state.index.targets, len(state.index)
+    note, details, place_unit = state.note, state.details, state.place
     for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
         tier = _Tier(np.sort(by_score[start:end]), state)
         best = float(scores[start])
@@ -147,37 +149,45 @@ def place(
                 buffer[: rows * width].reshape(shape),
                 scratch[: rows * width].reshape(shape),
             )
-            firsts = seen[np.argmax(weights, axis=1)].tolist()
+            chosen = seen[np.argmax(weights, axis=1)]
+            firsts = chosen.tolist()
+            first_positions = tier.positions[chosen].tolist()
             is_open = tier.open
             for row in range(rows):
                 index = firsts[row]
-                if not is_open[index]:
+                if is_open[index]:
+                    position = first_positions[row]
+                else:
                     still = np.flatnonzero(is_open[seen])
                     index = int(seen[still[int(np.argmax(weights[row, still]))]])
-                position = int(tier.positions[index])
+                    position = int(tier.positions[index])
                 key = keys[done]
-                target_id, container = targets.get(position)
-                noted = state.note(key)
-                via, note = ("policy", "") if noted is None else noted
+                target = known[position] if position < base else state.target(position)
+                noted = note(key)
+                via, said = ("policy", "") if noted is None else noted
                 out.append(
                     Placement(
                         name,
                         key,
-                        target_id,
+                        target.id,
                         best,
                         feasible,
                         total,
                         tier.tied,
                         via,
-                        container=container,
-                        note=note,
-                        details=tuple(state.details(key).items()),
+                        container=target.kind if target.kind in CONTAINER_KINDS else None,
+                        note=said,
+                        details=tuple(details(key).items()),
                     )
                 )
-                state.place(key, name, position)
+                place_unit(key, name, position)
                 landed[position] = landed.get(position, 0) + 1
                 done += 1
-                if not all([tracker.land(position) for tracker in follow]):
+                fits = True
+                for tracker in follow:
+                    if not tracker.land(position):
+                        fits = False
+                if not fits:
                     tier.close(index)
                     feasible -= 1
                     if not tier.left:
@@ -186,22 +196,6 @@ def place(
             break
     _reserve(pipeline, request, state, landed)
     return out
-
-
-class _Targets:
-    """(id, container kind) by position, looked up once per target a block lands on."""
-
-    def __init__(self, state: PlanState) -> None:
-        self._state = state
-        self._known: dict[int, tuple[str, str | None]] = {}
-
-    def get(self, position: int) -> tuple[str, str | None]:
-        known = self._known.get(position)
-        if known is None:
-            target = self._state.target(position)
-            kind = target.kind if target.kind in CONTAINER_KINDS else None
-            known = self._known[position] = (target.id, kind)
-        return known
 
 
 def _reserve(pipeline: Any, request: Any, state: PlanState, landed: dict[int, int]) -> None:

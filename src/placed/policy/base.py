@@ -225,6 +225,17 @@ class Tracker(Protocol):
         ...
 
 
+class Unchanged:
+    """The tracker of a filter whose verdicts no landing changes (a target that is down
+    stays down): the engine leaves it out."""
+
+    def land(self, position: int) -> bool:
+        return True
+
+
+UNCHANGED = Unchanged()
+
+
 class Filter(ABC):
     """Removes targets. `prepare` runs once per workload (None: nothing to check for it,
     at no cost per unit); `keep` once per unit, or once per workload if `static`."""

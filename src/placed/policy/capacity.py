@@ -68,10 +68,13 @@ class _Room:
     def land(self, position: int) -> bool:
         left = self._left.get(position)
         if left is None:
-            left = [float(self._free[row, position]) for row in self._rows]
-        left = [free - amount for free, amount in zip(left, self._amounts, strict=True)]
-        self._left[position] = left
-        return all(free >= amount for free, amount in zip(left, self._amounts, strict=True))
+            left = self._left[position] = [float(self._free[row, position]) for row in self._rows]
+        fits = True
+        for i, amount in enumerate(self._amounts):
+            left[i] -= amount
+            if left[i] < amount:
+                fits = False
+        return fits
 
 
 class ResourcesFit(Filter, Consumer):

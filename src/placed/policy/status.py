@@ -6,6 +6,7 @@ from typing import ClassVar
 
 from placed.model import Target, Workload
 from placed.policy.base import (
+    UNCHANGED,
     BoolArray,
     Bound,
     Family,
@@ -20,18 +21,13 @@ from placed.policy.base import (
 _DOWN = Reason("status", "is down", "are down")
 
 
-class _StaysUp:
-    def land(self, position: int) -> bool:
-        return True
-
-
 class TargetUp(Filter):
     name = "status"
     summary = "the target (or a location above it) is down"
     local = True  # units never take a target down
 
     def tracker(self, prepared: bool, state: PlanView) -> Tracker:
-        return _StaysUp()
+        return UNCHANGED
 
     def prepare(self, workload: Workload) -> bool:
         return True
