@@ -1,5 +1,6 @@
 """Block placement (engine/block.py) gives what the unit-by-unit loop gives: the same
-outcomes, byte for byte, and the same capacity left, on inventories chosen to be hard for
+outcomes, byte for byte, and the same capacity left (and so do the verdicts it keeps
+across the units of a workload judged one at a time), on inventories chosen to be hard for
 it: capacities like 0.1 and 1/3 whose repeated subtraction rounds, several resources,
 equal scores and soft-tag tiers, targets already partly used, and workloads that run out
 of room part-way."""
@@ -16,10 +17,12 @@ from hypothesis import strategies as st
 from placed.engine import block
 from placed.engine.outcomes import Outcome
 from placed.engine.planner import Placement, Planner
+from placed.engine.rebalance import simulate
 from placed.engine.reference import reference_plan
 from placed.engine.report import plan_document
 from placed.model import Inventory, Location, Settings, Spec, TagRules, Workload
 from placed.model.spec import Running
+from placed.policy.distinct import Distinct
 from placed.policy.tags import Tagged
 
 RESOURCES = ("cpu", "mem", "gpu")
@@ -54,7 +57,12 @@ def _specs(draw: st.DrawFn) -> Spec:
             resources=draw(
                 st.dictionaries(st.sampled_from(RESOURCES), st.sampled_from(AMOUNTS), min_size=1)
             ),
-            requests=(Tagged(draw(st.frozensets(st.sampled_from(TAGS), max_size=2))),),
+            requests=(
+                Tagged(draw(st.frozensets(st.sampled_from(TAGS), max_size=2))),
+                # `distinct` is not local: such a workload goes one unit at a time, with
+                # the local verdicts kept across its units (block.Following).
+                *draw(st.sampled_from([(), (), (Distinct("rack"),), (Distinct("host"),)])),
+            ),
         )
         for w in range(draw(st.integers(1, 3)))
     )
@@ -132,3 +140,27 @@ def _left(free: float, times: int, amount: float) -> float:
 def _per_target(placed: list[Placement]) -> list[int]:
     targets = [p.target for p in placed]
     return [targets.count(f"t{i}") for i in range(4)]
+
+
+def _simulate(spec: Spec, down: list[str], enabled: bool) -> tuple[str, list[Outcome], bytes]:
+    saved = block.ENABLED
+    block.ENABLED = enabled
+    try:
+        found = simulate(Planner(spec), down, [])
+    finally:
+        block.ENABLED = saved
+    assert found.state is not None
+    document = json.dumps(found.to_dict()) + json.dumps(plan_document(found.after))
+    return document, found.after.outcomes, found.state.free.tobytes()
+
+
+@settings(max_examples=200, deadline=None)
+@given(_specs(), st.data())
+def test_a_simulation_keeps_its_verdicts_as_it_judges_every_unit(
+    spec: Spec, data: st.DataObject
+) -> None:
+    # A simulation places units one at a time (those that stay are not placed again),
+    # with the capacity verdicts kept across a workload's units.
+    ids = [t.id for t in spec.inventory.targets]
+    down = data.draw(st.lists(st.sampled_from(ids), max_size=3, unique=True))
+    assert _simulate(spec, down, enabled=True) == _simulate(spec, down, enabled=False)

@@ -207,3 +207,49 @@ def _reserve(pipeline: Any, request: Any, state: PlanState, landed: dict[int, in
     counts = np.fromiter(landed.values(), dtype=np.intp, count=len(landed))
     for level in range(int(counts.max())):
         pipeline.reserve(request, state, positions[counts > level])
+
+
+class Following:
+    """Incremental selection for the units the loop judges one at a time: the verdicts of
+    the static filters and of the `local` ones are kept across a workload's units, and
+    after each landing only the target the unit took is looked at again; the filters
+    that are not local (`distinct`) are judged in full for every unit, as before."""
+
+    def __init__(self, pipeline: Any, request: Any, state: PlanState) -> None:
+        keep: BoolArray = pipeline.static_keep(request, state).copy()
+        self._checks: list[tuple[Any, Any]] = []
+        self._trackers: list[Tracker] = []
+        for f, part in request.stepwise:
+            tracker = f.tracker(part, state) if f.local else None
+            if tracker is None:
+                self._checks.append((f.keep, part))
+                continue
+            keep &= f.keep(part, state)
+            if tracker is not UNCHANGED:
+                self._trackers.append(tracker)
+        self._keep = keep
+        self.size = state.size
+
+    def feasible(self, state: PlanState) -> BoolArray:
+        keep = self._keep.copy()
+        for check, part in self._checks:
+            keep &= check(part, state)
+        return keep
+
+    def land(self, position: int) -> None:
+        """A unit lands at `position`; called before its share is reserved (a tracker
+        reads what is free there the first time it is asked)."""
+        fits = True
+        for tracker in self._trackers:
+            if not tracker.land(position):
+                fits = False
+        if not fits:
+            self._keep[position] = False
+
+
+def following(pipeline: Any, request: Any, state: PlanState) -> Following | None:
+    """A Following for the request, or None when nothing would be saved (no local filter
+    to keep) or the fast paths are off."""
+    if not ENABLED or not any(f.local for f, _ in request.stepwise):
+        return None
+    return Following(pipeline, request, state)

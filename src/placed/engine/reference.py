@@ -240,6 +240,9 @@ class ReferenceJudge:
     ) -> list[Placement]:
         return []  # the oracle judges every unit on its own
 
+    def follow(self, request: Workload, state: PlanState) -> None:
+        return None
+
 
 def reference_plan(
     spec: Spec, up: dict[str, bool] | None = None, families: Sequence[Family] = FAMILIES
