@@ -131,8 +131,10 @@ def place(
     landed: dict[int, int] = {}
     out: list[Placement] = []
     done, units = 0, len(keys)
-    buffer = np.empty(_CELLS, dtype=np.uint64)
-    scratch = np.empty(_CELLS, dtype=np.uint64)
+    # As big as the first block needs, and never smaller than one row of any tier.
+    cells = max(min(_CELLS, units * int(ends[0] - starts[0])), int(scores.size))
+    buffer = np.empty(cells, dtype=np.uint64)
+    scratch = np.empty(cells, dtype=np.uint64)
     known, base = state.index.targets, len(state.index)
     note, details, place_unit = state.note, state.details, state.place
     for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
@@ -141,7 +143,7 @@ def place(
         while done < units and tier.left:
             seen = np.flatnonzero(tier.open)
             width = int(seen.size)
-            rows = min(units - done, _MAX_BATCH, max(1, _CELLS // width))
+            rows = min(units - done, _MAX_BATCH, max(1, buffer.size // width))
             shape = (rows, width)
             weights = rendezvous_weights_into(
                 unit_hashes[done : done + rows],

@@ -202,7 +202,8 @@ class Allocation(Strategy):
             start = len(outcomes)
             if start and context.progress is not None:
                 context.progress(context.done + start, context.total)
-        context.following = judge.follow(request, state) if start < len(keys) else None
+        # Verdicts kept across units pay off from the second unit judged on.
+        context.following = judge.follow(request, state) if len(keys) - start > 1 else None
         for count, key in enumerate(keys[start:], start):
             if previous:
                 kept = previous.get(key)
