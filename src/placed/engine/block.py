@@ -42,7 +42,7 @@ ENABLED = True
 # Cells (units x open targets) of one weight block: small enough to stay in cache.
 _CELLS = 1 << 15
 _MAX_BATCH = 256
-# A placement names at most this many tied targets, and one more to say "...".
+# The tied targets a placement names: the loop's five, and a sixth that says "...".
 _NAMED = 6
 
 Positions = NDArray[np.intp]
@@ -120,6 +120,8 @@ def place(
     candidates = np.flatnonzero(keep)
     if candidates.size == 0:
         return []
+    if not np.isfinite(score[candidates]).all():
+        return []  # a NaN ties with nothing: the loop's own comparisons decide
     by_score = candidates[np.lexsort((candidates, -score[candidates]))]
     scores = score[by_score]
     starts = np.flatnonzero(np.r_[True, scores[1:] != scores[:-1]])
@@ -139,7 +141,6 @@ def place(
     note, details, place_unit = state.note, state.details, state.place
     for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
         tier = _Tier(np.sort(by_score[start:end]), state)
-        best = float(scores[start])
         while done < units and tier.left:
             seen = np.flatnonzero(tier.open)
             width = int(seen.size)
@@ -172,7 +173,7 @@ def place(
                         name,
                         key,
                         target.id,
-                        best,
+                        float(score[position]),
                         feasible,
                         total,
                         tier.tied,
