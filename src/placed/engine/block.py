@@ -130,7 +130,7 @@ def place(
     total = state.size
     unit_hashes = stable_hashes(keys)
     name = workload.name
-    landed: dict[int, int] = {}
+    landed: list[int] = []
     out: list[Placement] = []
     done, units = 0, len(keys)
     # As big as the first block needs, and never smaller than one row of any tier.
@@ -184,7 +184,7 @@ def place(
                     )
                 )
                 place_unit(key, name, position)
-                landed[position] = landed.get(position, 0) + 1
+                landed.append(position)
                 done += 1
                 fits = True
                 for tracker in follow:
@@ -201,13 +201,12 @@ def place(
     return out
 
 
-def _reserve(pipeline: Any, request: Any, state: PlanState, landed: dict[int, int]) -> None:
+def _reserve(pipeline: Any, request: Any, state: PlanState, landed: list[int]) -> None:
     """Take every landing's share, one landing at a time per target: the same
     subtractions, in the same order per target, as unit by unit."""
     if not landed:
         return
-    positions = np.fromiter(landed.keys(), dtype=np.intp, count=len(landed))
-    counts = np.fromiter(landed.values(), dtype=np.intp, count=len(landed))
+    positions, counts = np.unique(np.array(landed, dtype=np.intp), return_counts=True)
     for level in range(int(counts.max())):
         pipeline.reserve(request, state, positions[counts > level])
 
