@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placed.engine.outcomes import Placement
-from placed.engine.selection import rendezvous_weights_into, stable_hashes
+from placed.engine.selection import U64, rendezvous_weights_into, stable_hashes
 from placed.engine.state import PlanState
 from placed.model import CONTAINER_KINDS, Workload
 from placed.policy.base import UNCHANGED, BoolArray, FloatArray, Tracker
@@ -82,6 +82,7 @@ class _Tier:
         self._named: tuple[str, ...] = ()
         self._last = -1  # the tier index of the last named target
         self.tied: tuple[str, ...] = ()  # what a placement names as tied, as things stand
+        self._seen: tuple[Positions, U64] | None = None
         self._name()
 
     def _name(self) -> None:
@@ -96,9 +97,17 @@ class _Tier:
         # Where the first names usually are: a little past the last named target.
         return max(self._last + 1, 0) + 4 * _NAMED
 
+    def seen(self) -> tuple[Positions, U64]:
+        """The open targets' tier indices and hashes (kept until a target closes)."""
+        if self._seen is None:
+            seen = np.flatnonzero(self.open)
+            self._seen = (seen, self.hashes[seen])
+        return self._seen
+
     def close(self, index: int) -> None:
         self.open[index] = False
         self.left -= 1
+        self._seen = None
         if index <= self._last or len(self._named) < _NAMED:
             self._name()
         elif self.left <= 1:
@@ -142,13 +151,13 @@ def place(
     for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
         tier = _Tier(np.sort(by_score[start:end]), state)
         while done < units and tier.left:
-            seen = np.flatnonzero(tier.open)
+            seen, seen_hashes = tier.seen()
             width = int(seen.size)
             rows = min(units - done, _MAX_BATCH, max(1, buffer.size // width))
             shape = (rows, width)
             weights = rendezvous_weights_into(
                 unit_hashes[done : done + rows],
-                tier.hashes[seen],
+                seen_hashes,
                 buffer[: rows * width].reshape(shape),
                 scratch[: rows * width].reshape(shape),
             )
