@@ -112,6 +112,10 @@ class CompiledRequest:
     # (each judged once), so that a unit pays numpy, not a Python pass, for them.
     created_keep: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     created_score: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    # The filters behind `checks` with their parts, and every consumer behind `takes`:
+    # what engine/block.py asks whether a block of units can skip the per-unit judging.
+    stepwise: list[tuple[Filter, Any]] = field(default_factory=list)
+    consumers: list[Filter] = field(default_factory=list)
 
 
 class Pipeline:
@@ -157,6 +161,7 @@ class Pipeline:
         keep = np.ones(size, dtype=bool)
         dynamic_filters: list[int] = []
         takes: list[tuple[Any, Any]] = []
+        consumers: list[Filter] = []
         for position, (f, part) in enumerate(zip(self.filters, prepared, strict=True)):
             # A filter with nothing to check for this workload (no constraints, no
             # namespace, no resources) prepares None and costs nothing per unit, as
@@ -171,12 +176,14 @@ class Pipeline:
                 dynamic_filters.append(position)
             if self._consumers[position]:
                 takes.append((f.reserve, part))  # type: ignore[attr-defined]
+                consumers.append(f)
         for position in dynamic_filters:
             if self._sees_static[position]:
                 prepared[position] = self.filters[position].with_static(
                     prepared[position], keep, self.index
                 )
         checks = [(self.filters[p].keep, prepared[p]) for p in dynamic_filters]
+        stepwise = [(self.filters[p], prepared[p]) for p in dynamic_filters]
         score = np.zeros(size, dtype=np.float64)
         dynamic: list[tuple[Scorer, Any]] = []
         for scorer in self.scorers:
@@ -190,7 +197,16 @@ class Pipeline:
             else:
                 dynamic.append((scorer, part))
         return CompiledRequest(
-            workload, prepared, static_masks, keep, score, checks, takes, dynamic=dynamic
+            workload,
+            prepared,
+            static_masks,
+            keep,
+            score,
+            checks,
+            takes,
+            dynamic=dynamic,
+            stepwise=stepwise,
+            consumers=consumers,
         )
 
     def _created(self, request: CompiledRequest, state: PlanState) -> list[_Judged]:

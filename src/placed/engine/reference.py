@@ -243,6 +243,14 @@ class ReferenceJudge:
     def unit_hashes(self, units: list[str]) -> U64:
         return stable_hashes(units)
 
+    def block(
+        self, request: Workload, workload: Workload, units: list[str], state: PlanState
+    ) -> list[Placement]:
+        return []  # the oracle judges every unit on its own
+
+    def follow(self, request: Workload, state: PlanState) -> None:
+        return None
+
 
 def reference_plan(
     spec: Spec, up: dict[str, bool] | None = None, families: Sequence[Family] = FAMILIES

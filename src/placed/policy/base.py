@@ -230,6 +230,26 @@ class World(Protocol):
         ...
 
 
+class Tracker(Protocol):
+    """One workload's verdicts of a `local` filter followed through a block of its units
+    (engine/block.py), without touching the plan state."""
+
+    def land(self, position: int) -> bool:
+        """One more unit lands at `position`: whether the target still passes."""
+        ...
+
+
+class Unchanged:
+    """The tracker of a filter whose verdicts no landing changes (a target that is down
+    stays down): the engine leaves it out."""
+
+    def land(self, position: int) -> bool:
+        return True
+
+
+UNCHANGED = Unchanged()
+
+
 class Filter(ABC):
     """Removes targets. `prepare` runs once per workload (None: nothing to check for it,
     at no cost per unit); `keep` once per unit, or once per workload if `static`."""
@@ -242,12 +262,23 @@ class Filter(ABC):
     # The request type without which a workload passes every target (no tags: nothing
     # is forbidden). The pipeline and the reference skip the filter for such workloads.
     needs: ClassVar[type | None] = None
+    # A unit that lands changes this filter's verdicts at most at the target it lands on
+    # (capacity does; `distinct` over racks does not). Only then can the engine follow a
+    # workload's units without judging every target again (see `tracker`).
+    local: ClassVar[bool] = False
 
     @abstractmethod
     def prepare(self, workload: Workload) -> Any | None: ...
 
     @abstractmethod
     def keep(self, prepared: Any, state: PlanView) -> BoolArray: ...
+
+    def tracker(self, prepared: Any, state: PlanView) -> Tracker | None:
+        """A `local` filter's verdicts followed unit by unit from the state as it stands,
+        exactly as `keep` would give them after each landing (the same float arithmetic
+        as the consumer's reserve); None: the filter cannot say, so the workload's units
+        are judged one at a time."""
+        return None
 
     @abstractmethod
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:

@@ -68,6 +68,9 @@ class _Hard:
     # the reference does, without sorting names for each explanation).
     eligible: tuple[BoolArray, ...] | None = None
     ranks: tuple[Codes, ...] = ()
+    # The positions the static filters keep: a location is eligible only through one of
+    # them that is up, not through any up target.
+    kept: Codes | None = None
 
 
 def _hard(workload: Workload) -> tuple[SpreadTerm, ...]:
@@ -106,15 +109,17 @@ def skew_reason(
     )
 
 
-def _live(eligible: BoolArray, level: str, state: PlanView) -> BoolArray:
-    """The eligible locations that hold a target up now: all of them, unless some target
-    is down (a what-if, a failed host), when one count over the up targets tells."""
+def _live(prepared: _Hard, eligible: BoolArray, level: str, state: PlanView) -> BoolArray:
+    """The eligible locations that hold a target up now and kept by the static filters:
+    all of them, unless some target is down (a what-if, a failed host), when one count
+    over the kept targets that are up tells."""
     up = state.up
     if up.all():
         return eligible
+    assert prepared.kept is not None, "the pipeline gives spread its static mask"
+    kept = prepared.kept
     holding = np.zeros(eligible.size, dtype=bool)
-    codes = state.level_column(level)[up]
-    holding[codes[codes < eligible.size]] = True
+    holding[state.level_column(level)[kept[up[kept]]]] = True
     return eligible & holding
 
 
@@ -154,7 +159,9 @@ class SpreadSkew(Filter):
             values[0] = False  # "no location of that kind" is no location
             eligible.append(values)
             ranks.append(self._rank(term.over, ids))
-        found = _Hard(prepared.group, prepared.terms, tuple(eligible), tuple(ranks))
+        found = _Hard(
+            prepared.group, prepared.terms, tuple(eligible), tuple(ranks), np.flatnonzero(keep)
+        )
         self._eligible[prepared.group] = found
         self._eligible.move_to_end(prepared.group)
         if len(self._eligible) > REMEMBERED:
@@ -178,7 +185,7 @@ class SpreadSkew(Filter):
             column = state.level_column(term.over)
             # Judged per location (code 0, no location, never fits), then gathered: one
             # pass over the targets per term.
-            least = _fewest(counts, _live(eligible, term.over, state))
+            least = _fewest(counts, _live(prepared, eligible, term.over, state))
             room = counts <= least + term.max_skew - 1
             room[0] = False
             fits: BoolArray = room[column]
@@ -195,7 +202,7 @@ class SpreadSkew(Filter):
             code = int(state.level_column(term.over)[position])
             if code == 0:
                 return outside_reason(workload.name, term.over)
-            eligible = _live(eligible, term.over, state)
+            eligible = _live(found, eligible, term.over, state)
             least = _fewest(counts, eligible)
             here = int(counts[code])
             if here + 1 - least > term.max_skew:

@@ -6,6 +6,7 @@ from typing import ClassVar
 
 from placed.model import Target, Workload
 from placed.policy.base import (
+    UNCHANGED,
     BoolArray,
     Bound,
     Family,
@@ -13,6 +14,7 @@ from placed.policy.base import (
     IndexView,
     PlanView,
     Reason,
+    Tracker,
     World,
 )
 
@@ -22,6 +24,10 @@ _DOWN = Reason("status", "is down", "are down")
 class TargetUp(Filter):
     name = "status"
     summary = "the target (or a location above it) is down"
+    local = True  # units never take a target down
+
+    def tracker(self, prepared: bool, state: PlanView) -> Tracker:
+        return UNCHANGED
 
     def prepare(self, workload: Workload) -> bool:
         return True
