@@ -136,6 +136,11 @@ class PropertyColumns:
         which = np.array(entries, dtype=np.intp)
 
         def spread(values: NDArray[Any], fill: Any) -> NDArray[Any]:
+            blank = np.isnan(values) if fill != fill else values == fill
+            if blank.all():
+                # No target has this kind of value here (a text column's numbers): one
+                # read-only value seen at every position, which takes no memory per target.
+                return np.broadcast_to(np.array(fill, dtype=values.dtype), (size,))
             out = np.full(size, fill, dtype=values.dtype)
             out[at] = values[which]
             return out
