@@ -145,7 +145,7 @@ def _plain_scalars(raw: Mapping[Any, Any], owner: str) -> dict[str, Property] | 
 # targets share one frozen value each instead of holding copies. Bounded; it starts
 # again when full, so unique values cannot make it grow without end.
 _SHARED: dict[tuple[Any, ...], Any] = {}
-_SHARED_KEPT = 100_000
+_SHARED_KEPT = 20_000  # a service keeps it between loads: kept small
 
 
 def _plain_value(value: Any, where: Path, out: Collector) -> bool:
