@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from placed.spec import SpecError, load_specs_text
 from placed.spec import source as spec_source
@@ -266,3 +268,53 @@ def test_nesting_past_the_bound_goes_to_the_careful_read(monkeypatch: pytest.Mon
     assert spec_source._fast_yaml(spec) is None
     with pytest.raises(SpecError, match="nests more than 5 levels deep"):
         load_specs_text(spec, "spec.yaml")
+
+
+# -- random documents: the fast read gives the careful read's data, or gives up ------------
+
+_WORDS = ["a", "b", "yes", "No", "1", "0x1F", "017", "1_000", "~", "null", "", "1.5", ".inf"]
+_WORDS += ["2024-01-01", "2024-01-01T03:04:05Z", "<<", "=", "1:30", "-7", "+3", "9" * 19]
+_scalars = st.one_of(
+    st.sampled_from(_WORDS),
+    st.integers(-(10**20), 10**20),
+    st.sampled_from([10**17, 10**18, -(10**18), 10**19]),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False),
+    st.text(alphabet="ab :-#&*!'\"", max_size=5),
+)
+_documents = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.one_of(st.sampled_from(_WORDS), st.integers(0, 3)), inner, max_size=4),
+    ),
+    max_leaves=25,
+)
+
+
+def _careful(spec: str) -> list[Any] | None:
+    try:
+        return [spec_source._convert(root, "spec.yaml") for root in spec_source._compose(spec, "")]
+    except SpecError:
+        return None
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    _documents,
+    st.booleans(),
+    st.integers(0, 40),
+    st.sampled_from(["", "---\n", "x: &a [1]\ny: *a\n", "a: 1\na: 2\n", "!!str a: b\n"]),
+)
+def test_random_documents_read_alike(data: Any, flow: bool, line: int, extra: str) -> None:
+    spec = yaml.safe_dump(data, default_flow_style=flow, allow_unicode=True)
+    lines = spec.splitlines(keepends=True)
+    if lines and line < len(lines):
+        lines.insert(line, lines[line])  # a line twice: often a duplicate key
+    for text in ("".join(lines), spec + "---\n" + extra, extra + spec):
+        fast = spec_source._fast_yaml(text)
+        if fast is not None:
+            careful = _careful(text)
+            assert careful is not None, text
+            assert repr(fast) == repr(careful), text
