@@ -42,3 +42,14 @@ def test_a_second_spec_reads_its_own_values() -> None:
     assert dict(second[0].capacity) == {"cpu": 16, "memory": 32}
     assert second[0].properties["purpose"].value == "x"
     assert first[0].properties["purpose"].value == "lab"
+
+
+def test_values_equal_in_python_but_written_apart_stay_apart() -> None:
+    spec = (
+        "inventory:\n  - {id: a, properties: {n: -0.0, b: true}}\n"
+        "  - {id: b, properties: {n: 0.0, b: 1}}\n"
+    )
+    a, b = load_spec_text(spec).inventory.targets
+    assert str(a.properties["n"].value) == "-0.0" and str(b.properties["n"].value) == "0.0"
+    assert a.properties["b"].value is True and b.properties["b"].value == 1.0
+    assert b.properties["b"].kind == "number"

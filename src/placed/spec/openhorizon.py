@@ -121,7 +121,8 @@ def _plain_scalars(raw: Mapping[Any, Any], owner: str) -> dict[str, Property] | 
             value = float(value)
         elif kind is float and not math.isfinite(value):
             return None
-        key = (name, kind, value)
+        # The sign too: -0.0 == 0.0, yet each is shown as written.
+        key = (name, kind, value, math.copysign(1.0, value) if kind is float else 0)
         prop = _SHARED.get(key)
         if prop is None:
             prop = Property(name, value)
