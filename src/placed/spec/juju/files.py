@@ -1186,10 +1186,14 @@ def bundle_plans(
     status: Status | None,
     out: Collector,
     assignment: Assignment | None = None,
+    positions: bool = True,
 ) -> Directed:
     """The plan of each unit to add. A bundle (`declared` given) passes the entry each
     unit takes (`_assign`); every other entry is still read for its mistakes. A native
-    spec's `to:` gives entry i to unit i, units that run taking the first ones."""
+    spec's `to:` gives entry i to unit i, units that run taking the first ones.
+    `positions`: record each plan's line and column (a native spec does not: only a
+    deployer file's --portable errors read them, and finding them composes the whole
+    file's node tree, seconds at 100,000 targets)."""
     plans: dict[str, UnitPlan] = {}
     names = service.unit_names()
     existing = set(service.existing)
@@ -1221,7 +1225,9 @@ def bundle_plans(
         entry, where = entries[min(index, len(entries) - 1)]
         if unit in existing:
             continue
-        plan = _at(read(entry, index, where, counters), where, out)
+        plan = read(entry, index, where, counters)
+        if positions:
+            plan = _at(plan, where, out)
         if plan is not None:
             plans[unit] = plan
     return Directed(
