@@ -11,10 +11,14 @@ from numpy.typing import NDArray
 
 from placed.model import Property, Target, Workload
 from placed.policy.base import BoolArray, Bound, Family, Filter, IndexView, PlanView, Reason, World
-from placed.policy.builtins import node_properties, workload_constraints, workload_properties
+from placed.policy.builtins import (
+    node_columns,
+    node_properties,
+    workload_constraints,
+    workload_properties,
+)
 from placed.policy.deployment import Deployment
 from placed.policy.expressions import All, Comparison, Constraint, parse_constraint
-from placed.policy.expressions.columns import PropertyColumns
 from placed.policy.expressions.evaluate import holds, satisfied
 from placed.policy.expressions.syntax import Node
 
@@ -94,8 +98,7 @@ class WorkloadConstraint(Filter):
     needs = Deployment
 
     def __init__(self, targets: Sequence[Target]) -> None:
-        self.properties = [node_properties(target) for target in targets]
-        self.columns = PropertyColumns(self.properties)
+        self.columns = node_columns(targets)
 
     def prepare(self, workload: Workload) -> BoolArray | None:
         texts = workload_constraints(workload)
@@ -105,7 +108,7 @@ class WorkloadConstraint(Filter):
         return prepared
 
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
-        return workload_constraint_reason(workload, self.properties[position])
+        return workload_constraint_reason(workload, node_properties(target))
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         wanted = workload_constraints(workload)

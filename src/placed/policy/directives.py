@@ -36,9 +36,8 @@ from placed.policy.base import (
     Reason,
     World,
 )
-from placed.policy.builtins import node_properties
+from placed.policy.builtins import node_columns, node_properties
 from placed.policy.expressions import parse_constraint
-from placed.policy.expressions.columns import PropertyColumns
 from placed.policy.expressions.evaluate import satisfied
 
 MACHINE = "machine"
@@ -300,8 +299,7 @@ class _Columns:
 
     def __init__(self, targets: list[Target] | tuple[Target, ...]) -> None:
         self.size = len(targets)
-        self.properties = [node_properties(target) for target in targets]
-        self.columns = PropertyColumns(self.properties)
+        self.columns = node_columns(targets)
         self.tags: dict[str, list[int]] = {}
         for position, target in enumerate(targets):
             for tag in target.tags:

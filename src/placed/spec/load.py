@@ -8,6 +8,7 @@ import difflib
 import gc
 import math
 import re
+import sys
 import types
 import typing
 from collections.abc import Iterator, Sequence
@@ -486,6 +487,7 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
     problems: list[Problem] = []
     out = Collector(sources, problems)
     seen: dict[str, Path] = {}
+    capacities = _Capacities()
 
     def location(spec: LocationSpec, path: Path) -> Location:
         first = seen.get(spec.id)
@@ -534,7 +536,7 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
         return Location(
             id=spec.id,
             kind=spec.kind,
-            tags=frozenset(spec.tags),
+            tags=frozenset(map(sys.intern, spec.tags)),
             properties=openhorizon.properties(spec.properties, (*path, "properties"), "node", out),
             constraints=(
                 openhorizon.constraints(spec.constraints, (*path, "constraints"), out)
@@ -543,7 +545,7 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
             ),
             agent=openhorizon.agent(spec, path, out),
             rules=rules,
-            capacity=dict(spec.capacity) if spec.capacity is not None else None,
+            capacity=capacities.get(spec.capacity) if spec.capacity is not None else None,
             status=spec.status,
             children=children,
         )
@@ -621,6 +623,21 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
         ),
         storage=storage,
     )
+
+
+class _Capacities:
+    """One dict per distinct capacity: a fleet has a few dozen shapes of host, and no one
+    changes a location's capacity once it is read (targets only read it)."""
+
+    def __init__(self) -> None:
+        self._shared: dict[tuple[tuple[str, float], ...], dict[str, float]] = {}
+
+    def get(self, capacity: dict[str, float]) -> dict[str, float]:
+        key = tuple(capacity.items())
+        found = self._shared.get(key)
+        if found is None:
+            found = self._shared[key] = dict(capacity)
+        return found
 
 
 def _workload(
