@@ -48,6 +48,13 @@ class Config:
     quick: bool
     profile: bool
     write: Path | None
+    # The Kubernetes shapes' sizes (None: the scenario's own for --quick or a full run):
+    # the targets of the 5,000-target shapes, and the targets and units of the large one
+    # (0 leaves it out).
+    kubernetes_targets: int | None = None
+    kubernetes_large: int | None = None
+    kubernetes_budget: float | None = None  # seconds the large shape's plan may take
+    only: str | None = None  # run this scenario alone
 
 
 @dataclass(frozen=True, slots=True)

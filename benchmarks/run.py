@@ -8,10 +8,13 @@ tables against JSON), `juju` (issue 9: a 10,000-unit bundle against the plain pi
 `dedication` (issue 10: 10,000 hosts, a 3-level domain tree, fast path against the
 reference), and `acceptance`, which judges what the others measured. `check_fleet` (issue
 15: `placed check --summary` on 5,000 workloads x 1,000 targets, run as a user runs it)
-runs after `check`. `service.py` (issue 16: claims through the HTTP API of a real `placed
-serve`, on SQLite and PostgreSQL; issue 17: a policy change re-evaluating 10,000
-every-mode units) runs after `dedication`, and `controller.py` (issue 17: from a missed
-heartbeat to every unit moved) after it; both also run alone.
+runs after `check`. `kubernetes` (issue 18: the shapes kube-scheduler's scheduler_perf
+publishes figures for, at 5,000 and 100,000 hosts, each against the reference) runs after
+`dedication`; `--only kubernetes` runs it alone. `service.py` (issue 16: claims through
+the HTTP API of a real `placed serve`, on SQLite and PostgreSQL; issue 17: a policy
+change re-evaluating 10,000 every-mode units) runs after `dedication`, and
+`controller.py` (issue 17: from a missed heartbeat to every unit moved) after it; both
+also run alone.
 `harness.py` holds the configuration and the timing, profiling and table helpers;
 `inventories.py` the random problems the scenarios share. `compare.py` runs this file
 against two source trees.
@@ -56,10 +59,14 @@ from scenarios import (
     constraints,
     dedication,
     juju,
+    kubernetes,
     loading,
     mapping,
     mapping_scale,
 )
+
+# The scenarios `--only` can run alone.
+ONLY = ("kubernetes",)
 
 
 def render(config: Config, sections: list[list[str]], argv: list[str]) -> str:
@@ -73,6 +80,13 @@ def render(config: Config, sections: list[list[str]], argv: list[str]) -> str:
         "",
         f"Machine: {machine()}.",
         "",
+    ]
+    if config.only is not None:
+        lines += [f"Seed {config.seed}. Only the `{config.only}` scenario (`--only`).", ""]
+        for section in sections:
+            lines += section
+        return "\n".join(lines) + "\n"
+    lines += [
         f"Seed {config.seed}. A vocabulary of {VOCABULARY_SIZE} tags. Each target has 10-30 "
         f"tags, 0-2 hard-affinity tags from the {COMMON_HEAD} most common ones, 1-4 "
         f"hard-anti-affinity tags from the rarer ones (rank >= {RARE_FROM}), 8-12 soft-affinity "
@@ -101,9 +115,46 @@ def parse(argv: list[str]) -> Config:
     parser.add_argument(
         "--profile",
         action="store_true",
-        help="print a cProfile of the fast engine at the largest size to stderr",
+        help="print a cProfile of the fast engine at the largest size to stderr, and a "
+        "pyinstrument profile of each Kubernetes shape",
+    )
+    parser.add_argument(
+        "--only",
+        choices=ONLY,
+        help="run this scenario alone (its section and exit status only)",
+    )
+    parser.add_argument(
+        "--kubernetes-targets",
+        type=int,
+        metavar="N",
+        help="targets of the Kubernetes shapes (default 5,000; 500 with --quick)",
+    )
+    parser.add_argument(
+        "--kubernetes-large",
+        type=int,
+        metavar="N",
+        help="targets and units of the large Kubernetes shape (default 100,000; 2,000 with "
+        "--quick; 0 leaves it out)",
+    )
+    parser.add_argument(
+        "--kubernetes-budget",
+        type=float,
+        metavar="SECONDS",
+        help="stop the large Kubernetes shape's plan after this long and report the units "
+        "placed by then (default 60; 0: no limit)",
     )
     args = parser.parse_args(argv)
+    if args.kubernetes_budget is not None and not 0 <= args.kubernetes_budget <= 86_400:
+        parser.error("--kubernetes-budget must be between 0 and 86,400 seconds")
+    for option in ("kubernetes_targets", "kubernetes_large"):
+        value = getattr(args, option)
+        if value is not None and not 0 <= value <= 1_000_000:
+            parser.error(f"--{option.replace('_', '-')} must be between 0 and 1,000,000")
+    # Fewer hosts than zones would leave a zone without hosts, a target of its own.
+    if args.kubernetes_targets is not None and args.kubernetes_targets < 3:
+        parser.error("--kubernetes-targets must be at least 3 (one host per zone)")
+    if args.kubernetes_large is not None and 0 < args.kubernetes_large < 3:
+        parser.error("--kubernetes-large must be 0 or at least 3 (one host per zone)")
     if args.quick:
         sizes, units, reference, mapping, names, repeat = (1000,), 500, 50, 10_000, 3, 2
         constraint_sizes, check_targets = (2_000,), 1_000
@@ -132,12 +183,18 @@ def parse(argv: list[str]) -> Config:
         quick=args.quick,
         profile=args.profile,
         write=args.write,
+        kubernetes_targets=args.kubernetes_targets,
+        kubernetes_large=args.kubernetes_large,
+        kubernetes_budget=args.kubernetes_budget,
+        only=args.only,
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     config = parse(argv)
+    if config.only == "kubernetes":
+        return _report(config, argv, *_kubernetes(config))
     allocations = allocation.run(config)
     mappings = mapping.run(config)
     scale = mapping_scale.run(config)
@@ -147,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     loaded = loading.run(config)
     directed = juju.run(config)
     dedicated = dedication.run(config)
+    shapes = kubernetes.run(config)
     served = service.run(config.quick, config.profile, config.seed)
     controlled = controller.run(config.quick)
     judged = acceptance.run(allocations, mappings, evaluations, checked, loaded)
@@ -160,18 +218,36 @@ def main(argv: list[str] | None = None) -> int:
         loading.section(loaded),
         juju.section(directed),
         dedication.section(dedicated),
+        kubernetes.section(shapes),
         service.section(served),
         controller.section(controlled),
         acceptance.section(judged),
     ]
+    # The fast path and the reference must agree on every placement with dedication and
+    # in every Kubernetes shape, and check's summary with its full matrix; the service must
+    # store exactly what it committed.
+    ok = (
+        judged.correct
+        and dedicated.mismatches == 0
+        and shapes.ok
+        and fleet.ok
+        and served.ok
+        and controlled.ok
+    )
+    return _report(config, argv, sections, ok)
+
+
+def _kubernetes(config: Config) -> tuple[list[list[str]], bool]:
+    shapes = kubernetes.run(config)
+    return [kubernetes.section(shapes)], shapes.ok
+
+
+def _report(config: Config, argv: list[str], sections: list[list[str]], ok: bool) -> int:
     report = render(config, sections, argv)
     print(report, end="")
     if config.write is not None:
         config.write.write_text(report)
         progress(f"wrote {config.write}")
-    # The fast path and the reference must agree on every placement with dedication, and
-    # check's summary with its full matrix; the service must store exactly what it committed.
-    ok = judged.correct and dedicated.mismatches == 0 and fleet.ok and served.ok and controlled.ok
     return 0 if ok else 1
 
 

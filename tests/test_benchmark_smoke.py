@@ -244,3 +244,133 @@ def test_the_controller_moves_a_silent_conductors_units(quick_run: tuple[int, st
     assert cells[0] == "SQLite, 10 x 1,000"
     assert int(cells[1]) > 0 and cells[1] == cells[2], cells  # every unit on c1 moved
     assert cells[-1] == "-", cells
+
+
+KUBERNETES_SHAPES = (
+    "basic",
+    "node affinity",
+    "every unit different, dedication",
+    "spread over zones, max skew 1",
+    "required anti-affinity per host",
+    "required affinity to another workload, zone",
+    "mixed",
+    "large: constraints, tags, dedication",
+)
+
+
+def kubernetes_rows(report: str) -> dict[str, dict[str, str]]:
+    """The Kubernetes table's rows by shape, each a {column: cell} mapping."""
+    found = report.split("## Kubernetes shapes (issue 18)", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in found.splitlines() if line.startswith("| ")]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    rows = {}
+    for line in lines[1:]:
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) == len(header) and cells[0] in KUBERNETES_SHAPES:
+            rows[cells[0]] = dict(zip(header, cells, strict=True))
+    return rows
+
+
+def check_kubernetes_rows(rows: dict[str, dict[str, str]]) -> None:
+    """Every shape has a row; a measured one agrees with the reference on its sample and
+    has numbers, one this build's loader refuses says so and has none."""
+    assert set(rows) == set(KUBERNETES_SHAPES), rows
+    measured = 0
+    for shape, row in rows.items():
+        if row["placed"].startswith("not supported by this build"):
+            assert row["units/s"] == row["mismatches"] == row["scan floors per unit"] == "-"
+            continue
+        measured += 1
+        assert row["mismatches"] == "0", (shape, row)
+        assert float(row["units/s"].replace(",", "")) > 0, (shape, row)
+        assert float(row["scan floors per unit"].replace(",", "")) > 0, (shape, row)
+        assert row["index build"].endswith(" ms"), (shape, row)
+        assert re.fullmatch(r"\d+ in [\d.]+ s", row["reference sample"]), (shape, row)
+    # The shapes without the new keys run on every build.
+    assert measured >= 4, rows
+
+
+def test_kubernetes_shapes_are_measured_and_agree_with_the_reference(
+    quick_run: tuple[int, str, str],
+) -> None:
+    """Issue 18: the Kubernetes shapes run inside `make bench`, each checked against the
+    reference oracle on a prefix of its units."""
+    _, report, _ = quick_run
+    check_kubernetes_rows(kubernetes_rows(report))
+    assert "scheduler_perf" in report
+
+
+def run_kubernetes_alone(argv: list[str]) -> tuple[int, str]:
+    bench = load_benchmark()
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        status = bench.main(argv)
+    return status, printed.getvalue()
+
+
+TINY = ["--only", "kubernetes", "--quick", "--kubernetes-targets", "60", "--kubernetes-large"]
+
+
+def test_kubernetes_runs_alone_at_a_tiny_size() -> None:
+    status, report = run_kubernetes_alone([*TINY, "150"])
+    assert status == 0, report
+    assert "## Kubernetes shapes (issue 18)" in report
+    assert "## Allocation" not in report
+    rows = kubernetes_rows(report)
+    check_kubernetes_rows(rows)
+    assert rows["basic"]["targets"] == "60"
+    assert rows["large: constraints, tags, dedication"]["targets"] == "150"
+
+
+def test_a_kubernetes_mismatch_fails_the_run_and_is_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference made to put its first unit elsewhere: every measured shape reports a
+    mismatch, in its row and in bold below the table, and the run exits 1."""
+    load_benchmark()
+    shapes = sys.modules["scenarios.kubernetes"]
+    honest = shapes.reference_plan
+
+    def shifted(spec: object) -> list[object]:
+        outcomes = list(honest(spec))
+        first = outcomes[0]
+        outcomes[0] = type(first)(first.workload, first.unit, "nowhere", None, None)
+        return outcomes
+
+    monkeypatch.setattr(shapes, "reference_plan", shifted)
+    status, report = run_kubernetes_alone([*TINY, "0"])
+    assert status == 1
+    rows = kubernetes_rows(report)
+    assert rows["basic"]["mismatches"] == "**1 MISMATCHES**"
+    assert "**MISMATCH in basic: 1 of 20 sampled units; first: reference put deploy0/0 on" in report
+
+
+def test_only_new_keys_make_a_shape_unsupported() -> None:
+    """A load error naming only the keys this build lacks is "not supported"; any other
+    load error is a failure, never hidden as unsupported."""
+    load_benchmark()
+    shapes = sys.modules["scenarios.kubernetes"]
+    from placed.spec.errors import Problem, SpecError
+
+    unknown = Problem("unknown key 'spread'; allowed keys: account, ...", "workloads[0].spread")
+    other = Problem("units must be at least 1", "workloads[1].units")
+    assert shapes._unsupported(SpecError("s", [unknown]), ("spread",))
+    assert not shapes._unsupported(SpecError("s", [unknown]), ())
+    assert not shapes._unsupported(SpecError("s", [unknown, other]), ("spread",))
+
+
+def test_a_shape_that_crashes_is_reported_and_fails_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A plan that raises is a row saying so, not a traceback; the run still prints its
+    report and exits 1."""
+    load_benchmark()
+    shapes = sys.modules["scenarios.kubernetes"]
+
+    def crash(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("the engine broke")
+
+    monkeypatch.setattr(shapes, "_time_plans", crash)
+    status, report = run_kubernetes_alone([*TINY, "0"])
+    assert status == 1
+    rows = kubernetes_rows(report)
+    assert rows["basic"]["placed"] == "**failed: RuntimeError: the engine broke**"
+    assert rows["basic"]["units/s"] == "-"

@@ -13,10 +13,9 @@ from hypothesis import strategies as st
 
 from placed.engine.planner import Planner
 from placed.model import Inventory, Location, Settings, Spec, Workload, validate_properties
-from placed.policy.builtins import node_properties
+from placed.policy.builtins import node_columns, node_properties
 from placed.policy.deployment import Deployment
 from placed.policy.expressions import masks, parse_constraint
-from placed.policy.expressions.columns import PropertyColumns
 from placed.policy.expressions.evaluate import satisfied
 from placed.policy.expressions.masks import ConstraintMasks
 
@@ -104,7 +103,7 @@ def test_the_same_text_over_other_property_types_is_its_own_compile(
 
 def test_the_caches_are_bounded_and_stay_right(parses: list[tuple[str, ...]]) -> None:
     inventory = hosts([{"gen": g} for g in range(40)])
-    cache = ConstraintMasks(PropertyColumns([node_properties(t) for t in inventory.targets]), 1)
+    cache = ConstraintMasks(node_columns(inventory.targets), 1)
     texts = [f"gen >= {g} AND gen != {g + 5}" for g in range(40)]
     for text in [*texts, *texts[:3]]:
         assert cache.satisfied((text,)).tolist() == expected(inventory, (text,))
@@ -137,7 +136,7 @@ def test_cached_masks_equal_the_one_target_rule(
     inventory = Inventory.from_roots(
         tuple(Location(id=f"h{i}", kind="host", properties=p) for i, p in enumerate(maps))
     )
-    columns = PropertyColumns([node_properties(t) for t in inventory.targets])
+    columns = node_columns(inventory.targets)
     cache = ConstraintMasks(columns, max_bytes)
     for texts in [*asked, *reversed(asked)]:
         assert cache.satisfied(texts).tolist() == expected(inventory, texts)

@@ -25,7 +25,7 @@ from placed.engine.state import PlanState
 from placed.model import Inventory, Location, Settings, Spec, TagRules, Workload
 from placed.model.dedications import DedicationError
 from placed.model.tenancy import ROOT_ADMIN
-from placed.policy.dedication import VMS
+from placed.policy.dedication import VMS, DedicationState
 from placed.policy.deployment import Deployment
 from placed.policy.tags import Tagged
 from placed.spec import load_spec_text
@@ -52,11 +52,12 @@ def shuffle_state(state: PlanState, data: st.DataObject) -> None:
     seed = data.draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
     state.free[:] = rng.integers(-1, 4, size=state.free.shape)
-    vms = state.tally(VMS)
+    dedication = state.family_state(DedicationState)
+    vms = dedication.tally(VMS)
     vms[:] = rng.integers(0, 2, size=vms.size)
-    if state.owners:
+    if dedication.owners:
         for position in np.flatnonzero(rng.random(state.size) < 0.3).tolist():
-            state.set_owner(position, int(rng.integers(-1, len(state.owners))))
+            dedication.set_owner(position, int(rng.integers(-1, len(dedication.owners))))
 
 
 @settings(max_examples=150, deadline=None)

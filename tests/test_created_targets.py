@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import ClassVar
+from typing import ClassVar, Self
 
 import numpy as np
+from numpy.typing import NDArray
 
 from placed.engine.planner import Placement, Planner
 from placed.engine.reference import reference_plan
@@ -19,6 +20,7 @@ from placed.policy.base import (
     Bound,
     Created,
     Family,
+    FamilyState,
     Filter,
     IndexView,
     PlanView,
@@ -141,10 +143,27 @@ def test_without_a_fallback_nothing_is_created() -> None:
     assert [o.unit for o in result.unplaced] == ["big/1", "big/2", "small/0", "small/1", "stuck/0"]
 
 
+class Owners(FamilyState):
+    """Owned's plan state: an owner code per target, -1 for none."""
+
+    def __init__(self, owner: NDArray[np.intp]) -> None:
+        self.owner = owner
+
+    @classmethod
+    def start(cls, plan: PlanView) -> Self:
+        return cls(np.full(plan.size, -1, dtype=np.intp))
+
+    def copy(self) -> Self:
+        return type(self)(self.owner.copy())
+
+    def grown(self, position: int, target: Target) -> None:
+        self.owner = np.append(self.owner, -1)
+
+
 class Owned(Family):
     """A toy of CloudStack's implicit dedication: a workload may use only targets it owns;
     when it owns none with room, the fallback makes the first free unowned target its
-    own (an owner in the plan state) and asks for the unit to be judged again."""
+    own (an owner in its plan state) and asks for the unit to be judged again."""
 
     name = "owned"
     seed = "test"
@@ -157,7 +176,8 @@ class Owned(Family):
             return hash(workload.name) % 1000
 
         def keep(self, prepared: int, state: PlanView) -> BoolArray:
-            return state.owner == prepared
+            mine: BoolArray = state.family_state(Owners).owner == prepared
+            return mine
 
         def reason(
             self, workload: Workload, target: Target, position: int, state: PlanView
@@ -175,10 +195,11 @@ class Owned(Family):
     def fallback(
         self, workload: Workload, unit: str, state: PlanView, created: int
     ) -> Retry | None:
-        free = np.flatnonzero((state.owner == -1) & (state.free[0] >= 1))
+        owners = state.family_state(Owners)
+        free = np.flatnonzero((owners.owner == -1) & (state.free[0] >= 1))
         if free.size == 0:
             return None
-        state.set_owner(int(free[0]), hash(workload.name) % 1000)
+        owners.owner[int(free[0])] = hash(workload.name) % 1000
         return Retry("implicit dedication")
 
 

@@ -25,6 +25,7 @@ from placed.engine.planner import Planner
 from placed.engine.reference import reference_plan
 from placed.model.dedications import DedicationError
 from placed.model.tenancy import ROOT_ADMIN
+from placed.policy.dedication import DedicationState
 from placed.spec import load_spec_text
 
 DOMAINS = ["D1", "D2", "D3", "D4", "D5"]
@@ -116,7 +117,7 @@ def snapshot(cloud: Cloud) -> tuple[Any, ...]:
     return (
         dict(cloud.rules.items),
         {n: r.vm for n, r in cloud.vms.items()},
-        cloud.state.owner.tolist(),
+        cloud.state.family_state(DedicationState).owner.tolist(),
         cloud.state.free.tolist(),
     )
 

@@ -69,6 +69,9 @@ def _entries() -> list[tuple[Any, str | None]]:
     entries += [(text, "version") for text in VERSION_VALUES]
     entries += [(text, "list of strings") for text in LIST_VALUES]
     entries += [(["x", " y "], None), (["lab"], "list of strings")]  # YAML lists
+    # One element holding a comma is not the two elements it reads as; a repeated
+    # element is one element, in a value that is not that element's text.
+    entries += [(["x,y"], None), (["x", "x"], None), ("x,x", None)]
     return entries
 
 

@@ -11,9 +11,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placed.engine.explain import verdicts
+from placed.engine.pipeline import CompiledRequest
 from placed.engine.planner import Planner
 from placed.engine.state import PlanState
 from placed.model import Service, Spec, Workload
+from placed.policy.affinity import before_plan
 from placed.policy.builtins import NAMESPACE, workload_constraints
 from placed.policy.deployment import deployment_of
 from placed.policy.directives import creates_targets
@@ -147,6 +149,16 @@ def workload_conflicts(
     return spread, conflicts
 
 
+def checked_request(planner: Planner, workload: Workload) -> CompiledRequest:
+    """The workload compiled as check judges it: before a plan, so without the near terms
+    to workloads the plan has yet to place (policy/affinity.py before_plan)."""
+    planned = {w.name for w in planner.spec.workloads if w.mode == "allocation" and w.units}
+    judged = before_plan(workload, planned)
+    if judged is workload:
+        return planner.request(workload)
+    return planner.pipeline.compile(judged)
+
+
 def check_warnings(planner: Planner, workloads: Sequence[Workload]) -> list[dict[str, Any]]:
     """The spec's lint warnings that concern the checked workloads (or no workload)."""
     chosen = {workload.name for workload in workloads}
@@ -162,7 +174,7 @@ def check_rows(planner: Planner, workloads: Sequence[Workload]) -> Iterator[Chec
     comes): every target, with every failing filter's reason."""
     state = planner.initial_state()
     for workload in workloads:
-        found = verdicts(planner.pipeline, planner.request(workload), state)
+        found = verdicts(planner.pipeline, checked_request(planner, workload), state)
         compatible = sum(v.compatible for v in found)
         label = service_label(workload)
         conflict = _real_conflict(workload)

@@ -26,7 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from placed.engine.check import Checked, _real_conflict, check_document, workload_conflicts
+from placed.engine.check import (
+    Checked,
+    _real_conflict,
+    check_document,
+    checked_request,
+    workload_conflicts,
+)
 from placed.engine.pipeline import CompiledRequest, Pipeline
 from placed.engine.planner import Planner
 from placed.engine.state import PlanState
@@ -65,6 +71,18 @@ PHRASES: dict[str, tuple[str, str]] = {
     "distinct": (
         "is in a place that already holds a unit",
         "are in a place that already hold a unit",
+    ),
+    "spread": (
+        "would exceed the workload's max skew, or is in no location to spread over",
+        "would exceed the workload's max skew, or are in no location to spread over",
+    ),
+    "near": (
+        "is not near a unit the workload must be near",
+        "are not near a unit the workload must be near",
+    ),
+    "avoid": (
+        "is near a unit the workload must avoid",
+        "are near a unit the workload must avoid",
     ),
     "capacity": ("has insufficient resources", "have insufficient resources"),
 }
@@ -123,7 +141,7 @@ def summary_rows(planner: Planner, workloads: Sequence[Workload]) -> Iterator[Ch
     namespaced = np.array([t.agent.scope == "namespace" for t in planner.index.targets], bool)
     others = ~namespaced if namespaced.any() else None
     for workload in workloads:
-        request = planner.request(workload)
+        request = checked_request(planner, workload)
         counted = others if others is not None and _real_conflict(workload) else None
         # Each target is charged to the first filter that rejects it: walk the filters in
         # order, keeping the targets none has rejected yet.

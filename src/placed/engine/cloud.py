@@ -54,6 +54,7 @@ from placed.policy.dedication import (
     ZONE_IN_FORCE,
     ZONE_OWNER,
     ZONES_READY,
+    DedicationState,
     Tenant,
     choose_pool,
     may_use,
@@ -122,9 +123,14 @@ class Cloud:
             self.vms[unit.unit] = _Running(vm, one, position, unit.unit)
         # The zones each host is in, and who they are dedicated to, kept in the plan
         # state from here on (the policy reads the spec's only for a plan).
-        self.state.ledger(ZONES_READY, 1)[0] = 1.0
+        self._dedication.ledger(ZONES_READY, 1)[0] = 1.0
         for root in self.spec.inventory.roots:
             self._sync_owners(root.id)
+
+    @property
+    def _dedication(self) -> DedicationState:
+        """Seed 004's state in the cloud's plan state (which a deploy replaces)."""
+        return self.state.family_state(DedicationState)
 
     # -- reading ----------------------------------------------------------------------
 
@@ -196,16 +202,17 @@ class Cloud:
         topology = self.rules.topology
         below = [resource, *topology.below(resource)]
         storage = self.spec.storage
-        zone_owner, in_force = self.state.tally(ZONE_OWNER), self.state.tally(ZONE_IN_FORCE)
+        kept = self._dedication
+        zone_owner, in_force = kept.tally(ZONE_OWNER), kept.tally(ZONE_IN_FORCE)
         for host in below:
             owner, _ = self.rules.owner(host)
-            code = self.state.owner_code(owner.owner) if owner else -1
+            code = kept.owner_code(owner.owner) if owner else -1
             position = self.state.position(host)
             if position is not None:
-                self.state.set_owner(position, code)
+                kept.set_owner(position, code)
                 zone, zone_by = self._zone(host)
                 # Tallies are views into the state's own columns.
-                zone_owner[position] = self.state.owner_code(zone_by) + 1 if zone_by else 0
+                zone_owner[position] = kept.owner_code(zone_by) + 1 if zone_by else 0
                 in_force[position] = owner is not None and owner.resource == zone
             pool = storage.index(host) if storage is not None else None
             if storage is not None and pool is not None:
@@ -224,11 +231,12 @@ class Cloud:
         if zone not in self.rules.topology.kinds:
             raise DedicationError(INVALID_PARAMETER, f"no zone named {zone!r}")
         wanted = 1 if enabled else 2
-        current = self.state.tally(IMPLICIT_OVERRIDE)
+        kept = self._dedication
+        current = kept.tally(IMPLICIT_OVERRIDE)
         for host in [zone, *self.rules.topology.below(zone)]:
             position = self.state.position(host)
             if position is not None:
-                self.state.count(IMPLICIT_OVERRIDE, position, wanted - int(current[position]))
+                kept.count(IMPLICIT_OVERRIDE, position, wanted - int(current[position]))
 
     def create_offering(self, principal: Principal, offering: Offering) -> Offering:
         if offering.dedicated:  # the seed: only a root admin offers dedication
@@ -353,7 +361,7 @@ class Cloud:
             position = trial.position(host)
             if position is not None:
                 trial.up[position] = False
-        before = len(trial.dedicated)
+        before = len(trial.family_state(DedicationState).dedicated)
         events_before = len(trial.events)
         context = loop.Context(
             self.planner.judge, trial, PlanResult(self.spec, self.planner.families)
@@ -377,7 +385,7 @@ class Cloud:
             if position is not None:
                 trial.up[position] = self.state.up[position]
         implicit = False
-        for position, owner in trial.dedicated[before:]:
+        for position, owner in trial.family_state(DedicationState).dedicated[before:]:
             host = trial.target_id(position)
             self.rules.items[host] = Dedication(host, "host", owner)
             implicit = True
@@ -466,11 +474,12 @@ class Cloud:
             state.free[row, position] += running.workload.resources.get(resource, 0.0)
         tenant = running.workload.request(Tenant)
         if tenant is not None:
-            state.count(tenant.tally, position, -1)
-            state.count(VMS, position, -1)
+            kept = state.family_state(DedicationState)
+            kept.count(tenant.tally, position, -1)
+            kept.count(VMS, position, -1)
             pool = self._pool_of(running)
             if tenant.storage is not None and pool is not None:
-                state.ledger(POOL_USED, len(tenant.storage.pools))[pool] -= tenant.disk
+                kept.ledger(POOL_USED, len(tenant.storage.pools))[pool] -= tenant.disk
 
     def _pool_of(self, running: _Running) -> int | None:
         storage = self.spec.storage
@@ -501,7 +510,8 @@ class Cloud:
             without_disk = replace(tenant, disk=0.0)
             workload = replace(running.workload, requests=(without_disk,))
             self.planner.pipeline.reserve(self.planner.request(workload), state, position)
-            state.ledger(POOL_USED, len(tenant.storage.pools))[pool] += tenant.disk
+            kept = state.family_state(DedicationState)
+            kept.ledger(POOL_USED, len(tenant.storage.pools))[pool] += tenant.disk
             running.vm = replace(running.vm, pool=tenant.storage.pools[pool].id)
         else:
             self.planner.pipeline.reserve(self.planner.request(running.workload), state, position)

@@ -72,7 +72,7 @@ def rejection(
             if not mask[position]:
                 return rule.reason(workload, target, position, state)
             continue
-        world = world or StateWorld(state)
+        world = world or StateWorld(state, planner.pipeline.kept_by(request))
         found = rule.judge(workload, target, world)
         if found is not None:
             return found

@@ -17,7 +17,6 @@ from numpy.typing import NDArray
 
 from placed.engine.selection import stable_hashes
 from placed.model import Spec, Target
-from placed.model.dedications import Owner
 from placed.policy.capacity import capacity_matrix, resource_names
 
 # The level every inventory has: each target is its own value there.
@@ -79,17 +78,6 @@ class TargetIndex:
         self.capacity = capacity_matrix(self.targets, self.resources)
         self.up = np.array([target.up for target in self.targets], dtype=bool)
         self._levels: dict[str, TopologyLevel] | None = None
-        # Seed 004: each target's owner as a code into `owners` (-1: not dedicated).
-        self.owners: list[Owner] = []
-        codes: dict[Owner, int] = {}
-        self.owner_codes = np.array(
-            [
-                codes.setdefault(t.dedication.owner, len(codes)) if t.dedication else -1
-                for t in self.targets
-            ],
-            dtype=np.intp,
-        )
-        self.owners = list(codes)
 
     @classmethod
     def for_spec(cls, spec: Spec) -> TargetIndex:

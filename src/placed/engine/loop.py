@@ -27,11 +27,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placed.engine import balance
+from placed.engine.block import Following
 from placed.engine.outcomes import DedicationCreated, Outcome, Placement, PlanResult, Unplaced
 from placed.engine.selection import U64, top_candidates
 from placed.engine.state import PlanState
 from placed.model import CONTAINER_KINDS, Workload
 from placed.policy.base import BoolArray, Created, Family, FloatArray, Retry
+from placed.policy.dedication import DedicationState
 
 Progress = Callable[[int, int], None]
 Positions = NDArray[np.intp]
@@ -79,6 +81,18 @@ class Judge(Protocol):
 
     def unplaced(self, request: Any, unit: str, state: PlanState) -> Unplaced: ...
 
+    def block(
+        self, request: Any, workload: Workload, units: list[str], state: PlanState
+    ) -> list[Placement]:
+        """Allocation: place the leading `units` together where that provably gives what
+        one at a time gives (engine/block.py); the placements made, [] for none."""
+        ...
+
+    def follow(self, request: Any, state: PlanState) -> Following | None:
+        """Allocation: verdicts kept across a workload's units, for those judged one at a
+        time (None: judge each unit in full)."""
+        ...
+
     def unit_hashes(self, units: list[str]) -> U64: ...
 
 
@@ -99,6 +113,8 @@ class Context:
     # `placed explain`: the unit to watch, and the state it was judged in when reached.
     watch: str | None = None
     seen: PlanState | None = None
+    # The verdicts kept across the units of the allocation workload being placed.
+    following: Following | None = None
 
     def look(self, unit: str | None = None, workload: Workload | None = None) -> None:
         """Keep a copy of the state if the watched unit is about to be judged (a unit of
@@ -118,14 +134,12 @@ class Strategy(ABC):
     def place(self, workload: Workload, context: Context) -> list[Outcome]: ...
 
 
-def few(ids: Iterable[str], limit: int = _NAMED) -> tuple[str, ...]:
-    # Enough names to read in a reason; one name past the limit tells `reason` to add "...".
-    out = []
-    for target_id in ids:
-        out.append(target_id)
-        if len(out) > limit:
-            break
-    return tuple(out)
+def tied_names(top: Positions, state: PlanState) -> tuple[str, ...]:
+    """The names a placement gives of the tied top-scoring targets: read for the first
+    few positions only, however many tie."""
+    if top.size <= 1:
+        return ()
+    return tuple(state.target_id(p) for p in top[: _NAMED + 1].tolist())
 
 
 def _placement(
@@ -151,7 +165,7 @@ def _placement(
         float(score[position]),
         int(np.count_nonzero(keep)),
         state.size,
-        few(state.target_id(int(p)) for p in top) if top.size > 1 else (),
+        tied_names(top, state),
         via=via,
         container=target.kind if target.kind in CONTAINER_KINDS else None,
         note=note,
@@ -181,7 +195,17 @@ class Allocation(Strategy):
             *context.again.get(workload.name, ()),
             *(workload.unit_key(i) for i in range(workload.units)),
         ]
-        for count, key in enumerate(keys):
+        start = 0
+        if not previous and not watching:
+            # Not in a simulation (a unit that stays is not placed again) nor while a unit
+            # is watched (its state is copied just before it is judged).
+            outcomes.extend(judge.block(request, workload, keys, state))
+            start = len(outcomes)
+            if start and context.progress is not None:
+                context.progress(context.done + start, context.total)
+        # Verdicts kept across units pay off from the second unit judged on.
+        context.following = judge.follow(request, state) if len(keys) - start > 1 else None
+        for count, key in enumerate(keys[start:], start):
             if previous:
                 kept = previous.get(key)
                 if isinstance(kept, Placement) and key in state.units:
@@ -201,6 +225,7 @@ class Allocation(Strategy):
             outcomes.append(outcome)
             if context.progress is not None and count % 256 == 255:
                 context.progress(context.done + count + 1, context.total)
+        context.following = None
         return outcomes
 
     @staticmethod
@@ -221,17 +246,28 @@ class Allocation(Strategy):
         via = "policy"
         fell_back = False
         while True:
-            keep = judge.feasible(request, state)
+            following = context.following
+            if following is not None and following.size != state.size:
+                following = context.following = None  # a target was created
+            keep = (
+                following.feasible(state)
+                if following is not None
+                else judge.feasible(request, state)
+            )
             score = judge.scores(request, state)
             top = top_candidates(keep, score)
             if top.size:
                 position = judge.choose(key, top, state)
+                if following is not None:
+                    following.land(position)
                 state.place(key, workload.name, position)
                 judge.reserve(request, state, position)
                 return _placement(workload, key, position, keep, top, score, state, via), fell_back
             if fell_back:
                 break
             fell_back = True
+            # A fallback may change the state anywhere (a dedication, a new target).
+            context.following = None
             found = _fallback(judge.families, workload, key, state)
             if found is None:
                 break
@@ -331,7 +367,7 @@ class Mapping(Strategy):
     ) -> list[Outcome]:
         """Placements for mapping units; `chosen` indexes `top` per unit."""
         feasible = int(np.count_nonzero(keep))
-        tied = few(state.target_id(int(p)) for p in top) if top.size > 1 else ()
+        tied = tied_names(top, state)
         best = float(score[top[0]])
         ids = [state.target_id(p) for p in top.tolist()]
         name, total = workload.name, state.size
@@ -431,10 +467,11 @@ def run(context: Context, workloads: Iterable[Workload]) -> list[Outcome]:
     context.result.warnings.extend(context.state.notices)
     state = context.state
     context.result.events.extend(state.events)
+    dedication = state.found_family_state(DedicationState)
     context.result.dedications_created.extend(
         DedicationCreated(
             state.target_id(position), owner.account or "", owner.implicit, owner.domain
         )
-        for position, owner in state.dedicated
+        for position, owner in (dedication.dedicated if dedication is not None else ())
     )
     return outcomes

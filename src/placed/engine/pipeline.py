@@ -10,7 +10,7 @@ target, so a plan that creates nothing pays nothing for the possibility.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,27 +20,46 @@ from numpy.typing import NDArray
 from placed.engine.index import TargetIndex
 from placed.engine.state import PlanState
 from placed.model import Target, Workload
-from placed.model.dedications import Owner
-from placed.policy.base import BoolArray, Consumer, Family, Filter, FloatArray, Reason, Scorer
+from placed.policy.base import (
+    BoolArray,
+    Consumer,
+    Family,
+    Filter,
+    FloatArray,
+    Reason,
+    Scorer,
+    State,
+)
 from placed.policy.registry import FAMILIES
 
 
 class StateWorld:
     """policy.base.World over a plan state: one target's surroundings, in plain Python."""
 
-    def __init__(self, state: PlanState) -> None:
+    def __init__(
+        self, state: PlanState, kept: Callable[[Workload], Sequence[Target]] | None = None
+    ) -> None:
         self.state = state
+        self._kept = kept
 
-    def _position(self, target: Target) -> int:
+    def statically_kept(self, workload: Workload) -> Sequence[Target]:
+        if self._kept is None:
+            raise TypeError(
+                "this World was made without the static filters' verdicts "
+                "(StateWorld(state, kept=pipeline.kept_by(...)))"
+            )
+        return self._kept(workload)
+
+    def position(self, target: Target) -> int:
         position = self.state.position(target.id)
         assert position is not None, f"{target.id} is not in this plan"
         return position
 
     def is_up(self, target: Target) -> bool:
-        return bool(self.state.up[self._position(target)])
+        return bool(self.state.up[self.position(target)])
 
     def free(self, target: Target) -> Mapping[str, float]:
-        return self.state.free_at(self._position(target))
+        return self.state.free_at(self.position(target))
 
     def placed(self, group: str) -> Sequence[tuple[str, Target]]:
         state = self.state
@@ -58,22 +77,8 @@ class StateWorld:
         position = self.state.created_for(unit)
         return self.state.target(position) if position is not None else None
 
-    def owner(self, target: Target) -> Owner | None:
-        code = int(self.state.owner[self._position(target)])
-        return self.state.owners[code] if code >= 0 else None
-
-    def tally(self, name: str, target: Target) -> int:
-        return int(self.state.tally(name)[self._position(target)])
-
-    def allowed(self, what: str) -> bool:
-        return self.state.allowed(self.state.judging, what)
-
-    def ledger(self, name: str, size: int, start: float = 0.0) -> Sequence[float]:
-        return [float(x) for x in self.state.ledger(name, size, start)]
-
-    @property
-    def owners(self) -> Sequence[Owner]:
-        return self.state.owners
+    def family_state(self, kind: type[State]) -> State:
+        return self.state.family_state(kind)
 
 
 @dataclass(slots=True)
@@ -107,6 +112,10 @@ class CompiledRequest:
     # (each judged once), so that a unit pays numpy, not a Python pass, for them.
     created_keep: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     created_score: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    # The filters behind `checks` with their parts, and every consumer behind `takes`:
+    # what engine/block.py asks whether a block of units can skip the per-unit judging.
+    stepwise: list[tuple[Filter, Any]] = field(default_factory=list)
+    consumers: list[Filter] = field(default_factory=list)
 
 
 class Pipeline:
@@ -123,6 +132,22 @@ class Pipeline:
         ]
         needs = [f.needs for f in self.filters] + [s.needs for s in self.scorers]
         self._kinds = {kind for kind in needs if kind is not None}
+        # The filters that want the workload's static mask (Filter.with_static).
+        self._sees_static = [type(f).with_static is not Filter.with_static for f in self.filters]
+
+    def kept_by(self, request: CompiledRequest) -> Callable[[Workload], Sequence[Target]]:
+        """StateWorld's `statically_kept` for the request's workload: the index's targets
+        its static filters keep, from the masks compiled for it."""
+        targets = self.index.targets
+        found: list[Target] = []
+
+        def kept(workload: Workload) -> Sequence[Target]:
+            assert workload.name == request.workload.name, "asked of the request's workload"
+            if not found:  # built on first use, once: the static masks never change
+                found.extend(targets[p] for p in np.flatnonzero(request.static_keep).tolist())
+            return found
+
+        return kept
 
     def filter(self, name: str) -> Filter:
         for f in self.filters:
@@ -132,15 +157,16 @@ class Pipeline:
 
     def compile(self, workload: Workload) -> CompiledRequest:
         # When every unit is a workload of its own this runs once per unit: the loops
-        # read what bind time fixed (each filter's needs, staticness, bound methods) and
-        # ask the workload once per kind of request, not once per filter.
+        # read what bind time fixed (each filter's needs, staticness, consumer) and ask
+        # the workload once per kind of request, not once per filter.
         size = len(self.index)
         has = {kind: workload.request(kind) is not None for kind in self._kinds}
         prepared: list[Any] = []
         static_masks: dict[int, BoolArray] = {}
-        keep: BoolArray | None = None
-        checks: list[tuple[Any, Any]] = []
+        kept: BoolArray | None = None
+        dynamic_filters: list[int] = []
         takes: list[tuple[Any, Any]] = []
+        consumers: list[Filter] = []
         for position, (f, needs, static, consumer) in enumerate(self._filter_plan):
             # A filter with nothing to check for this workload (no constraints, no
             # namespace, no resources) prepares None and costs nothing per unit, as
@@ -152,11 +178,20 @@ class Pipeline:
             if static:
                 mask = f.keep(part, _NO_STATE)
                 static_masks[position] = mask
-                keep = mask.copy() if keep is None else np.logical_and(keep, mask, out=keep)
+                kept = mask.copy() if kept is None else np.logical_and(kept, mask, out=kept)
             else:
-                checks.append((f.keep, part))
+                dynamic_filters.append(position)
             if consumer:
                 takes.append((f.reserve, part))  # type: ignore[attr-defined]
+                consumers.append(f)
+        keep = kept if kept is not None else np.ones(size, dtype=bool)
+        for position in dynamic_filters:
+            if self._sees_static[position]:
+                prepared[position] = self.filters[position].with_static(
+                    prepared[position], keep, self.index
+                )
+        checks = [(self.filters[p].keep, prepared[p]) for p in dynamic_filters]
+        stepwise = [(self.filters[p], prepared[p]) for p in dynamic_filters]
         scores: list[FloatArray] = []
         dynamic: list[tuple[Scorer, Any]] = []
         for scorer in self.scorers:
@@ -169,7 +204,7 @@ class Pipeline:
                 scores.append(scorer.score(part))
             else:
                 dynamic.append((scorer, part))
-        # Scores are never written to once computed, so one scorer's array is the sum.
+        # A score is never written to once compiled, so one scorer's array is the sum.
         score = scores[0] if len(scores) == 1 else np.zeros(size, dtype=np.float64)
         for more in scores if len(scores) > 1 else ():
             score += more
@@ -177,11 +212,13 @@ class Pipeline:
             workload,
             prepared,
             static_masks,
-            keep if keep is not None else np.ones(size, dtype=bool),
+            keep,
             score,
             checks,
             takes,
             dynamic=dynamic,
+            stepwise=stepwise,
+            consumers=consumers,
         )
 
     def _created(self, request: CompiledRequest, state: PlanState) -> list[_Judged]:

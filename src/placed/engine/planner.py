@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from placed.engine import balance, loop
+from placed.engine import balance, block, loop
+from placed.engine.block import Following
 from placed.engine.explain import counted_rejections, filtered_counted, summarize_counted
 from placed.engine.index import TargetIndex
 from placed.engine.outcomes import Outcome, Placement, PlanResult, Unplaced
@@ -106,6 +107,17 @@ class FastJudge:
         state: PlanState,
     ) -> Positions:
         return balance.repair(self._hashes(units), state.hashes[top], previous, joined, cap)
+
+    def block(
+        self, request: CompiledRequest, workload: Workload, units: list[str], state: PlanState
+    ) -> list[Placement]:
+        follow = block.trackers(request, state)
+        if follow is None:
+            return []
+        return block.place(self.pipeline, request, workload, units, state, follow)
+
+    def follow(self, request: CompiledRequest, state: PlanState) -> Following | None:
+        return block.following(self.pipeline, request, state)
 
     def unplaced(self, request: CompiledRequest, unit: str, state: PlanState) -> Unplaced:
         available, charged = counted_rejections(self.pipeline, request, state)

@@ -11,7 +11,7 @@ proposal at a time.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,8 +25,7 @@ from placed.engine.pipeline import Pipeline, StateWorld
 from placed.engine.selection import U64, rendezvous_weight, stable_hashes
 from placed.engine.state import PlanState
 from placed.model import Spec, Target, Workload
-from placed.model.dedications import Owner
-from placed.policy.base import BoolArray, Consumer, Family, FloatArray, Reason, World
+from placed.policy.base import BoolArray, Consumer, Family, FloatArray, Reason, State, World
 from placed.policy.registry import FAMILIES
 
 Positions = NDArray[np.intp]
@@ -49,14 +48,17 @@ class _Snapshot:
     """policy.base.World over the plan state as plain Python values, read once per unit
     (a unit's judgement reads every target, and nothing changes while it does)."""
 
-    def __init__(self, state: PlanState) -> None:
+    def __init__(
+        self, state: PlanState, kept: Callable[[Workload, World], Sequence[Target]]
+    ) -> None:
         self._state = state
+        self._kept = kept
         self._up: list[bool] = state.up.tolist()
         self._free: list[list[float]] = state.free.T.tolist()
         self._placed: dict[str, list[tuple[str, Target]]] = {}
         self._positions = state.index.position
 
-    def _position(self, target: Target) -> int:
+    def position(self, target: Target) -> int:
         found = self._positions.get(target.id)
         if found is None:
             found = self._state.position(target.id)
@@ -64,10 +66,10 @@ class _Snapshot:
         return found
 
     def is_up(self, target: Target) -> bool:
-        return self._up[self._position(target)]
+        return self._up[self.position(target)]
 
     def free(self, target: Target) -> Mapping[str, float]:
-        return dict(zip(self._state.resources, self._free[self._position(target)], strict=True))
+        return dict(zip(self._state.resources, self._free[self.position(target)], strict=True))
 
     def placed(self, group: str) -> Sequence[tuple[str, Target]]:
         found = self._placed.get(group)
@@ -85,21 +87,11 @@ class _Snapshot:
     def created_for(self, unit: str) -> Target | None:
         return StateWorld(self._state).created_for(unit)
 
-    def owner(self, target: Target) -> Owner | None:
-        return StateWorld(self._state).owner(target)
+    def family_state(self, kind: type[State]) -> State:
+        return self._state.family_state(kind)
 
-    def tally(self, name: str, target: Target) -> int:
-        return StateWorld(self._state).tally(name, target)
-
-    def allowed(self, what: str) -> bool:
-        return self._state.allowed(self._state.judging, what)
-
-    def ledger(self, name: str, size: int, start: float = 0.0) -> Sequence[float]:
-        return [float(x) for x in self._state.ledger(name, size, start)]
-
-    @property
-    def owners(self) -> Sequence[Owner]:
-        return self._state.owners
+    def statically_kept(self, workload: Workload) -> Sequence[Target]:
+        return self._kept(workload, self)
 
 
 class ReferenceJudge:
@@ -113,6 +105,22 @@ class ReferenceJudge:
         self.filters = pipeline.filters
         self.scorers = pipeline.scorers
         self._scores: tuple[Workload, FloatArray] | None = None
+        self._index = index
+        self._kept: dict[str, tuple[Workload, list[Target]]] = {}
+
+    def statically_kept(self, workload: Workload, world: World) -> Sequence[Target]:
+        """The inventory's targets that every static filter's `judge` keeps for the
+        workload, judged once per workload (their verdicts never change in a plan)."""
+        found = self._kept.get(workload.name)
+        if found is None or found[0] is not workload:
+            rules = [f.judge for f in self.filters if f.static and _asks(workload, f.needs)]
+            kept = [
+                target
+                for target in self._index.targets
+                if all(rule(workload, target, world) is None for rule in rules)
+            ]
+            found = self._kept[workload.name] = (workload, kept)
+        return found[1]
 
     def request(self, workload: Workload) -> Workload:
         return workload
@@ -131,7 +139,7 @@ class ReferenceJudge:
         self, workload: Workload, state: PlanState
     ) -> tuple[list[tuple[Reason | None, float]], list[Target]]:
         """`judge` on every target, written out: this loop is all the reference does."""
-        world = _Snapshot(state)
+        world = _Snapshot(state, self.statically_kept)
         targets = list(state.targets())
         # A rule whose request the workload lacks passes every target (Filter.needs).
         rules = [f.judge for f in self.filters if _asks(workload, f.needs)]
@@ -235,6 +243,14 @@ class ReferenceJudge:
     def unit_hashes(self, units: list[str]) -> U64:
         return stable_hashes(units)
 
+    def block(
+        self, request: Workload, workload: Workload, units: list[str], state: PlanState
+    ) -> list[Placement]:
+        return []  # the oracle judges every unit on its own
+
+    def follow(self, request: Workload, state: PlanState) -> None:
+        return None
+
 
 def reference_plan(
     spec: Spec, up: dict[str, bool] | None = None, families: Sequence[Family] = FAMILIES
@@ -244,6 +260,18 @@ def reference_plan(
     for target_id, alive in (up or {}).items():
         state.up[index.position[target_id]] = alive
     reference = ReferenceJudge(index, families)
+    # The units that already run, where they run, as the planner's initial state has them
+    # (what they take is bookkeeping: the families' own reserve).
+    workloads = {w.name: w for w in spec.workloads}
+    for running in spec.running:
+        position = state.position(running.target)
+        if position is None:
+            continue
+        state.place(running.unit, running.workload, position)
+        if running.workload in workloads:
+            state.judging = running.unit
+            reference.reserve(workloads[running.workload], state, position)
+    state.judging = None
     result = PlanResult(spec, reference.families)
     context = loop.Context(reference, state, result)
     outcomes = loop.run(context, spec.workloads)

@@ -36,10 +36,11 @@ def mix64(values: U64) -> U64:
     return _mix_in_place(values.astype(np.uint64, copy=True))
 
 
-def _mix_in_place(z: U64) -> U64:
+def _mix_in_place(z: U64, shifted: U64 | None = None) -> U64:
     # One scratch array for the shifts instead of a new temporary per step: on a block of
     # a million weights the allocations cost as much as the arithmetic.
-    shifted = np.empty_like(z)
+    if shifted is None:
+        shifted = np.empty_like(z)
     np.right_shift(z, np.uint64(30), out=shifted)
     z ^= shifted
     z *= np.uint64(_M1)
@@ -95,3 +96,11 @@ def unit_blocks(units: int, targets: int) -> Iterator[slice]:
 def rendezvous_weights(unit_hashes: U64, target_hashes: U64) -> U64:
     """The (units x targets) matrix of rendezvous weights."""
     return _mix_in_place(unit_hashes[:, None] ^ target_hashes[None, :])
+
+
+def rendezvous_weights_into(unit_hashes: U64, target_hashes: U64, out: U64, scratch: U64) -> U64:
+    """The same matrix, written into `out` with `scratch` for the shifts (both of that
+    shape): blocks placed one after another reuse their memory instead of mapping fresh
+    pages for every block."""
+    np.bitwise_xor(unit_hashes[:, None], target_hashes[None, :], out=out)
+    return _mix_in_place(out, scratch)

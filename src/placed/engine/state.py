@@ -1,15 +1,28 @@
 """The plan state: everything that changes while a plan runs, in one object.
 
-Which targets are up, free capacity, where each unit is, units per group (a workload, for
-now) per topology value, an owner per target, and the targets created so far. Policies
-read it through `policy.base.PlanView`; the planner changes it as units land. It is
-Nomad's "proposed allocations" (existing + planned) and kube-scheduler's cycle state:
+Generic members only: which targets are up, free capacity, the targets' hashes, where
+each unit is (`units`, `where`, `placed`), units per group (a workload, for now) per
+topology value with the first unit under each (`counts`, `first_unit`), the targets
+created so far (`created`, `create`, `created_for`), the unit being judged, and what the
+plan reports besides placements: warnings (`notice`), events, and per unit how a policy
+put it (`annotate` / `note`) and what it decided besides the target (`detail` /
+`details`). Those are generic because the loop itself reads them (every placement's
+reason and document, every result's warnings and events) whichever family wrote them,
+and any family may write them; `created_for` is the created targets indexed by the unit
+they were made for, which every family that creates targets needs to find its own.
+
+What one family alone keeps (seed 004's owners, tallies and pool ledgers; Juju's machine
+numbers) lives in that family's state object (`policy.base.FamilyState`), in a key ->
+state store here: `family_state(Kind)` is one dict lookup, and makes the state on first
+use. Policies read the plan state through `policy.base.PlanView`; the planner changes it
+as units land. It is Nomad's "proposed allocations" (existing + planned) and
+kube-scheduler's cycle state:
 
 - **incremental**: placing a unit touches its target's columns and the counts it
   changes, never a recount; counts for a (group, level) are built once, from the units
   placed so far, the first time a policy asks for them;
 - **forkable**: `fork()` is a copy to try things on (what-if, simulate) that leaves the
-  original as it was;
+  original as it was: the generic members, and each family state's own `copy()`;
 - **growable**: `create()` appends a target (a new machine, a container on a machine);
   arrays grow by doubling, so creating k targets costs O(k) amortised, and nothing at
   all when none is created.
@@ -27,9 +40,10 @@ from numpy.typing import NDArray
 from placed.engine.index import TARGET_LEVEL, TargetIndex
 from placed.engine.selection import stable_hash64
 from placed.model import Notice, Target
-from placed.model.dedications import Event, Owner
+from placed.model.dedications import Event
+from placed.policy.base import FamilyState
 
-NO_OWNER = -1
+State = TypeVar("State", bound=FamilyState)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,17 +80,12 @@ class PlanState:
         self._size = len(index)
         self._up = index.up.copy()
         self._free = index.capacity.copy()
-        self._owner = index.owner_codes.copy()
-        # Who each owner code stands for (seed 004): the index's, then those a plan makes
-        # (implicit dedication).
-        self.owners: list[Owner] = list(index.owners)
-        self._owner_codes: dict[Owner, int] = {o: c for c, o in enumerate(self.owners)}
-        self._tallies: dict[str, NDArray[np.int32]] = {}
-        self._ledgers: dict[str, NDArray[np.float64]] = {}
+        # Each stateful family's state, keyed by its class; those whose added/removed
+        # hooks do something, called as units land and leave.
+        self._families: dict[type[FamilyState], FamilyState] = {}
+        self._hooked: list[FamilyState] = []
         self._details: dict[str, dict[str, str]] = {}
         self.events: list[Event] = []
-        # Targets a plan dedicated (implicit dedication), in order, with their owner.
-        self.dedicated: list[tuple[int, Owner]] = []
         self.resources = index.resources
         self.created: list[CreatedTarget] = []
         self._created_position: dict[str, int] = {}
@@ -98,13 +107,10 @@ class PlanState:
         # The unit being judged (allocation), for policies whose rule differs per unit
         # (Juju's `to:` entry i applies to unit i); None between units.
         self.judging: str | None = None
-        # Target position created for each unit, numbers handed out by name (machine 7,
-        # container 1/lxc/2), and warnings the plan found while it ran.
+        # Target position created for each unit, and warnings the plan found while it ran.
         self._created_for: dict[str, int] = {}
-        self._sequences: dict[str, int] = {}
         self._notices: dict[Notice, None] = {}  # in the order found, each once
         self._notes: dict[str, tuple[str, str]] = {}  # unit -> (via, how a policy put it)
-        self._allowed: set[tuple[str, str]] = set()  # (unit, what a fallback allowed it)
 
     # -- reading (policy.base.PlanView) ---------------------------------------------
 
@@ -121,53 +127,27 @@ class PlanState:
         return self._free[:, : self._size]
 
     @property
-    def owner(self) -> NDArray[np.intp]:
-        return self._owner[: self._size]
-
-    @property
     def hashes(self) -> NDArray[np.uint64]:
         return self._hashes[: self._size]
 
-    def set_owner(self, position: int, owner: int) -> None:
-        self._owner[position] = owner
-
-    def owner_code(self, owner: Owner) -> int:
-        """The code of an owner, given one if it has none yet."""
-        code = self._owner_codes.get(owner)
-        if code is None:
-            code = self._owner_codes[owner] = len(self.owners)
-            self.owners.append(owner)
-        return code
-
-    def dedicate(self, position: int, owner: Owner) -> None:
-        """A plan gives a target to an owner (implicit dedication)."""
-        self._owner[position] = self.owner_code(owner)
-        self.dedicated.append((position, owner))
-
-    def tally(self, name: str) -> NDArray[np.int32]:
-        """A count per target under a name (VMs of account A3, VMs at all), kept by the
-        policy that names it as units land."""
-        found = self._tallies.get(name)
+    def family_state(self, kind: type[State]) -> State:
+        """The state family `kind` keeps in this plan, made with `kind.start` on first
+        use (policy.base.FamilyState)."""
+        found = self._families.get(kind)
         if found is None:
-            found = self._tallies[name] = np.zeros(max(self._size, 8), dtype=np.int32)
-        if found.size < self._size:
-            found = self._tallies[name] = _room(found, self._size)
-        return found[: self._size]
+            found = self._families[kind] = kind.start(self)
+            hooks = type(found)
+            if hooks.added is not FamilyState.added or hooks.removed is not FamilyState.removed:
+                self._hooked.append(found)
+        return found  # type: ignore[return-value]  # keyed by its own class: a State
 
-    def count(self, name: str, positions: int | NDArray[np.intp], delta: int = 1) -> None:
-        self.tally(name)
-        np.add.at(self._tallies[name], positions, delta)
+    def found_family_state(self, kind: type[State]) -> State | None:
+        """The state family `kind` keeps, if this plan made one: for reading what a
+        family did, without making a state for a plan that never used it."""
+        return self._families.get(kind)  # type: ignore[return-value]
 
     def event(self, event: Event) -> None:
         self.events.append(event)
-
-    def ledger(self, name: str, size: int, start: float = 0.0) -> NDArray[np.float64]:
-        """A named array of `size` numbers a policy keeps beside the targets (a storage
-        pool's used space, its owner code), created with `start` on first use."""
-        found = self._ledgers.get(name)
-        if found is None:
-            found = self._ledgers[name] = np.full(size, start, dtype=np.float64)
-        return found
 
     def detail(self, unit: str, key: str, value: str) -> None:
         """Something a policy decided for a unit besides its target (the pool of its
@@ -259,13 +239,6 @@ class PlanState:
         found = self.units.get(unit)
         return found[1] if found is not None else None
 
-    def next_number(self, sequence: str, start: int) -> int:
-        """The next number of a named sequence that begins at `start` (new machines,
-        containers per host and kind), handed out once."""
-        number = max(start, self._sequences.get(sequence, start))
-        self._sequences[sequence] = number + 1
-        return number
-
     def notice(self, notice: Notice) -> None:
         """A warning found while planning (a directive that fell back), kept once."""
         self._notices[notice] = None
@@ -282,14 +255,6 @@ class PlanState:
     def note(self, unit: str) -> tuple[str, str] | None:
         return self._notes.get(unit)
 
-    def allow(self, unit: str, what: str) -> None:
-        """A fallback lets `unit` go where its policy keeps it from by default (seed 004's
-        preferred implicit mode: a shared host)."""
-        self._allowed.add((unit, what))
-
-    def allowed(self, unit: str | None, what: str) -> bool:
-        return unit is not None and (unit, what) in self._allowed
-
     # -- changing ----------------------------------------------------------------------
 
     def place(self, unit: str, group: str, position: int) -> None:
@@ -302,6 +267,8 @@ class PlanState:
             if code:
                 self._counts[(group, level)][code] += 1
                 self._first[(group, level)].setdefault(code, unit)
+        for kept in self._hooked:
+            kept.added(unit, group, position)
 
     def _group_to_change(self, group: str) -> list[str]:
         if group not in self._own_groups:
@@ -326,6 +293,8 @@ class PlanState:
                     if int(column[self.units[other][1]]) == code:
                         first[code] = other
                         break
+        for kept in self._hooked:
+            kept.removed(unit, group, position)
         return position
 
     def create(
@@ -336,8 +305,6 @@ class PlanState:
         needed = position + 1
         self._up = _room(self._up, needed)
         self._free = _room(self._free, needed, axis=1)
-        self._owner = _room(self._owner, needed)
-        self._owner[position] = NO_OWNER
         self._hashes = _room(self._hashes, needed)
         self._up[position] = target.up
         if parent is not None:
@@ -364,17 +331,20 @@ class PlanState:
         self.created.append(CreatedTarget(target, position, unit, constraints, parent))
         self._created_position[target.id] = position
         self._created_for[unit] = position  # the last: a container after its machine
+        for kept in self._families.values():
+            kept.grown(position, target)
         return position
 
     def adopt_created(self, source: PlanState) -> None:
         """Make the targets `source` created during its plan, at the same positions, and
         go on with its numbering: a what-if on a plan's world (a machine the plan made
-        fails) starts from the machines and containers that plan left."""
+        fails) starts from the machines and containers that plan left. Family states are
+        not carried over (this state's start afresh); numbering goes on by itself, since a
+        family that names targets skips the names already taken (Juju's machines)."""
         if self.created:
             raise ValueError("adopt_created needs a state that has created nothing yet")
         for made in source.created:
             self.create(made.target, made.unit, made.constraints, made.parent)
-        self._sequences.update(source._sequences)
 
     def forget_lost_creations(self) -> None:
         """A unit whose made target is down is as if nothing had been made for it: in a
@@ -406,14 +376,10 @@ class PlanState:
         other._size = self._size
         other._up = self._up.copy()
         other._free = self._free.copy()
-        other._owner = self._owner.copy()
-        other.owners = list(self.owners)
-        other._owner_codes = dict(self._owner_codes)
-        other._tallies = {k: v.copy() for k, v in self._tallies.items()}
-        other._ledgers = {k: v.copy() for k, v in self._ledgers.items()}
+        other._families = {kind: kept.copy() for kind, kept in self._families.items()}
+        other._hooked = [other._families[type(kept)] for kept in self._hooked]
         other._details = {k: dict(v) for k, v in self._details.items()}
         other.events = list(self.events)
-        other.dedicated = list(self.dedicated)
         other.resources = self.resources
         other.created = list(self.created)
         other._created_position = dict(self._created_position)
@@ -431,10 +397,8 @@ class PlanState:
         other._tracked = {k: list(v) for k, v in self._tracked.items()}
         other.judging = self.judging
         other._created_for = dict(self._created_for)
-        other._sequences = dict(self._sequences)
         other._notices = dict(self._notices)
         other._notes = dict(self._notes)
-        other._allowed = set(self._allowed)
         return other
 
     def free_at(self, position: int) -> Mapping[str, float]:

@@ -4,14 +4,27 @@ from placed.model.inventory import CONTAINER_KINDS, Agent, Inventory, Location, 
 from placed.model.notice import Notice
 from placed.model.properties import Property, PropertyError, validate_properties
 from placed.model.spec import Running, Settings, Spec
-from placed.model.workload import Mode, Service, Workload
+from placed.model.workload import (
+    AffinityTerm,
+    Avoid,
+    Mode,
+    Near,
+    Service,
+    Spread,
+    SpreadTerm,
+    TermMode,
+    Workload,
+)
 
 __all__ = [
     "CONTAINER_KINDS",
+    "AffinityTerm",
     "Agent",
+    "Avoid",
     "Inventory",
     "Location",
     "Mode",
+    "Near",
     "Notice",
     "Property",
     "PropertyError",
@@ -19,8 +32,11 @@ __all__ = [
     "Service",
     "Settings",
     "Spec",
+    "Spread",
+    "SpreadTerm",
     "TagRules",
     "Target",
+    "TermMode",
     "Workload",
     "validate_properties",
 ]

@@ -205,7 +205,8 @@ class Inventory:
                     tags=here["tags"],
                     properties=here["properties"],
                     rules=here["rules"],
-                    capacity=dict(location.capacity or {}),
+                    # Shared with the location (and its twins): nothing writes to it.
+                    capacity=location.capacity if location.capacity is not None else {},
                     up=here["status"] == "up",
                     ancestors=ancestors,
                     constraints=here["constraints"],

@@ -71,3 +71,54 @@ class Workload:
 
     def unit_key(self, index: int) -> str:
         return f"{self.name}/{self.first + index}"
+
+
+# How a spread or affinity term binds: a rule that rejects targets, or a preference.
+TermMode = Literal["hard", "preferred"]
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadTerm:
+    """`spread: {over: LEVEL, max_skew: N}`: Kubernetes' topology spread constraint over one
+    level. `weight` ranks a preferred term against the workload's other preferences."""
+
+    over: str
+    max_skew: int = 1
+    mode: TermMode = "hard"
+    weight: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """A workload's spread terms, in the order written."""
+
+    terms: tuple[SpreadTerm, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """`near:` or `avoid:` one workload's units under the same ancestor at `level`.
+
+    `mirrored` marks an avoid term the loader added to this workload because the other
+    workload's own term avoids this one (Kubernetes' symmetric anti-affinity): its
+    explanation names the workload that asked."""
+
+    workload: str
+    level: str
+    mode: TermMode = "hard"
+    weight: int = 1
+    mirrored: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Near:
+    """A workload's affinity terms: its units go where another workload's units are."""
+
+    terms: tuple[AffinityTerm, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Avoid:
+    """A workload's anti-affinity terms: its units stay away from another's units."""
+
+    terms: tuple[AffinityTerm, ...]

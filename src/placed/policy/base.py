@@ -10,6 +10,12 @@ the target); a scorer returns a float array. Both are numpy over columns. Each a
 judges one target in plain Python (`judge`), written next to the fast path: the reference
 oracle uses those judgements, and so do targets created during a plan, which the columns
 built at bind time do not cover. For a rejected target a filter says why, in words.
+
+A family that keeps something of its own while a plan runs (owners, counts, numbers
+handed out) declares a `FamilyState` next to its filters: the plan state holds one per
+family, made on first use, copied on fork and told as units land and leave, and the
+filters (`state.family_state(Kind)`) and their one-target judges
+(`world.family_state(Kind)`) read the same object.
 """
 
 from __future__ import annotations
@@ -17,13 +23,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, Self, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from placed.model import Notice, Spec, Target, Workload
-from placed.model.dedications import Event, Owner
+from placed.model.dedications import Event
 
 BoolArray = NDArray[np.bool_]
 FloatArray = NDArray[np.float64]
@@ -77,9 +83,48 @@ class IndexView(Protocol):
     def level(self, name: str) -> Level | None: ...
 
 
+class FamilyState(ABC):
+    """What one family keeps while a plan runs, beside the generic plan state: one entry
+    of the plan state's key -> state store, as kube-scheduler's CycleState holds a
+    plugin's state. The key is the class itself: `state.family_state(Kind)` makes one
+    with `start` the first time a plan asks (a plan that never uses the family pays
+    nothing), and the same object after that.
+
+    The plan state calls the hooks: `copy` on `fork()`, `added` / `removed` as a unit
+    lands or leaves (only for a class that overrides one of them), `grown` when the plan
+    creates a target. A state must never hold the plan state itself: a fork would then
+    read the original."""
+
+    @classmethod
+    @abstractmethod
+    def start(cls, plan: PlanView) -> Self:
+        """This family's state for a plan that has none yet, as it stands now (units
+        placed and targets created before the first use included)."""
+
+    @abstractmethod
+    def copy(self) -> Self:
+        """A copy to change without touching this one (the plan state's `fork()`)."""
+
+    def added(self, unit: str, group: str, position: int) -> None:
+        """`unit` of `group` landed at `position`."""
+        return None
+
+    def removed(self, unit: str, group: str, position: int) -> None:
+        """`unit` of `group` left `position`."""
+        return None
+
+    def grown(self, position: int, target: Target) -> None:
+        """The plan created `target` at `position`: arrays over targets grow by one."""
+        return None
+
+
+State = TypeVar("State", bound=FamilyState)
+
+
 class PlanView(Protocol):
     """What a filter or scorer may read of the plan state while a plan runs. Arrays cover
-    every target, those created during the plan included."""
+    every target, those created during the plan included. What only one family keeps
+    (owners, tallies, machine numbers) is in that family's state: `family_state`."""
 
     @property
     def size(self) -> int: ...
@@ -109,11 +154,6 @@ class PlanView(Protocol):
         ...
 
     @property
-    def owner(self) -> Codes: ...  # each target's owner code, -1 for none
-
-    def set_owner(self, position: int, owner: int) -> None: ...
-
-    @property
     def judging(self) -> str | None: ...  # the unit being judged, in allocation mode
 
     def position(self, target_id: str) -> int | None: ...
@@ -124,12 +164,15 @@ class PlanView(Protocol):
         """The position `unit` landed at, if it is placed."""
         ...
 
+    @property
+    def units(self) -> Mapping[str, tuple[str, int]]: ...  # unit -> (group, position)
+
     def created_for(self, unit: str) -> int | None:
         """The position of the target created for `unit`, if one was."""
         ...
 
-    def next_number(self, sequence: str, start: int) -> int:
-        """The next number of a named sequence (new machines, containers per host)."""
+    def family_state(self, kind: type[State]) -> State:
+        """The state family `kind` keeps in this plan, made on first use."""
         ...
 
     def notice(self, notice: Notice) -> None:
@@ -140,33 +183,8 @@ class PlanView(Protocol):
         """Say how a policy is placing `unit`, for its placement's reason."""
         ...
 
-    def allow(self, unit: str, what: str) -> None:
-        """A fallback lets `unit` go where its policy keeps it from by default."""
-        ...
-
-    def allowed(self, unit: str | None, what: str) -> bool: ...
-
-    @property
-    def owners(self) -> Sequence[Owner]: ...  # what each owner code stands for
-
-    def owner_code(self, owner: Owner) -> int: ...
-
-    def dedicate(self, position: int, owner: Owner) -> None:
-        """Give a target to an owner during the plan (implicit dedication)."""
-        ...
-
-    def tally(self, name: str) -> Counts:
-        """A count per target under a name, kept by the policy that names it."""
-        ...
-
-    def count(self, name: str, positions: int | NDArray[np.intp], delta: int = 1) -> None: ...
-
     def event(self, event: Event) -> None:
         """Record an event (a dedication made, a request that failed)."""
-        ...
-
-    def ledger(self, name: str, size: int, start: float = 0.0) -> FloatArray:
-        """A named array a policy keeps beside the targets (storage pools' used space)."""
         ...
 
     def detail(self, unit: str, key: str, value: str) -> None:
@@ -196,24 +214,40 @@ class World(Protocol):
         """The target created for `unit` during the plan, if one was."""
         ...
 
-    def owner(self, target: Target) -> Owner | None:
-        """Who the target is dedicated to now (seed 004), if anyone."""
+    def position(self, target: Target) -> int:
+        """Where the target sits in the plan's arrays (to read a family state's)."""
         ...
 
-    def tally(self, name: str, target: Target) -> int:
-        """The target's count under a name (VMs of an account) now."""
+    def family_state(self, kind: type[State]) -> State:
+        """The state family `kind` keeps in this plan, as the plan state has it."""
         ...
 
-    def allowed(self, what: str) -> bool:
-        """Whether a fallback allowed the unit being judged `what` (a shared host)."""
+    def statically_kept(self, workload: Workload) -> Sequence[Target]:
+        """The inventory's targets that the workload's static filters keep (those whose
+        verdict never changes during a plan): where its units could go at all. Spread
+        takes its eligible domains from these, as kube-scheduler's nodeAffinityPolicy
+        Honor does."""
         ...
 
-    def ledger(self, name: str, size: int, start: float = 0.0) -> Sequence[float]:
-        """A named array a policy keeps beside the targets, as it stands now."""
+
+class Tracker(Protocol):
+    """One workload's verdicts of a `local` filter followed through a block of its units
+    (engine/block.py), without touching the plan state."""
+
+    def land(self, position: int) -> bool:
+        """One more unit lands at `position`: whether the target still passes."""
         ...
 
-    @property
-    def owners(self) -> Sequence[Owner]: ...  # what each owner code stands for
+
+class Unchanged:
+    """The tracker of a filter whose verdicts no landing changes (a target that is down
+    stays down): the engine leaves it out."""
+
+    def land(self, position: int) -> bool:
+        return True
+
+
+UNCHANGED = Unchanged()
 
 
 class Filter(ABC):
@@ -228,12 +262,23 @@ class Filter(ABC):
     # The request type without which a workload passes every target (no tags: nothing
     # is forbidden). The pipeline and the reference skip the filter for such workloads.
     needs: ClassVar[type | None] = None
+    # A unit that lands changes this filter's verdicts at most at the target it lands on
+    # (capacity does; `distinct` over racks does not). Only then can the engine follow a
+    # workload's units without judging every target again (see `tracker`).
+    local: ClassVar[bool] = False
 
     @abstractmethod
     def prepare(self, workload: Workload) -> Any | None: ...
 
     @abstractmethod
     def keep(self, prepared: Any, state: PlanView) -> BoolArray: ...
+
+    def tracker(self, prepared: Any, state: PlanView) -> Tracker | None:
+        """A `local` filter's verdicts followed unit by unit from the state as it stands,
+        exactly as `keep` would give them after each landing (the same float arithmetic
+        as the consumer's reserve); None: the filter cannot say, so the workload's units
+        are judged one at a time."""
+        return None
 
     @abstractmethod
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
@@ -242,6 +287,13 @@ class Filter(ABC):
     @abstractmethod
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         """The same rule for one target, in plain Python: None keeps it."""
+
+    def with_static(self, prepared: Any, keep: BoolArray, index: IndexView) -> Any:
+        """What `prepare` gave, told which of the index's targets the workload's static
+        filters keep (called once per workload, for a filter that reads the plan state):
+        a rule over where the workload could go at all (spread's eligible domains) takes
+        it from here. The default: nothing to add."""
+        return prepared
 
     def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes | None:
         """For targets of the index this filter rejects (`positions`, ascending), a code

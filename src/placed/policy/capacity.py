@@ -19,6 +19,7 @@ from placed.policy.base import (
     IndexView,
     PlanView,
     Reason,
+    Tracker,
     World,
 )
 
@@ -54,9 +55,37 @@ def insufficient_reason(requested: Mapping[str, float], free: Mapping[str, float
     )
 
 
+class _Room:
+    """What is left at each target a block's units landed on, in Python floats: IEEE
+    binary64 like the numpy columns, so each landing subtracts exactly as `reserve`
+    does, and 0.1 + 0.2 fits where and only where the unit-by-unit plan finds it fits."""
+
+    def __init__(self, rows: list[int], amounts: list[float], free: NDArray[np.float64]) -> None:
+        self._rows = rows
+        self._amounts = amounts
+        self._free = free
+        self._left: dict[int, list[float]] = {}
+
+    def land(self, position: int) -> bool:
+        left = self._left.get(position)
+        if left is None:
+            left = self._left[position] = [float(self._free[row, position]) for row in self._rows]
+        fits = True
+        for i, amount in enumerate(self._amounts):
+            left[i] -= amount
+            if left[i] < amount:
+                fits = False
+        return fits
+
+
 class ResourcesFit(Filter, Consumer):
     name = "capacity"
     summary = "a resource the unit asks for is not free in that amount"
+    local = True  # a unit takes capacity only where it lands
+
+    def tracker(self, prepared: Asked, state: PlanView) -> Tracker:
+        rows, amounts = prepared
+        return _Room(rows.tolist(), amounts.tolist(), state.free)
 
     def __init__(self, resources: Sequence[str]) -> None:
         self._row = {name: row for row, name in enumerate(resources)}

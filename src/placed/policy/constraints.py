@@ -21,10 +21,14 @@ from placed.policy.base import (
     Reason,
     World,
 )
-from placed.policy.builtins import node_properties, workload_constraints, workload_properties
+from placed.policy.builtins import (
+    node_columns,
+    node_properties,
+    workload_constraints,
+    workload_properties,
+)
 from placed.policy.deployment import Deployment
 from placed.policy.expressions import All, Comparison, Constraint, parse_constraint
-from placed.policy.expressions.columns import PropertyColumns
 from placed.policy.expressions.evaluate import holds, satisfied
 from placed.policy.expressions.masks import ConstraintMasks
 from placed.policy.expressions.syntax import Node
@@ -105,8 +109,7 @@ class WorkloadConstraint(Filter):
     needs = Deployment
 
     def __init__(self, targets: Sequence[Target]) -> None:
-        self.properties = [node_properties(target) for target in targets]
-        self.columns = PropertyColumns(self.properties)
+        self.columns = node_columns(targets)
         self.masks = ConstraintMasks(self.columns)
 
     def prepare(self, workload: Workload) -> BoolArray | None:
@@ -117,7 +120,7 @@ class WorkloadConstraint(Filter):
         return prepared
 
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
-        return workload_constraint_reason(workload, self.properties[position])
+        return workload_constraint_reason(workload, node_properties(target))
 
     def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes | None:
         # The words are the top-level terms that fail: one bit per term, over the columns.

@@ -1,8 +1,9 @@
 """Seed 004: dedicated resources, as filters, a preference and a fallback.
 
 A VM's request names its account (and so its domain chain) and whether its offering asks
-for dedication. The plan state holds an owner per target (engine/state.py), set from the
-spec's dedications and changed during a plan by implicit dedication.
+for dedication. The family's own plan state (`DedicationState`, in the plan state's
+family store) holds an owner per target, set from the spec's dedications and changed
+during a plan by implicit dedication, and the counts and pool ledgers the filters read.
 
 - `zone-dedication` (filter): a zone dedicated to a domain or an account is closed to
   every VM whose owner that dedication does not cover, flagged or not (CloudStack's
@@ -33,7 +34,7 @@ import math
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
 from numpy.typing import NDArray
@@ -48,6 +49,7 @@ from placed.policy.base import (
     Consumer,
     Counts,
     Family,
+    FamilyState,
     FloatArray,
     IndexView,
     PlanView,
@@ -133,17 +135,155 @@ def zone_of(target: Target) -> str | None:
     return None
 
 
+NO_OWNER = -1
+
+
+def _room(array: NDArray[Any], needed: int) -> NDArray[Any]:
+    """`array` with room for at least `needed` entries (doubling): growing a plan by k
+    targets costs O(k) amortised."""
+    if needed <= array.size:
+        return array
+    grown = np.zeros(max(needed, 2 * array.size, 8), dtype=array.dtype)
+    grown[: array.size] = array
+    return grown
+
+
+# Per index, each target's owner code and who the codes stand for, as the spec's
+# dedications give them (an index never changes).
+_OWNERS: weakref.WeakKeyDictionary[Any, tuple[NDArray[np.intp], tuple[Owner, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _spec_owners(index: IndexView) -> tuple[NDArray[np.intp], tuple[Owner, ...]]:
+    found = _OWNERS.get(index)
+    if found is None:
+        codes: dict[Owner, int] = {}
+        column = np.array(
+            [
+                codes.setdefault(t.dedication.owner, len(codes)) if t.dedication else NO_OWNER
+                for t in index.targets
+            ],
+            dtype=np.intp,
+        )
+        found = _OWNERS[index] = (column, tuple(codes))
+    return found
+
+
+class DedicationState(FamilyState):
+    """Seed 004's plan state: an owner code per target and who each code stands for,
+    the targets the plan dedicated (implicit dedication), counts per target under a name
+    (VMs of account A3, VMs at all, a zone's owner), named ledgers beside the targets (a
+    pool's used space) and what a fallback allowed a unit (a shared host)."""
+
+    def __init__(
+        self,
+        owner: NDArray[np.intp],
+        size: int,
+        owners: list[Owner],
+        tallies: dict[str, NDArray[np.int32]],
+        ledgers: dict[str, FloatArray],
+        dedicated: list[tuple[int, Owner]],
+        allowed: set[tuple[str, str]],
+    ) -> None:
+        self._owner = owner
+        self._size = size
+        # Who each owner code stands for: the spec's, then those a plan makes.
+        self.owners = owners
+        self._codes = {o: c for c, o in enumerate(owners)}
+        self._tallies = tallies
+        self._ledgers = ledgers
+        # Targets a plan dedicated (implicit dedication), in order, with their owner.
+        self.dedicated = dedicated
+        self._allowed = allowed  # (unit, what a fallback allowed it)
+
+    @classmethod
+    def start(cls, plan: PlanView) -> Self:
+        column, owners = _spec_owners(plan.index)
+        owner = np.full(max(plan.size, 8), NO_OWNER, dtype=np.intp)
+        owner[: column.size] = column
+        return cls(owner, plan.size, list(owners), {}, {}, [], set())
+
+    def copy(self) -> Self:
+        return type(self)(
+            self._owner.copy(),
+            self._size,
+            list(self.owners),
+            {k: v.copy() for k, v in self._tallies.items()},
+            {k: v.copy() for k, v in self._ledgers.items()},
+            list(self.dedicated),
+            set(self._allowed),
+        )
+
+    def grown(self, position: int, target: Target) -> None:
+        self._size = position + 1
+        self._owner = _room(self._owner, self._size)
+        self._owner[position] = NO_OWNER  # a created target is nobody's
+
+    @property
+    def owner(self) -> NDArray[np.intp]:
+        """Each target's owner code, -1 for none."""
+        return self._owner[: self._size]
+
+    def set_owner(self, position: int, owner: int) -> None:
+        self._owner[position] = owner
+
+    def owner_code(self, owner: Owner) -> int:
+        """The code of an owner, given one if it has none yet."""
+        code = self._codes.get(owner)
+        if code is None:
+            code = self._codes[owner] = len(self.owners)
+            self.owners.append(owner)
+        return code
+
+    def dedicate(self, position: int, owner: Owner) -> None:
+        """A plan gives a target to an owner (implicit dedication)."""
+        self._owner[position] = self.owner_code(owner)
+        self.dedicated.append((position, owner))
+
+    def tally(self, name: str) -> Counts:
+        """A count per target under a name, kept by the filter that names it as units
+        land (and by a running cloud as they leave)."""
+        found = self._tallies.get(name)
+        if found is None:
+            found = self._tallies[name] = np.zeros(max(self._size, 8), dtype=np.int32)
+        elif found.size < self._size:
+            found = self._tallies[name] = _room(found, self._size)
+        return found[: self._size]
+
+    def count(self, name: str, positions: int | NDArray[np.intp], delta: int = 1) -> None:
+        self.tally(name)
+        np.add.at(self._tallies[name], positions, delta)
+
+    def ledger(self, name: str, size: int, start: float = 0.0) -> FloatArray:
+        """A named array of `size` numbers kept beside the targets (a storage pool's used
+        space, its owner code), created with `start` on first use."""
+        found = self._ledgers.get(name)
+        if found is None:
+            found = self._ledgers[name] = np.full(size, start, dtype=np.float64)
+        return found
+
+    def allow(self, unit: str, what: str) -> None:
+        """A fallback lets `unit` go where the family keeps it from by default (the
+        preferred implicit mode: a shared host)."""
+        self._allowed.add((unit, what))
+
+    def allowed(self, unit: str | None, what: str) -> bool:
+        return unit is not None and (unit, what) in self._allowed
+
+
 def zone_columns(state: PlanView, zones: ZoneDedications) -> tuple[Counts, Counts]:
     """Per target, 1 + its zone's owner code (0: not dedicated) and whether that
     dedication is in force; read from the spec's targets the first time (once per plan
     state: forks copy them), kept by a running cloud afterwards (engine/cloud.py)."""
-    ready = state.ledger(ZONES_READY, 1)
-    owner, in_force = state.tally(ZONE_OWNER), state.tally(ZONE_IN_FORCE)
+    kept = state.family_state(DedicationState)
+    ready = kept.ledger(ZONES_READY, 1)
+    owner, in_force = kept.tally(ZONE_OWNER), kept.tally(ZONE_IN_FORCE)
     if ready[0]:
         return owner, in_force
     ready[0] = 1.0
     if zones:
-        codes = {zone: state.owner_code(o) + 1 for zone, o in zones}
+        codes = {zone: kept.owner_code(o) + 1 for zone, o in zones}
         column = np.zeros(state.size, dtype=np.int32)
         here = np.zeros(state.size, dtype=np.int32)
         for i, target in enumerate(state.index.targets):
@@ -160,10 +300,12 @@ def zone_columns(state: PlanView, zones: ZoneDedications) -> tuple[Counts, Count
 def _zone_owner_of(tenant: Tenant, target: Target, world: World) -> tuple[Owner | None, bool]:
     """One target's zone dedication and whether it is in force, as the plan state keeps
     them, else as the spec gave them."""
-    if world.ledger(ZONES_READY, 1)[0]:
-        code = world.tally(ZONE_OWNER, target)
-        owner = world.owners[code - 1] if code > 0 else None
-        return owner, bool(world.tally(ZONE_IN_FORCE, target))
+    kept = world.family_state(DedicationState)
+    if kept.ledger(ZONES_READY, 1)[0]:
+        position = world.position(target)
+        code = int(kept.tally(ZONE_OWNER)[position])
+        owner = kept.owners[code - 1] if code > 0 else None
+        return owner, bool(kept.tally(ZONE_IN_FORCE)[position])
     zone = zone_of(target)
     owner = dict(tenant.zones).get(zone) if zone is not None else None
     found = target.dedication
@@ -237,11 +379,12 @@ class ZoneFilter(_Filter):
         zone_owner, _ = zone_columns(state, prepared.zones)
         if not zone_owner.any():
             return _open_everywhere(zone_owner.size)  # no zone is dedicated: one scan
-        key = (prepared, len(state.owners))
+        owners = state.family_state(DedicationState).owners
+        key = (prepared, len(owners))
         usable = self._open.get(key)
         if usable is None:
             # Indexed by zone code: code 0 (no dedication) is open, code c is owner c - 1.
-            usable = self._open[key] = np.roll(_covered(prepared, state.owners, True), 1)
+            usable = self._open[key] = np.roll(_covered(prepared, owners, True), 1)
         opened: BoolArray = np.take(usable, zone_owner)  # a third faster than usable[...]
         return opened
 
@@ -252,7 +395,7 @@ class ZoneFilter(_Filter):
         tenant = tenant_of(workload)
         assert tenant is not None
         zone_owner, _ = zone_columns(state, tenant.zones)
-        owner = state.owners[int(zone_owner[position]) - 1]
+        owner = state.family_state(DedicationState).owners[int(zone_owner[position]) - 1]
         return _zone_reason(tenant, zone_of(target) or target.id, owner)
 
     def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes | None:
@@ -333,16 +476,17 @@ class DedicationFilter(_Filter, Consumer):
         return tenant_of(workload)
 
     def keep(self, prepared: Tenant, state: PlanView) -> BoolArray:
-        owners = state.owners
+        dedication = state.family_state(DedicationState)
+        owners = dedication.owners
         key = (prepared, len(owners))
         covered = self._covered.get(key)
         if covered is None:
             covered = self._covered[key] = _covered(prepared, tuple(owners), False)
-        owner = state.owner
+        owner = dedication.owner
         kept: BoolArray
         if prepared.dedicated:
             kept = covered[owner]
-            if state.allowed(state.judging, SHARED):
+            if dedication.allowed(state.judging, SHARED):
                 kept = kept | (owner < 0)  # preferred mode, nothing dedicated left
             return kept
         _, in_force = zone_columns(state, prepared.zones)
@@ -353,8 +497,9 @@ class DedicationFilter(_Filter, Consumer):
         return kept
 
     def reserve(self, prepared: Tenant, state: Any, positions: int | NDArray[np.intp]) -> None:
-        state.count(prepared.tally, positions)
-        state.count(VMS, positions)
+        kept = state.family_state(DedicationState)
+        kept.count(prepared.tally, positions)
+        kept.count(VMS, positions)
 
     def implicit_at(self, tenant: Tenant, position: int) -> bool:
         setting = int(self.implicit[position]) if position < self.implicit.size else -1
@@ -363,9 +508,10 @@ class DedicationFilter(_Filter, Consumer):
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
         tenant = tenant_of(workload)
         assert tenant is not None
-        code = int(state.owner[position])
-        owner = state.owners[code] if code >= 0 else None
-        empty = int(state.tally(VMS)[position]) == 0
+        kept = state.family_state(DedicationState)
+        code = int(kept.owner[position])
+        owner = kept.owners[code] if code >= 0 else None
+        empty = int(kept.tally(VMS)[position]) == 0
         return dedication_reason(tenant, target, owner, empty, self.implicit_at(tenant, position))
 
     def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes | None:
@@ -377,8 +523,9 @@ class DedicationFilter(_Filter, Consumer):
             return None
         setting = self.implicit[positions]
         here = np.where(setting < 0, tenant.implicit_enabled, setting > 0)
-        empty = state.tally(VMS)[positions] == 0
-        owner = state.owner[positions]
+        kept = state.family_state(DedicationState)
+        empty = kept.tally(VMS)[positions] == 0
+        owner = kept.owner[positions]
         owned = np.zeros_like(owner) if tenant.dedicated else owner + 1
         codes: Codes = np.where(owner >= 0, owned, -1 - (empty * 2 + here))
         return codes
@@ -387,13 +534,17 @@ class DedicationFilter(_Filter, Consumer):
         tenant = tenant_of(workload)
         if tenant is None:
             return None
-        owner = world.owner(target)
+        kept = world.family_state(DedicationState)
+        position = world.position(target)
+        code = int(kept.owner[position])
+        owner = kept.owners[code] if code >= 0 else None
         private = False
         if owner is not None and not tenant.dedicated:
             _, private = _zone_owner_of(tenant, target, world)
-        if may_use(tenant, owner, private) or (owner is None and world.allowed(SHARED)):
+        allowed = kept.allowed(world.judging, SHARED)
+        if may_use(tenant, owner, private) or (owner is None and allowed):
             return None
-        empty = world.tally(VMS, target) == 0
+        empty = int(kept.tally(VMS)[position]) == 0
         setting = target.properties.get(IMPLICIT_PROPERTY)
         here = tenant.implicit_enabled if setting is None else bool(setting.value)
         return dedication_reason(tenant, target, owner, empty, here)
@@ -407,16 +558,19 @@ POOL_PRIVATE = "pool-private"  # 1 where a pool's dedication in force is its zon
 def pool_owners(storage: Storage, state: PlanView) -> FloatArray:
     """Each pool's owner code now (-1: shared), kept in the plan state so that a running
     cloud can change it (engine/cloud.py)."""
-    codes = state.ledger(POOL_OWNER, len(storage.pools), float("nan"))
+    kept = state.family_state(DedicationState)
+    codes = kept.ledger(POOL_OWNER, len(storage.pools), float("nan"))
     if len(codes) and np.isnan(codes[0]):
-        codes[:] = [state.owner_code(o) if o is not None else -1 for o in storage.owners]
+        codes[:] = [kept.owner_code(o) if o is not None else -1 for o in storage.owners]
     return codes
 
 
 def pool_private(storage: Storage, state: PlanView) -> FloatArray:
     """Each pool's 1 where the dedication in force on it is its zone's, kept as its
     owner code is."""
-    flags = state.ledger(POOL_PRIVATE, len(storage.pools), float("nan"))
+    flags = state.family_state(DedicationState).ledger(
+        POOL_PRIVATE, len(storage.pools), float("nan")
+    )
     if len(flags) and np.isnan(flags[0]):
         flags[:] = [float(p) for p in storage.private] or 0.0
     return flags
@@ -463,10 +617,11 @@ class StorageFilter(_Filter, Consumer):
     def usable(tenant: Tenant, state: PlanView) -> NDArray[np.bool_]:
         storage = tenant.storage
         assert storage is not None
-        used = state.ledger(POOL_USED, len(storage.pools))
+        kept = state.family_state(DedicationState)
+        used = kept.ledger(POOL_USED, len(storage.pools))
         codes = pool_owners(storage, state)
         private = pool_private(storage, state).tolist()
-        owners = state.owners
+        owners = kept.owners
         capacity = np.array([p.capacity for p in storage.pools], dtype=np.float64)
         room = np.asarray(capacity - used >= tenant.disk, dtype=bool)
         allowed = [
@@ -491,7 +646,8 @@ class StorageFilter(_Filter, Consumer):
             pool = choose_pool(prepared, state, state.target(position).id)
             if pool is None:
                 continue  # a unit that runs already, on a host no pool reaches
-            state.ledger(POOL_USED, len(storage.pools))[pool] += prepared.disk
+            used = state.family_state(DedicationState).ledger(POOL_USED, len(storage.pools))
+            used[pool] += prepared.disk
             if state.judging is not None:
                 state.detail(state.judging, "pool", storage.pools[pool].id)
 
@@ -508,16 +664,17 @@ class StorageFilter(_Filter, Consumer):
         if tenant is None or tenant.storage is None or tenant.disk <= 0:
             return None
         storage = tenant.storage
-        used = world.ledger(POOL_USED, len(storage.pools))
+        kept = world.family_state(DedicationState)
+        used = kept.ledger(POOL_USED, len(storage.pools)).tolist()
         # The owner codes a running cloud keeps, else the owners the spec gave.
-        codes = world.ledger(POOL_OWNER, len(storage.pools), float("nan"))
-        flags = world.ledger(POOL_PRIVATE, len(storage.pools), float("nan"))
+        codes = kept.ledger(POOL_OWNER, len(storage.pools), float("nan")).tolist()
+        flags = kept.ledger(POOL_PRIVATE, len(storage.pools), float("nan")).tolist()
         for i, pool in enumerate(storage.pools):
             code = codes[i]
             if math.isnan(code):  # not kept yet
                 owner, private = storage.owners[i], storage.private[i]
             else:
-                owner = world.owners[int(code)] if code >= 0 else None
+                owner = kept.owners[int(code)] if code >= 0 else None
                 private = bool(flags[i]) if not math.isnan(flags[i]) else storage.private[i]
             reached = target.id in storage.reach[i] and pool.capacity - used[i] >= tenant.disk
             if reached and pool_usable(tenant, owner, private):
@@ -562,9 +719,10 @@ class TenantAffinity(Scorer):
 
     def score_in(self, prepared: Tenant, state: PlanView) -> FloatArray:
         # 2 where the account runs VMs, else 1 where none runs at all, else 0.
-        own = state.tally(prepared.tally) > 0
+        kept = state.family_state(DedicationState)
+        own = kept.tally(prepared.tally) > 0
         score = own.astype(np.float64)
-        score += own | (state.tally(VMS) == 0)
+        score += own | (kept.tally(VMS) == 0)
         return score
 
     def judge(self, workload: Workload, target: Target) -> float:
@@ -574,9 +732,10 @@ class TenantAffinity(Scorer):
         tenant = tenant_of(workload)
         if tenant is None or not tenant.dedicated:
             return 0.0
-        if world.tally(tenant.tally, target) > 0:
+        kept, position = world.family_state(DedicationState), world.position(target)
+        if int(kept.tally(tenant.tally)[position]) > 0:
             return 2.0
-        return 1.0 if world.tally(VMS, target) == 0 else 0.0
+        return 1.0 if int(kept.tally(VMS)[position]) == 0 else 0.0
 
 
 class Dedication(Family):
@@ -614,7 +773,8 @@ class Dedication(Family):
             return None
         setting = _implicit_column(workload, state)
         # A change made while the cloud runs (engine/cloud.py) wins over the spec's.
-        override = state.tally(IMPLICIT_OVERRIDE)
+        kept = state.family_state(DedicationState)
+        override = kept.tally(IMPLICIT_OVERRIDE)
         setting = np.where(override == 1, 1, np.where(override == 2, 0, setting))
         enabled = np.where(setting < 0, tenant.implicit_enabled, setting > 0)
         free = state.free
@@ -624,22 +784,22 @@ class Dedication(Family):
             if wanted:
                 fits &= free[row] >= wanted
         candidates = np.flatnonzero(
-            (state.owner < 0) & (state.tally(VMS) == 0) & state.up & fits & enabled
+            (kept.owner < 0) & (kept.tally(VMS) == 0) & state.up & fits & enabled
         )
         if (
             candidates.size == 0
             and tenant.implicit == "preferred"
-            and not state.allowed(unit, SHARED)
+            and not kept.allowed(unit, SHARED)
         ):
             # CloudStack's preferred mode: no dedicated host and none to take, so a shared
             # one (the VM runs as a shared one; nothing is dedicated).
-            state.allow(unit, SHARED)
+            kept.allow(unit, SHARED)
             return Retry(f"{unit}: preferred mode falls back to shared hosts")
         if candidates.size == 0:
             return None  # the unit fails: `unplaced` records why
         position = int(candidates[0])
         owner = Owner(tenant.domain, tenant.account, implicit=True)
-        state.dedicate(position, owner)
+        kept.dedicate(position, owner)
         host = state.target(position).id
         state.annotate(
             unit,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Self
 
 import numpy as np
 
@@ -29,15 +29,15 @@ from placed.policy.base import (
     Bound,
     Created,
     Family,
+    FamilyState,
     Filter,
     IndexView,
     PlanView,
     Reason,
     World,
 )
-from placed.policy.builtins import node_properties
+from placed.policy.builtins import node_columns, node_properties
 from placed.policy.expressions import parse_constraint
-from placed.policy.expressions.columns import PropertyColumns
 from placed.policy.expressions.evaluate import satisfied
 
 MACHINE = "machine"
@@ -45,6 +45,27 @@ MACHINE = "machine"
 # and the constraints it is declared with.
 DECLARED = "juju.declared"
 DECLARED_CONSTRAINTS = "juju.constraints"
+
+
+class Numbering(FamilyState):
+    """The family's plan state: the next number of each named sequence (new machines,
+    containers per host and kind), each number handed out once."""
+
+    def __init__(self, sequences: dict[str, int]) -> None:
+        self._sequences = sequences
+
+    @classmethod
+    def start(cls, plan: PlanView) -> Self:
+        return cls({})
+
+    def copy(self) -> Self:
+        return type(self)(dict(self._sequences))
+
+    def next_number(self, sequence: str, start: int) -> int:
+        """The next number of a sequence that begins at `start`."""
+        number = max(start, self._sequences.get(sequence, start))
+        self._sequences[sequence] = number + 1
+        return number
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,8 +299,7 @@ class _Columns:
 
     def __init__(self, targets: list[Target] | tuple[Target, ...]) -> None:
         self.size = len(targets)
-        self.properties = [node_properties(target) for target in targets]
-        self.columns = PropertyColumns(self.properties)
+        self.columns = node_columns(targets)
         self.tags: dict[str, list[int]] = {}
         for position, target in enumerate(targets):
             for tag in target.tags:
@@ -549,7 +569,8 @@ class Directives(Family):
     @staticmethod
     def _machine_id(directed: Directed, state: PlanView) -> str:
         while True:
-            number = str(state.next_number(MACHINE, directed.first_machine))
+            numbering = state.family_state(Numbering)
+            number = str(numbering.next_number(MACHINE, directed.first_machine))
             if state.position(number) is None:
                 return number
 
@@ -582,7 +603,7 @@ def _machine(machine_id: str, constraints: JujuConstraints | None, directed: Dir
 
 def _container(host: str, kind: str, directed: Directed, state: PlanView) -> Target:
     while True:
-        number = state.next_number(
+        number = state.family_state(Numbering).next_number(
             f"{host}/{kind}", directed.container_base.get(f"{host}/{kind}", 0)
         )
         container_id = f"{host}/{kind}/{number}"

@@ -4,11 +4,12 @@ module, its spec section, its tests and one line here (DEVELOPERS.md has the rec
 
 Order matters for explanations: a target is charged to the first filter that rejects
 it, so policy that never changes during a plan (tags, constraints) comes before what
-changes as units land (distinct, capacity).
+changes as units land (distinct, spread, near and avoid, capacity).
 """
 
 from __future__ import annotations
 
+from placed.policy.affinity import AffinityFamily
 from placed.policy.base import Family
 from placed.policy.capacity import Capacity
 from placed.policy.constraints import Constraints
@@ -17,6 +18,7 @@ from placed.policy.directives import Directives
 from placed.policy.distinct import DistinctFamily
 from placed.policy.namespaces import Namespaces
 from placed.policy.services import Services
+from placed.policy.spread import SpreadFamily
 from placed.policy.status import Status
 from placed.policy.tags import Tags
 
@@ -29,6 +31,8 @@ FAMILIES: tuple[Family, ...] = (
     Dedication(),
     Directives(),
     DistinctFamily(),
+    SpreadFamily(),
+    AffinityFamily(),
     Capacity(),
 )
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from placed.model import Target, Workload
 from placed.policy.base import (
+    UNCHANGED,
     BoolArray,
     Bound,
     Codes,
@@ -16,6 +17,7 @@ from placed.policy.base import (
     IndexView,
     PlanView,
     Reason,
+    Tracker,
     World,
 )
 
@@ -25,6 +27,10 @@ _DOWN = Reason("status", "is down", "are down")
 class TargetUp(Filter):
     name = "status"
     summary = "the target (or a location above it) is down"
+    local = True  # units never take a target down
+
+    def tracker(self, prepared: bool, state: PlanView) -> Tracker:
+        return UNCHANGED
 
     def prepare(self, workload: Workload) -> bool:
         return True

@@ -582,11 +582,14 @@ class ReplicaWorld:
 
 
 def _simple(spec: WorkloadSpec) -> bool:
-    """A workload the cache can take: no Juju directive, constraint or machine (those
-    read the whole spec). An account and an offering are read from the cached world's
+    """A workload the cache can take: no Juju directive, constraint or machine, and no
+    near or avoid (those read the whole spec: the workloads they name, and avoid's
+    mirrored terms). An account and an offering are read from the cached world's
     tenancy and offerings, as the whole spec's loader reads them."""
     return not (
-        spec.to is not None
+        spec.near is not None
+        or spec.avoid is not None
+        or spec.to is not None
         or spec.juju_constraints
         or spec.new_machines
         or spec.service is not None

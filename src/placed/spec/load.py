@@ -8,6 +8,7 @@ import difflib
 import gc
 import math
 import re
+import sys
 import types
 import typing
 from collections.abc import Iterator, Sequence
@@ -19,8 +20,9 @@ from pydantic import BaseModel, ValidationError
 from placed.model import Inventory, Location, Settings, Spec, TagRules, Workload
 from placed.model.dedications import Dedication, Event, Offering
 from placed.model.tenancy import Tenancy
+from placed.policy.affinity import mirror_avoids
 from placed.policy.tags import Tagged
-from placed.spec import cloudstack, distinct, openhorizon
+from placed.spec import affinity, cloudstack, distinct, openhorizon
 from placed.spec.collect import Collector
 from placed.spec.errors import Problem, SourcePosition, SpecError, quoted
 from placed.spec.juju import native
@@ -259,7 +261,57 @@ _BRANCH_WORDS = {
 }
 
 
+# A key that takes one mapping or a list of them (`spread`, `near`, `avoid`) shows in
+# error locations as a branch named after the model (`SpreadSpec`, `list[SpreadSpec]`).
+_ONE_OR_MANY = re.compile(r"^(?:list\[)?([A-Z]\w*Spec)\]?$")
+
+
+def _one_shape(errors: list[Any]) -> list[Any]:
+    """The errors of the branch whose shape the value has (a mapping, or a list), with the
+    branch left out of their locations; a value of neither shape is one mistake."""
+    branches: dict[tuple[Any, ...], dict[str, list[tuple[int, Any]]]] = {}
+    for position, error in enumerate(errors):
+        loc = tuple(error["loc"])
+        for i, part in enumerate(loc):
+            if isinstance(part, str) and _ONE_OR_MANY.match(part):
+                branch = "list" if part.startswith("list[") else "one"
+                branches.setdefault(loc[:i], {}).setdefault(branch, []).append((position, i))
+                break
+    if not branches:
+        return errors
+    replaced: dict[int, Any] = {}
+    for where, found in branches.items():
+        deep = {
+            branch: [(p, i) for p, i in entries if len(errors[p]["loc"]) > i + 1]
+            for branch, entries in found.items()
+        }
+        keep = next((branch for branch in ("one", "list") if deep.get(branch)), None)
+        for branch, entries in found.items():
+            for p, i in entries:
+                replaced[p] = None
+                if branch == keep and len(errors[p]["loc"]) > i + 1:
+                    loc = tuple(errors[p]["loc"])
+                    replaced[p] = {**errors[p], "loc": (*loc[:i], *loc[i + 1 :])}
+        if keep is None:
+            first = min(p for entries in found.values() for p, _ in entries)
+            replaced[first] = {
+                "type": "union_type",
+                "loc": where,
+                "input": errors[first].get("input"),
+                "wanted": ["a mapping", "a list of mappings"],
+            }
+    out = []
+    for position, error in enumerate(errors):
+        if position in replaced:
+            if replaced[position] is not None:
+                out.append(replaced[position])
+        else:
+            out.append(error)
+    return out
+
+
 def _one_per_mistake(errors: list[Any]) -> list[Any]:
+    errors = _one_shape(errors)
     merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     out: list[Any] = []
     for error in errors:
@@ -407,7 +459,13 @@ def _problem(error: Any, sources: SourceMap) -> Problem:
         return Problem(f"must be a finite number, got {quoted(value)}", key, position)
     if kind == "literal_error":
         allowed = error.get("ctx", {}).get("expected", "")
-        return Problem(f"got {quoted(value)}; expected one of {allowed}", key, position)
+        close = (
+            difflib.get_close_matches(value, re.findall(r"'([^']*)'", allowed), n=1, cutoff=0.6)
+            if isinstance(value, str)
+            else []
+        )
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return Problem(f"got {quoted(value)}; expected one of {allowed}{hint}", key, position)
     return Problem(f"{error['msg']} (got {_kind(value)})", key, position)
 
 
@@ -429,6 +487,7 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
     problems: list[Problem] = []
     out = Collector(sources, problems)
     seen: dict[str, Path] = {}
+    capacities = _Capacities()
 
     def location(spec: LocationSpec, path: Path) -> Location:
         first = seen.get(spec.id)
@@ -477,7 +536,7 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
         return Location(
             id=spec.id,
             kind=spec.kind,
-            tags=frozenset(spec.tags),
+            tags=frozenset(map(sys.intern, spec.tags)),
             properties=openhorizon.properties(spec.properties, (*path, "properties"), "node", out),
             constraints=(
                 openhorizon.constraints(spec.constraints, (*path, "constraints"), out)
@@ -486,7 +545,7 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
             ),
             agent=openhorizon.agent(spec, path, out),
             rules=rules,
-            capacity=dict(spec.capacity) if spec.capacity is not None else None,
+            capacity=capacities.get(spec.capacity) if spec.capacity is not None else None,
             status=spec.status,
             children=children,
         )
@@ -513,6 +572,7 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
             )
         names.setdefault(spec.name, i)
         workloads.append(_workload(spec, settings, path, out, kinds))
+    affinity.check_workloads(document.workloads, names, out)
     total = sum(w.units for w in workloads if w.mode != "every")
     if total > MAX_TOTAL_UNITS:
         out.add(
@@ -549,7 +609,7 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
     name = document.name or FilePath(source).stem
     return Spec(
         inventory,
-        tuple(workloads),
+        tuple(mirror_avoids(workloads)),
         settings,
         source,
         name,
@@ -563,6 +623,21 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
         ),
         storage=storage,
     )
+
+
+class _Capacities:
+    """One dict per distinct capacity: a fleet has a few dozen shapes of host, and no one
+    changes a location's capacity once it is read (targets only read it)."""
+
+    def __init__(self) -> None:
+        self._shared: dict[tuple[tuple[str, float], ...], dict[str, float]] = {}
+
+    def get(self, capacity: dict[str, float]) -> dict[str, float]:
+        key = tuple(capacity.items())
+        found = self._shared.get(key)
+        if found is None:
+            found = self._shared[key] = dict(capacity)
+        return found
 
 
 def _workload(
@@ -605,6 +680,8 @@ def _workload(
                 Tagged(frozenset(spec.tags)) if spec.tags else None,
                 openhorizon.deployment(spec, path, out),
                 distinct.request(spec, mode, path, out, kinds),
+                affinity.spread(spec, mode, path, out, kinds),
+                *affinity.affinity(spec, mode, path, out, kinds),
             )
             if found is not None
         ),

@@ -121,8 +121,32 @@ def _plain_scalars(raw: Mapping[Any, Any], owner: str) -> dict[str, Property] | 
             value = float(value)
         elif kind is float and not math.isfinite(value):
             return None
-        result[name] = Property(name, value)
-    return result
+        # The sign too: -0.0 == 0.0, yet each is shown as written.
+        key = (name, kind, value, math.copysign(1.0, value) if kind is float else 0)
+        prop = _SHARED.get(key)
+        if prop is None:
+            prop = Property(name, value)
+            if len(_SHARED) >= _SHARED_KEPT:
+                _SHARED.clear()
+            _SHARED[key] = prop
+        result[name] = prop
+    # The same values under the same names: one mapping for all the targets that have
+    # them. Keyed by the shared Properties' ids, which the kept mapping keeps alive.
+    shape = ("properties", *map(id, result.values()))
+    same = _SHARED.get(shape)
+    if same is None:
+        if len(_SHARED) >= _SHARED_KEPT:
+            _SHARED.clear()
+        same = _SHARED[shape] = result
+    kept: dict[str, Property] = same
+    return kept
+
+
+# A fleet repeats its property values (four purposes, ten versions) and its agents:
+# targets share one frozen value each instead of holding copies. Bounded; it starts
+# again when full, so unique values cannot make it grow without end.
+_SHARED: dict[tuple[Any, ...], Any] = {}
+_SHARED_KEPT = 20_000  # a service keeps it between loads: kept small
 
 
 def _plain_value(value: Any, where: Path, out: Collector) -> bool:
@@ -171,13 +195,22 @@ def agent(spec: LocationSpec, path: Path, out: Collector) -> Agent:
             "cluster or scope: namespace",
             path,
         )
-    return Agent(
-        scope=spec.scope or "device",
-        namespace=spec.namespace,
-        arch=spec.arch,
-        hardware_id=spec.hardware_id,
-        kubernetes_version=spec.kubernetes_version,
+    key = (
+        "agent",
+        spec.scope or "device",
+        spec.namespace,
+        spec.arch,
+        spec.hardware_id,
+        spec.kubernetes_version,
     )
+    found = _SHARED.get(key)
+    if found is None:
+        found = Agent(*key[1:])
+        if len(_SHARED) >= _SHARED_KEPT:
+            _SHARED.clear()
+        _SHARED[key] = found
+    shared: Agent = found
+    return shared
 
 
 def services(spec: WorkloadSpec, path: Path, out: Collector) -> tuple[Service, ...]:

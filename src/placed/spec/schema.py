@@ -169,6 +169,57 @@ class LocationSpec(_Strict):
     children: list[LocationSpec] = Field(default_factory=list)
 
 
+# A workload's spread, near or avoid terms: a handful in practice; bounded all the same.
+MAX_TERMS = 16
+MAX_WEIGHT = 1000
+
+
+class SpreadSpec(_Strict):
+    """One topology spread constraint (Kubernetes' topologySpreadConstraints)."""
+
+    over: Identifier = Field(
+        description="The level: any location kind the inventory uses, or target."
+    )
+    max_skew: int = Field(
+        1,
+        ge=1,
+        le=MAX_UNITS,
+        description="No location at the level holds more than this many units above the "
+        "location with the fewest (of those with a target the workload's filters keep).",
+    )
+    mode: Literal["hard", "preferred"] = Field(
+        "hard", description="hard: a rule (units stay unplaced); preferred: a score."
+    )
+    weight: int | None = Field(
+        None, ge=1, le=MAX_WEIGHT, description="preferred only: the score's weight (default 1)."
+    )
+
+
+class AffinitySpec(_Strict):
+    """One affinity (near) or anti-affinity (avoid) term to a workload's units."""
+
+    workload: Identifier = Field(description="The workload whose units count (may be itself).")
+    level: Identifier = Field(
+        description="Same location of this kind (host, rack, zone, ...), or target for the "
+        "same target."
+    )
+    mode: Literal["hard", "preferred"] = Field(
+        "hard", description="hard: a rule (units stay unplaced); preferred: a score."
+    )
+    weight: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_WEIGHT,
+        description="preferred only: the score per unit of the workload there (default 1).",
+    )
+
+
+SpreadTerms = SpreadSpec | Annotated[list[SpreadSpec], Field(min_length=1, max_length=MAX_TERMS)]
+AffinityTerms = (
+    AffinitySpec | Annotated[list[AffinitySpec], Field(min_length=1, max_length=MAX_TERMS)]
+)
+
+
 class WorkloadSpec(_Strict):
     """Something that needs places: a service, a VM flavour, a bare-metal node..."""
 
@@ -208,6 +259,23 @@ class WorkloadSpec(_Strict):
         description="allocation only: no two units under the same location of this kind "
         "(host, rack, zone, any kind the inventory uses, or target for each target "
         "itself). A hard rule: units that find no free value stay unplaced.",
+    )
+    spread: SpreadTerms | None = Field(
+        None,
+        description="allocation only: spread units over a level with a max skew, as "
+        "Kubernetes' topology spread constraints: {over: zone, max_skew: 1, mode: hard}, "
+        "or a list of them.",
+    )
+    near: AffinityTerms | None = Field(
+        None,
+        description="allocation only: units go under the same location as a unit of "
+        "another workload: {workload: db, level: zone, mode: hard}, or a list of them.",
+    )
+    avoid: AffinityTerms | None = Field(
+        None,
+        description="allocation only: units stay out of locations that hold a unit of a "
+        "workload (itself, for one per location): {workload: web, level: target}, or a "
+        "list. Symmetric: the avoided workload's units also stay away from this one's.",
     )
     to: str | int | list[str | int] | None = Field(
         None,

@@ -1,10 +1,12 @@
 """YAML (and JSON, its subset) read into plain data, bounded, with every place in the file
 found again when an error needs it.
 
-Speed: JSON goes through the C JSON parser and YAML through libyaml (PyYAML's C
-loader); positions are not recorded while reading. A `SourceMap` keeps the document's
-node tree (composing it from the text only when a problem first asks, for JSON) and walks
-it to a path on demand, so a valid spec pays nothing for positions.
+Speed: JSON goes through the C JSON parser and YAML through libyaml's events (PyYAML's C
+loader), each straight to plain data with no node tree and no position. Either fast path
+gives up on anything unusual (a duplicate key, an alias, a tag...), and the careful path
+reads the text again as a node tree, with positions, and reports it. A `SourceMap`
+composes the tree from the text only when a problem first asks, and walks it to a path,
+so a valid spec pays nothing for positions.
 
 Bounds (each reported with its place): the input's size (MAX_BYTES), how deeply it nests
 (MAX_DEPTH), how many values YAML aliases may expand to (MAX_EXPANDED: a "billion laughs"
@@ -66,24 +68,48 @@ def _event_position(event: yaml.Event) -> SourcePosition | None:
     return SourcePosition(mark.line + 1, mark.column + 1) if mark is not None else None
 
 
+class _Composed:
+    """The node trees of a text's documents, composed on the first question: read by the
+    fast path, a valid spec never asks. Shared by the documents of one file."""
+
+    def __init__(self, text: str) -> None:
+        self._text: str | None = text
+        self._roots: list[yaml.Node] = []
+
+    def root(self, index: int) -> yaml.Node | None:
+        if self._text is not None:
+            text, self._text = self._text, None
+            try:
+                self._roots = _compose(text, "<positions>")
+            except (SpecError, RecursionError):
+                self._roots = []
+        return self._roots[index] if index < len(self._roots) else None
+
+
 class SourceMap:
     """Where each part of one document stands in the file, found when asked."""
 
     def __init__(
-        self, root: yaml.Node | None = None, text: str | None = None, file_text: str = ""
+        self,
+        root: yaml.Node | None = None,
+        text: str | None = None,
+        file_text: str = "",
+        *,
+        composed: _Composed | None = None,
+        index: int = 0,
     ) -> None:
         self._root = root
-        self._text = text  # JSON read by the fast path: composed on the first question
+        # Read by a fast path: the tree is composed from the text on the first question.
+        if composed is None and text is not None:
+            composed = _Composed(text)
+        self._composed = composed
+        self._index = index  # which of the text's (non-empty) documents this one is
         self._file_text = file_text or text or ""  # the whole file, to look inside values
 
     def _tree(self) -> yaml.Node | None:
-        if self._root is None and self._text is not None:
-            text, self._text = self._text, None
-            try:
-                roots = _compose(text, "<positions>")
-            except (SpecError, RecursionError):
-                roots = []
-            self._root = roots[0] if roots else None
+        if self._root is None and self._composed is not None:
+            composed, self._composed = self._composed, None
+            self._root = composed.root(self._index)
         return self._root
 
     def _walk(self, path: Path) -> tuple[yaml.Node | None, yaml.Node | None, int]:
@@ -234,6 +260,13 @@ def parse(text: str, source: str, any_keys: bool = False) -> list[tuple[Any, Sou
         # YAML forbids tabs where JSON allows them; outside strings (where JSON has none)
         # a space means the same and keeps every column.
         text = text.replace("\t", " ")
+    read = _fast_yaml(text)
+    if read is not None:
+        composed = _Composed(text)
+        return [
+            (data, SourceMap(file_text=text, composed=composed, index=i))
+            for i, data in enumerate(read)
+        ]
     roots = _compose(text, source)
     if not roots:
         raise SpecError(
@@ -291,6 +324,124 @@ def _is_json(text: str) -> bool:
     except (ValueError, RecursionError):
         return False
     return True
+
+
+# The plain values read so far and what each reads as: an inventory repeats its keys and
+# values endlessly, and each repeat then shares one object. Past this many distinct ones
+# the table starts again, so a file of unique values keeps it bounded.
+_PLAIN_KEPT = 100_000
+_UNSEEN = object()
+_TEXT_ONLY = frozenset({str})
+
+
+def _fast_yaml(text: str) -> list[Any] | None:
+    """Every non-empty document of `text` as plain data, built from libyaml's events
+    without a node tree or a position; None when the careful path must read it: for
+    anything that path refuses or treats apart (a YAML error, an anchor or alias, a tag,
+    a duplicate or non-text key, a merge key, a long integer, deep nesting, too many
+    values), which it then reads again, with positions, and reports as before."""
+    if _BASE_LOADER is yaml.SafeLoader:
+        return None  # no libyaml: its events would come from the pure-Python parser
+    loader = _BASE_LOADER(text)
+    try:
+        return _read_events(loader.get_event)
+    except (_NotFast, yaml.YAMLError, RecursionError):
+        return None
+    finally:
+        loader.dispose()
+
+
+def _read_events(get_event: Callable[[], Any]) -> list[Any]:
+    documents: list[Any] = []
+    plain: dict[str, Any] = {}
+    enclosing: list[list[Any]] = []  # the open collections' items, innermost last
+    items: list[Any] = []  # the innermost open collection's (a mapping's: marker, k, v, ...)
+    values = 0
+    last_scalar: Any = None
+    while True:
+        event = get_event()
+        kind = event.__class__
+        if kind is yaml.ScalarEvent:
+            if event.anchor is not None or event.tag is not None:
+                raise _NotFast
+            value = event.value
+            if event.implicit[0]:  # plain: its text decides what it is (17, true, ~)
+                built = plain.get(value, _UNSEEN)
+                if built is _UNSEEN:
+                    built = _plain_scalar(value)
+                    if len(plain) >= _PLAIN_KEPT:
+                        plain.clear()
+                    plain[value] = built
+                value = built
+            items.append(value)
+            values += 1
+            last_scalar = event
+        elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+            values += 1
+            if (
+                event.anchor is not None
+                or event.tag is not None
+                or len(enclosing) >= MAX_DEPTH
+                or values > MAX_EXPANDED
+            ):
+                raise _NotFast
+            enclosing.append(items)
+            items = [_MAPPING_ITEMS] if kind is yaml.MappingStartEvent else []
+        elif kind is yaml.MappingEndEvent:
+            keys = items[1::2]
+            try:
+                mapping = dict(zip(keys, items[2::2], strict=True))
+            except TypeError:  # a collection as a key
+                raise _NotFast from None
+            if len(mapping) != len(keys) or not _TEXT_ONLY.issuperset(map(type, keys)):
+                raise _NotFast  # a duplicate key, or one that reads as a number, a date...
+            items = enclosing.pop()
+            items.append(mapping)
+        elif kind is yaml.SequenceEndEvent:
+            sequence = items
+            items = enclosing.pop()
+            items.append(sequence)
+        elif kind is yaml.DocumentStartEvent:
+            items, values = [], 0
+        elif kind is yaml.DocumentEndEvent:
+            if values > MAX_EXPANDED:
+                raise _NotFast
+            (root,) = items
+            # A document with nothing in it (after a trailing ---) is no document.
+            empty = root is None and last_scalar is not None and last_scalar.value == ""
+            if not (empty and last_scalar is not None and last_scalar.implicit[0]):
+                documents.append(root)
+        elif kind is yaml.StreamEndEvent:
+            break
+        elif kind is yaml.AliasEvent:
+            raise _NotFast
+    if not documents:
+        raise _NotFast  # the careful path says the spec is empty
+    return documents
+
+
+_MAPPING_ITEMS = object()  # the first item of an open mapping's list
+
+
+# The resolver keeps no state for a scalar (SafeLoader has no path resolvers).
+_resolve: Callable[[type[yaml.Node], str, tuple[bool, bool]], str] = _SCALARS.resolve
+
+
+def _plain_scalar(text: str) -> Any:
+    """What a plain value reads as, as the careful path reads it, or _NotFast."""
+    tag = _resolve(yaml.ScalarNode, text, (True, False))
+    if tag == _STR:
+        return text
+    if tag not in _PLAIN_SCALARS or (
+        tag == _INT and len(text.lstrip("+-").replace("_", "")) > MAX_DIGITS
+    ):
+        raise _NotFast
+    constructors: dict[str | None, Callable[[yaml.SafeLoader, yaml.Node], Any]]
+    constructors = yaml.SafeLoader.yaml_constructors
+    try:
+        return constructors[tag](_SCALARS, yaml.ScalarNode(tag, text))
+    except (yaml.YAMLError, ValueError, OverflowError):
+        raise _NotFast from None
 
 
 # Up to this size, a file libyaml refuses is read again by PyYAML's own parser, whose

@@ -9,8 +9,9 @@ array operations, whatever the number of targets.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -36,37 +37,85 @@ class Column:
     whole: NDArray[np.int32]  # code of the trimmed text, -1 where not text
     version: NDArray[np.int64]  # packed version where the text reads as one, else -1
     codes: dict[str, int] = field(default_factory=dict)
+    # For a value of several elements (a list, "tpu,gps"), each element's targets; a
+    # value that is one element (most: an id, "lab") is found by its code in `single`.
     elements: dict[str, NDArray[np.intp]] = field(default_factory=dict)
     kinds: frozenset[int] = frozenset()  # which kinds occur at all, to skip the others
+    single: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+
+
+# A property as a target has it, or a built-in's plain value (a target's id, its cpu),
+# made a Property only once per distinct value by `make`.
+Value = Property | str | float | bool
+Make = Callable[[str, Value], Property]
+
+
+def _no_plain_values(name: str, value: Value) -> Property:
+    raise TypeError(f"{name}: {value!r} is not a Property (give PropertyColumns a `make`)")
 
 
 class PropertyColumns:
-    def __init__(self, property_sets: Sequence[Mapping[str, Property]]) -> None:
-        self.size = len(property_sets)
-        names = sorted({name for properties in property_sets for name in properties})
-        self.columns = {name: self._column(name, property_sets) for name in names}
+    """`property_sets`: each target's properties by name. Building reads each target's
+    values once and describes each distinct value once (a fleet repeats its values: ten
+    versions, four purposes), so it costs a pass over the values, not a Property each."""
 
-    def _column(self, name: str, property_sets: Sequence[Mapping[str, Property]]) -> Column:
-        size = self.size
-        column = Column(
-            kind=np.zeros(size, dtype=np.int8),
-            number=np.full(size, np.nan),
-            boolean=np.full(size, -1, dtype=np.int8),
-            whole=np.full(size, -1, dtype=np.int32),
-            version=np.full(size, -1, dtype=np.int64),
-        )
-        holders: dict[str, list[int]] = {}
-        # Building columns walks every target once; it is index construction, not a query.
+    def __init__(
+        self, property_sets: Sequence[Mapping[str, Value]], make: Make = _no_plain_values
+    ) -> None:
+        self.size = len(property_sets)
+        # Per name: the positions that have it and which distinct value each has.
+        found: dict[str, tuple[list[int], list[int], dict[Any, int], list[Value]]] = {}
         for position, properties in enumerate(property_sets):
-            prop = properties.get(name)
-            if prop is None or prop.empty:
-                continue
+            for name, value in properties.items():
+                table = found.get(name)
+                if table is None:
+                    table = found[name] = ([], [], {}, [])
+                positions, entries, seen, distinct = table
+                # The type is part of the key: True == 1.0, yet they are different values.
+                key = (
+                    (value.value.__class__, value.value, value.declared)
+                    if isinstance(value, Property)
+                    else (value.__class__, value)
+                )
+                entry = seen.get(key)
+                if entry is None:
+                    entry = seen[key] = len(distinct)
+                    distinct.append(value)
+                positions.append(position)
+                entries.append(entry)
+        self.columns = {
+            name: self._column(name, *found[name][:2], found[name][3], make)
+            for name in sorted(found)
+        }
+
+    def _column(
+        self,
+        name: str,
+        positions: list[int],
+        entries: list[int],
+        distinct: list[Value],
+        make: Make,
+    ) -> Column:
+        size = self.size
+        count = len(distinct)
+        kinds = np.zeros(count, dtype=np.int8)
+        numbers = np.full(count, np.nan)
+        booleans = np.full(count, -1, dtype=np.int8)
+        wholes = np.full(count, -1, dtype=np.int32)
+        versions = np.full(count, -1, dtype=np.int64)
+        singles = np.full(count, -1, dtype=np.int32)
+        codes: dict[str, int] = {}
+        several: dict[int, set[str]] = {}  # entry -> its elements, where it has more than one
+        for entry, value in enumerate(distinct):
+            prop = value if isinstance(value, Property) else make(name, value)
+            if prop.empty:
+                continue  # absent: nothing a comparison can match
             kind = _KINDS[prop.kind]
-            column.kind[position] = kind
+            kinds[entry] = kind
             if kind == NUMBER:
-                column.number[position] = float(prop.value)  # type: ignore[arg-type]
+                numbers[entry] = float(prop.value)  # type: ignore[arg-type]
             elif kind == BOOLEAN:
-                column.boolean[position] = int(bool(prop.value))
+                booleans[entry] = int(bool(prop.value))
             else:
                 if kind == LIST:
                     elements = tuple(prop.value)  # type: ignore[arg-type]
@@ -76,11 +125,46 @@ class PropertyColumns:
                     elements = split_list(str(prop.value))
                     version = parse_version(whole)
                     if version is not None:
-                        column.version[position] = pack(version)
-                column.whole[position] = column.codes.setdefault(whole, len(column.codes))
-                for element in set(elements):
-                    holders.setdefault(element, []).append(position)
-        column.elements = {key: np.array(value, dtype=np.intp) for key, value in holders.items()}
+                        versions[entry] = pack(version)
+                code = wholes[entry] = codes.setdefault(whole, len(codes))
+                held = set(elements)
+                if held == {whole}:
+                    singles[entry] = code
+                elif held:
+                    several[entry] = held
+        at = np.array(positions, dtype=np.intp)
+        which = np.array(entries, dtype=np.intp)
+
+        def spread(values: NDArray[Any], fill: Any) -> NDArray[Any]:
+            blank = np.isnan(values) if fill != fill else values == fill
+            if blank.all():
+                # No target has this kind of value here (a text column's numbers): one
+                # read-only value seen at every position, which takes no memory per target.
+                return np.broadcast_to(np.array(fill, dtype=values.dtype), (size,))
+            out = np.full(size, fill, dtype=values.dtype)
+            out[at] = values[which]
+            return out
+
+        column = Column(
+            kind=spread(kinds, 0),
+            number=spread(numbers, np.nan),
+            boolean=spread(booleans, -1),
+            whole=spread(wholes, -1),
+            version=spread(versions, -1),
+            codes=codes,
+            single=spread(singles, -1),
+        )
+        if several:
+            holders: dict[str, list[NDArray[np.intp]]] = {}
+            order = np.argsort(which, kind="stable")
+            starts = np.searchsorted(which[order], np.arange(count + 1))
+            for entry, held in several.items():
+                having = at[order[starts[entry] : starts[entry + 1]]]
+                for element in held:
+                    holders.setdefault(element, []).append(having)
+            column.elements = {
+                key: np.sort(np.concatenate(parts)) for key, parts in holders.items()
+            }
         column.kinds = frozenset(int(kind) for kind in np.unique(column.kind))
         return column
 
@@ -131,7 +215,8 @@ class PropertyColumns:
         return out
 
     def _holding(self, column: Column, element: str) -> BoolArray:
-        mask = np.zeros(self.size, dtype=bool)
+        code = column.codes.get(element)
+        mask = column.single == code if code is not None else np.zeros(self.size, dtype=bool)
         positions = column.elements.get(element)
         if positions is not None:
             mask[positions] = True
@@ -156,9 +241,7 @@ class PropertyColumns:
         if LIST in column.kinds:
             shared = np.zeros(self.size, dtype=bool)
             for element in elements:
-                positions = column.elements.get(element)
-                if positions is not None:
-                    shared[positions] = True
+                shared |= self._holding(column, element)
             out |= (column.kind == LIST) & shared
         return out
 

@@ -305,15 +305,24 @@ class Service:
     wanted: int = 0  # num_units as the file gives it
     listed: int = 0  # entries in its to:, good and bad
     to_key: str = "to"
+    # Built on the first question: a service's units are asked for by every unit placed
+    # beside them (5,000 units `to: [base]`). A Service is not changed once it is made.
+    _names: tuple[str, ...] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def first(self) -> int:
         """The number of the first unit to add: after every existing one."""
         return max((unit_number(u) for u in self.existing), default=-1) + 1
 
-    def unit_names(self) -> list[str]:
+    def unit_names(self) -> tuple[str, ...]:
         """Every unit, existing and to add, in numeric order."""
-        return [*self.existing, *(f"{self.name}/{self.first + i}" for i in range(self.units))]
+        if self._names is None:
+            first = self.first
+            self._names = (
+                *self.existing,
+                *(f"{self.name}/{first + i}" for i in range(self.units)),
+            )
+        return self._names
 
 
 def unit_number(unit: str) -> int:
@@ -814,18 +823,22 @@ def _deployer_plans(
 ) -> Directed:
     plans: dict[str, UnitPlan] = {}
     names = service.unit_names()
+    existing = set(service.existing)
     extra: list[str] = []
+    beside: _Beside = {}
     for index, (entry, where) in enumerate(service.entries):
         if index >= len(names):
             # No unit to place, but still a mistake to report (an unknown target...).
             extra.append(str(entry))
-            _plan(service, entry, index, where, services, status, out, "deployer", {})
+            _plan(service, entry, index, where, services, status, out, "deployer", {}, beside)
             continue
         unit = names[index]
-        if unit in service.existing:
+        if unit in existing:
             continue  # it runs already
         plan = _at(
-            _plan(service, entry, index, where, services, status, out, "deployer", {}), where, out
+            _plan(service, entry, index, where, services, status, out, "deployer", {}, beside),
+            where,
+            out,
         )
         if plan is not None:
             plans[unit] = plan
@@ -1173,18 +1186,24 @@ def bundle_plans(
     status: Status | None,
     out: Collector,
     assignment: Assignment | None = None,
+    positions: bool = True,
 ) -> Directed:
     """The plan of each unit to add. A bundle (`declared` given) passes the entry each
     unit takes (`_assign`); every other entry is still read for its mistakes. A native
-    spec's `to:` gives entry i to unit i, units that run taking the first ones."""
+    spec's `to:` gives entry i to unit i, units that run taking the first ones.
+    `positions`: record each plan's line and column (a native spec does not: only a
+    deployer file's --portable errors read them, and finding them composes the whole
+    file's node tree, seconds at 100,000 targets)."""
     plans: dict[str, UnitPlan] = {}
     names = service.unit_names()
+    existing = set(service.existing)
     entries = service.entries
     counters: dict[str, int] = {}
+    beside: _Beside = {}
 
     def read(entry: Any, index: int, where: Path, counts: dict[str, int]) -> UnitPlan | None:
         return _plan(
-            service, entry, index, where, services, status, out, "bundle", counts, declared
+            service, entry, index, where, services, status, out, "bundle", counts, beside, declared
         )
 
     if assignment is not None:
@@ -1204,9 +1223,11 @@ def bundle_plans(
         if index >= len(entries) and not pads:
             break
         entry, where = entries[min(index, len(entries) - 1)]
-        if unit in service.existing:
+        if unit in existing:
             continue
-        plan = _at(read(entry, index, where, counters), where, out)
+        plan = read(entry, index, where, counters)
+        if positions:
+            plan = _at(plan, where, out)
         if plan is not None:
             plans[unit] = plan
     return Directed(
@@ -1229,6 +1250,26 @@ def _at(plan: UnitPlan | None, where: Path, out: Collector) -> UnitPlan | None:
     return replace(plan, at=(position.line, position.column))
 
 
+# The units of each service named beside, with their set: read once per service placed,
+# not once per unit (which made `to: [base]` quadratic in base's units).
+_Beside = dict[str, tuple[Sequence[str], frozenset[str]]]
+
+
+def _units_beside(
+    name: str,
+    target: Service | None,
+    running: Mapping[str, str | None] | None,
+    beside: _Beside,
+) -> tuple[Sequence[str], frozenset[str]]:
+    found = beside.get(name)
+    if found is None:
+        units = (
+            target.unit_names() if target is not None else sorted(running or {}, key=unit_number)
+        )
+        found = beside[name] = (units, frozenset(units))
+    return found
+
+
 def _plan(
     service: Service,
     entry: Directive,
@@ -1239,6 +1280,7 @@ def _plan(
     out: Collector,
     style: Style,
     counters: dict[str, int],
+    beside: _Beside,
     declared: Mapping[str, str] | None = None,
 ) -> UnitPlan | None:
     written = str(entry)
@@ -1291,7 +1333,7 @@ def _plan(
             where,
         )
         return None
-    units = target.unit_names() if target is not None else sorted(running or {}, key=unit_number)
+    units, unit_set = _units_beside(entry.service, target, running, beside)
     if style == "deployer":
         ordinal = entry.index if entry.index is not None else index
         if ordinal >= len(units):
@@ -1305,7 +1347,7 @@ def _plan(
         return UnitPlan(written, beside=units[ordinal], container=entry.container)
     if entry.index is not None:
         wanted = f"{entry.service}/{entry.index}"
-        if wanted not in units:
+        if wanted not in unit_set:
             return UnitPlan(
                 written,
                 container=entry.container,

@@ -144,7 +144,7 @@ def directed_workloads(
         service = services[workload.name]
         changed = replace(workload, units=service.units, first=service.first)
         if spec.to is not None or spec.juju_constraints or spec.new_machines:
-            plans = bundle_plans(service, services, None, status, out)
+            plans = bundle_plans(service, services, None, status, out, positions=False)
             request = replace(
                 plans,
                 new_machines=spec.new_machines,
