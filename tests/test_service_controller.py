@@ -204,10 +204,12 @@ def test_a_stale_conductor_s_units_go_where_simulate_says_and_come_back(
 
 
 def test_a_heartbeat_never_undoes_an_admin_s_down(database: str) -> None:
-    app, client = _world(database, conductors_spec(12))
+    # A timeout of many seconds: each step below may take over a second on a loaded
+    # machine, and the conductors seen "now" must not turn stale meanwhile.
+    app, client = _world(database, conductors_spec(12, interval_s=2, timeout_s=20))
     controller = _controller(app)
     _mature(controller)
-    _seen(app, {"conductor1": 0, "conductor2": 5, "conductor3": 0, "conductor4": 0})
+    _seen(app, {"conductor1": 0, "conductor2": 60, "conductor3": 0, "conductor4": 0})
     assert client.post("/v1/targets/conductor2/down", json={"reason": "disk"}).status_code == 200
     controller.sweep()  # stale as well as down: down twice over
     after_down = _placements(app)
@@ -218,7 +220,7 @@ def test_a_heartbeat_never_undoes_an_admin_s_down(database: str) -> None:
     shown = client.get("/v1/targets/conductor2").json()
     assert (shown["admin_state"], shown["liveness"]) == ("down", "up")
     # And the admin's up while a target is stale brings nothing back to it.
-    _seen(app, {"conductor2": 5})
+    _seen(app, {"conductor2": 60})
     controller.sweep()
     assert client.post("/v1/targets/conductor2/up").json()["moves"] == []
     assert _placements(app) == after_down

@@ -253,7 +253,10 @@ class DedicationState(FamilyState):
 
     def count(self, name: str, positions: int | NDArray[np.intp], delta: int = 1) -> None:
         self.tally(name)
-        np.add.at(self._tallies[name], positions, delta)
+        if isinstance(positions, int):
+            self._tallies[name][positions] += delta  # one unit: no ufunc.at set-up
+        else:
+            np.add.at(self._tallies[name], positions, delta)
 
     def ledger(self, name: str, size: int, start: float = 0.0) -> FloatArray:
         """A named array of `size` numbers kept beside the targets (a storage pool's used
@@ -477,24 +480,31 @@ class DedicationFilter(_Filter, Consumer):
 
     def keep(self, prepared: Tenant, state: PlanView) -> BoolArray:
         dedication = state.family_state(DedicationState)
-        owners = dedication.owners
-        key = (prepared, len(owners))
-        covered = self._covered.get(key)
-        if covered is None:
-            covered = self._covered[key] = _covered(prepared, tuple(owners), False)
         owner = dedication.owner
         kept: BoolArray
         if prepared.dedicated:
-            kept = covered[owner]
+            kept = self._covering(prepared, dedication)[owner]
             if dedication.allowed(state.judging, SHARED):
                 kept = kept | (owner < 0)  # preferred mode, nothing dedicated left
             return kept
         _, in_force = zone_columns(state, prepared.zones)
         if not in_force.any():
-            kept = owner < 0  # no private zone: only hosts nobody owns
+            # No private zone: only hosts nobody owns, and no need to know whom the
+            # request's account is covered by (hashing a Tenant is a fair part of a unit).
+            kept = owner < 0
             return kept
-        kept = (owner < 0) | ((in_force > 0) & covered[owner])
+        kept = (owner < 0) | ((in_force > 0) & self._covering(prepared, dedication)[owner])
         return kept
+
+    def _covering(self, tenant: Tenant, dedication: DedicationState) -> BoolArray:
+        """Per owner code, whether the tenant's account is covered (the last entry, for
+        code -1, False), as of the owners the plan state knows now."""
+        owners = dedication.owners
+        key = (tenant, len(owners))
+        covered = self._covered.get(key)
+        if covered is None:
+            covered = self._covered[key] = _covered(tenant, tuple(owners), False)
+        return covered
 
     def reserve(self, prepared: Tenant, state: Any, positions: int | NDArray[np.intp]) -> None:
         kept = state.family_state(DedicationState)

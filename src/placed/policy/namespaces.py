@@ -265,9 +265,10 @@ def namespace_findings(workload: Workload, targets: Sequence[Target] = ()) -> li
                 )
             )
     wanted = requested_namespace(workload)
+    if wanted is None:
+        return findings  # before the parse: most workloads pick no namespace
     constraint = parse_constraint(workload_constraints(workload))
-    mentions = any(c.name == NAMESPACE for c in constraint.comparisons)
-    if wanted is None or not mentions:
+    if not any(c.name == NAMESPACE for c in constraint.comparisons):
         return findings
     # On a namespace-scoped node the deployment lands only where the node's namespace is
     # `wanted`, so that is the only value openhorizon.kubernetesNamespace can have there.
