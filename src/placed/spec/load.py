@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path as FilePath
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from placed.model import Inventory, Location, Settings, Spec, TagRules, Workload
 from placed.model.dedications import Dedication, Event, Offering
@@ -186,7 +186,9 @@ def _load_specs_text(
             if isinstance(data, dict):
                 for key, value in world.items():
                     data.setdefault(key, value)
-    specs = [_document(data, sources, source, need_inventory) for data, sources in documents]
+    # The data was read here, for this load alone (the world's sections hold no inventory).
+    owned = "inventory" not in (world or {})
+    specs = [_document(data, sources, source, need_inventory, owned) for data, sources in documents]
     problems = []
     first: dict[str, SourceMap] = {}
     for spec, (data, sources) in zip(specs, documents, strict=True):
@@ -213,7 +215,11 @@ def _load_specs_text(
     return specs
 
 
-def _document(data: Any, sources: SourceMap, source: str, need_inventory: bool = True) -> Spec:
+def _document(
+    data: Any, sources: SourceMap, source: str, need_inventory: bool = True, owned: bool = False
+) -> Spec:
+    """`owned`: the data was read for this load alone, and its inventory may be dropped
+    as it is built."""
     if not isinstance(data, dict):
         position = sources.value(())
         raise SpecError(
@@ -239,6 +245,17 @@ def _document(data: Any, sources: SourceMap, source: str, need_inventory: bool =
         if "inventory" not in data and need_inventory
         else []
     )
+    chunks = _inventory_chunks(data) if owned and not missing else None
+    if chunks is not None:
+        try:
+            head = SpecDocument.model_validate({**data, "inventory": []})
+        except ValidationError:
+            pass  # the whole document's errors, as below
+        else:
+            try:
+                return _build(head, sources, source, _validated_chunks(data["inventory"], chunks))
+            except _ChunkInvalid:
+                pass  # its locations are left as placeholders: the others' errors, as below
     try:
         document = SpecDocument.model_validate(data)
     except ValidationError as error:
@@ -247,6 +264,64 @@ def _document(data: Any, sources: SourceMap, source: str, need_inventory: bool =
     if missing:
         raise SpecError(source, missing)
     return _build(document, sources, source)
+
+
+# Reading a large inventory, the plain data the file was read into and the schema's
+# objects made from it are garbage once the model is built. Built all at once, the
+# model's objects sit among that garbage, and the allocator cannot give back a page that
+# any of them holds (100,000 targets kept 3.4 KiB each where 1.8 live). Validated and
+# built a few thousand locations at a time, each chunk's plain data dropped once built,
+# the garbage at any moment is one chunk, and the next chunk's objects reuse its memory.
+_CHUNK_LOCATIONS = 2_000
+_PLACEHOLDER: dict[str, Any] = {"id": "placeholder"}  # a location that validates
+_LOCATIONS: TypeAdapter[list[LocationSpec]] = TypeAdapter(list[LocationSpec])
+
+
+class _ChunkInvalid(Exception):
+    """A chunk of the inventory the schema refuses: the whole document is validated
+    again (its built chunks, which had no error, as placeholders) for its errors."""
+
+
+def _inventory_chunks(data: dict[str, Any]) -> list[range] | None:
+    """Consecutive roots of the inventory, about _CHUNK_LOCATIONS locations each; None
+    where there is one chunk or the inventory is not a list of mappings (the schema
+    reports that)."""
+    inventory = data.get("inventory")
+    if not isinstance(inventory, list) or len(inventory) < 2:
+        return None
+    chunks: list[range] = []
+    start = count = 0
+    for index, root in enumerate(inventory):
+        if not isinstance(root, dict):
+            return None
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            count += 1
+            children = node.get("children")
+            if isinstance(children, list):
+                stack.extend(child for child in children if isinstance(child, dict))
+        if count >= _CHUNK_LOCATIONS:
+            chunks.append(range(start, index + 1))
+            start, count = index + 1, 0
+    if start < len(inventory):
+        chunks.append(range(start, len(inventory)))
+    return chunks if len(chunks) > 1 else None
+
+
+def _validated_chunks(
+    inventory: list[Any], chunks: list[range]
+) -> Iterator[Iterator[tuple[int, LocationSpec]]]:
+    """Each chunk's roots validated, as (index, spec); a chunk's plain data is dropped
+    (a placeholder left in its place) once the next is asked for."""
+    for chunk in chunks:
+        try:
+            specs = _LOCATIONS.validate_python(inventory[chunk.start : chunk.stop])
+        except ValidationError:
+            raise _ChunkInvalid from None
+        yield zip(chunk, specs, strict=True)
+        del specs
+        inventory[chunk.start : chunk.stop] = [_PLACEHOLDER] * len(chunk)
 
 
 # A union's branches show in pydantic's error locations as a last part such as `str` or
@@ -483,7 +558,13 @@ def _is_tags(path: Path) -> bool:
 _NO_RULES = TagRules()
 
 
-def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
+def _build(
+    document: SpecDocument,
+    sources: SourceMap,
+    source: str,
+    chunks: Iterator[Iterator[tuple[int, LocationSpec]]] | None = None,
+) -> Spec:
+    """`chunks`: the inventory's roots, validated a chunk at a time (else the document's)."""
     problems: list[Problem] = []
     out = Collector(sources, problems)
     seen: dict[str, Path] = {}
@@ -534,8 +615,10 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
             else _NO_RULES
         )
         return Location(
-            id=spec.id,
-            kind=spec.kind,
+            # A copy, made now: the string read from the file would keep the read's
+            # memory from being reused. Kinds repeat: one string each.
+            id=spec.id.encode().decode(),
+            kind=sys.intern(spec.kind),
             tags=frozenset(map(sys.intern, spec.tags)),
             properties=openhorizon.properties(spec.properties, (*path, "properties"), "node", out),
             constraints=(
@@ -550,7 +633,9 @@ def _build(document: SpecDocument, sources: SourceMap, source: str) -> Spec:
             children=children,
         )
 
-    roots = tuple(location(root, ("inventory", i)) for i, root in enumerate(document.inventory))
+    if chunks is None:
+        chunks = iter([enumerate(document.inventory)])
+    roots = tuple(location(root, ("inventory", i)) for chunk in chunks for i, root in chunk)
     kinds = {node.kind for root in roots for node in root.walk()}
     settings = Settings(
         default_mode=document.settings.default_mode,
