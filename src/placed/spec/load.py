@@ -619,7 +619,9 @@ def _build(
             # memory from being reused. Kinds repeat: one string each.
             id=spec.id.encode().decode(),
             kind=sys.intern(spec.kind),
-            tags=frozenset(map(sys.intern, spec.tags)),
+            # Through a dict: a set built from one is sized for its length, where one
+            # grown item by item takes twice the table (5 or 6 tags: 728 bytes, not 472).
+            tags=frozenset(dict.fromkeys(map(sys.intern, spec.tags))),
             properties=openhorizon.properties(spec.properties, (*path, "properties"), "node", out),
             constraints=(
                 openhorizon.constraints(spec.constraints, (*path, "constraints"), out)
