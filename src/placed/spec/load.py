@@ -290,6 +290,7 @@ def _inventory_chunks(data: dict[str, Any]) -> list[range] | None:
     if not isinstance(inventory, list) or len(inventory) < 2:
         return None
     chunks: list[range] = []
+    named: list[dict[str, Any]] = []
     start = count = 0
     for index, root in enumerate(inventory):
         if not isinstance(root, dict):
@@ -298,6 +299,8 @@ def _inventory_chunks(data: dict[str, Any]) -> list[range] | None:
         while stack:
             node = stack.pop()
             count += 1
+            if type(node.get("id")) is str:
+                named.append(node)
             children = node.get("children")
             if isinstance(children, list):
                 stack.extend(child for child in children if isinstance(child, dict))
@@ -306,7 +309,15 @@ def _inventory_chunks(data: dict[str, Any]) -> list[range] | None:
             start, count = index + 1, 0
     if start < len(inventory):
         chunks.append(range(start, len(inventory)))
-    return chunks if len(chunks) > 1 else None
+    if len(chunks) < 2:
+        return None
+    # The model keeps each location's id. A copy of each, all made before any original
+    # is let go, sits in memory of its own; the strings read would hold one block in
+    # every page of the read, and keep it from being reused.
+    copies = [node["id"].encode().decode() for node in named]
+    for node, copy in zip(named, copies, strict=True):
+        node["id"] = copy
+    return chunks
 
 
 def _validated_chunks(
@@ -615,10 +626,8 @@ def _build(
             else _NO_RULES
         )
         return Location(
-            # A copy, made now: the string read from the file would keep the read's
-            # memory from being reused. Kinds repeat: one string each.
-            id=spec.id.encode().decode(),
-            kind=sys.intern(spec.kind),
+            id=spec.id,
+            kind=sys.intern(spec.kind),  # kinds repeat: one string each
             # Through a dict: a set built from one is sized for its length, where one
             # grown item by item takes twice the table (5 or 6 tags: 728 bytes, not 472).
             tags=frozenset(dict.fromkeys(map(sys.intern, spec.tags))),
