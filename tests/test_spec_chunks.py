@@ -114,6 +114,9 @@ def test_a_chunk_is_dropped_once_built(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(spec_load, "_CHUNK_LOCATIONS", 1)
     monkeypatch.setattr(spec_load._LOCATIONS, "validate_python", watching)
+    read = [root["id"] for root in data["inventory"]]
     spec = spec_load._document(data, spec_load.SourceMap(), "spec.yaml", owned=True)
     assert [t.id for t in spec.inventory.targets] == ["h0", "h1", "h2"]
+    # The ids kept are copies made before the read was let go, not the strings read.
+    assert not any(t.id is r for t, r in zip(spec.inventory.targets, read, strict=True))
     assert seen == [["h0", "h1", "h2"], ["placeholder", "h1", "h2"], ["placeholder"] * 2 + ["h2"]]

@@ -290,7 +290,7 @@ def _inventory_chunks(data: dict[str, Any]) -> list[range] | None:
     if not isinstance(inventory, list) or len(inventory) < 2:
         return None
     chunks: list[range] = []
-    named: list[dict[str, Any]] = []
+    nodes: list[dict[str, Any]] = []
     start = count = 0
     for index, root in enumerate(inventory):
         if not isinstance(root, dict):
@@ -298,9 +298,8 @@ def _inventory_chunks(data: dict[str, Any]) -> list[range] | None:
         stack = [root]
         while stack:
             node = stack.pop()
+            nodes.append(node)
             count += 1
-            if type(node.get("id")) is str:
-                named.append(node)
             children = node.get("children")
             if isinstance(children, list):
                 stack.extend(child for child in children if isinstance(child, dict))
@@ -311,13 +310,47 @@ def _inventory_chunks(data: dict[str, Any]) -> list[range] | None:
         chunks.append(range(start, len(inventory)))
     if len(chunks) < 2:
         return None
-    # The model keeps each location's id. A copy of each, all made before any original
-    # is let go, sits in memory of its own; the strings read would hold one block in
-    # every page of the read, and keep it from being reused.
-    copies = [node["id"].encode().decode() for node in named]
-    for node, copy in zip(named, copies, strict=True):
-        node["id"] = copy
+    _fresh_strings(nodes)
     return chunks
+
+
+# The texts of a location that its model keeps: its id, its kind, its tags and rules.
+_TAG_KEYS = (
+    "tags",
+    "anti_tags",
+    "hard_affinity",
+    "hard_anti_affinity",
+    "soft_affinity",
+    "soft_anti_affinity",
+)
+
+
+def _fresh_strings(nodes: list[dict[str, Any]]) -> None:
+    """Puts a copy in place of each text of `nodes` that the model keeps, one copy per
+    distinct text, every copy made before any original is let go: the copies sit
+    together in memory of their own, where the strings read would hold a block or two
+    in every page of the read, and keep the whole page from being reused."""
+    fresh: dict[str, str] = {}
+    for node in nodes:
+        for key in ("id", "kind"):
+            value = node.get(key)
+            if type(value) is str and value not in fresh:
+                fresh[value] = value.encode().decode()
+        for key in _TAG_KEYS:
+            values = node.get(key)
+            if type(values) is list:
+                for value in values:
+                    if type(value) is str and value not in fresh:
+                        fresh[value] = value.encode().decode()
+    for node in nodes:
+        for key in ("id", "kind"):
+            value = node.get(key)
+            if type(value) is str:
+                node[key] = fresh[value]
+        for key in _TAG_KEYS:
+            values = node.get(key)
+            if type(values) is list:
+                node[key] = [fresh[v] if type(v) is str else v for v in values]
 
 
 def _validated_chunks(
