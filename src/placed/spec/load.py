@@ -245,8 +245,9 @@ def _document(
         if "inventory" not in data and need_inventory
         else []
     )
-    chunks = _inventory_chunks(data) if owned and not missing else None
-    if chunks is not None:
+    chunked = _inventory_chunks(data) if owned and not missing else None
+    if chunked is not None:
+        chunks, _kept = chunked  # the fresh texts: alive until the model holds them
         try:
             head = SpecDocument.model_validate({**data, "inventory": []})
         except ValidationError:
@@ -282,15 +283,17 @@ class _ChunkInvalid(Exception):
     again (its built chunks, which had no error, as placeholders) for its errors."""
 
 
-def _inventory_chunks(data: dict[str, Any]) -> list[range] | None:
-    """Consecutive roots of the inventory, about _CHUNK_LOCATIONS locations each; None
-    where there is one chunk or the inventory is not a list of mappings (the schema
-    reports that)."""
+def _inventory_chunks(data: dict[str, Any]) -> tuple[list[range], list[str]] | None:
+    """Consecutive roots of the inventory, about _CHUNK_LOCATIONS locations each, and
+    the fresh copies of its texts to keep while it is built (_fresh_strings); None where
+    there is one chunk or the inventory is not a list of mappings (the schema reports
+    that)."""
     inventory = data.get("inventory")
     if not isinstance(inventory, list) or len(inventory) < 2:
         return None
     chunks: list[range] = []
-    nodes: list[dict[str, Any]] = []
+    named: list[dict[str, Any]] = []  # the locations with an id
+    texts: set[Any] = set()  # their kinds, tags and rule tags
     start = count = 0
     for index, root in enumerate(inventory):
         if not isinstance(root, dict):
@@ -298,8 +301,16 @@ def _inventory_chunks(data: dict[str, Any]) -> list[range] | None:
         stack = [root]
         while stack:
             node = stack.pop()
-            nodes.append(node)
             count += 1
+            if type(node.get("id")) is str:
+                named.append(node)
+            kind = node.get("kind")
+            if type(kind) is str:
+                texts.add(kind)
+            _add_texts(texts, node.get("tags"))
+            if not _RULE_KEYS.isdisjoint(node):
+                for key in _RULE_KEYS:
+                    _add_texts(texts, node.get(key))
             children = node.get("children")
             if isinstance(children, list):
                 stack.extend(child for child in children if isinstance(child, dict))
@@ -310,47 +321,35 @@ def _inventory_chunks(data: dict[str, Any]) -> list[range] | None:
         chunks.append(range(start, len(inventory)))
     if len(chunks) < 2:
         return None
-    _fresh_strings(nodes)
-    return chunks
+    return chunks, _fresh_strings(named, texts)
 
 
-# The texts of a location that its model keeps: its id, its kind, its tags and rules.
-_TAG_KEYS = (
-    "tags",
-    "anti_tags",
-    "hard_affinity",
-    "hard_anti_affinity",
-    "soft_affinity",
-    "soft_anti_affinity",
+# Tag rule lists: most locations have none of them.
+_RULE_KEYS = frozenset(
+    {"anti_tags", "hard_affinity", "hard_anti_affinity", "soft_affinity", "soft_anti_affinity"}
 )
 
 
-def _fresh_strings(nodes: list[dict[str, Any]]) -> None:
-    """Puts a copy in place of each text of `nodes` that the model keeps, one copy per
-    distinct text, every copy made before any original is let go: the copies sit
-    together in memory of their own, where the strings read would hold a block or two
-    in every page of the read, and keep the whole page from being reused."""
-    fresh: dict[str, str] = {}
-    for node in nodes:
-        for key in ("id", "kind"):
-            value = node.get(key)
-            if type(value) is str and value not in fresh:
-                fresh[value] = value.encode().decode()
-        for key in _TAG_KEYS:
-            values = node.get(key)
-            if type(values) is list:
-                for value in values:
-                    if type(value) is str and value not in fresh:
-                        fresh[value] = value.encode().decode()
-    for node in nodes:
-        for key in ("id", "kind"):
-            value = node.get(key)
-            if type(value) is str:
-                node[key] = fresh[value]
-        for key in _TAG_KEYS:
-            values = node.get(key)
-            if type(values) is list:
-                node[key] = [fresh[v] if type(v) is str else v for v in values]
+def _fresh_strings(named: list[dict[str, Any]], texts: set[Any]) -> list[str]:
+    """Copies of the texts that the model keeps, every copy made before any original is
+    let go: the copies sit together in memory of their own, where the strings read
+    would hold a block or two in every page of the read, and keep the whole page from
+    being reused. Each id in `named` is replaced by its copy; each of `texts` (kinds,
+    tags, rule tags: the model interns them) has its copy interned, and the copies are
+    returned, to be kept alive until the model holds them."""
+    copies = [node["id"].encode().decode() for node in named]
+    kept = [sys.intern(text.encode().decode()) for text in texts if type(text) is str]
+    for node, copy in zip(named, copies, strict=True):
+        node["id"] = copy
+    return kept
+
+
+def _add_texts(texts: set[Any], values: Any) -> None:
+    if type(values) is list:
+        try:
+            texts.update(values)
+        except TypeError:  # a mapping in a list of tags: the schema reports it
+            texts.update(value for value in values if type(value) is str)
 
 
 def _validated_chunks(
@@ -646,10 +645,10 @@ def _build(
         # Most locations have no tag rules: one shared empty value saves five sets each.
         rules = (
             TagRules(
-                hard_affinity=frozenset(spec.hard_affinity),
-                hard_anti_affinity=frozenset(spec.hard_anti_affinity) | frozenset(spec.anti_tags),
-                soft_affinity=frozenset(spec.soft_affinity),
-                soft_anti_affinity=frozenset(spec.soft_anti_affinity),
+                hard_affinity=_interned(spec.hard_affinity),
+                hard_anti_affinity=_interned(spec.hard_anti_affinity) | _interned(spec.anti_tags),
+                soft_affinity=_interned(spec.soft_affinity),
+                soft_anti_affinity=_interned(spec.soft_anti_affinity),
             )
             if spec.hard_affinity
             or spec.hard_anti_affinity
@@ -661,9 +660,7 @@ def _build(
         return Location(
             id=spec.id,
             kind=sys.intern(spec.kind),  # kinds repeat: one string each
-            # Through a dict: a set built from one is sized for its length, where one
-            # grown item by item takes twice the table (5 or 6 tags: 728 bytes, not 472).
-            tags=frozenset(dict.fromkeys(map(sys.intern, spec.tags))),
+            tags=_interned(spec.tags),
             properties=openhorizon.properties(spec.properties, (*path, "properties"), "node", out),
             constraints=(
                 openhorizon.constraints(spec.constraints, (*path, "constraints"), out)
@@ -752,6 +749,14 @@ def _build(
         ),
         storage=storage,
     )
+
+
+def _interned(tags: list[str]) -> frozenset[str]:
+    if len(tags) < 5:
+        return frozenset(map(sys.intern, tags))
+    # Through a dict: a set built from one is sized for its length, where one grown item
+    # by item takes twice the table (5 or 6 tags: 728 bytes, not 472).
+    return frozenset(dict.fromkeys(map(sys.intern, tags)))
 
 
 class _Capacities:
