@@ -271,9 +271,9 @@ def _document(
 # objects made from it are garbage once the model is built. Built all at once, the
 # model's objects sit among that garbage, and the allocator cannot give back a page that
 # any of them holds (100,000 targets kept 3.4 KiB each where 1.8 live). Validated and
-# built a few thousand locations at a time, each chunk's plain data dropped once built,
+# built some 20,000 locations at a time, each chunk's plain data dropped once built,
 # the garbage at any moment is one chunk, and the next chunk's objects reuse its memory.
-_CHUNK_LOCATIONS = 2_000
+_CHUNK_LOCATIONS = 20_000
 _PLACEHOLDER: dict[str, Any] = {"id": "placeholder"}  # a location that validates
 _LOCATIONS: TypeAdapter[list[LocationSpec]] = TypeAdapter(list[LocationSpec])
 
