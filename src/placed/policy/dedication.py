@@ -606,7 +606,8 @@ class StorageFilter(_Filter, Consumer):
     needs = Tenant
 
     def __init__(self, targets: tuple[Target, ...]) -> None:
-        self.position = {t.id: i for i, t in enumerate(targets)}
+        self._targets = targets
+        self._position: dict[str, int] | None = None
         self._reach: dict[int, tuple[Storage, list[NDArray[np.intp]]]] = {}
 
     def prepare(self, workload: Workload) -> Tenant | None:
@@ -616,8 +617,12 @@ class StorageFilter(_Filter, Consumer):
     def reach(self, storage: Storage) -> list[NDArray[np.intp]]:
         found = self._reach.get(id(storage))
         if found is None or found[0] is not storage:
+            if self._position is None:
+                # Only a VM with a disk asks: a spec without storage keeps no map.
+                self._position = {t.id: i for i, t in enumerate(self._targets)}
+            position = self._position
             positions = [
-                np.array(sorted(self.position[h] for h in hosts if h in self.position), np.intp)
+                np.array(sorted(position[h] for h in hosts if h in position), np.intp)
                 for hosts in storage.reach
             ]
             found = self._reach[id(storage)] = (storage, positions)

@@ -121,8 +121,10 @@ class TagRows:
             order = np.argsort(codes, kind="stable")
             self.indptr = np.zeros(len(vocabulary) + 1, dtype=np.intp)
             np.cumsum(np.bincount(codes, minlength=len(vocabulary)), out=self.indptr[1:])
-            self.positions = where[order]
-            self.weights = amount[order].astype(np.float64)
+            # Kept narrow (a few entries per target, 100,000 targets): bincount widens
+            # only the rows a workload asks for.
+            self.positions = where[order].astype(np.int32 if size < 2**31 else np.intp)
+            self.weights = amount[order]
 
     def rows(self, codes: NDArray[np.intp]) -> list[int]:
         """The rows of the workload's tags that some target lists."""
