@@ -10,7 +10,8 @@ reference), and `acceptance`, which judges what the others measured. `check_flee
 15: `placed check --summary` on 5,000 workloads x 1,000 targets, run as a user runs it)
 runs after `check`. `kubernetes` (issue 18: the shapes kube-scheduler's scheduler_perf
 publishes figures for, at 5,000 and 100,000 hosts, each against the reference) runs after
-`dedication`; `--only kubernetes` runs it alone. `service.py` (issue 16: claims through
+`dedication`; `--only kubernetes` runs it alone, `--only loading` the loading section.
+`service.py` (issue 16: claims through
 the HTTP API of a real `placed serve`, on SQLite and PostgreSQL; issue 17: a policy
 change re-evaluating 10,000 every-mode units) runs after `dedication`, and
 `controller.py` (issue 17: from a missed heartbeat to every unit moved) after it; both
@@ -66,7 +67,7 @@ from scenarios import (
 )
 
 # The scenarios `--only` can run alone.
-ONLY = ("kubernetes",)
+ONLY = ("kubernetes", "loading")
 
 
 def render(config: Config, sections: list[list[str]], argv: list[str]) -> str:
@@ -195,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     config = parse(argv)
     if config.only == "kubernetes":
         return _report(config, argv, *_kubernetes(config))
+    if config.only == "loading":
+        return _report(config, argv, *_loading(config))
     allocations = allocation.run(config)
     mappings = mapping.run(config)
     scale = mapping_scale.run(config)
@@ -240,6 +243,13 @@ def main(argv: list[str] | None = None) -> int:
 def _kubernetes(config: Config) -> tuple[list[list[str]], bool]:
     shapes = kubernetes.run(config)
     return [kubernetes.section(shapes)], shapes.ok
+
+
+def _loading(config: Config) -> tuple[list[list[str]], bool]:
+    loaded = loading.run(config)
+    rows = ["| target | measured | result |", "|---|---|---|"]
+    rows += [f"| {' | '.join(row)} |" for row in loading.acceptance_rows(loaded)]
+    return [loading.section(loaded), ["## Loading goals", "", *rows, ""]], loaded.correct
 
 
 def _report(config: Config, argv: list[str], sections: list[list[str]], ok: bool) -> int:

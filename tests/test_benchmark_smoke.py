@@ -374,3 +374,14 @@ def test_a_shape_that_crashes_is_reported_and_fails_the_run(
     rows = kubernetes_rows(report)
     assert rows["basic"]["placed"] == "**failed: RuntimeError: the engine broke**"
     assert rows["basic"]["units/s"] == "-"
+
+
+def test_loading_runs_alone_with_its_goals() -> None:
+    """`--only loading`: the loading section and its goal rows, nothing else (how the
+    issue-18 load and memory figures are refreshed without the whole benchmark)."""
+    status, report = run_kubernetes_alone(["--only", "loading", "--quick"])
+    assert status == 0, report
+    assert "## Loading" in report
+    assert "## Loading goals" in report
+    assert "## Kubernetes shapes" not in report
+    assert "| loading: 100,000 targets" in report
