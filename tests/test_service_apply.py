@@ -293,6 +293,36 @@ def test_a_move_from_where_the_unit_no_longer_is_is_stale(
     assert where(client) == {"db/0": there}
 
 
+def test_a_move_of_a_unit_removed_since_the_snapshot_is_stale(
+    world: tuple[TestClient, Engine],
+) -> None:
+    """A change planned before another removed a unit (its workload cut to fewer units)
+    must not place that unit again: it would come back as a new unit, under a history
+    that ended where it left (the load run found this)."""
+    client, engine = world
+    box = """
+name: box
+inventory:
+  - {id: b1, capacity: {cpu: 4}}
+  - {id: b2, capacity: {cpu: 4}}
+workloads:
+  - {name: svc, units: UNITS, resources: {cpu: 1}}
+"""
+    assert apply(client, box.replace("UNITS", "2")).status_code == 200
+    with reading(engine) as session:
+        stale = world_rows.read(session)
+    source = stale.placements["svc/1"]
+    there = "b2" if source == "b1" else "b1"
+    cut = apply(client, box.replace("UNITS", "1"))
+    assert [(c["unit"], c["kind"]) for c in cut.json()["changes"]] == [("svc/1", "unit.removed")]
+    before = digest(engine)
+    move = claims.Move("svc", "svc/1", source, there, "a stale plan", claims.MOVED)
+    with pytest.raises(definitions.StaleRow), writing(engine) as session:
+        claims.commit(session, stale, [move], {}, claims.Actor())
+    assert digest(engine) == before
+    assert "svc/1" not in where(client)
+
+
 def test_claims_place_everything_or_store_nothing(world: tuple[TestClient, Engine]) -> None:
     client, engine = world
     assert apply(client, SMALL).status_code == 200

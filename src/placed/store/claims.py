@@ -145,7 +145,7 @@ def commit(
             (name, id_)
             for id_, name in session.execute(select(Unit.id, Unit.name).where(Unit.name.in_(chunk)))
         )
-    _check_sources(session, moves, unit_ids, targets)
+    _check_sources(session, before, moves, unit_ids, targets)
     removed = [unit_ids[m.unit] for m in moves if m.kind == REMOVED and m.unit in unit_ids]
     staying = [unit_ids[m.unit] for m in moves if m.kind != REMOVED and m.unit in unit_ids]
     for chunk in _chunks([*removed, *staying]):
@@ -246,6 +246,7 @@ def commit(
 
 def _check_sources(
     session: Session,
+    before: Snapshot,
     moves: Sequence[Move],
     unit_ids: Mapping[str, int],
     targets: Mapping[str, tuple[int, int]],
@@ -260,6 +261,11 @@ def _check_sources(
     for move in moves:
         unit_id = unit_ids.get(move.unit)
         if unit_id is None:
+            if move.kind != REMOVED and move.source is not None and move.unit in before.units:
+                # The snapshot had it placed, and another change removed it since (a
+                # workload cut to fewer units): placing it now would bring back a unit
+                # its owner removed, under a history that ended where it left.
+                raise StaleRow("unit", move.unit)
             continue  # a new unit, or one this change's own definitions removed
         if move.source is None:
             expected[unit_id] = (move.unit, None)
