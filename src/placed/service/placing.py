@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, exc
 from sqlalchemy.orm import Session
 
 from placed.engine import fit
@@ -453,7 +453,11 @@ def transact(
                 unplaced_by_filter(prepared.result),
             )
             return Committed(prepared, final, rows, conflicts)
-        except definitions.StaleRow:
+        except (definitions.StaleRow, exc.IntegrityError) as error:
+            if isinstance(error, exc.IntegrityError) and last:
+                raise  # under the lock nothing can have raced it: a bug, not a conflict
+            # An IntegrityError on a try planned on a snapshot: another change created a
+            # row of the same name (a target, a location, a workload) since.
             conflicts += 1
             # Replicas break ties alike and so collide alike: spread the next tries.
             time.sleep(random.uniform(0, 0.005 * (2 ** min(attempt, 6))))
@@ -493,7 +497,7 @@ def _write(
     # Replicas refresh claims alone from the rows; anything else since means reading all.
     settings.put(session, world.CHANGED_SETTING, number)
     try:
-        bumped = definitions.write(session, snapshot, prepared.after, number, prepared.used)
+        wrote = definitions.write(session, snapshot, prepared.after, number, prepared.used)
     except definitions.Refused as error:
         raise ProblemException(409, error.kind, str(error)) from None
     accounts = {name: row.account for name, row in prepared.after.workloads.items()}
@@ -504,10 +508,11 @@ def _write(
         prepared.moves,
         prepared.used,
         actor,
-        bumped,
+        wrote.targets,
         prepared.extra,
         accounts,
         guard.moved if guard is not None else None,
+        rewritten=wrote.workloads,
     )
     return written
 

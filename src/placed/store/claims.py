@@ -9,7 +9,7 @@ the database itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,9 +93,13 @@ def commit(
     extra: Sequence[Extra] = (),
     accounts: Mapping[str, str | None] | None = None,
     moved: Callable[[Session, int], None] | None = None,
+    rewritten: Set[str] = frozenset(),
 ) -> list[events.Written]:
     """Write `moves` and the targets' new `used`. `bumped`: targets this transaction has
-    already written (their generation is one past the snapshot's). Every kind of row is
+    already written (their generation is one past the snapshot's); `rewritten`: the
+    workloads it has (created, changed or deleted, each at the generation seen). Every
+    other workload with a unit among the moves must still be at the snapshot's
+    generation: a plan places a workload's units by its spec. Every kind of row is
     one bulk statement (a statement per row is a round trip each on PostgreSQL).
     `moved`: told once the moves are written, with how many (the controller's fault
     hooks)."""
@@ -137,7 +141,18 @@ def commit(
         except exc.IntegrityError:
             # Only a stale plan asks for more than there is: the CHECK caught it.
             raise StaleRow("target", _some(changed)) from None
-    workload_ids = {name: id_ for id_, name in session.execute(select(Workload.id, Workload.name))}
+    workload_ids: dict[str, int] = {}
+    generations: dict[str, int] = {}
+    for id_, name, generation in session.execute(
+        select(Workload.id, Workload.name, Workload.generation)
+    ):
+        workload_ids[name] = id_
+        generations[name] = generation
+    for name in sorted({m.workload for m in moves} - set(rewritten)):
+        known = before.workloads.get(name)
+        if known is None or generations.get(name) != known.generation:
+            # Changed, deleted or (made by someone else) created since the snapshot.
+            raise StaleRow("workload", name)
     unit_ids: dict[str, int] = {}
     names = [m.unit for m in moves]
     for chunk in _chunks(names):
@@ -261,10 +276,10 @@ def _check_sources(
     for move in moves:
         unit_id = unit_ids.get(move.unit)
         if unit_id is None:
-            if move.kind != REMOVED and move.source is not None and move.unit in before.units:
-                # The snapshot had it placed, and another change removed it since (a
-                # workload cut to fewer units): placing it now would bring back a unit
-                # its owner removed, under a history that ended where it left.
+            if move.kind != REMOVED and move.unit in before.units:
+                # The snapshot had it (placed or waiting), and another change removed it
+                # since (a workload cut to fewer units): placing it now would bring back
+                # a unit its owner removed, under a history that ended where it left.
                 raise StaleRow("unit", move.unit)
             continue  # a new unit, or one this change's own definitions removed
         if move.source is None:

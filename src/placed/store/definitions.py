@@ -8,9 +8,10 @@ workload someone else changed since is a `StaleRow`, and the caller plans again.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, insert, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from placed.store import settings
@@ -46,21 +47,29 @@ class Refused(Exception):
         self.kind = kind
 
 
+@dataclass(frozen=True)
+class Written:
+    """What `write` changed: the targets whose generation it raised and the workloads
+    it created, changed or deleted (their rows are this transaction's now)."""
+
+    targets: set[str]
+    workloads: set[str]
+
+
 def write(
     session: Session,
     before: Snapshot,
     after: Snapshot,
     revision: int,
     used: Mapping[str, Mapping[str, float]] | None = None,
-) -> set[str]:
-    """Bring the rows from `before` to `after` (both snapshots of this database). The
-    targets whose generation this raised (their row is this transaction's now). `used`:
+) -> Written:
+    """Bring the rows from `before` to `after` (both snapshots of this database). `used`:
     what each target uses once the change is done, written with a capacity it changes
     (a cut must not meet the usage of before: units leaving in the same change lower it
     only later, and `CHECK (used <= capacity)` holds at every statement)."""
     _tenancy(session, before, after)
     bumped = _inventory(session, before, after, revision, used or {})
-    _workloads(session, before, after, revision)
+    workloads = _workloads(session, before, after, revision)
     _offerings(session, before, after)
     _dedications(session, before, after, revision)
     for key in SPEC_SETTINGS:
@@ -68,7 +77,7 @@ def write(
             settings.put(session, key, after.settings[key])
     if after.storage != before.storage:
         settings.put(session, STORAGE_SETTING, after.storage)
-    return bumped
+    return Written(bumped, workloads)
 
 
 def _tenancy(session: Session, before: Snapshot, after: Snapshot) -> None:
@@ -242,7 +251,8 @@ def _insert_targets(
     )
 
 
-def _workloads(session: Session, before: Snapshot, after: Snapshot, revision: int) -> None:
+def _workloads(session: Session, before: Snapshot, after: Snapshot, revision: int) -> set[str]:
+    written: set[str] = set()
     account_ids = {name: id_ for id_, name in session.execute(select(Account.id, Account.name))}
     for name, row in after.workloads.items():
         spec = after.workload_specs[name]
@@ -259,9 +269,11 @@ def _workloads(session: Session, before: Snapshot, after: Snapshot, revision: in
                     revision=revision,
                 )
             )
+            written.add(name)
             continue
         if before.workload_specs.get(name) == spec:
             continue
+        written.add(name)
         done = session.execute(
             update(Workload)
             .where(Workload.id == old.id, Workload.generation == old.generation)
@@ -275,10 +287,20 @@ def _workloads(session: Session, before: Snapshot, after: Snapshot, revision: in
         )
         if done.rowcount == 0:  # type: ignore[attr-defined]
             raise StaleRow("workload", name)
-    gone = [before.workloads[n].id for n in before.workloads if n not in after.workloads]
+    gone = [n for n in before.workloads if n not in after.workloads]
     if gone:
-        session.execute(delete(Workload).where(Workload.id.in_(gone)))
+        # At the generation seen: deleting a workload changed since would take units
+        # (and their usage) this change never planned with.
+        seen = [(before.workloads[n].id, before.workloads[n].generation) for n in gone]
+        done = session.execute(
+            delete(Workload)
+            .where(tuple_(Workload.id, Workload.generation).in_(seen))
+            .execution_options(synchronize_session=False)
+        )
+        if done.rowcount != len(gone):  # type: ignore[attr-defined]
+            raise StaleRow("workload", ", ".join(gone[:3]))
     session.flush()
+    return written | set(gone)
 
 
 def _offerings(session: Session, before: Snapshot, after: Snapshot) -> None:
