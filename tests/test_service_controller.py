@@ -44,8 +44,10 @@ def _world(url: str, spec: str) -> tuple[FastAPI, TestClient]:
 
 
 def _controller(app: FastAPI, holder: str = "a" * 32) -> Controller:
+    # A lease of 60 s: the tests step the controller by hand and never renew, and on a
+    # loaded machine a shorter one ran out between two steps (Fenced).
     found = Controller(
-        app.state.database, app.state.metrics, options=Options(0.5, 2.0, 0.2), holder=holder
+        app.state.database, app.state.metrics, options=Options(0.5, 60.0, 0.2), holder=holder
     )
     found.renew()
     assert found.leading

@@ -17,30 +17,35 @@ import random
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, update
 
 from placed.service import apply as applying
-from placed.service import placing, problems, workloads
+from placed.service import dedications, placing, problems, workloads
+from placed.service.controller import Controller, Options
 from placed.service.replica import ReplicaWorld
 from placed.service.workloads import ROOT
 from placed.spec.schema import WorkloadSpec
 from placed.store import schema
 from placed.store.claims import Actor
-from placed.store.database import make_engine, reading
+from placed.store.database import make_engine, reading, writing
+from placed.store.leases import database_now
 from placed.store.tables import (
     Placement,
     PlacementHistory,
     Target,
+    TargetLiveness,
     TargetResource,
     Unit,
     Workload,
 )
+from tests.service_support import served
 
 HOSTS = [f"h{i}" for i in range(4)]
 # The ballast leaves 3 cpu per host, so claims fill the hosts and the clients' boxes.
@@ -293,6 +298,109 @@ def test_a_claim_decided_before_another_took_the_room_is_judged_again(
     assert set(units_of(service.engine, "other")) == {f"other/{i}" for i in range(4)}
     assert units_of(service.engine, "fast") == {}
     assert broken_rows(service.engine) == []
+
+
+TENANTS = {
+    "name": "tenants",
+    "tenancy": {"domains": {"D1": {"accounts": ["A1"]}, "D2": {"accounts": ["U2"]}}},
+    "inventory": [
+        {
+            "id": "c9",
+            "kind": "cluster",
+            "children": [
+                {"id": "H1", "kind": "host", "capacity": {"cpu": 4}},
+                {"id": "H2", "kind": "host", "capacity": {"cpu": 4}},
+            ],
+        }
+    ],
+}
+
+
+def test_a_host_dedicated_meanwhile_takes_no_foreign_unit(database: str) -> None:
+    """A claim of account U2 planned before both hosts were dedicated to domain D1 must
+    not land there: the dedication was allowed because no foreign unit ran there yet,
+    and the claim's target generations never meet it. The world's rules (dedications,
+    offerings, settings, tenancy, locations) changed since the snapshot make the change
+    stale; planned again, the claim finds no host."""
+    schema.upgrade(database)
+    engine = make_engine(database)
+    try:
+        service = Service(engine)
+        service.apply(TENANTS)
+
+        def dedicate_both() -> None:
+            for host in ("H1", "H2"):
+                dedications.change(
+                    engine,
+                    "root-admin",
+                    Actor(),
+                    lambda cloud, who, host=host: cloud.dedicate(who, host, "D1", None),
+                )
+
+        claim = {"name": "vm", "account": "U2", "resources": {"cpu": 1}}
+        with between(dedicate_both) as ran, pytest.raises(problems.ProblemException) as refused:
+            service.claim(claim)
+        assert ran[0]
+        assert refused.value.kind == "unplaceable", str(refused.value)
+        assert units_of(engine, "vm") == {}
+        assert broken_rows(engine) == []
+    finally:
+        engine.dispose()
+
+
+def test_a_target_taken_down_meanwhile_by_the_controller_takes_no_unit(database: str) -> None:
+    """A claim planned while H1 and H2 were up must not land there once the controller
+    has taken them down for want of heartbeats: they ran nothing, so their going down
+    moved no unit and wrote no usage, and only their generation (raised with the
+    liveness) tells the claim its plan is stale."""
+    app, _ = served(database)
+    engine = app.state.database
+    try:
+        service = Service(engine)
+        hosts = [("H1", 4), ("H2", 4), ("S1", 1), ("S2", 1), ("S3", 1)]
+        service.apply(
+            {
+                "name": "fleet",
+                "inventory": [{"id": h, "capacity": {"cpu": cpu}} for h, cpu in hosts],
+            }
+        )
+        controller = Controller(engine, app.state.metrics, options=Options(0.5, 60.0, 0.2))
+        controller.renew()
+        controller.sweep()
+        assert controller.since is not None
+        controller.since -= timedelta(hours=1)  # as if leading for long: no grace
+        heard(engine, {"H1": 0.0, "H2": 0.0, "S1": 0.0, "S2": 0.0, "S3": 0.0})
+
+        def both_go_stale() -> None:
+            heard(engine, {"H1": 60.0, "H2": 60.0})
+            controller.sweep()
+
+        claim = {"name": "vm", "resources": {"cpu": 2}}  # only H1 and H2 have room
+        with between(both_go_stale) as ran, pytest.raises(problems.ProblemException) as refused:
+            service.claim(claim)
+        assert ran[0]
+        assert refused.value.kind == "unplaceable", str(refused.value)
+        assert units_of(engine, "vm") == {}
+    finally:
+        engine.dispose()
+
+
+def heard(engine: Engine, ages: dict[str, float]) -> None:
+    """Each target's last heartbeat, this many seconds ago by the database's clock."""
+    with writing(engine) as session:
+        moment = database_now(session)
+        for name, age in ages.items():
+            target_id = session.scalar(select(Target.id).where(Target.name == name))
+            session.execute(
+                update(TargetLiveness)
+                .where(TargetLiveness.target_id == target_id)
+                .values(last_seen=moment - timedelta(seconds=age))
+            )
+            session.execute(
+                update(TargetLiveness)
+                .where(TargetLiveness.target_id == target_id, TargetLiveness.liveness == "unknown")
+                .values(liveness="up")
+            )
 
 
 class Changes:

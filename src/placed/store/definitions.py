@@ -27,7 +27,7 @@ from placed.store.tables import (
     Workload,
     table_of,
 )
-from placed.store.world import SPEC_SETTINGS, STORAGE_SETTING, Snapshot
+from placed.store.world import RULES_SETTING, SPEC_SETTINGS, STORAGE_SETTING, Snapshot
 
 
 class StaleRow(Exception):
@@ -67,6 +67,10 @@ def write(
     what each target uses once the change is done, written with a capacity it changes
     (a cut must not meet the usage of before: units leaving in the same change lower it
     only later, and `CHECK (used <= capacity)` holds at every statement)."""
+    if int(settings.get(session, RULES_SETTING, 0) or 0) != before.rules_revision:
+        raise StaleRow("rules", "of the world")
+    if rules_changed(before, after):
+        settings.put(session, RULES_SETTING, revision)
     _tenancy(session, before, after)
     bumped = _inventory(session, before, after, revision, used or {})
     workloads = _workloads(session, before, after, revision)
@@ -78,6 +82,23 @@ def write(
     if after.storage != before.storage:
         settings.put(session, STORAGE_SETTING, after.storage)
     return Written(bumped, workloads)
+
+
+def rules_changed(before: Snapshot, after: Snapshot) -> bool:
+    """Whether `after` changes a rule every plan is judged by: a location that was there
+    (its keys or its parent), an offering, a dedication, a setting or a storage pool.
+    New locations, domains and accounts change no judgement made before them."""
+    for node, spec in before.nodes.items():
+        if node in before.targets:
+            continue  # a target's own row is generation-checked
+        if after.nodes.get(node) != spec or after.parents.get(node) != before.parents.get(node):
+            return True
+    return (
+        before.offerings != after.offerings
+        or before.dedications != after.dedications
+        or before.storage != after.storage
+        or any(before.settings.get(key) != after.settings.get(key) for key in SPEC_SETTINGS)
+    )
 
 
 def _tenancy(session: Session, before: Snapshot, after: Snapshot) -> None:

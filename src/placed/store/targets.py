@@ -192,11 +192,19 @@ def liveness_counts(session: Session) -> dict[str, int]:
 
 
 def set_liveness(session: Session, target_id: int, liveness: str) -> None:
-    """The controller's judgement (up or down); the target's own row is left alone."""
+    """The controller's judgement (up or down), raising the target's generation: a
+    change planned while it was otherwise, placing a unit there, is stale (a target
+    that ran nothing moves no unit going down, so no usage write would tell it)."""
     session.execute(
         update(TargetLiveness)
         .where(TargetLiveness.target_id == target_id)
         .values(liveness=liveness)
+        .execution_options(synchronize_session=False)
+    )
+    session.execute(
+        update(Target)
+        .where(Target.id == target_id)
+        .values(generation=Target.generation + 1)
         .execution_options(synchronize_session=False)
     )
 

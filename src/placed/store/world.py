@@ -43,6 +43,11 @@ STORAGE_SETTING = "storage"
 # The revision of the last change that was more than claims of new workloads: a replica
 # whose world is newer than it reads the claims since from the rows alone.
 CHANGED_SETTING = "world.changed"
+# The revision of the last change of the world's rules: a location, an offering, a
+# dedication, a setting or a storage pool. A change planned on rules older than the
+# current ones is stale: its placements were judged by rules that no longer hold, and
+# no target generation of theirs records it (a dedication touches no target row).
+RULES_SETTING = "world.rules"
 DERIVED_MODES = frozenset({"mapping", "every"})
 
 
@@ -94,6 +99,7 @@ class Snapshot:
     dedications: list[dict[str, Any]] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
     storage: list[dict[str, Any]] = field(default_factory=list)
+    rules_revision: int = 0  # RULES_SETTING as read
 
     def copy(self) -> Snapshot:
         """Another snapshot whose containers are its own (a change sets entries, as
@@ -115,6 +121,7 @@ class Snapshot:
             list(self.dedications),
             dict(self.settings),
             list(self.storage),
+            self.rules_revision,
         )
 
     def defines_same(self, other: Snapshot) -> bool:
@@ -333,5 +340,6 @@ def read(session: Session) -> Snapshot:
         if value is not None:
             snapshot.settings[key] = value
     snapshot.storage = list(settings.get(session, STORAGE_SETTING, []) or [])
+    snapshot.rules_revision = int(settings.get(session, RULES_SETTING, 0) or 0)
     snapshot.dedications.sort(key=lambda entry: snapshot.depth(entry["resource"]))
     return snapshot
