@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright import sync_api
 
 from tests.running_servers import replicas, upgrade
 
@@ -21,8 +22,6 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
 AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"
 ARTIFACTS = ROOT / "test-artifacts" / "console"
-
-sync_api = pytest.importorskip("playwright.sync_api")  # a dev dependency: always there
 
 
 class Fleet:
