@@ -282,3 +282,24 @@ def test_user_text_is_escaped(page: Any, fleet: Fleet) -> None:
     assert page.get_by_label("Workload").input_value() == "<script>window.pwned=1</script>"
     assert page.evaluate("() => window.pwned === undefined")
     assert page.locator("main script").count() == 0
+
+
+def test_the_keyboard_reaches_everything_with_focus_drawn(page: Any, fleet: Fleet) -> None:
+    sign_in(page, fleet.root)
+    page.keyboard.press("Tab")
+    focused = page.evaluate(
+        "() => { const e = document.activeElement; const s = getComputedStyle(e);"
+        " return {text: e.textContent.trim(), outline: s.outlineStyle, width: s.outlineWidth}; }"
+    )
+    assert focused["text"] == "Skip to content"
+    assert focused["outline"] != "none" and focused["width"] != "0px", focused
+    # Tab on through the navigation to the Fleet link, and follow it by keyboard.
+    names = []
+    for _ in range(8):
+        page.keyboard.press("Tab")
+        names.append(page.evaluate("() => document.activeElement.textContent.trim()"))
+    assert names[:6] == ["Fleet", "Workloads", "Placements", "Events", "What-if", "Admin"]
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"/ui/admin"))
