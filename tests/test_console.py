@@ -303,3 +303,79 @@ def test_the_keyboard_reaches_everything_with_focus_drawn(page: Any, fleet: Flee
     page.keyboard.press("Shift+Tab")
     page.keyboard.press("Enter")
     page.wait_for_url(re.compile(r"/ui/admin"))
+
+
+def test_a_drain_is_previewed_with_what_stays(page: Any, fleet: Fleet) -> None:
+    sign_in(page, fleet.root)
+    page.goto("/ui/whatif?target=H4a")
+    page.get_by_label("drain it (maintenance)").check()
+    page.get_by_role("button", name="Preview").click()
+    preview = page.locator("#preview")
+    preview.wait_for()
+    assert "Dry run: nothing has changed" in preview.inner_text()
+    assert "Preview: H4a maintenance" in preview.inner_text()
+    expected = fleet.api("POST", "/v1/targets/H4a/drain", params={"dry_run": "true"}).json()
+    for gone in expected["moves"]:
+        assert gone["unit"] in preview.inner_text()
+    for stays in expected["refused"]:
+        assert stays["unit"] in preview.inner_text()
+    assert expected["moves"] or expected["refused"]
+    checked(page, "whatif-drain")
+    assert fleet.api("GET", "/v1/targets/H4a").json()["admin_state"] == "up"
+
+
+def test_admin_shows_offerings_and_changes_an_owner(page: Any, fleet: Fleet) -> None:
+    sign_in(page, fleet.root)
+    page.get_by_role("link", name="Admin").click()
+    offering = page.get_by_role("row").filter(
+        has=page.get_by_role("rowheader", name="dedicated-small")
+    )
+    assert offering.locator("td").last.inner_text().startswith("yes")
+    shared = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name="shared-small"))
+    assert shared.locator("td").last.inner_text() == "no"
+    made = fleet.api("POST", "/v1/dedications", json={"resource": "H3a", "domain": "SD2"})
+    assert made.status_code == 201, made.text
+    form = page.locator("form[action='/ui/admin/owner']")
+    form.get_by_label("Dedicated resource").fill("H3a")
+    form.get_by_label("New domain").fill("SD3")
+    form.get_by_role("button", name="Change owner").click()
+    page.locator(".done").wait_for()
+    assert "H3a has a new owner" in page.locator(".done").inner_text()
+    listed = fleet.api("GET", "/v1/dedications").json()["items"]
+    assert any(d["resource"] == "H3a" and d["domain"] == "SD3" for d in listed)
+    # A refusal of the rules comes back as it is: c3 is SD2's, below it SD1 may not own.
+    form = page.locator("form[action='/ui/admin/owner']")
+    form.get_by_label("Dedicated resource").fill("H3a")
+    form.get_by_label("New domain").fill("SD1")
+    form.get_by_role("button", name="Change owner").click()
+    page.locator(".problem").wait_for()
+    assert "409" in page.locator(".problem").inner_text()
+    checked(page, "admin-owner")
+    assert fleet.api("DELETE", "/v1/dedications/H3a").status_code == 200
+
+
+def test_tokens_are_made_shown_once_and_revoked(page: Any, fleet: Fleet) -> None:
+    sign_in(page, fleet.root)
+    page.get_by_role("link", name="Tokens").click()
+    form = page.locator("form[action='/ui/tokens/create']")
+    form.locator("select[name=role]").select_option("user")
+    form.get_by_label("Scope").fill("U2")
+    form.get_by_label("Description").fill("<b>from the console</b>")
+    form.get_by_role("button", name="Create").click()
+    secret = page.locator("#made code.secret").inner_text()
+    assert secret.startswith("plc_")
+    accessor = secret.split("_")[1]
+    row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name=accessor))
+    assert "<b>from the console</b>" in row.inner_text()  # text, never markup
+    checked(page, "tokens")
+    headers = {"Authorization": f"Bearer {secret}"}
+    assert httpx.get(fleet.base + "/v1/placements", headers=headers).status_code == 200
+    row.get_by_role("button", name=f"Revoke {accessor}").click()
+    page.get_by_text(f"{accessor} is revoked").wait_for()
+    assert page.locator("#made").count() == 0  # the secret is not shown again
+    assert httpx.get(fleet.base + "/v1/placements", headers=headers).status_code == 401
+    # A user manages no tokens: the API's 403, on the page.
+    page.get_by_role("button", name="Sign out").click()
+    sign_in(page, fleet.user)
+    page.goto("/ui/tokens")
+    assert "403 forbidden" in page.locator(".problem").inner_text()

@@ -63,7 +63,7 @@ class MoveView(BaseModel):
 class AdminChange(BaseModel):
     target: str
     admin_state: str
-    dry_run: bool = Field(description="true: planned only, nothing was written.")
+    dry_run: bool = Field(False, description="true: planned only, nothing was written.")
     changed: bool = Field(description="false: it was already in that state.")
     revision: int
     moves: list[MoveView]

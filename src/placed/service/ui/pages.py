@@ -35,6 +35,8 @@ STATIC = {
     "console.css": "text/css",
 }
 PAGE = 50
+# What-if's actions: each a /v1/targets/NAME/<action> route that takes dry_run.
+ACTIONS = {"down": "take it down", "up": "bring it up", "drain": "drain it (maintenance)"}
 MAX_LOCATION_PAGES = 20  # 20,000 locations: a tree far past any fleet's
 EVENT_WAIT_S = 20
 SECURITY = {
@@ -447,7 +449,7 @@ def _whatif(request: Request, token: str, status: int = 200, **values: Any) -> H
     values.setdefault("preview", None)
     values.setdefault("done", None)
     values.setdefault("problem", None)
-    return render(request, "whatif.html", status, token, title="What-if", **values)
+    return render(request, "whatif.html", status, token, title="What-if", actions=ACTIONS, **values)
 
 
 @router.get("/whatif")
@@ -467,8 +469,8 @@ async def whatif(request: Request) -> Response:
     token, fields = acted
     target = fields.get("target", "").strip()
     action = fields.get("action", "down")
-    if action not in ("down", "up") or not 0 < len(target) <= 255:
-        problem = Problem(422, "invalid-request", "Unprocessable", "a target, and down or up")
+    if action not in ACTIONS or not 0 < len(target) <= 255:
+        problem = Problem(422, "invalid-request", "Unprocessable", "a target, and an action")
         return _whatif(request, token, 422, target=target[:255], problem=problem)
     confirm = fields.get("confirm") == "yes"
     answer = await call(
@@ -496,6 +498,9 @@ async def _admin(request: Request, token: str, status: int = 200, **values: Any)
     found = await call(request, token, "GET", "/v1/dedications")
     if found.problem is not None:
         return refused(request, token, found.problem)
+    offered = await call(request, token, "GET", "/v1/offerings")
+    if offered.problem is not None:
+        return refused(request, token, offered.problem)
     values.setdefault("problem", None)
     values.setdefault("done", None)
     values.setdefault("form", {"resource": "", "domain": "", "account": ""})
@@ -506,6 +511,7 @@ async def _admin(request: Request, token: str, status: int = 200, **values: Any)
         token,
         title="Admin",
         dedications=found.data["items"],
+        offerings=offered.data["items"],
         **values,
     )
 
@@ -547,3 +553,91 @@ async def release(request: Request) -> Response:
             return to_login(request, f"signed out: {answer.problem.detail}")
         return await _admin(request, token, answer.status, problem=answer.problem)
     return await _admin(request, token, done=f"{resource} is released")
+
+
+@router.post("/admin/owner")
+async def change_owner(request: Request) -> Response:
+    """A dedication given to another owner in one step (PATCH), as CloudStack cannot."""
+    acted = await acting(request)
+    if isinstance(acted, Response):
+        return acted
+    token, fields = acted
+    body = {k: fields.get(k, "").strip()[:255] for k in ("resource", "domain", "account")}
+    owner = {"domain": body["domain"], "account": body["account"] or None}
+    answer = await call(
+        request,
+        token,
+        "PATCH",
+        f"/v1/dedications/{quote(body['resource'], safe='')}",
+        json=owner,
+    )
+    if answer.problem is not None:
+        if answer.problem.status == 401:
+            return to_login(request, f"signed out: {answer.problem.detail}")
+        return await _admin(request, token, answer.status, problem=answer.problem)
+    return await _admin(request, token, done=f"{body['resource']} has a new owner")
+
+
+# Tokens
+
+
+ROLES = ("root-admin", "domain-admin", "user", "agent")
+
+
+async def _tokens(request: Request, token: str, status: int = 200, **values: Any) -> Response:
+    found = await call(request, token, "GET", "/v1/tokens")
+    values.setdefault("problem", None)
+    values.setdefault("made", None)
+    values.setdefault("done", None)
+    listing = found.data["items"] if found.problem is None else []
+    if found.problem is not None:
+        if found.problem.status == 401:
+            return to_login(request, f"signed out: {found.problem.detail}")
+        values["problem"] = values["problem"] or found.problem
+        status = found.problem.status if status == 200 else status
+    return render(
+        request, "tokens.html", status, token, title="Tokens", tokens=listing, roles=ROLES, **values
+    )
+
+
+@router.get("/tokens")
+async def tokens_page(request: Request) -> Response:
+    token = signed_in(request)
+    if token is None:
+        return to_login(request)
+    return await _tokens(request, token)
+
+
+@router.post("/tokens/create")
+async def create_token(request: Request) -> Response:
+    acted = await acting(request)
+    if isinstance(acted, Response):
+        return acted
+    token, fields = acted
+    body: dict[str, Any] = {
+        "role": fields.get("role", "")[:32],
+        "description": fields.get("description", "").strip()[:255],
+    }
+    if fields.get("scope", "").strip():
+        body["scope"] = fields["scope"].strip()[:255]
+    answer = await call(request, token, "POST", "/v1/tokens", json=body)
+    if answer.problem is not None:
+        if answer.problem.status == 401:
+            return to_login(request, f"signed out: {answer.problem.detail}")
+        return await _tokens(request, token, answer.status, problem=answer.problem)
+    return await _tokens(request, token, made=answer.data)
+
+
+@router.post("/tokens/revoke")
+async def revoke_token(request: Request) -> Response:
+    acted = await acting(request)
+    if isinstance(acted, Response):
+        return acted
+    token, fields = acted
+    accessor = fields.get("accessor", "").strip()[:64]
+    answer = await call(request, token, "DELETE", f"/v1/tokens/{quote(accessor, safe='')}")
+    if answer.problem is not None:
+        if answer.problem.status == 401:
+            return to_login(request, f"signed out: {answer.problem.detail}")
+        return await _tokens(request, token, answer.status, problem=answer.problem)
+    return await _tokens(request, token, done=f"{accessor} is revoked")
