@@ -4,6 +4,7 @@ is the API's problem, with its status, kind and detail."""
 
 from __future__ import annotations
 
+import hashlib
 from importlib import resources
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -55,6 +56,8 @@ templates = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+# An element id for any name (names may hold any character an id may not).
+templates.filters["key"] = lambda name: hashlib.sha256(str(name).encode()).hexdigest()[:16]
 router = APIRouter(prefix="/ui", dependencies=[public()], include_in_schema=False)
 
 
@@ -196,9 +199,27 @@ async def acting(request: Request) -> tuple[str, dict[str, str]] | Response:
 
 @router.get("/fleet")
 async def fleet_page(request: Request) -> Response:
+    """The tree and one page of targets. Owners come from /v1/dedications, which judges
+    the whole world (seconds at 10,000 targets): the page asks for them after it is
+    drawn (/ui/fleet/owners), unless it filters by owner or is asked for them inline
+    (`owners=1`, the link for a browser without JavaScript)."""
     token = signed_in(request)
     if token is None:
         return to_login(request)
+    inline = bool(text(request, "owner")) or text(request, "owners") == "1"
+    return await _fleet(request, token, inline, "fleet.html")
+
+
+@router.get("/fleet/owners")
+async def fleet_owners(request: Request) -> Response:
+    """The owner badges of the same page, each swapped into its place by id."""
+    token = signed_in(request)
+    if token is None:
+        return Response(status_code=204)
+    return await _fleet(request, token, True, "fleet_owners.html")
+
+
+async def _fleet(request: Request, token: str, with_owners: bool, name: str) -> Response:
     under = text(request, "under")
     owner = text(request, "owner")
     state = text(request, "state", 16)
@@ -206,12 +227,13 @@ async def fleet_page(request: Request) -> Response:
     places = await everything(request, token, "/v1/locations", MAX_LOCATION_PAGES)
     if places.problem is not None:
         return refused(request, token, places.problem)
-    owned_answer = await call(request, token, "GET", "/v1/dedications")
-    if owned_answer.problem is not None:
-        return refused(request, token, owned_answer.problem)
-    dedications = owned_answer.data["items"]
+    dedications: list[dict[str, Any]] = []
+    if with_owners:
+        owned_answer = await call(request, token, "GET", "/v1/dedications")
+        if owned_answer.problem is not None:
+            return refused(request, token, owned_answer.problem)
+        dedications = owned_answer.data["items"]
     owned = {str(row["resource"]): row for row in dedications}
-    owners = sorted({fleet.owner_key(row) for row in dedications})
     parents = {str(row["name"]): row.get("parent") for row in places.data["items"]}
     wanted: list[str] | None = [under] if under else []
     if owner:
@@ -244,26 +266,24 @@ async def fleet_page(request: Request) -> Response:
         )
     roots = fleet.tree(places.data["items"], owned)
     keep = {"under": under, "owner": owner, "state": state}
+    chosen = {k: v for k, v in keep.items() if v}
     following = found.data.get("next_cursor")
+    page_of = {**chosen, **({"after": after} if after else {})}
     return render(
         request,
-        "fleet.html",
+        name,
         token=token,
         title="Fleet",
         roots=roots,
         options=fleet.flat(roots),
-        owners=owners,
         rows=rows,
         chosen=keep,
+        with_owners=with_owners,
+        owners_link="/ui/fleet/owners?" + urlencode(page_of),
+        inline_link="/ui/fleet?" + urlencode({**page_of, "owners": "1"}),
         complete=places.data["complete"],
-        next_link=(
-            "/ui/fleet?" + urlencode({**{k: v for k, v in keep.items() if v}, "after": following})
-            if following
-            else None
-        ),
-        first_link=(
-            "/ui/fleet?" + urlencode({k: v for k, v in keep.items() if v}) if after else None
-        ),
+        next_link=("/ui/fleet?" + urlencode({**chosen, "after": following}) if following else None),
+        first_link="/ui/fleet?" + urlencode(chosen) if after else None,
     )
 
 
