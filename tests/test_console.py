@@ -122,6 +122,7 @@ def test_sign_in_refuses_a_bad_token_and_takes_a_good_one(page: Any, fleet: Flee
     page.get_by_role("button", name="Sign in").click()
     assert "401 unauthenticated" in page.locator(".problem").inner_text()
     sign_in(page, fleet.root)
+    assert page.locator("header .who").inner_text().startswith("Signed in: root-admin (")
     cookie = next(c for c in page.context.cookies() if c["name"] == "placed_console")
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
 
@@ -202,6 +203,7 @@ def test_dedicate_as_root_and_be_refused_as_a_user(page: Any, fleet: Fleet) -> N
     # A user sees the same form; the API refuses it, and the page says so.
     page.get_by_role("button", name="Sign out").click()
     sign_in(page, fleet.user)
+    assert page.locator("header .who").inner_text().startswith("Signed in: user of U2 (")
     page.get_by_role("link", name="Admin").click()
     form = page.locator("form[action='/ui/admin/dedicate']")
     form.get_by_label("Resource").fill("H2b")

@@ -97,3 +97,13 @@ def test_latest_events_are_the_newest_oldest_first(database: str) -> None:
     units = client.get("/v1/events", params={"kind": "unit.", "limit": 2, "latest": "true"})
     expected = [e["id"] for e in every if e["kind"].startswith("unit.")][-2:]
     assert [e["id"] for e in units.json()["items"]] == expected
+
+
+def test_whoami_names_the_callers_own_token(database: str) -> None:
+    _, client = applied(database)
+    root = client.get("/v1/whoami").json()
+    assert root["role"] == "root-admin" and root["scope"] is None and root["accessor"]
+    made = client.post("/v1/tokens", json={"role": "user", "scope": "U2"}).json()
+    mine = client.get("/v1/whoami", headers={"Authorization": f"Bearer {made['token']}"})
+    assert mine.json() == {"accessor": made["accessor"], "role": "user", "scope": "U2"}
+    assert client.get("/v1/whoami", headers={"Authorization": "Bearer nope"}).status_code == 401

@@ -9,7 +9,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
@@ -58,7 +58,18 @@ templates = Environment(
 )
 # An element id for any name (names may hold any character an id may not).
 templates.filters["key"] = lambda name: hashlib.sha256(str(name).encode()).hexdigest()[:16]
-router = APIRouter(prefix="/ui", dependencies=[public()], include_in_schema=False)
+
+
+async def _who(request: Request) -> None:
+    """Which token is signed in, for the header: the API's own answer (GET /v1/whoami)."""
+    token = signed_in(request)
+    quiet = request.url.path.startswith("/ui/static/") or request.url.path == "/ui/events/feed"
+    if token is not None and not quiet:
+        found = await call(request, token, "GET", "/v1/whoami")
+        request.state.console_who = found.data if found.problem is None else None
+
+
+router = APIRouter(prefix="/ui", dependencies=[public(), Depends(_who)], include_in_schema=False)
 
 
 def render(
@@ -69,6 +80,7 @@ def render(
         path=request.url.path,
         csrf=csrf_of(token) if token else "",
         signed_in=token is not None,
+        who=getattr(request.state, "console_who", None),
         **values,
     )
     return HTMLResponse(page, status_code=status, headers=SECURITY)
