@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test bench lint clean chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +15,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/placed plan examples/ironic-affinity.yaml
 
-test: $(STAMP)
+# tests/test_console.py drives Debian's Chromium with Playwright (no browser download).
+chromium:
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+
+test: $(STAMP) chromium
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy

@@ -20,6 +20,7 @@ from placed.service import (
     events,
     health,
     leader,
+    locations,
     metrics,
     migrations,
     placements,
@@ -35,6 +36,7 @@ from placed.service.bell import EventBell
 from placed.service.health import Readiness, always_ready
 from placed.service.middleware import RequestContext
 from placed.service.replica import ReplicaWorld
+from placed.service.ui import pages as console
 from placed.spec.schema import SpecDocument
 from placed.store import notify
 
@@ -105,6 +107,7 @@ def create_app(
         tokens,
         apply,
         targets,
+        locations,
         workloads,
         units,
         placements,
@@ -114,6 +117,7 @@ def create_app(
         leader,
     ):
         app.include_router(module.router)
+    app.include_router(console.router)  # the web console at /ui, a client of /v1
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

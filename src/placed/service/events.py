@@ -76,6 +76,9 @@ async def list_events(
     actor: Annotated[str | None, Query(max_length=32)] = None,
     since: Annotated[datetime | None, Query()] = None,
     wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S)] = 0,
+    latest: Annotated[
+        bool, Query(description="The newest `limit` events after `after` (oldest first).")
+    ] = False,
 ) -> dict[str, Any]:
     engine = context.store(request)
     if since is not None and since.tzinfo is None:
@@ -101,6 +104,7 @@ async def list_events(
                 actor,
                 None if reach is None else sorted(reach),
                 since=since,
+                latest=latest,
             )
             return [events.view(row) for row in rows]
 

@@ -4,7 +4,7 @@ units move as `placed simulate --down/--up` says they would)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,6 +24,7 @@ from placed.store.world import Snapshot, TargetRow
 router = APIRouter(prefix="/v1")
 
 MAX_PAGE = 1000
+MAX_UNDER = 100
 
 
 class TargetView(BaseModel):
@@ -62,6 +63,7 @@ class MoveView(BaseModel):
 class AdminChange(BaseModel):
     target: str
     admin_state: str
+    dry_run: bool = Field(False, description="true: planned only, nothing was written.")
     changed: bool = Field(description="false: it was already in that state.")
     revision: int
     moves: list[MoveView]
@@ -78,12 +80,36 @@ async def list_targets(
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
     after: Annotated[str | None, Query(max_length=255, description="The last name seen.")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+    under: Annotated[
+        list[str] | None,
+        Query(
+            max_length=MAX_UNDER,
+            description="Only targets below one of these locations (or so named): "
+            "repeat it for several, at most 100.",
+        ),
+    ] = None,
+    state: Annotated[
+        Literal["up", "down", "maintenance", "stale", "unknown"] | None,
+        Query(
+            description="An admin state (up, down, maintenance), or a liveness: stale "
+            "(down for want of heartbeats), unknown (never heard from)."
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     engine = context.store(request)
+    wanted = under or []
+    for index, name in enumerate(wanted):
+        if not 0 < len(name) <= 255:
+            raise problems.ProblemException(
+                422,
+                "invalid-request",
+                "each `under` is a name of 1 to 255 characters",
+                [{"parameter": f"query.under.{index}", "detail": "not 1 to 255 characters"}],
+            )
 
     def page() -> dict[str, Any]:
         with reading(engine) as session:
-            items = targets.views(session, after, limit + 1)
+            items = targets.views(session, after, limit + 1, under=wanted, state=state)
         more = len(items) > limit
         items = items[:limit]
         return {"items": items, "next_cursor": items[-1]["name"] if more and items else None}
@@ -135,8 +161,10 @@ def change_state(
     reason: str,
     actor: Actor,
     report: placing.Reporter = placing.silent,
+    dry_run: bool = False,
 ) -> dict[str, Any]:
-    """Take a target down or bring it up, moving its units in the same transaction."""
+    """Take a target down or bring it up, moving its units in the same transaction;
+    `dry_run`: plan the same and write nothing (the console's what-if)."""
 
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         row = snapshot.targets.get(name)
@@ -155,10 +183,11 @@ def change_state(
         prepared.data["changed"] = row.admin_state != state
         return prepared
 
-    committed = placing.transact(engine, prepare, actor, report=report)
+    committed = placing.transact(engine, prepare, actor, dry_run=dry_run, report=report)
     return {
         "target": name,
         "admin_state": state,
+        "dry_run": dry_run,
         "changed": committed.prepared.data["changed"],
         "revision": committed.revision,
         "moves": placing.moves_document(committed.prepared.moves),
@@ -171,6 +200,7 @@ def _state_route(state: str) -> Any:
         name: str,
         caller: Annotated[Caller, allow(ROOT_ADMIN)],
         body: Annotated[Reason | None, Body()] = None,
+        dry_run: Annotated[bool, Query(description="Plan and answer; change nothing.")] = False,
     ) -> dict[str, Any]:
         engine = context.store(request)
         why = body.reason if body is not None else ""
@@ -182,6 +212,7 @@ def _state_route(state: str) -> Any:
             why,
             context.actor(request, caller),
             context.reporter(request),
+            dry_run,
         )
 
     handler.__name__ = f"target_{state}"
@@ -251,7 +282,8 @@ for _state, _summary in (("down", "Take a target down"), ("up", "Bring a target 
             if _state == "down"
             else "would own again (mapping units come back), as `placed simulate --up` says"
         )
-        + "; each move is an event, all in one transaction.",
+        + "; each move is an event, all in one transaction. dry_run=true answers the "
+        "same and changes nothing.",
         response_model=AdminChange,
         response_model_by_alias=True,
         responses=problems.responses(404, 409, 422),

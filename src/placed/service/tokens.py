@@ -246,3 +246,19 @@ def revoke_token(
 
 def _moment(at: datetime | None) -> str | None:
     return at.isoformat() if at is not None else None
+
+
+class Self(BaseModel):
+    accessor: str | None = Field(description="The token's public id.")
+    role: Role
+    scope: str | None = Field(description="Its domain, account or target (by the role).")
+
+
+@router.get(
+    "/whoami",
+    summary="The caller's own token",
+    description="Which token this is: its accessor, role and scope (the console's header).",
+    response_model=Self,
+)
+def whoami(caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER, AGENT)]) -> Self:
+    return Self(accessor=caller.accessor, role=caller.role, scope=caller.scope)  # type: ignore[arg-type]

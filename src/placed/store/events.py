@@ -139,10 +139,13 @@ def page(
     actor: str | None = None,
     accounts: Sequence[str] | None = None,
     since: datetime | None = None,
+    latest: bool = False,
 ) -> Sequence[EventRow]:
     """One page of events after `after_id`, oldest first, filtered. `accounts`: only
-    events of these accounts (a scoped reader's view); None: every event."""
-    query = select(EventRow).where(EventRow.id > after_id).order_by(EventRow.id).limit(limit)
+    events of these accounts (a scoped reader's view); None: every event. `latest`: the
+    newest `limit` of them (still oldest first), where a feed starts."""
+    order = EventRow.id.desc() if latest else EventRow.id
+    query = select(EventRow).where(EventRow.id > after_id).order_by(order).limit(limit)
     if kind is not None:
         # `unit.` matches every unit event, as a prefix ending in a dot.
         query = query.where(
@@ -160,7 +163,8 @@ def page(
         query = query.where(EventRow.account.in_(list(accounts)))
     if since is not None:
         query = query.where(EventRow.at >= since)
-    return session.scalars(query).all()
+    found = session.scalars(query).all()
+    return found[::-1] if latest else found
 
 
 def view(row: Recorded) -> dict[str, Any]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from placed.store import revision
 from placed.store.tables import Location
@@ -46,3 +47,41 @@ def path(session: Session, name: str) -> list[str]:
         found.append(row.name)
         row = session.get(Location, row.parent_id) if row.parent_id else None
     return found[::-1]
+
+
+def views(session: Session, after: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    """Locations as the API shows them, by name, one page (`after`: the last name seen)."""
+    parent = aliased(Location)
+    query = (
+        select(Location, parent.name)
+        .outerjoin(parent, parent.id == Location.parent_id)
+        .order_by(Location.name)
+        .limit(limit)
+    )
+    if after is not None:
+        query = query.where(Location.name > after)
+    return [
+        {"name": row.name, "kind": row.kind, "parent": above, "tags": list(row.tags)}
+        for row, above in session.execute(query)
+    ]
+
+
+def beneath(session: Session, names: Sequence[str]) -> set[int]:
+    """The ids of the named locations and of every location below them. One read of the
+    (id, parent) column pairs: the tree is walked in memory, once per location."""
+    children: dict[int | None, list[int]] = {}
+    named: list[int] = []
+    wanted = set(names)
+    for location_id, parent_id, name in session.execute(
+        select(Location.id, Location.parent_id, Location.name)
+    ):
+        children.setdefault(parent_id, []).append(location_id)
+        if name in wanted:
+            named.append(location_id)
+    found: set[int] = set()
+    while named:
+        here = named.pop()
+        if here not in found:
+            found.add(here)
+            named.extend(children.get(here, ()))
+    return found

@@ -215,14 +215,35 @@ def changed_since(session: Session, seen: int) -> Sequence[Target]:
 
 
 def views(
-    session: Session, after: str | None = None, limit: int = 100, names: Sequence[str] = ()
+    session: Session,
+    after: str | None = None,
+    limit: int = 100,
+    names: Sequence[str] = (),
+    under: Sequence[str] = (),
+    state: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Targets as the API shows them, by name, one page (`after`: the last name seen)."""
+    """Targets as the API shows them, by name, one page (`after`: the last name seen).
+    `under`: only targets below one of these locations, or named so themselves (a host
+    is a resource a dedication names too). `state`: only targets whose admin state is
+    this (up, down, maintenance), or with `stale`/`unknown`, whose liveness is down or
+    not known."""
     query = select(Target).order_by(Target.name).limit(limit)
     if after is not None:
         query = query.where(Target.name > after)
     if names:
         query = query.where(Target.name.in_(list(names)))
+    if under:
+        places = locations.beneath(session, under)
+        query = query.where(Target.location_id.in_(sorted(places)) | Target.name.in_(list(under)))
+    if state in ADMIN_STATES:
+        query = query.where(Target.admin_state == state)
+    elif state is not None:
+        heard = select(TargetLiveness.target_id).where(TargetLiveness.liveness != "unknown")
+        query = query.where(
+            Target.id.in_(select(TargetLiveness.target_id).where(TargetLiveness.liveness == "down"))
+            if state == "stale"
+            else Target.id.not_in(heard)
+        )
     rows = session.scalars(query).all()
     ids = [row.id for row in rows]
     capacity: dict[int, dict[str, float]] = {i: {} for i in ids}

@@ -1,0 +1,675 @@
+"""The console's pages. Each handler reads or changes the world only through the app's
+own /v1 API as the signed-in token (session.call), and shows what it answers: a refusal
+is the API's problem, with its status, kind and detail."""
+
+from __future__ import annotations
+
+import hashlib
+from importlib import resources
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from placed.service.auth import public
+from placed.service.ui import fleet
+from placed.service.ui.session import (
+    COOKIE,
+    TOKEN_TEXT,
+    Answer,
+    FormError,
+    Problem,
+    call,
+    csrf_of,
+    csrf_ok,
+    form,
+    same_origin,
+    signed_in,
+)
+
+HERE = resources.files("placed.service.ui")
+STATIC = {
+    "htmx.min.js": "text/javascript",
+    "htmx.LICENSE": "text/plain",
+    "console.css": "text/css",
+}
+PAGE = 50
+# What-if's actions: each a /v1/targets/NAME/<action> route that takes dry_run.
+ACTIONS = {"down": "take it down", "up": "bring it up", "drain": "drain it (maintenance)"}
+MAX_LOCATION_PAGES = 20  # 20,000 locations: a tree far past any fleet's
+EVENT_WAIT_S = 20
+SECURITY = {
+    # Scripts and styles from this origin only: user text can never run as code.
+    "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; "
+    "form-action 'self'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+templates = Environment(
+    loader=FileSystemLoader(str(HERE / "templates")),
+    autoescape=True,
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+# An element id for any name (names may hold any character an id may not).
+templates.filters["key"] = lambda name: hashlib.sha256(str(name).encode()).hexdigest()[:16]
+
+
+async def _who(request: Request) -> None:
+    """Which token is signed in, for the header: the API's own answer (GET /v1/whoami)."""
+    token = signed_in(request)
+    quiet = request.url.path.startswith("/ui/static/") or request.url.path == "/ui/events/feed"
+    if token is not None and not quiet:
+        found = await call(request, token, "GET", "/v1/whoami")
+        request.state.console_who = found.data if found.problem is None else None
+
+
+router = APIRouter(prefix="/ui", dependencies=[public(), Depends(_who)], include_in_schema=False)
+
+
+def render(
+    request: Request, name: str, status: int = 200, token: str | None = None, **values: Any
+) -> HTMLResponse:
+    values.setdefault("title", "placed")
+    page = templates.get_template(name).render(
+        path=request.url.path,
+        csrf=csrf_of(token) if token else "",
+        signed_in=token is not None,
+        who=getattr(request.state, "console_who", None),
+        **values,
+    )
+    return HTMLResponse(page, status_code=status, headers=SECURITY)
+
+
+def to_login(request: Request, why: str = "") -> Response:
+    target = "/ui/login" + (f"?{urlencode({'why': why})}" if why else "")
+    answer = RedirectResponse(target, status_code=303, headers=SECURITY)
+    if why:
+        answer.delete_cookie(COOKIE, path="/ui")
+    return answer
+
+
+def refused(request: Request, token: str, problem: Problem, name: str = "problem.html") -> Response:
+    """A refusal of the API, on a page of its own status; a token the API no longer
+    takes signs out."""
+    if problem.status == 401:
+        return to_login(request, f"signed out: {problem.detail}")
+    return render(request, name, problem.status, token, problem=problem, title=problem.title)
+
+
+async def everything(request: Request, token: str, path: str, pages: int) -> Answer:
+    """Every page of a listing, at most `pages` of 1,000."""
+    items: list[Any] = []
+    after: str | None = None
+    for _ in range(pages):
+        params: dict[str, Any] = {"limit": 1000}
+        if after is not None:
+            params["after"] = after
+        answer = await call(request, token, "GET", path, params=params)
+        if answer.problem is not None:
+            return answer
+        items.extend(answer.data["items"])
+        after = answer.data.get("next_cursor")
+        if after is None:
+            break
+    return Answer(200, {"items": items, "complete": after is None}, None)
+
+
+def text(request: Request, name: str, limit: int = 255) -> str:
+    value = request.query_params.get(name, "")
+    return value[:limit]
+
+
+@router.get("/static/{name}")
+async def static(name: str) -> Response:
+    if name not in STATIC:
+        return Response("not found", status_code=404, media_type="text/plain")
+    body = (HERE / "static" / name).read_bytes()
+    return Response(
+        body,
+        media_type=STATIC[name],
+        headers={"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"},
+    )
+
+
+@router.get("")
+async def home(request: Request) -> Response:
+    return RedirectResponse("/ui/fleet", status_code=303)
+
+
+@router.get("/login")
+async def login_page(request: Request) -> Response:
+    return render(request, "login.html", why=text(request, "why", 600), problem=None)
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    if not same_origin(request):
+        problem = Problem(403, "forbidden", "Forbidden", "a sign-in from another site")
+        return render(request, "login.html", 403, why="", problem=problem)
+    try:
+        fields = await form(request)
+    except FormError as error:
+        problem = Problem(400, "invalid-request", "Bad request", str(error))
+        return render(request, "login.html", 400, why="", problem=problem)
+    token = fields.get("token", "").strip()
+    if not TOKEN_TEXT.fullmatch(token):
+        problem = Problem(422, "invalid-request", "Not a token", "a token is plc_ then letters")
+        return render(request, "login.html", 422, why="", problem=problem)
+    # Any read every console role may make: the API says whether the token is live.
+    answer = await call(request, token, "GET", "/v1/locations", params={"limit": 1})
+    if answer.problem is not None:
+        return render(request, "login.html", answer.status, why="", problem=answer.problem)
+    done = RedirectResponse("/ui/fleet", status_code=303, headers=SECURITY)
+    done.set_cookie(
+        COOKIE,
+        token,
+        httponly=True,
+        samesite="strict",
+        path="/ui",
+        secure=request.url.scheme == "https",
+    )
+    return done
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    answer = RedirectResponse("/ui/login", status_code=303, headers=SECURITY)
+    answer.delete_cookie(COOKIE, path="/ui")
+    return answer
+
+
+async def acting(request: Request) -> tuple[str, dict[str, str]] | Response:
+    """The token and the form of a POST that changes something, or the answer that
+    refuses it (not signed in, another site, no CSRF value, not a form)."""
+    token = signed_in(request)
+    if token is None:
+        return to_login(request)
+    if not same_origin(request):
+        problem = Problem(403, "forbidden", "Forbidden", "a change sent from another site")
+        return render(request, "problem.html", 403, token, problem=problem, title="Forbidden")
+    try:
+        fields = await form(request)
+    except FormError as error:
+        problem = Problem(400, "invalid-request", "Bad request", str(error))
+        return render(request, "problem.html", 400, token, problem=problem, title="Bad request")
+    if not csrf_ok(token, fields):
+        problem = Problem(
+            403, "forbidden", "Forbidden", "the form's CSRF value is missing or wrong"
+        )
+        return render(request, "problem.html", 403, token, problem=problem, title="Forbidden")
+    return token, fields
+
+
+# Fleet
+
+
+@router.get("/fleet")
+async def fleet_page(request: Request) -> Response:
+    """The tree and one page of targets. Owners come from /v1/dedications, which judges
+    the whole world (seconds at 10,000 targets): the page asks for them after it is
+    drawn (/ui/fleet/owners), unless it filters by owner or is asked for them inline
+    (`owners=1`, the link for a browser without JavaScript)."""
+    token = signed_in(request)
+    if token is None:
+        return to_login(request)
+    inline = bool(text(request, "owner")) or text(request, "owners") == "1"
+    return await _fleet(request, token, inline, "fleet.html")
+
+
+@router.get("/fleet/owners")
+async def fleet_owners(request: Request) -> Response:
+    """The owner badges of the same page, each swapped into its place by id."""
+    token = signed_in(request)
+    if token is None:
+        return Response(status_code=204)
+    return await _fleet(request, token, True, "fleet_owners.html")
+
+
+async def _fleet(request: Request, token: str, with_owners: bool, name: str) -> Response:
+    under = text(request, "under")
+    owner = text(request, "owner")
+    state = text(request, "state", 16)
+    after = text(request, "after")
+    places = await everything(request, token, "/v1/locations", MAX_LOCATION_PAGES)
+    if places.problem is not None:
+        return refused(request, token, places.problem)
+    dedications: list[dict[str, Any]] = []
+    if with_owners:
+        owned_answer = await call(request, token, "GET", "/v1/dedications")
+        if owned_answer.problem is not None:
+            return refused(request, token, owned_answer.problem)
+        dedications = owned_answer.data["items"]
+    owned = {str(row["resource"]): row for row in dedications}
+    parents = {str(row["name"]): row.get("parent") for row in places.data["items"]}
+    wanted: list[str] | None = [under] if under else []
+    if owner:
+        mine = [str(row["resource"]) for row in dedications if fleet.owner_key(row) == owner]
+        wanted = await _both(request, token, under, mine, parents)
+    if wanted is not None and len(wanted) > 100:
+        problem = Problem(422, "invalid-request", "Too many places", "narrow the filter")
+        return refused(request, token, problem)
+    params: list[tuple[str, str | int]] = [("limit", PAGE)]
+    params.extend(("under", name) for name in wanted or ())
+    if state:
+        params.append(("state", state))
+    if after:
+        params.append(("after", after))
+    if wanted is None:  # the owner owns nothing there: no target to ask for
+        found = Answer(200, {"items": [], "next_cursor": None}, None)
+    else:
+        found = await call(request, token, "GET", "/v1/targets", params=params)
+    if found.problem is not None:
+        return refused(request, token, found.problem)
+    rows = []
+    for target in found.data["items"]:
+        rows.append(
+            {
+                "target": target,
+                "path": list(reversed(fleet.chain(target.get("parent"), parents))),
+                "owner": fleet.owner_of(target["name"], target.get("parent"), parents, owned),
+                "bars": fleet.bars(target),
+            }
+        )
+    roots = fleet.tree(places.data["items"], owned)
+    keep = {"under": under, "owner": owner, "state": state}
+    chosen = {k: v for k, v in keep.items() if v}
+    following = found.data.get("next_cursor")
+    page_of = {**chosen, **({"after": after} if after else {})}
+    return render(
+        request,
+        name,
+        token=token,
+        title="Fleet",
+        roots=roots,
+        options=fleet.flat(roots),
+        rows=rows,
+        chosen=keep,
+        with_owners=with_owners,
+        owners_link="/ui/fleet/owners?" + urlencode(page_of),
+        inline_link="/ui/fleet?" + urlencode({**page_of, "owners": "1"}),
+        complete=places.data["complete"],
+        next_link=("/ui/fleet?" + urlencode({**chosen, "after": following}) if following else None),
+        first_link="/ui/fleet?" + urlencode(chosen) if after else None,
+    )
+
+
+async def _both(
+    request: Request, token: str, under: str, mine: list[str], parents: dict[str, Any]
+) -> list[str] | None:
+    """The places whose targets are both below `under` (when given) and the owner's:
+    in a tree, one of two such places is below the other. No place: no target."""
+    if not mine:
+        return None
+    if not under:
+        return mine
+    chains: dict[str, list[str]] = {}
+    for resource in mine:
+        if resource in parents:
+            chains[resource] = fleet.chain(resource, parents)
+        else:  # a host: its chain starts at its location
+            found = await call(request, token, "GET", f"/v1/targets/{quote(resource, safe='')}")
+            above = found.data.get("parent") if found.problem is None else None
+            chains[resource] = [resource, *fleet.chain(above, parents)]
+    if any(resource in fleet.chain(under, parents) for resource in mine):
+        return [under]
+    return [resource for resource in mine if under in chains[resource]] or None
+
+
+# Workloads and placements
+
+
+@router.get("/workloads")
+async def workloads_page(request: Request) -> Response:
+    token = signed_in(request)
+    if token is None:
+        return to_login(request)
+    params: dict[str, Any] = {"limit": PAGE}
+    after = text(request, "after")
+    if after:
+        params["after"] = after
+    found = await call(request, token, "GET", "/v1/workloads", params=params)
+    if found.problem is not None:
+        return refused(request, token, found.problem)
+    following = found.data.get("next_cursor")
+    return render(
+        request,
+        "workloads.html",
+        token=token,
+        title="Workloads",
+        workloads=found.data["items"],
+        next_link="/ui/workloads?" + urlencode({"after": following}) if following else None,
+    )
+
+
+@router.get("/placements")
+async def placements_page(request: Request) -> Response:
+    token = signed_in(request)
+    if token is None:
+        return to_login(request)
+    chosen = {"workload": text(request, "workload"), "target": text(request, "target")}
+    params: dict[str, Any] = {"limit": PAGE, **{k: v for k, v in chosen.items() if v}}
+    after = text(request, "after")
+    if after:
+        params["after"] = after
+    found = await call(request, token, "GET", "/v1/placements", params=params)
+    if found.problem is not None:
+        return refused(request, token, found.problem)
+    following = found.data.get("next_cursor")
+    keep = {k: v for k, v in chosen.items() if v}
+    return render(
+        request,
+        "placements.html",
+        token=token,
+        title="Placements",
+        placements=found.data["items"],
+        chosen=chosen,
+        next_link="/ui/placements?" + urlencode({**keep, "after": following})
+        if following
+        else None,
+        quote=quote,
+    )
+
+
+@router.get("/units/{unit:path}")
+async def unit_page(request: Request, unit: str) -> Response:
+    token = signed_in(request)
+    if token is None:
+        return to_login(request)
+    found = await call(request, token, "GET", f"/v1/units/{quote(unit, safe='/')}")
+    if found.problem is not None:
+        return refused(request, token, found.problem)
+    explanation = found.data.get("explanation")
+    reason = text(request, "reason", 64)
+    verdicts = explanation["targets"] if explanation else []
+    filters = sorted({r["filter"] for v in verdicts for r in v["reasons"]})
+    if reason:
+        verdicts = [v for v in verdicts if any(r["filter"] == reason for r in v["reasons"])]
+    return render(
+        request,
+        "unit.html",
+        token=token,
+        title=f"Unit {unit}",
+        unit=found.data,
+        explanation=explanation,
+        verdicts=verdicts,
+        filters=filters,
+        reason=reason,
+    )
+
+
+# Events
+
+
+def event_filters(request: Request) -> dict[str, str]:
+    found = {
+        "kind": text(request, "kind", 64),
+        "subject": text(request, "subject"),
+        "actor": text(request, "actor", 32),
+    }
+    return {k: v for k, v in found.items() if v}
+
+
+@router.get("/events")
+async def events_page(request: Request) -> Response:
+    token = signed_in(request)
+    if token is None:
+        return to_login(request)
+    chosen = event_filters(request)
+    found = await call(
+        request, token, "GET", "/v1/events", params={**chosen, "limit": PAGE, "latest": True}
+    )
+    if found.problem is not None:
+        return refused(request, token, found.problem)
+    items = found.data["items"]
+    last = items[-1]["id"] if items else 0
+    return render(
+        request,
+        "events.html",
+        token=token,
+        title="Events",
+        events=list(reversed(items)),
+        chosen=chosen,
+        poll="/ui/events/feed?" + urlencode({**chosen, "after": last}),
+    )
+
+
+@router.get("/events/feed")
+async def events_feed(request: Request) -> Response:
+    """One long poll: the events after `after`, as rows for the top of the feed, and the
+    poller that asks again from the last of them."""
+    token = signed_in(request)
+    if token is None:
+        return Response(status_code=204)
+    chosen = event_filters(request)
+    try:
+        after = max(0, min(int(text(request, "after", 20) or 0), 2**62))
+    except ValueError:
+        after = 0
+    found = await call(
+        request,
+        token,
+        "GET",
+        "/v1/events",
+        params={**chosen, "after": after, "limit": PAGE, "wait": EVENT_WAIT_S},
+    )
+    if found.problem is not None:
+        # A refused poll stops polling; the page says why once reloaded.
+        return Response(status_code=204)
+    items = found.data["items"]
+    last = items[-1]["id"] if items else after
+    return render(
+        request,
+        "events_feed.html",
+        token=token,
+        events=list(reversed(items)),
+        poll="/ui/events/feed?" + urlencode({**chosen, "after": last}),
+    )
+
+
+# What-if
+
+
+def _whatif(request: Request, token: str, status: int = 200, **values: Any) -> HTMLResponse:
+    values.setdefault("target", text(request, "target"))
+    values.setdefault("action", "down")
+    values.setdefault("preview", None)
+    values.setdefault("done", None)
+    values.setdefault("problem", None)
+    return render(request, "whatif.html", status, token, title="What-if", actions=ACTIONS, **values)
+
+
+@router.get("/whatif")
+async def whatif_page(request: Request) -> Response:
+    token = signed_in(request)
+    if token is None:
+        return to_login(request)
+    return _whatif(request, token)
+
+
+@router.post("/whatif")
+async def whatif(request: Request) -> Response:
+    """`confirm` absent: the dry run (nothing changes); present: the change itself."""
+    acted = await acting(request)
+    if isinstance(acted, Response):
+        return acted
+    token, fields = acted
+    target = fields.get("target", "").strip()
+    action = fields.get("action", "down")
+    if action not in ACTIONS or not 0 < len(target) <= 255:
+        problem = Problem(422, "invalid-request", "Unprocessable", "a target, and an action")
+        return _whatif(request, token, 422, target=target[:255], problem=problem)
+    confirm = fields.get("confirm") == "yes"
+    answer = await call(
+        request,
+        token,
+        "POST",
+        f"/v1/targets/{quote(target, safe='')}/{action}",
+        params={"dry_run": not confirm},
+        json={"reason": "from the console"} if confirm else None,
+    )
+    if answer.problem is not None:
+        if answer.problem.status == 401:
+            return to_login(request, f"signed out: {answer.problem.detail}")
+        return _whatif(
+            request, token, answer.status, target=target, action=action, problem=answer.problem
+        )
+    key = "done" if confirm else "preview"
+    return _whatif(request, token, target=target, action=action, **{key: answer.data})
+
+
+# Admin: dedications
+
+
+async def _admin(request: Request, token: str, status: int = 200, **values: Any) -> Response:
+    found = await call(request, token, "GET", "/v1/dedications")
+    if found.problem is not None:
+        return refused(request, token, found.problem)
+    offered = await call(request, token, "GET", "/v1/offerings")
+    if offered.problem is not None:
+        return refused(request, token, offered.problem)
+    values.setdefault("problem", None)
+    values.setdefault("done", None)
+    values.setdefault("form", {"resource": "", "domain": "", "account": ""})
+    return render(
+        request,
+        "admin.html",
+        status,
+        token,
+        title="Admin",
+        dedications=found.data["items"],
+        offerings=offered.data["items"],
+        **values,
+    )
+
+
+@router.get("/admin")
+async def admin_page(request: Request) -> Response:
+    token = signed_in(request)
+    if token is None:
+        return to_login(request)
+    return await _admin(request, token)
+
+
+@router.post("/admin/dedicate")
+async def dedicate(request: Request) -> Response:
+    acted = await acting(request)
+    if isinstance(acted, Response):
+        return acted
+    token, fields = acted
+    body = {k: fields.get(k, "").strip()[:255] for k in ("resource", "domain", "account")}
+    payload: dict[str, str] = {k: v for k, v in body.items() if v}
+    answer = await call(request, token, "POST", "/v1/dedications", json=payload)
+    if answer.problem is not None:
+        if answer.problem.status == 401:
+            return to_login(request, f"signed out: {answer.problem.detail}")
+        return await _admin(request, token, answer.status, problem=answer.problem, form=body)
+    return await _admin(request, token, done=f"{body['resource']} is dedicated")
+
+
+@router.post("/admin/release")
+async def release(request: Request) -> Response:
+    acted = await acting(request)
+    if isinstance(acted, Response):
+        return acted
+    token, fields = acted
+    resource = fields.get("resource", "").strip()[:255]
+    answer = await call(request, token, "DELETE", f"/v1/dedications/{quote(resource, safe='')}")
+    if answer.problem is not None:
+        if answer.problem.status == 401:
+            return to_login(request, f"signed out: {answer.problem.detail}")
+        return await _admin(request, token, answer.status, problem=answer.problem)
+    return await _admin(request, token, done=f"{resource} is released")
+
+
+@router.post("/admin/owner")
+async def change_owner(request: Request) -> Response:
+    """A dedication given to another owner in one step (PATCH), as CloudStack cannot."""
+    acted = await acting(request)
+    if isinstance(acted, Response):
+        return acted
+    token, fields = acted
+    body = {k: fields.get(k, "").strip()[:255] for k in ("resource", "domain", "account")}
+    owner = {"domain": body["domain"], "account": body["account"] or None}
+    answer = await call(
+        request,
+        token,
+        "PATCH",
+        f"/v1/dedications/{quote(body['resource'], safe='')}",
+        json=owner,
+    )
+    if answer.problem is not None:
+        if answer.problem.status == 401:
+            return to_login(request, f"signed out: {answer.problem.detail}")
+        return await _admin(request, token, answer.status, problem=answer.problem)
+    return await _admin(request, token, done=f"{body['resource']} has a new owner")
+
+
+# Tokens
+
+
+ROLES = ("root-admin", "domain-admin", "user", "agent")
+
+
+async def _tokens(request: Request, token: str, status: int = 200, **values: Any) -> Response:
+    found = await call(request, token, "GET", "/v1/tokens")
+    values.setdefault("problem", None)
+    values.setdefault("made", None)
+    values.setdefault("done", None)
+    listing = found.data["items"] if found.problem is None else []
+    if found.problem is not None:
+        if found.problem.status == 401:
+            return to_login(request, f"signed out: {found.problem.detail}")
+        values["problem"] = values["problem"] or found.problem
+        status = found.problem.status if status == 200 else status
+    return render(
+        request, "tokens.html", status, token, title="Tokens", tokens=listing, roles=ROLES, **values
+    )
+
+
+@router.get("/tokens")
+async def tokens_page(request: Request) -> Response:
+    token = signed_in(request)
+    if token is None:
+        return to_login(request)
+    return await _tokens(request, token)
+
+
+@router.post("/tokens/create")
+async def create_token(request: Request) -> Response:
+    acted = await acting(request)
+    if isinstance(acted, Response):
+        return acted
+    token, fields = acted
+    body: dict[str, Any] = {
+        "role": fields.get("role", "")[:32],
+        "description": fields.get("description", "").strip()[:255],
+    }
+    if fields.get("scope", "").strip():
+        body["scope"] = fields["scope"].strip()[:255]
+    answer = await call(request, token, "POST", "/v1/tokens", json=body)
+    if answer.problem is not None:
+        if answer.problem.status == 401:
+            return to_login(request, f"signed out: {answer.problem.detail}")
+        return await _tokens(request, token, answer.status, problem=answer.problem)
+    return await _tokens(request, token, made=answer.data)
+
+
+@router.post("/tokens/revoke")
+async def revoke_token(request: Request) -> Response:
+    acted = await acting(request)
+    if isinstance(acted, Response):
+        return acted
+    token, fields = acted
+    accessor = fields.get("accessor", "").strip()[:64]
+    answer = await call(request, token, "DELETE", f"/v1/tokens/{quote(accessor, safe='')}")
+    if answer.problem is not None:
+        if answer.problem.status == 401:
+            return to_login(request, f"signed out: {answer.problem.detail}")
+        return await _tokens(request, token, answer.status, problem=answer.problem)
+    return await _tokens(request, token, done=f"{accessor} is revoked")

@@ -1,0 +1,391 @@
+"""The web console at /ui (issue 19) in a real browser: Playwright driving Debian's
+Chromium (/usr/bin/chromium, installed by `make test`; never a browser download) against
+a real `placed serve` on SQLite with examples/cloudstack-dedication.yaml applied and a
+workload too large for its shared hosts. Each page is checked with axe-core (vendored in
+tests/vendor/axe-core) for serious or critical violations, and screenshotted into
+test-artifacts/console/."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright import sync_api
+
+from tests.running_servers import replicas, upgrade
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+AXE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"
+ARTIFACTS = ROOT / "test-artifacts" / "console"
+
+
+class Fleet:
+    def __init__(self, base: str, root: str, user: str) -> None:
+        self.base = base
+        self.root = root
+        self.user = user
+
+    def api(
+        self, method: str, path: str, headers: dict[str, str] | None = None, **kwargs: Any
+    ) -> httpx.Response:
+        sent = {"Authorization": f"Bearer {self.root}", **(headers or {})}
+        return httpx.request(method, self.base + path, headers=sent, timeout=30, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    url = f"sqlite:///{tmp_path_factory.mktemp('console') / 'placed.db'}"
+    root = upgrade(url)
+    with replicas(url) as servers:
+        base = servers[0].base
+        found = Fleet(base, root, "")
+        for path in (
+            ROOT / "examples" / "cloudstack-dedication.yaml",
+            ROOT / "tests" / "data" / "console-pending.yaml",
+        ):
+            done = found.api(
+                "POST",
+                "/v1/apply",
+                content=path.read_bytes(),
+                headers={"content-type": "application/yaml"},
+            )
+            assert done.status_code == 200, done.text
+        made = found.api("POST", "/v1/tokens", json={"role": "user", "scope": "U2"})
+        assert made.status_code == 201, made.text
+        found.user = made.json()["token"]
+        yield found
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    assert CHROMIUM.exists(), "no /usr/bin/chromium: `make test` installs Debian's chromium"
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any, fleet: Fleet) -> Iterator[Any]:
+    # The console's CSP allows no inline script; axe is injected by the test alone.
+    context = browser.new_context(base_url=fleet.base, bypass_csp=True)
+    opened = context.new_page()
+    opened.set_default_timeout(15_000)
+    yield opened
+    context.close()
+
+
+def sign_in(page: Any, token: str) -> None:
+    page.goto("/ui/login")
+    page.get_by_label("Token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(re.compile(r"/ui/fleet"))
+
+
+def checked(page: Any, name: str) -> None:
+    """A screenshot of the page as it is, and axe-core finding nothing serious on it."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    page.add_script_tag(content=AXE.read_text())
+    found = page.evaluate(
+        "async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
+        ".map(v => ({id: v.id, impact: v.impact, help: v.help,"
+        " nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}))"
+    )
+    bad = [v for v in found if v["impact"] in ("serious", "critical")]
+    assert not bad, f"{name}: {bad}"
+
+
+def test_the_axe_check_finds_a_serious_violation(page: Any, fleet: Fleet) -> None:
+    """The check itself can fail: a page with an unlabelled image is caught."""
+    page.goto("/ui/login")
+    page.evaluate(
+        "() => { const i = document.createElement('img'); i.src = '/nothing.png';"
+        " document.querySelector('main').append(i); }"
+    )
+    with pytest.raises(AssertionError, match="image-alt"):
+        checked(page, "axe-self-check")
+
+
+def test_sign_in_refuses_a_bad_token_and_takes_a_good_one(page: Any, fleet: Fleet) -> None:
+    page.goto("/ui/fleet")
+    page.wait_for_url(re.compile(r"/ui/login"))
+    checked(page, "login")
+    page.get_by_label("Token").fill("plc_0000000000000000_" + "x" * 43)
+    page.get_by_role("button", name="Sign in").click()
+    assert "401 unauthenticated" in page.locator(".problem").inner_text()
+    sign_in(page, fleet.root)
+    assert page.locator("header .who").inner_text().startswith("Signed in: root-admin (")
+    cookie = next(c for c in page.context.cookies() if c["name"] == "placed_console")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+
+
+def test_the_fleet_shows_the_tree_usage_and_inherited_owners(page: Any, fleet: Fleet) -> None:
+    sign_in(page, fleet.root)
+    tree = page.get_by_role("navigation", name="Location tree")
+    assert tree.get_by_role("link", name="z2").is_visible()
+    row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name=re.compile("H4a")))
+    # The owners arrive after the page is drawn (/ui/fleet/owners).
+    row.get_by_text("owner: D2 / A13, inherited from z2").wait_for()
+    assert tree.get_by_text("owner: D2 / A13").is_visible()
+    text = row.inner_text()
+    assert "owner: D2 / A13, inherited from z2" in text
+    assert re.search(r"cpu\s+1 / 4 \(25%\)", text), text
+    checked(page, "fleet")
+    # Filter by owner, server-side: only z2's hosts are left.
+    page.get_by_label("Owner").fill("D2/A13")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url(re.compile(r"owner=D2"))
+    names = page.locator("tbody th[scope=row]").all_inner_texts()
+    assert names and all(n.split()[0] in ("H4a", "H4b") for n in names), names
+    page.get_by_label("Status").select_option("maintenance")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url(re.compile(r"state=maintenance"))
+    assert "No target matches." in page.locator("tbody").inner_text()
+
+
+def test_a_pending_unit_says_why(page: Any, fleet: Fleet) -> None:
+    sign_in(page, fleet.root)
+    page.get_by_role("link", name="Workloads").click()
+    row = page.get_by_role("row").filter(has=page.get_by_role("link", name="big-u2"))
+    assert "pending" in row.inner_text()
+    checked(page, "workloads")
+    row.get_by_role("link", name="big-u2").click()
+    page.wait_for_url(re.compile(r"workload=big-u2"))
+    checked(page, "placements")
+    pending = page.get_by_role("row").filter(has_text="pending").first
+    unit = pending.get_by_role("link").inner_text()
+    pending.get_by_role("link").click()
+    page.wait_for_url(re.compile(r"/ui/units/"))
+    summary = page.locator("#where").inner_text()
+    assert "Pending: placed nowhere." in summary
+    # The kube-style summary, as the API explains the unit (placed describe unit's).
+    explained = fleet.api("GET", f"/v1/units/{unit}").json()["explanation"]
+    assert explained["summary"] in summary
+    assert "0/13 targets available" in summary
+    rows = page.locator("table.explanation tbody tr")
+    assert rows.count() == 13
+    checked(page, "unit-pending")
+    page.locator("select[name=reason]").select_option(index=1)
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url(re.compile(r"reason="))
+    assert 0 < page.locator("table.explanation tbody tr").count() < 13
+
+
+def test_dedicate_as_root_and_be_refused_as_a_user(page: Any, fleet: Fleet) -> None:
+    sign_in(page, fleet.root)
+    page.get_by_role("link", name="Admin").click()
+    form = page.locator("form[action='/ui/admin/dedicate']")
+    form.get_by_label("Resource").fill("H4a")
+    form.get_by_label("Domain").fill("D2")
+    form.get_by_label("Account").fill("A13")
+    form.get_by_role("button", name="Dedicate").click()
+    problem = page.locator(".problem")
+    problem.wait_for()
+    assert "409 ancestor-dedicated" in problem.inner_text()
+    form.get_by_label("Resource").fill("H22a")
+    form.get_by_label("Domain").fill("SD1")
+    form.get_by_label("Account").fill("")
+    form.get_by_role("button", name="Dedicate").click()
+    page.locator(".done").wait_for()
+    assert "H22a is dedicated" in page.locator(".done").inner_text()
+    assert page.get_by_role("rowheader", name="H22a").is_visible()
+    checked(page, "admin")
+    listed = fleet.api("GET", "/v1/dedications").json()["items"]
+    assert any(d["resource"] == "H22a" and d["domain"] == "SD1" for d in listed)
+    # A user sees the same form; the API refuses it, and the page says so.
+    page.get_by_role("button", name="Sign out").click()
+    sign_in(page, fleet.user)
+    assert page.locator("header .who").inner_text().startswith("Signed in: user of U2 (")
+    page.get_by_role("link", name="Admin").click()
+    form = page.locator("form[action='/ui/admin/dedicate']")
+    form.get_by_label("Resource").fill("H2b")
+    form.get_by_label("Domain").fill("D2")
+    form.get_by_role("button", name="Dedicate").click()
+    page.locator(".problem").wait_for()
+    assert "403 forbidden" in page.locator(".problem").inner_text()
+    checked(page, "admin-refused")
+    listed = fleet.api("GET", "/v1/dedications").json()["items"]
+    assert not any(d["resource"] == "H2b" for d in listed)
+    # Release, as root, from the table.
+    page.get_by_role("button", name="Sign out").click()
+    sign_in(page, fleet.root)
+    page.get_by_role("link", name="Admin").click()
+    page.get_by_role("button", name="Release H22a").click()
+    page.locator(".done").wait_for()
+    assert "H22a is released" in page.locator(".done").inner_text()
+
+
+def test_what_if_previews_a_target_down_and_changes_nothing_until_confirmed(
+    page: Any, fleet: Fleet
+) -> None:
+    sign_in(page, fleet.root)
+    before = fleet.api("GET", "/v1/placements", params={"target": "H33b"}).json()["items"]
+    assert before
+    page.goto("/ui/whatif?target=H33b")
+    page.get_by_role("button", name="Preview").click()
+    preview = page.locator("#preview")
+    preview.wait_for()
+    assert "Dry run: nothing has changed" in preview.inner_text()
+    moved = {b["unit"] for b in before}
+    shown = set(preview.locator("tbody tr td:nth-child(2)").all_inner_texts())
+    assert moved <= shown, (moved, shown)
+    checked(page, "whatif-preview")
+    still = fleet.api("GET", "/v1/targets/H33b").json()
+    assert still["admin_state"] == "up"
+    assert fleet.api("GET", "/v1/placements", params={"target": "H33b"}).json()["items"] == before
+    page.get_by_role("button", name="Confirm: take H33b down").click()
+    page.locator("#done").wait_for()
+    assert fleet.api("GET", "/v1/targets/H33b").json()["admin_state"] == "down"
+    checked(page, "whatif-done")
+    assert fleet.api("POST", "/v1/targets/H33b/up").status_code == 200
+
+
+def test_an_event_arrives_in_the_feed(page: Any, fleet: Fleet) -> None:
+    sign_in(page, fleet.root)
+    page.get_by_role("link", name="Events").click()
+    page.wait_for_url(re.compile(r"/ui/events"))
+    checked(page, "events")
+    page.wait_for_timeout(500)  # the first long poll is out
+    made = fleet.api("POST", "/v1/targets/H2a/down", json={"reason": "watched"})
+    assert made.status_code == 200, made.text
+    arrived = page.locator("#feed li").filter(has_text="target.down").filter(has_text="H2a")
+    arrived.wait_for(timeout=25_000)
+    # Newest first: it is at the top.
+    assert "H2a" in page.locator("#feed li").first.inner_text()
+    checked(page, "events-arrived")
+    assert fleet.api("POST", "/v1/targets/H2a/up").status_code == 200
+
+
+def test_a_change_without_the_csrf_value_is_refused(fleet: Fleet) -> None:
+    with httpx.Client(base_url=fleet.base) as client:
+        signed = client.post("/ui/login", data={"token": fleet.root})
+        assert signed.status_code == 303
+        # Without JavaScript the owners are a link away, drawn in the page itself.
+        plain = client.get("/ui/fleet", params={"under": "z2"}).text
+        assert "inherited from z2" not in plain and "owners=1" in plain
+        inline = client.get("/ui/fleet", params={"under": "z2", "owners": "1"}).text
+        assert "owner: D2 / A13, inherited from z2" in inline
+        answer = client.post("/ui/admin/dedicate", data={"resource": "H2a", "domain": "D2"})
+        assert answer.status_code == 403
+        assert "CSRF" in answer.text
+        foreign = client.post(
+            "/ui/admin/dedicate",
+            data={"resource": "H2a", "domain": "D2", "csrf": "x"},
+            headers={"Origin": "https://evil.example"},
+        )
+        assert foreign.status_code == 403
+    listed = fleet.api("GET", "/v1/dedications").json()["items"]
+    assert not any(d["resource"] == "H2a" for d in listed)
+
+
+def test_user_text_is_escaped(page: Any, fleet: Fleet) -> None:
+    sign_in(page, fleet.root)
+    page.goto("/ui/placements?workload=%3Cscript%3Ewindow.pwned%3D1%3C%2Fscript%3E")
+    assert page.get_by_label("Workload").input_value() == "<script>window.pwned=1</script>"
+    assert page.evaluate("() => window.pwned === undefined")
+    assert page.locator("main script").count() == 0
+
+
+def test_the_keyboard_reaches_everything_with_focus_drawn(page: Any, fleet: Fleet) -> None:
+    sign_in(page, fleet.root)
+    page.keyboard.press("Tab")
+    focused = page.evaluate(
+        "() => { const e = document.activeElement; const s = getComputedStyle(e);"
+        " return {text: e.textContent.trim(), outline: s.outlineStyle, width: s.outlineWidth}; }"
+    )
+    assert focused["text"] == "Skip to content"
+    assert focused["outline"] != "none" and focused["width"] != "0px", focused
+    # Tab on through the navigation to the Fleet link, and follow it by keyboard.
+    names = []
+    for _ in range(8):
+        page.keyboard.press("Tab")
+        names.append(page.evaluate("() => document.activeElement.textContent.trim()"))
+    assert names[:6] == ["Fleet", "Workloads", "Placements", "Events", "What-if", "Admin"]
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"/ui/admin"))
+
+
+def test_a_drain_is_previewed_with_what_stays(page: Any, fleet: Fleet) -> None:
+    sign_in(page, fleet.root)
+    page.goto("/ui/whatif?target=H4a")
+    page.get_by_label("drain it (maintenance)").check()
+    page.get_by_role("button", name="Preview").click()
+    preview = page.locator("#preview")
+    preview.wait_for()
+    assert "Dry run: nothing has changed" in preview.inner_text()
+    assert "Preview: H4a maintenance" in preview.inner_text()
+    expected = fleet.api("POST", "/v1/targets/H4a/drain", params={"dry_run": "true"}).json()
+    for gone in expected["moves"]:
+        assert gone["unit"] in preview.inner_text()
+    for stays in expected["refused"]:
+        assert stays["unit"] in preview.inner_text()
+    assert expected["moves"] or expected["refused"]
+    checked(page, "whatif-drain")
+    assert fleet.api("GET", "/v1/targets/H4a").json()["admin_state"] == "up"
+
+
+def test_admin_shows_offerings_and_changes_an_owner(page: Any, fleet: Fleet) -> None:
+    sign_in(page, fleet.root)
+    page.get_by_role("link", name="Admin").click()
+    offering = page.get_by_role("row").filter(
+        has=page.get_by_role("rowheader", name="dedicated-small")
+    )
+    assert offering.locator("td").last.inner_text().startswith("yes")
+    shared = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name="shared-small"))
+    assert shared.locator("td").last.inner_text() == "no"
+    made = fleet.api("POST", "/v1/dedications", json={"resource": "H3a", "domain": "SD2"})
+    assert made.status_code == 201, made.text
+    form = page.locator("form[action='/ui/admin/owner']")
+    form.get_by_label("Dedicated resource").fill("H3a")
+    form.get_by_label("New domain").fill("SD3")
+    form.get_by_role("button", name="Change owner").click()
+    page.locator(".done").wait_for()
+    assert "H3a has a new owner" in page.locator(".done").inner_text()
+    listed = fleet.api("GET", "/v1/dedications").json()["items"]
+    assert any(d["resource"] == "H3a" and d["domain"] == "SD3" for d in listed)
+    # A refusal of the rules comes back as it is: c3 is SD2's, below it SD1 may not own.
+    form = page.locator("form[action='/ui/admin/owner']")
+    form.get_by_label("Dedicated resource").fill("H3a")
+    form.get_by_label("New domain").fill("SD1")
+    form.get_by_role("button", name="Change owner").click()
+    page.locator(".problem").wait_for()
+    assert "409" in page.locator(".problem").inner_text()
+    checked(page, "admin-owner")
+    assert fleet.api("DELETE", "/v1/dedications/H3a").status_code == 200
+
+
+def test_tokens_are_made_shown_once_and_revoked(page: Any, fleet: Fleet) -> None:
+    sign_in(page, fleet.root)
+    page.get_by_role("link", name="Tokens").click()
+    form = page.locator("form[action='/ui/tokens/create']")
+    form.locator("select[name=role]").select_option("user")
+    form.get_by_label("Scope").fill("U2")
+    form.get_by_label("Description").fill("<b>from the console</b>")
+    form.get_by_role("button", name="Create").click()
+    secret = page.locator("#made code.secret").inner_text()
+    assert secret.startswith("plc_")
+    accessor = secret.split("_")[1]
+    row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name=accessor))
+    assert "<b>from the console</b>" in row.inner_text()  # text, never markup
+    checked(page, "tokens")
+    headers = {"Authorization": f"Bearer {secret}"}
+    assert httpx.get(fleet.base + "/v1/placements", headers=headers).status_code == 200
+    row.get_by_role("button", name=f"Revoke {accessor}").click()
+    page.get_by_text(f"{accessor} is revoked").wait_for()
+    assert page.locator("#made").count() == 0  # the secret is not shown again
+    assert httpx.get(fleet.base + "/v1/placements", headers=headers).status_code == 401
+    # A user manages no tokens: the API's 403, on the page.
+    page.get_by_role("button", name="Sign out").click()
+    sign_in(page, fleet.user)
+    page.goto("/ui/tokens")
+    assert "403 forbidden" in page.locator(".problem").inner_text()

@@ -1,0 +1,109 @@
+"""What /v1 gained for the console (issue 19): the locations, targets filtered by place
+and status, a target's down or up as a dry run, and the newest events first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from tests.service_support import client_of, served, table_digest
+
+WORLD = (
+    Path(__file__).resolve().parent.parent / "examples" / "cloudstack-dedication.yaml"
+).read_bytes()
+
+
+def applied(url: str) -> tuple[FastAPI, TestClient]:
+    app, root = served(url)
+    client = client_of(app, root)
+    done = client.post("/v1/apply", content=WORLD, headers={"content-type": "application/yaml"})
+    assert done.status_code == 200, done.text
+    return app, client
+
+
+def test_locations_list_the_tree_with_parents_paged(database: str) -> None:
+    _, client = applied(database)
+    found = client.get("/v1/locations", params={"limit": 1000}).json()
+    parents = {row["name"]: row["parent"] for row in found["items"]}
+    kinds = {row["name"]: row["kind"] for row in found["items"]}
+    assert parents["z2"] is None and kinds["z2"] == "zone"
+    assert parents["p1"] is not None and kinds["p1"] == "pod"
+    first = client.get("/v1/locations", params={"limit": 2}).json()
+    assert len(first["items"]) == 2 and first["next_cursor"] == first["items"][-1]["name"]
+    rest = client.get("/v1/locations", params={"after": first["next_cursor"], "limit": 1000})
+    assert [r["name"] for r in first["items"] + rest.json()["items"]] == sorted(parents)
+
+
+def test_targets_filter_by_places_below_and_by_status(database: str) -> None:
+    _, client = applied(database)
+    every = {
+        t["name"]: t for t in client.get("/v1/targets", params={"limit": 1000}).json()["items"]
+    }
+    zone = client.get("/v1/targets", params={"under": "z2"}).json()["items"]
+    assert sorted(t["name"] for t in zone) == ["H4a", "H4b"]
+    # Several places, a location and a host by name: either.
+    both = client.get("/v1/targets", params=[("under", "z2"), ("under", "H1a")]).json()["items"]
+    assert sorted(t["name"] for t in both) == ["H1a", "H4a", "H4b"]
+    pod = client.get("/v1/targets", params={"under": "p1"}).json()["items"]
+    assert {"H1a", "H1b", "H11a", "H111a"} <= {t["name"] for t in pod} < set(every)
+    assert client.post("/v1/targets/H4a/down").status_code == 200
+    down = client.get("/v1/targets", params={"state": "down"}).json()["items"]
+    assert [t["name"] for t in down] == ["H4a"]
+    zone_up = client.get("/v1/targets", params={"under": "z2", "state": "up"}).json()["items"]
+    assert [t["name"] for t in zone_up] == ["H4b"]
+    never = client.get("/v1/targets", params={"state": "unknown", "limit": 1000}).json()["items"]
+    assert len(never) == len(every)  # no target has sent a heartbeat
+    assert client.post("/v1/targets/H4b/heartbeat").status_code == 200
+    never = client.get("/v1/targets", params={"state": "unknown", "limit": 1000}).json()["items"]
+    assert "H4b" not in {t["name"] for t in never}
+    assert client.get("/v1/targets", params={"state": "stale"}).json()["items"] == []
+
+
+def test_target_filters_are_bounded(database: str) -> None:
+    _, client = applied(database)
+    wrong = client.get("/v1/targets", params={"state": "sideways"})
+    assert wrong.status_code == 422
+    many = client.get("/v1/targets", params=[("under", f"x{i}") for i in range(101)])
+    assert many.status_code == 422
+    long = client.get("/v1/targets", params={"under": "x" * 256})
+    assert long.status_code == 422
+    assert long.json()["errors"][0]["parameter"] == "query.under.0"
+
+
+def test_a_dry_run_down_answers_the_moves_and_writes_nothing(database: str) -> None:
+    app, client = applied(database)
+    before = table_digest(app.state.database)
+    tried = client.post("/v1/targets/H33b/down", params={"dry_run": "true"})
+    assert tried.status_code == 200, tried.text
+    answer = tried.json()
+    assert answer["dry_run"] is True and answer["changed"] is True
+    assert {m["unit"] for m in answer["moves"]} == {"shared-u2/0", "shared-u2/1"}
+    assert table_digest(app.state.database) == before
+    done = client.post("/v1/targets/H33b/down").json()
+    assert done["dry_run"] is False
+    assert [m["unit"] for m in done["moves"]] == [m["unit"] for m in answer["moves"]]
+    assert client.get("/v1/targets/H33b").json()["admin_state"] == "down"
+
+
+def test_latest_events_are_the_newest_oldest_first(database: str) -> None:
+    _, client = applied(database)
+    every = client.get("/v1/events", params={"limit": 1000}).json()["items"]
+    assert len(every) > 3
+    last = client.get("/v1/events", params={"limit": 3, "latest": "true"}).json()
+    assert [e["id"] for e in last["items"]] == [e["id"] for e in every[-3:]]
+    assert last["next_cursor"] == every[-1]["id"]
+    units = client.get("/v1/events", params={"kind": "unit.", "limit": 2, "latest": "true"})
+    expected = [e["id"] for e in every if e["kind"].startswith("unit.")][-2:]
+    assert [e["id"] for e in units.json()["items"]] == expected
+
+
+def test_whoami_names_the_callers_own_token(database: str) -> None:
+    _, client = applied(database)
+    root = client.get("/v1/whoami").json()
+    assert root["role"] == "root-admin" and root["scope"] is None and root["accessor"]
+    made = client.post("/v1/tokens", json={"role": "user", "scope": "U2"}).json()
+    mine = client.get("/v1/whoami", headers={"Authorization": f"Bearer {made['token']}"})
+    assert mine.json() == {"accessor": made["accessor"], "role": "user", "scope": "U2"}
+    assert client.get("/v1/whoami", headers={"Authorization": "Bearer nope"}).status_code == 401
