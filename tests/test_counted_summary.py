@@ -249,6 +249,60 @@ def test_counted_summary_matches_with_spread_near_and_avoid(
     assert_same_summaries(planner, state)
 
 
+@st.composite
+def distinct_specs(draw: st.DrawFn) -> Spec:
+    """Zones holding racks of hosts and racks that are targets themselves, so that one
+    level's taken locations read both ways (the target itself, or one that holds it)."""
+    targets: list[str] = []
+
+    def leaf(kind: str) -> dict[str, Any]:
+        ident = f"{kind[0]}{len(targets)}"
+        targets.append(ident)
+        return {"id": ident, "kind": kind, "capacity": {"cpu": draw(st.integers(0, 2))}}
+
+    zones = []
+    for z in range(draw(st.integers(1, 2))):
+        children: list[dict[str, Any]] = []
+        for r in range(draw(st.integers(1, 3))):
+            if draw(st.booleans()):
+                children.append(leaf("rack"))
+            else:
+                hosts = [leaf("host") for _ in range(draw(st.integers(1, 2)))]
+                children.append({"id": f"r{z}{r}", "kind": "rack", "children": hosts})
+        zones.append({"id": f"z{z}", "kind": "zone", "children": children})
+    loose = [leaf(draw(st.sampled_from(["host", "rack"]))) for _ in range(draw(st.integers(0, 2)))]
+    levels = ["rack", "zone", "target", *(["host"] if any(t[0] == "h" for t in targets) else [])]
+    workloads = [
+        {
+            "name": f"w{i}",
+            "units": draw(st.integers(1, 6)),
+            "resources": {"cpu": 1},
+            "distinct": draw(st.sampled_from(levels)),
+        }
+        for i in range(draw(st.integers(1, 2)))
+    ]
+    running = [
+        {"unit": f"w{draw(st.integers(0, len(workloads) - 1))}/{100 + n}", "target": target}
+        for n, target in enumerate(draw(st.lists(st.sampled_from(targets), max_size=4)))
+    ]
+    document: dict[str, Any] = {"inventory": [*zones, *loose], "workloads": workloads}
+    if running:
+        document["running"] = running
+    return load_spec_data(document)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(distinct_specs(), st.data())
+def test_counted_summary_matches_with_distinct(spec: Spec, data: st.DataObject) -> None:
+    planner = Planner(spec)
+    state = planner.initial_state()
+    assert_same_summaries(planner, state)
+    planner.plan(state)
+    assert_same_summaries(planner, state)
+    shuffle_state(state, data)
+    assert_same_summaries(planner, state)
+
+
 ENTRIES = ["0", "1", "2", "new", "lxd:0", "lxd:new", "db/0", "db", "zone=z1"]
 JUJU = ["cores=2", "cores=4 mem=2G", "tags=ssd", "tags=^ssd", "zones=z0"]
 
