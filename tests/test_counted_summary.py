@@ -36,6 +36,7 @@ from placed.policy.base import Filter
 from placed.policy.dedication import VMS, DedicationState
 from placed.policy.deployment import Deployment
 from placed.policy.directives import directed_of
+from placed.policy.registry import FAMILIES
 from placed.policy.tags import Tagged
 from placed.spec import load_spec_text
 from placed.spec.load import load_spec_data
@@ -531,3 +532,11 @@ def test_a_summary_builds_one_reason_per_phrase(name: str, monkeypatch: pytest.M
     assert unplaced.summary == summary
     # One reason per phrase of this filter, however many targets it charges.
     assert built[name] == phrases < unplaced.filtered[name]
+
+
+def test_every_filter_of_the_registry_groups_its_reasons() -> None:
+    # A filter without `phrases` would build one reason per target it rejects.
+    missing = [
+        f.name for family in FAMILIES for f in family.filter_types if f.phrases is Filter.phrases
+    ]
+    assert missing == []
