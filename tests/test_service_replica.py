@@ -6,6 +6,7 @@ twice in one group is refused once."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -199,3 +200,59 @@ def test_tenants_claims_on_the_cache_place_as_the_whole_world_plan_does(
                 session.scalars(select(EventRow.account).where(EventRow.workload == "fast-a7"))
             )
             assert accounts == {"A7"}
+
+
+RACKS = """
+name: racks
+inventory:
+  - {id: r0, kind: rack, children: [{id: h0, capacity: {cpu: 4}}, {id: h1, capacity: {cpu: 4}}]}
+  - {id: r1, kind: rack, children: [{id: h2, capacity: {cpu: 4}}, {id: h3, capacity: {cpu: 4}}]}
+"""
+WEB = """workloads:
+  - {name: web, resources: {cpu: 1}}
+"""
+
+
+def test_a_claim_on_the_cache_is_never_of_a_workload_a_stored_one_avoids(database: str) -> None:
+    # The cache plans a claim without the mirrored avoid terms other workloads hold
+    # against it, which is right only because no stored workload can avoid a new name:
+    # an avoid names a workload of its document, or (a claim's) of the world, which then
+    # cannot be removed; and a claim of that name is refused (PUT changes it, on the
+    # whole world, where the mirrored terms are).
+    app, root = served(database)
+    client = TestClient(app, headers=bearer(root))
+
+    def apply(text: str, prune: bool = False) -> Any:
+        return client.post(
+            "/v1/apply",
+            content=text,
+            params={"prune": "true"} if prune else None,
+            headers={"content-type": "application/yaml"},
+        )
+
+    avoiding = {"name": "db", "avoid": {"workload": "web", "level": "rack"}}
+    early = apply(RACKS + "workloads:\n  - " + json.dumps(avoiding) + "\n")
+    assert early.status_code == 422, early.text
+    assert [e["pointer"] for e in early.json()["errors"]] == ["/workloads/0/avoid/workload"]
+    assert client.post("/v1/workloads", json=avoiding).status_code == 422
+    assert apply(RACKS + WEB).status_code == 200
+    claimed = client.post("/v1/workloads", json=avoiding)
+    assert claimed.status_code == 201, claimed.text
+
+    def rack_of(unit: str) -> str:
+        (found,) = [p for p in client.get("/v1/placements").json()["items"] if p["unit"] == unit]
+        return "r0" if found["target"] in ("h0", "h1") else "r1"
+
+    assert rack_of("db/0") != rack_of("web/0")
+    removed = client.delete("/v1/workloads/web")
+    assert removed.status_code == 422 and removed.json()["type"].endswith(":invalid-world")
+    dropped = apply(RACKS, prune=True)  # the document without web
+    assert dropped.status_code == 422 and dropped.json()["type"].endswith(":invalid-world")
+    again = client.post("/v1/workloads", json={"name": "web", "resources": {"cpu": 1}})
+    assert again.status_code == 409 and again.json()["type"].endswith(":exists")
+    # Grown through the whole world's plan, web's new units keep out of db's rack.
+    row = client.get("/v1/workloads/web").json()
+    spec = {**row["spec"], "units": 4}
+    grown = client.put("/v1/workloads/web", json={"generation": row["generation"], "spec": spec})
+    assert grown.status_code == 200, grown.text
+    assert {rack_of(f"web/{i}") for i in range(4)} == {rack_of("web/0")} != {rack_of("db/0")}

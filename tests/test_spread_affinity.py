@@ -3,6 +3,7 @@ held to the one-target-at-a-time reference on random inventories."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from hypothesis import given, settings
@@ -13,6 +14,7 @@ from placed.engine.pipeline import StateWorld
 from placed.engine.planner import Placement, Planner
 from placed.engine.reference import ReferenceJudge, reference_plan
 from placed.model import Spec
+from placed.policy.deployment import Deployment
 from placed.spec.load import load_spec_data
 
 LEVELS = ["zone", "rack", "host", "target"]
@@ -247,6 +249,46 @@ def test_the_skew_reason_names_the_zone_with_the_fewest() -> None:
         "would exceed web's max skew 1 over zone (zone z0 would exceed max skew 1: 3 units "
         "vs 0 in z1)"
     }
+
+
+def test_each_plan_state_explains_spread_with_its_own_requests_eligible_zones() -> None:
+    # One pipeline, two versions of web (the spec changed): z1 has no ssd host, so the
+    # ssd version's fewest is z2's 0 and the other's z1's. The filter keeps nothing of
+    # either; each plan state has the eligible zones its own request judged with.
+    inventory = zones(3, 2, properties={"disk": "ssd"})
+    for child in inventory[1]["children"]:
+        del child["properties"]
+    document = {
+        "inventory": inventory,
+        "workloads": [
+            {
+                "name": "web",
+                "units": 3,
+                "constraints": ["disk == ssd"],
+                "spread": {"over": "zone"},
+            }
+        ],
+        "running": [{"unit": "web/0", "target": "z0h0"}],
+    }
+    spec = load_spec_data(document)
+    other = dataclasses.replace(
+        spec.workloads[0],
+        requests=tuple(r for r in spec.workloads[0].requests if not isinstance(r, Deployment)),
+    )
+    planner = Planner(spec)
+    first, second = planner.pipeline.compile(spec.workloads[0]), planner.pipeline.compile(other)
+    one, two = planner.initial_state(), planner.initial_state()
+    _, second_rejections = first_rejections(planner.pipeline, second, two)
+    _, first_rejections_ = first_rejections(planner.pipeline, first, one)
+    skew = "would exceed web's max skew 1 over zone (zone z0 would exceed max skew 1: 2 units vs"
+    assert {r.reason.text for r in first_rejections_ if r.reason.filter == "spread"} == {
+        f"{skew} 0 in z2)"
+    }
+    assert {r.reason.text for r in second_rejections} == {f"{skew} 0 in z1)"}
+    # Asked again of the second state, after the first request was judged on the first.
+    assert [r.reason for r in first_rejections(planner.pipeline, second, two)[1]] == [
+        r.reason for r in second_rejections
+    ]
 
 
 def test_near_follows_the_other_workload_and_counts_running_units() -> None:

@@ -35,6 +35,7 @@ from placed.model import AffinityTerm, Avoid, Near, Notice, Spec, Target, Worklo
 from placed.policy.base import (
     BoolArray,
     Bound,
+    Codes,
     Family,
     Filter,
     FloatArray,
@@ -122,6 +123,18 @@ class NearFilter(Filter):
                 return missing_reason(term, state.level_id(term.level, code) if code else None)
         raise AssertionError("reason() is only asked of targets this filter rejected")
 
+    def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes:
+        # The words name the first term the target fails (its workload and level): its
+        # place among the workload's terms.
+        codes = np.full(positions.size, -1, dtype=np.intp)
+        for number, term in enumerate(_terms(workload, Near, "hard")):
+            if starts_itself(workload.name, term, state):
+                continue
+            counts = state.counts(term.workload, term.level)
+            fails = counts[state.level_column(term.level)[positions]] == 0
+            codes[(codes < 0) & fails] = number
+        return codes
+
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         for term in _terms(workload, Near, "hard"):
             held = units_by_location(world, term.workload, term.level)
@@ -161,6 +174,16 @@ class AvoidFilter(Filter):
                 unit = state.first_unit(term.workload, term.level, code) or "?"
                 return held_reason(term, workload.name, location, unit)
         raise AssertionError("reason() is only asked of targets this filter rejected")
+
+    def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes:
+        # As near's: the place of the first term whose location holds a unit of W.
+        codes = np.full(positions.size, -1, dtype=np.intp)
+        for number, term in enumerate(_terms(workload, Avoid, "hard")):
+            # Code 0 counts nothing (counts[0] is 0), as `reason` skips it.
+            counts = state.counts(term.workload, term.level)
+            held = counts[state.level_column(term.level)[positions]] > 0
+            codes[(codes < 0) & held] = number
+        return codes
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         for term in _terms(workload, Avoid, "hard"):

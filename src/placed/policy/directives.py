@@ -27,6 +27,7 @@ from placed.model.juju_constraints import JujuConstraints
 from placed.policy.base import (
     BoolArray,
     Bound,
+    Codes,
     Created,
     Family,
     FamilyState,
@@ -398,6 +399,10 @@ class Directive(Filter):
         directed = directed_of(workload)
         assert directed is not None
         return self._why(workload, directed, resolve(workload, directed, state), state)
+
+    def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes:
+        # The words name where the unit being judged goes, never the target rejected.
+        return np.zeros(positions.size, dtype=np.intp)
 
     def _why(
         self, workload: Workload, directed: Directed, resolved: Resolved, state: PlanView

@@ -15,10 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+
 from placed.model import Target, Workload
 from placed.policy.base import (
     BoolArray,
     Bound,
+    Codes,
     Family,
     Filter,
     IndexView,
@@ -87,6 +90,18 @@ class DistinctLevel(Filter):
         location = state.level_id(level, code) or "?"
         unit = state.first_unit(group, level, code) or "?"
         return taken_reason(group, level, location, unit, location == target.id)
+
+    def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes:
+        # The words say whether the location taken is the target itself (1) or holds it
+        # (0): its id compared with the target's, as `reason` does.
+        level = state.index.level(self._level(workload))
+        every = state.index.level(TARGET_LEVEL)
+        if level is None or every is None:
+            return np.zeros(positions.size, dtype=np.intp)  # no location: none rejected
+        location = np.asarray(level.ids, dtype=object)[level.column[positions]]
+        own = np.asarray(every.ids, dtype=object)[every.column[positions]]
+        codes: Codes = (location == own).astype(np.intp)
+        return codes
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         wanted = workload.request(Distinct)

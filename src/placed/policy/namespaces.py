@@ -22,7 +22,17 @@ from numpy.typing import NDArray
 
 from placed.model import Notice, Spec, Target, Workload
 from placed.model.properties import make_property
-from placed.policy.base import BoolArray, Bound, Family, Filter, IndexView, PlanView, Reason, World
+from placed.policy.base import (
+    BoolArray,
+    Bound,
+    Codes,
+    Family,
+    Filter,
+    IndexView,
+    PlanView,
+    Reason,
+    World,
+)
 from placed.policy.builtins import (
     NAMESPACE,
     node_properties,
@@ -117,6 +127,13 @@ class NamespaceScope(Filter):
 
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
         return namespace_reason(workload, target)
+
+    def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes:
+        # The words say the agent is cluster-scoped (0), or name its own namespace (1 +
+        # the namespace's code); a device is never rejected.
+        cluster = self.scope[positions] == CLUSTER
+        codes: Codes = np.where(cluster, 0, self.namespace[positions] + 1)
+        return codes
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         return None if accepts(workload, target) else namespace_reason(workload, target)

@@ -18,6 +18,7 @@ from placed.model import Service, Target, Workload
 from placed.policy.base import (
     BoolArray,
     Bound,
+    Codes,
     Family,
     Filter,
     IndexView,
@@ -121,6 +122,29 @@ class ServiceFits(Filter):
         found = first_refusal(workload, target)
         assert found is not None, "reason() is only asked of targets this filter rejected"
         return found
+
+    def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes:
+        # The words come from the first service the node cannot run and the first of its
+        # rules it fails (as in `refusal`): 4 x the service's place + the rule's.
+        codes = np.full(positions.size, -1, dtype=np.intp)
+        device = self.device[positions]
+        arch = self.arch[positions]
+        privileged = self.privileged[positions]
+        for number, service in enumerate(deployment_of(workload).services):
+            base = 4 * number
+            unset = codes < 0
+            if "device" not in service.runs_on:
+                codes[unset & device] = base
+            if "cluster" not in service.runs_on:
+                codes[unset & ~device] = base + 1
+            unset = codes < 0
+            if service.arch not in ANY_ARCH:
+                code = self.arch_codes.get(service.arch, -1)
+                codes[unset & (arch != 0) & (arch != code)] = base + 2
+                unset = codes < 0
+            if service.privileged:
+                codes[unset & ~privileged] = base + 3
+        return codes
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         return first_refusal(workload, target)

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Self
 
 import numpy as np
 
@@ -42,6 +42,7 @@ from placed.policy.base import (
     Codes,
     Counts,
     Family,
+    FamilyState,
     Filter,
     FloatArray,
     IndexView,
@@ -53,9 +54,9 @@ from placed.policy.base import (
 from placed.policy.distinct import TARGET_LEVEL, ancestor_at
 from placed.policy.domains import fewest, units_by_location
 
-# How many workloads' eligible locations the filter keeps for their explanations: more
+# How many workloads' eligible locations a plan state keeps for their explanations: more
 # than the planner keeps compiled requests (engine/planner.py), so that any request it
-# still holds has its workload's here.
+# still holds has its workload's there.
 REMEMBERED = 64
 
 
@@ -71,6 +72,39 @@ class _Hard:
     # The positions the static filters keep: a location is eligible only through one of
     # them that is up, not through any up target.
     kept: Codes | None = None
+
+
+class Eligible(FamilyState):
+    """The family's plan state: each workload's eligible locations as its compiled
+    request holds them, noted as `keep` judges with them, for `reason` and `phrases`
+    (which see the workload only). The most recent few: a workload's reasons are asked
+    right after its masks, and each entry holds arrays over its levels' values."""
+
+    def __init__(self, kept: OrderedDict[str, _Hard]) -> None:
+        self._kept = kept
+        self._latest: _Hard | None = None
+
+    @classmethod
+    def start(cls, plan: PlanView) -> Self:
+        return cls(OrderedDict())
+
+    def copy(self) -> Self:
+        return type(self)(OrderedDict(self._kept))
+
+    def note(self, hard: _Hard) -> None:
+        if hard is self._latest:
+            return  # the same request's next unit: the usual case, at no cost
+        self._latest = hard
+        self._kept[hard.group] = hard
+        self._kept.move_to_end(hard.group)
+        if len(self._kept) > REMEMBERED:
+            self._kept.popitem(last=False)
+
+    def of(self, workload: Workload) -> _Hard:
+        found = self._kept.get(workload.name)
+        assert found is not None and found.eligible is not None, "asked after keep()"
+        assert found.terms == _hard(workload), "asked of the workload judged"
+        return found
 
 
 def _hard(workload: Workload) -> tuple[SpreadTerm, ...]:
@@ -137,10 +171,8 @@ class SpreadSkew(Filter):
     needs = Spread
 
     def __init__(self) -> None:
-        # Each workload's eligible locations, for `reason` (which sees the workload only).
-        # The most recent few only: a compiled workload's reasons are asked right after it
-        # is compiled, and each entry holds arrays over its level's values.
-        self._eligible: OrderedDict[str, _Hard] = OrderedDict()
+        # Each level's ranks by id: a memo of the index, which never changes (what a
+        # plan decides is in its state: Eligible).
         self._ranks: dict[str, Codes] = {}
 
     def prepare(self, workload: Workload) -> _Hard | None:
@@ -159,14 +191,9 @@ class SpreadSkew(Filter):
             values[0] = False  # "no location of that kind" is no location
             eligible.append(values)
             ranks.append(self._rank(term.over, ids))
-        found = _Hard(
+        return _Hard(
             prepared.group, prepared.terms, tuple(eligible), tuple(ranks), np.flatnonzero(keep)
         )
-        self._eligible[prepared.group] = found
-        self._eligible.move_to_end(prepared.group)
-        if len(self._eligible) > REMEMBERED:
-            self._eligible.popitem(last=False)
-        return found
 
     def _rank(self, level: str, ids: Sequence[str | None]) -> Codes:
         """Each value code's rank by id: sorted once per level (the index never changes)."""
@@ -179,6 +206,7 @@ class SpreadSkew(Filter):
 
     def keep(self, prepared: _Hard, state: PlanView) -> BoolArray:
         assert prepared.eligible is not None, "the pipeline gives spread its static mask"
+        state.family_state(Eligible).note(prepared)
         kept: BoolArray | None = None
         for term, eligible in zip(prepared.terms, prepared.eligible, strict=True):
             counts = state.counts(prepared.group, term.over)
@@ -194,9 +222,8 @@ class SpreadSkew(Filter):
         return kept
 
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
-        found = self._eligible.get(workload.name)
-        assert found is not None and found.eligible is not None, "reason() follows compile()"
-        assert found.terms == _hard(workload), "reason() asks of the workload compiled"
+        found = state.family_state(Eligible).of(workload)
+        assert found.eligible is not None
         for term, eligible, rank in zip(found.terms, found.eligible, found.ranks, strict=True):
             counts = state.counts(workload.name, term.over)
             code = int(state.level_column(term.over)[position])
@@ -214,6 +241,21 @@ class SpreadSkew(Filter):
                 location = state.level_id(term.over, code) or "?"
                 return skew_reason(workload.name, term, location, here + 1, least, at)
         raise AssertionError("reason() is only asked of targets this filter rejected")
+
+    def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes:
+        # The words name the first term the target fails and how (outside every
+        # location: 2 x its place; too much skew: 2 x its place + 1), as `reason` finds.
+        found = state.family_state(Eligible).of(workload)
+        assert found.eligible is not None
+        codes = np.full(positions.size, -1, dtype=np.intp)
+        for number, (term, eligible) in enumerate(zip(found.terms, found.eligible, strict=True)):
+            counts = state.counts(workload.name, term.over)
+            at = state.level_column(term.over)[positions]
+            least = _fewest(counts, _live(found, eligible, term.over, state))
+            unset = codes < 0
+            codes[unset & (at == 0)] = 2 * number
+            codes[unset & (at != 0) & (counts[at] + 1 - least > term.max_skew)] = 2 * number + 1
+        return codes
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
         for term in _hard(workload):

@@ -584,8 +584,10 @@ class ReplicaWorld:
 def _simple(spec: WorkloadSpec) -> bool:
     """A workload the cache can take: no Juju directive, constraint or machine, and no
     near or avoid (those read the whole spec: the workloads they name, and avoid's
-    mirrored terms). An account and an offering are read from the cached world's
-    tenancy and offerings, as the whole spec's loader reads them."""
+    mirrored terms). A claim without them needs no mirrored terms: an avoid names a
+    workload that exists, never a claim's new name (test_service_replica). An account
+    and an offering are read from the cached world's tenancy and offerings, as the whole
+    spec's loader reads them."""
     return not (
         spec.near is not None
         or spec.avoid is not None
