@@ -24,7 +24,8 @@ failure.
 (`placed.service.workloads.claim` on the SQLite store the run left), and the report lists
 the functions by cumulative and by own time.
 
-Alone: `.venv/bin/python benchmarks/service.py [--quick] [--profile]` prints this section;
+Alone: `.venv/bin/python benchmarks/service.py [--quick] [--profile] [--only claims]`
+prints this section (`--only claims`: the claims alone, without the re-evaluation);
 `--quick` (the smoke test's) is SQLite only, at small sizes (200 targets for both
 measurements) and a short window.
 """
@@ -625,14 +626,20 @@ def hot_spots(rows: dict[Any, Any], column: int, total: float) -> list[HotSpot]:
 
 
 def run(
-    quick: bool, profile: bool, seed: int = SEED, postgres_url: str = POSTGRES_URL
+    quick: bool,
+    profile: bool,
+    seed: int = SEED,
+    postgres_url: str = POSTGRES_URL,
+    only_claims: bool = False,
 ) -> ServiceResult:
     began = time.perf_counter()
     sizes = QUICK_SIZES if quick else SIZES
     window = QUICK_WINDOW_SECONDS if quick else WINDOW_SECONDS
     runs: list[ClaimRun] = []
     reevaluations: list[Reevaluation] = []
-    reevaluate_sizes = QUICK_REEVALUATE_SIZES if quick else REEVALUATE_SIZES
+    reevaluate_sizes: tuple[int, ...] = ()
+    if not only_claims:
+        reevaluate_sizes = QUICK_REEVALUATE_SIZES if quick else REEVALUATE_SIZES
     skipped: list[tuple[str, str]] = []
     profiled: Profile | None = None
     if importlib.util.find_spec("placed.service") is None:
@@ -906,8 +913,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--postgres", default=POSTGRES_URL, help="the PostgreSQL server's URL")
+    parser.add_argument(
+        "--only",
+        choices=["claims"],
+        help="claims: the claims through the API alone (no re-evaluation)",
+    )
     args = parser.parse_args(argv)
-    result = run(args.quick, args.profile, args.seed, args.postgres)
+    result = run(args.quick, args.profile, args.seed, args.postgres, args.only == "claims")
     lines = section(result)
     # Alone, the section says what produced it (run.py's preamble does that for the report).
     command = " ".join([".venv/bin/python", "benchmarks/service.py", *(argv or sys.argv[1:])])

@@ -16,13 +16,15 @@ else the fast path cannot take returns None, and the caller takes the general pa
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, exc, insert, select, tuple_, update
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from placed.engine import loop
@@ -35,17 +37,15 @@ from placed.service import placing, problems
 from placed.spec import SpecError
 from placed.spec.load import load_workload
 from placed.spec.schema import WorkloadSpec
-from placed.store import events, revision, settings, world
+from placed.store import batch, events, revision, settings, world
+from placed.store.batch import Behind, Stale
 from placed.store.claims import PLACED, Actor, Move
 from placed.store.database import reading
 from placed.store.tables import (
     Account,
-    PlacementHistory,
     Target,
     TargetResource,
     Unit,
-    now,
-    table_of,
 )
 from placed.store.tables import (
     Placement as PlacementRow,
@@ -56,6 +56,9 @@ from placed.store.tables import (
 from placed.store.world import Snapshot, WorkloadRow
 
 API_DOCUMENT = "api"  # the document a workload made through the API belongs to
+# The thread that serves the requests' claims ends after this long without one (a new
+# claim starts another).
+IDLE_SECONDS = 5.0
 # How often a batch is judged again when other replicas' changes keep landing first,
 # before it goes to the general path (which plans under the revision's lock at last).
 TRIES = 3
@@ -84,11 +87,23 @@ class Ticket:
     done: bool = False
     answer: dict[str, Any] | None = None
     error: BaseException | None = None
+    # A request's claim: its event loop and the future its handler awaits.
+    waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
 
     def finish(
         self, answer: dict[str, Any] | None = None, error: BaseException | None = None
     ) -> None:
         self.answer, self.error, self.done = answer, error, True
+        if self.waiter is not None:
+            running, future = self.waiter
+            # A closed loop (RuntimeError) has nobody waiting for the answer any more.
+            with contextlib.suppress(RuntimeError):
+                running.call_soon_threadsafe(_resolve, future)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 @dataclass
@@ -99,15 +114,6 @@ class Accepted:
     workload: Workload
     result: PlanResult
     moves: list[Move]
-
-
-_targets, _resources = table_of(Target), table_of(TargetResource)
-# Core statements, made once: the ORM's bulk update costs more than the database's work.
-ADD_USED = (
-    update(_resources)
-    .where(_resources.c.target_id == bindparam("tid"), _resources.c.name == bindparam("resource"))
-    .values(used=_resources.c.used + bindparam("amount"))
-)
 
 
 @dataclass
@@ -143,19 +149,14 @@ class Decided:
             )
 
 
-class Behind(Exception):
-    """Another change committed after the cache's revision: the batch is judged again."""
-
-
-class Stale(Exception):
-    """A target changed since the cache was read."""
-
-
 class ReplicaWorld:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._waiting_lock = threading.Lock()
         self._waiting: list[Ticket] = []
+        # Rung when a request's claim waits; the serving thread waits on it.
+        self._arrived = threading.Condition(self._waiting_lock)
+        self._server: threading.Thread | None = None
         self._cached: Cached | None = None
         self.rebuilds = 0
 
@@ -291,19 +292,70 @@ class ReplicaWorld:
             self._waiting.append(ticket)
         with self._lock:
             if not ticket.done:
-                with self._waiting_lock:
-                    batch, self._waiting = self._waiting, []
-                try:
-                    self._serve(engine, batch)
-                except BaseException as error:
-                    self._cached = None
-                    for waiting in batch:
-                        if not waiting.done:
-                            waiting.finish(error=error)
-                    raise
+                self._serve_waiting(engine)
         if ticket.error is not None:
             raise ticket.error
         return ticket.answer
+
+    async def claim_async(
+        self,
+        engine: Engine,
+        spec: WorkloadSpec,
+        actor: Actor,
+        report: placing.Reporter = placing.silent,
+    ) -> dict[str, Any] | None:
+        """`claim` for a request's handler, on its event loop. One thread serves the
+        waiting claims in batches and wakes each handler when its answer is known: a
+        thread of the pool per claim would cost two thread switches a claim, each a
+        wait for the GIL, and most of them only to wait for the batch lock."""
+        if not _simple(spec):
+            return None
+        running = asyncio.get_running_loop()
+        ticket = Ticket(spec, actor, report, time.perf_counter())
+        ticket.waiter = (running, running.create_future())
+        with self._arrived:
+            self._waiting.append(ticket)
+            if self._server is None:
+                self._server = threading.Thread(
+                    target=self._serving, args=(engine,), name="placed-claims", daemon=True
+                )
+                self._server.start()
+            else:
+                self._arrived.notify()
+        # Shielded: a client that goes away leaves its claim to be served all the same.
+        await asyncio.shield(ticket.waiter[1])
+        if ticket.error is not None:
+            raise ticket.error
+        return ticket.answer
+
+    def _serving(self, engine: Engine) -> None:
+        """The serving thread: a batch of what waits, as long as claims keep coming."""
+        while True:
+            with self._arrived:
+                if not self._waiting:
+                    self._arrived.wait(IDLE_SECONDS)
+                if not self._waiting:
+                    self._server = None
+                    return
+            with self._lock, contextlib.suppress(Exception):
+                # Every claim of a batch that failed has the error, to raise in its
+                # request: this thread goes on to the next batch.
+                self._serve_waiting(engine)
+
+    def _serve_waiting(self, engine: Engine) -> None:
+        """Serve every claim waiting (under the batch lock)."""
+        with self._waiting_lock:
+            batch, self._waiting = self._waiting, []
+        if not batch:
+            return
+        try:
+            self._serve(engine, batch)
+        except BaseException as error:
+            self._cached = None
+            for waiting in batch:
+                if not waiting.done:
+                    waiting.finish(error=error)
+            raise
 
     def _serve(self, engine: Engine, batch: list[Ticket]) -> None:
         """Plan each claim of `batch` on the world the ones before it leave, then commit
@@ -396,140 +448,67 @@ class ReplicaWorld:
     def _commit(
         self, engine: Engine, cached: Cached, accepted: list[Accepted]
     ) -> tuple[int, dict[str, int], dict[str, list[events.Written]]]:
-        """One transaction for the batch: each target's usage raised by what the batch
-        puts there, guarded by the generation the cache saw; the workloads, units,
-        placements, events and history as bulk inserts."""
+        """One transaction for the batch (store/batch.py): each target's usage raised by
+        what the batch puts there, guarded by the generation the cache saw; the
+        workloads, units, placements, events and history."""
         deltas: dict[str, dict[str, float]] = {}
+        units: list[batch.NewUnit] = []
+        targets = cached.snapshot.targets
         for claim in accepted:
+            ticket = claim.ticket
             for move in claim.moves:
                 assert move.destination is not None
                 found = deltas.setdefault(move.destination, {})
                 for name, amount in claim.workload.resources.items():
                     found[name] = found.get(name, 0.0) + amount
-        targets = cached.snapshot.targets
-        moves = [move for claim in accepted for move in claim.moves]
-        # A Core connection, no ORM session: every statement here is a bulk one.
-        with engine.begin() as connection:
-            number, event_ids = revision.bump_with_events(connection, len(moves))
-            if number - 1 != cached.revision:
-                raise Behind()  # the revision row's lock is held now: nothing else lands
-            ids: dict[str, int] = {}
-            # One statement for every target the batch touches: the revision row's lock,
-            # taken first by every writer, already orders writers, so no two wait on
-            # each other's targets.
-            seen = [(targets[name].id, targets[name].generation) for name in deltas]
-            done = connection.execute(
-                update(_targets)
-                .where(tuple_(_targets.c.id, _targets.c.generation).in_(seen))
-                .values(generation=_targets.c.generation + 1, revision=number)
-            )
-            if done.rowcount != len(seen):
-                raise Stale(", ".join(sorted(deltas)))
-            try:
-                connection.execute(
-                    ADD_USED,
-                    [
-                        {"tid": targets[name].id, "resource": resource, "amount": amount}
-                        for name in deltas
-                        for resource, amount in sorted(deltas[name].items())
-                    ],
-                )
-            except exc.IntegrityError:
-                raise Stale(", ".join(sorted(deltas))) from None
-            wanted = {c.ticket.spec.account for c in accepted if c.ticket.spec.account}
-            account_ids: dict[str, int] = {}
-            if wanted:
-                for account, account_id in connection.execute(
-                    select(Account.name, Account.id).where(Account.name.in_(sorted(wanted)))
-                ):
-                    account_ids[account] = account_id
-            try:
-                made = connection.execute(
-                    insert(table_of(WorkloadRecord)).returning(
-                        table_of(WorkloadRecord).c.id, sort_by_parameter_order=True
-                    ),
-                    [
-                        {
-                            "name": claim.workload.name,
-                            "account_id": account_ids.get(claim.ticket.spec.account or ""),
-                            "spec": claim.ticket.spec.model_dump(
-                                mode="json", exclude_defaults=True
-                            ),
-                            "document": API_DOCUMENT,
-                            "generation": 0,
-                            "revision": number,
-                        }
-                        for claim in accepted
-                    ],
-                ).scalars()
-            except exc.IntegrityError:
-                # Another replica's general path stored one of these names first.
-                raise Stale("workload") from None
-            workload_ids = dict(zip((c.workload.name for c in accepted), made, strict=True))
-            ids.update({f"workload:{name}": id_ for name, id_ in workload_ids.items()})
-            units = table_of(Unit)
-            unit_ids = connection.execute(
-                insert(units).returning(units.c.id, sort_by_parameter_order=True),
-                [
-                    {
-                        "name": move.unit,
-                        "workload_id": workload_ids[move.workload],
-                        "ordinal": int(move.unit.rpartition("/")[2]),
-                    }
-                    for move in moves
-                ],
-            ).scalars()
-            ids.update(zip((move.unit for move in moves), unit_ids, strict=True))
-            at = now()
-            connection.execute(
-                insert(table_of(PlacementRow)),
-                [
-                    {
-                        "unit_id": ids[move.unit],
-                        "target_id": targets[move.destination].id,  # type: ignore[index]
-                        "placed_at": at,
-                        "revision": number,
-                    }
-                    for move in moves
-                ],
-            )
-            rows: dict[str, list[events.Written]] = {}
-            written = events.append_many(
-                connection,
-                event_ids,
-                [
-                    events.Pending(
-                        move.kind,
+                units.append(
+                    batch.NewUnit(
                         move.unit,
-                        actor_accessor=claim.ticket.actor.accessor,
-                        actor_role=claim.ticket.actor.role,
-                        target=move.destination,
-                        workload=move.workload,
-                        account=claim.ticket.spec.account,
-                        request_id=claim.ticket.actor.request_id,
-                        details={"from": None, "to": move.destination, "why": move.why},
+                        move.workload,
+                        int(move.unit.rpartition("/")[2]),
+                        targets[move.destination].id,
+                        move.why,
+                        events.Pending(
+                            move.kind,
+                            move.unit,
+                            actor_accessor=ticket.actor.accessor,
+                            actor_role=ticket.actor.role,
+                            target=move.destination,
+                            workload=move.workload,
+                            account=ticket.spec.account,
+                            request_id=ticket.actor.request_id,
+                            details={"from": None, "to": move.destination, "why": move.why},
+                        ),
                     )
-                    for claim in accepted
-                    for move in claim.moves
-                ],
-            )
-            for event in written:
-                rows.setdefault(event.workload or "", []).append(event)
-            connection.execute(
-                insert(table_of(PlacementHistory)),
+                )
+        # A Core connection, no ORM session: the batch's statements are the driver's.
+        with engine.begin() as connection:
+            stored = batch.write(
+                connection,
+                cached.revision,
+                [(targets[name].id, targets[name].generation) for name in deltas],
                 [
-                    {
-                        "unit_name": move.unit,
-                        "from_target": None,
-                        "to_target": move.destination,
-                        "at": at,
-                        "reason": move.why[:255],
-                        "event_id": event.id,
-                    }
-                    for move, event in zip(moves, written, strict=True)
+                    (targets[name].id, resource, amount)
+                    for name in deltas
+                    for resource, amount in sorted(deltas[name].items())
                 ],
+                [
+                    batch.NewWorkload(
+                        c.workload.name,
+                        c.ticket.spec.account,
+                        c.ticket.spec.model_dump(mode="json", exclude_defaults=True),
+                        API_DOCUMENT,
+                    )
+                    for c in accepted
+                ],
+                units,
             )
-        return number, ids, rows
+        ids = {f"workload:{name}": id_ for name, id_ in stored.workload_ids.items()}
+        ids.update(stored.unit_ids)
+        rows: dict[str, list[events.Written]] = {}
+        for event in stored.events:
+            rows.setdefault(event.workload or "", []).append(event)
+        return stored.revision, ids, rows
 
     def _advance(
         self,

@@ -1,0 +1,394 @@
+"""A group commit of new workloads (service/replica.py): the revision, each target's
+usage raised under the generation the caller saw, the workloads, units, placements,
+events and history, in the caller's transaction.
+
+The statements are the driver's own SQL with every value already in the form the driver
+takes (each column type's own bind processor, read once per dialect): SQLAlchemy's Core
+statements cost more to build, compile and bind than the database takes to run them,
+and a batch is committed many times a second. No statement needs another's answer (the
+new revision, event ids and row ids are read back inside the database by subqueries),
+so on PostgreSQL they go in one pipeline, one round trip instead of one each; SQLite
+runs them one by one through `Connection.exec_driver_sql`. Either way a driver's error
+is SQLAlchemy's (an `IntegrityError`; a lost connection invalidates the pool and is
+marked `connection_invalidated`), as anywhere else in the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, Dialect, Table, exc
+
+from placed.store import events, notify
+from placed.store.tables import EventRow, Placement, PlacementHistory, Workload, now, table_of
+
+# Rows per multi-row statement: far below SQLite's and PostgreSQL's bound parameters.
+ROWS_PER_STATEMENT = 500
+HISTORY_REASON = 255  # placement_history.reason's length
+REVISION = "(SELECT value FROM revision WHERE id = 1)"
+LAST_EVENT = "(SELECT last_event_id FROM revision WHERE id = 1)"
+
+
+class Behind(Exception):
+    """Another change committed after the revision the batch was decided on."""
+
+
+class Stale(Exception):
+    """A target changed since it was read (its generation, or no room left there), or
+    a workload's name was taken meanwhile."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewWorkload:
+    name: str
+    account: str | None
+    spec: dict[str, Any]
+    document: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class NewUnit:
+    """A unit of a new workload, placed: its event and its history row."""
+
+    name: str
+    workload: str
+    ordinal: int
+    target_id: int
+    reason: str
+    event: events.Pending
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    revision: int
+    workload_ids: dict[str, int]
+    unit_ids: dict[str, int]
+    events: list[events.Written]
+
+
+Processor = Callable[[Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Types:
+    """The driver's parameter marker, and each typed column's bind processor."""
+
+    marker: str
+    placed_at: Processor
+    history_at: Processor
+    event_at: Processor
+    spec: Processor  # workloads.spec
+    details: Processor  # events.details
+
+
+_TYPES: dict[tuple[str, str], _Types] = {}
+
+
+def _types(dialect: Dialect) -> _Types:
+    key = (dialect.name, dialect.paramstyle)
+    found = _TYPES.get(key)
+    if found is None:
+        found = _TYPES[key] = _Types(
+            "?" if dialect.paramstyle == "qmark" else "%s",
+            _processor(table_of(Placement), "placed_at", dialect),
+            _processor(table_of(PlacementHistory), "at", dialect),
+            _processor(table_of(EventRow), "at", dialect),
+            _processor(table_of(Workload), "spec", dialect),
+            _processor(table_of(EventRow), "details", dialect),
+        )
+    return found
+
+
+def _processor(table: Table, column: str, dialect: Dialect) -> Processor:
+    found = table.c[column].type.dialect_impl(dialect).bind_processor(dialect)
+    return found if found is not None else _same
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _chunks(rows: Sequence[Any]) -> list[Sequence[Any]]:
+    return [rows[i : i + ROWS_PER_STATEMENT] for i in range(0, len(rows), ROWS_PER_STATEMENT)]
+
+
+@dataclass
+class _Statement:
+    sql: str
+    parameters: tuple[Any, ...] | list[tuple[Any, ...]]  # a list: one row each
+    returns: bool = False  # rows to read back
+    expect: int | None = None  # the rows it must change, else the batch is stale
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    rowcount: int = -1
+
+
+@dataclass
+class _Plan:
+    """The batch's statements, in the order they run."""
+
+    revision: _Statement
+    guards: list[_Statement]
+    workloads: list[_Statement]  # returning (id, name)
+    units: list[_Statement]  # returning (id, name)
+    rest: list[_Statement]
+
+    def statements(self) -> list[_Statement]:
+        return [self.revision, *self.guards, *self.workloads, *self.units, *self.rest]
+
+
+def _plan(
+    types: _Types,
+    at: Any,
+    notifies: bool,
+    guards: Sequence[tuple[int, int]],
+    usage: Sequence[tuple[int, str, float]],
+    workloads: Sequence[NewWorkload],
+    units: Sequence[NewUnit],
+) -> _Plan:
+    mark = types.marker
+
+    def sql(text: str) -> str:
+        return text.replace("?", mark)
+
+    def rows(row: str, count: int) -> str:
+        return ", ".join([sql(row)] * count)
+
+    revision = _Statement(
+        sql(
+            "UPDATE revision SET value = value + 1, last_event_id = last_event_id + ? "
+            "WHERE id = 1 RETURNING value, last_event_id"
+        ),
+        (len(units),),
+        returns=True,
+    )
+    # The revision row's lock, taken first by every writer, orders the writers: no two
+    # wait on each other's targets, so one statement raises them all. The ids alone
+    # first: SQLite reads a row value IN (VALUES ...) by scanning every target.
+    guarded = [
+        _Statement(
+            sql(f"UPDATE targets SET generation = generation + 1, revision = {REVISION} ")
+            + f"WHERE id IN ({', '.join([mark] * len(part))}) "
+            + f"AND (id, generation) IN (VALUES {rows('(?, ?)', len(part))})",
+            (*(id_ for id_, _ in part), *(value for guard in part for value in guard)),
+            expect=len(part),
+        )
+        for part in _chunks(sorted(guards))
+    ]
+    if usage:
+        guarded.append(
+            _Statement(
+                sql("UPDATE target_resources SET used = used + ? WHERE target_id = ? AND name = ?"),
+                [(amount, target, resource) for target, resource, amount in usage],
+            )
+        )
+    made = [
+        _Statement(
+            # An unknown account (or none) is NULL, as the general path stores it.
+            "INSERT INTO workloads (name, account_id, spec, document, generation, revision) "
+            "VALUES "
+            + rows(f"(?, (SELECT id FROM accounts WHERE name = ?), ?, ?, 0, {REVISION})", len(part))
+            + " RETURNING id, name",
+            tuple(
+                value for w in part for value in (w.name, w.account, types.spec(w.spec), w.document)
+            ),
+            returns=True,
+        )
+        for part in _chunks(workloads)
+    ]
+    placed = [
+        _Statement(
+            "INSERT INTO units (name, workload_id, ordinal) VALUES "
+            + rows("(?, (SELECT id FROM workloads WHERE name = ?), ?)", len(part))
+            + " RETURNING id, name",
+            tuple(value for u in part for value in (u.name, u.workload, u.ordinal)),
+            returns=True,
+        )
+        for part in _chunks(units)
+    ]
+    rest: list[_Statement] = []
+    if units:
+        placed_at, event_at, history_at = (
+            types.placed_at(at),
+            types.event_at(at),
+            types.history_at(at),
+        )
+        # Event k of n takes id last - (n - 1 - k): the ids the revision handed out.
+        offsets = range(len(units) - 1, -1, -1)
+        rest += [
+            _Statement(
+                sql(
+                    "INSERT INTO placements (unit_id, target_id, placed_at, revision) "
+                    f"VALUES ((SELECT id FROM units WHERE name = ?), ?, ?, {REVISION})"
+                ),
+                [(u.name, u.target_id, placed_at) for u in units],
+            ),
+            _Statement(
+                sql(
+                    "INSERT INTO events (id, at, actor_accessor, actor_role, kind, subject, "
+                    "target, workload, domain, account, request_id, details) "
+                    f"VALUES ({LAST_EVENT} - ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                ),
+                [
+                    (
+                        offset,
+                        event_at,
+                        e.actor_accessor,
+                        e.actor_role,
+                        e.kind,
+                        e.subject,
+                        e.target,
+                        e.workload,
+                        e.domain,
+                        e.account,
+                        e.request_id,
+                        types.details(dict(e.details)),
+                    )
+                    for offset, e in zip(offsets, (u.event for u in units), strict=True)
+                ],
+            ),
+            _Statement(
+                sql(
+                    "INSERT INTO placement_history (unit_name, from_target, to_target, at, "
+                    f"reason, event_id) VALUES (?, NULL, ?, ?, ?, {LAST_EVENT} - ?)"
+                ),
+                [
+                    (u.name, u.event.target, history_at, u.reason[:HISTORY_REASON], offset)
+                    for offset, u in zip(offsets, units, strict=True)
+                ],
+            ),
+        ]
+        if notifies:
+            rest.append(_Statement(sql("SELECT pg_notify(?, '')"), (notify.CHANNEL,)))
+    return _Plan(revision, guarded, made, placed, rest)
+
+
+def write(
+    connection: Connection,
+    seen: int,
+    guards: Sequence[tuple[int, int]],
+    usage: Sequence[tuple[int, str, float]],
+    workloads: Sequence[NewWorkload],
+    units: Sequence[NewUnit],
+) -> Stored:
+    """Write the batch in `connection`'s transaction. `seen`: the revision it was decided
+    on (`Behind` when the next one is not this batch's); `guards`: (target id,
+    generation seen) of every target it places on (`Stale` when one has moved on);
+    `usage`: (target id, resource, amount) to add (`Stale` past capacity: the
+    database's CHECK)."""
+    dialect = connection.dialect
+    at = now()
+    plan = _plan(_types(dialect), at, dialect.name == "postgresql", guards, usage, workloads, units)
+    try:
+        if dialect.name == "postgresql":
+            _pipelined(connection, plan.statements())
+        else:
+            _one_by_one(connection, seen, plan)
+    except exc.IntegrityError:
+        # Past a target's capacity, or a name another replica's general path stored
+        # first; a revision moved on is told first.
+        if plan.revision.rows:
+            _behind(seen, plan.revision)
+        raise Stale("a target or a workload's name changed meanwhile") from None
+    number, last = _behind(seen, plan.revision)
+    for statement in plan.guards:
+        _stale(statement)
+    workload_ids = {name: int(id_) for s in plan.workloads for id_, name in s.rows}
+    unit_ids = {name: int(id_) for s in plan.units for id_, name in s.rows}
+    first = last - len(units) + 1
+    written = [
+        events.Written(
+            first + k,
+            at,
+            p.actor_accessor,
+            p.actor_role,
+            p.kind,
+            p.subject,
+            p.target,
+            p.workload,
+            p.domain,
+            p.account,
+            p.request_id,
+            dict(p.details),
+        )
+        for k, p in enumerate(u.event for u in units)
+    ]
+    return Stored(
+        number,
+        {w.name: workload_ids[w.name] for w in workloads},
+        {u.name: unit_ids[u.name] for u in units},
+        written,
+    )
+
+
+def _behind(seen: int, revision: _Statement) -> tuple[int, int]:
+    """The new revision and the last event id; `Behind` when another change came first."""
+    number, last = (int(value) for value in revision.rows[0])
+    if number - 1 != seen:
+        raise Behind()
+    return number, last
+
+
+def _stale(statement: _Statement) -> None:
+    if statement.expect is not None and statement.rowcount != statement.expect:
+        raise Stale("a target's generation")
+
+
+def _one_by_one(connection: Connection, seen: int, plan: _Plan) -> None:
+    """Each statement in turn, stopping at the first sign that the batch is behind or
+    stale (SQLite: no round trips to save)."""
+    for statement in plan.statements():
+        _read(statement, connection.exec_driver_sql(statement.sql, statement.parameters))
+        if statement is plan.revision:
+            _behind(seen, statement)
+        _stale(statement)
+
+
+def _read(statement: _Statement, result: Any) -> None:
+    if statement.returns:
+        statement.rows = [tuple(row) for row in result.fetchall()]
+    statement.rowcount = int(result.rowcount)
+
+
+def _pipelined(connection: Connection, statements: list[_Statement]) -> None:
+    """Every statement in one psycopg pipeline: sent together, answered together."""
+    raw = connection.connection.driver_connection
+    assert raw is not None
+    cursors: list[Any] = []
+    dbapi = connection.dialect.loaded_dbapi
+    try:
+        with raw.pipeline():
+            for statement in statements:
+                cursor = raw.cursor()
+                if isinstance(statement.parameters, list):
+                    cursor.executemany(statement.sql, statement.parameters)
+                else:
+                    cursor.execute(statement.sql, statement.parameters)
+                cursors.append(cursor)
+    except dbapi.Error as error:
+        # What ran before the error has its answer (the revision's, to tell a batch
+        # behind from a stale one).
+        if cursors:
+            with contextlib.suppress(dbapi.Error):
+                _read(statements[0], cursors[0])
+        raise _as_sqlalchemy(connection, error, statements) from error
+    for statement, cursor in zip(statements, cursors, strict=True):
+        _read(statement, cursor)
+
+
+def _as_sqlalchemy(
+    connection: Connection, error: Any, statements: list[_Statement]
+) -> exc.StatementError:
+    """A driver's error as SQLAlchemy raises it. A lost connection is left to
+    SQLAlchemy to find (its next statement fails the same way), which invalidates the
+    pool and marks the error `connection_invalidated`, as for any other statement."""
+    dialect = connection.dialect
+    raw = connection.connection.dbapi_connection
+    if dialect.is_disconnect(error, raw, None):
+        connection.exec_driver_sql("SELECT 1")  # raises the lost connection's error
+    wrapped: exc.StatementError = exc.DBAPIError.instance(
+        statements[0].sql, None, error, dialect.loaded_dbapi.Error, dialect=dialect
+    )
+    return wrapped
