@@ -315,6 +315,8 @@ def _workloads(session: Session, before: Snapshot, after: Snapshot, revision: in
         seen = [(before.workloads[n].id, before.workloads[n].generation) for n in gone]
         done = session.execute(
             delete(Workload)
+            # `id IN` beside the pair: SQLite reads a row-value IN by scanning the table.
+            .where(Workload.id.in_([id_ for id_, _ in seen]))
             .where(tuple_(Workload.id, Workload.generation).in_(seen))
             .execution_options(synchronize_session=False)
         )
