@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from placed.engine import balance, block, loop
+from placed.engine import balance, block, heap, loop
 from placed.engine.block import Following
 from placed.engine.explain import counted_rejections, filtered_counted, summarize_counted
 from placed.engine.index import TargetIndex
@@ -137,6 +137,7 @@ class Planner:
         self.families = self.pipeline.families
         self.judge = FastJudge(self.pipeline)
         self.workloads = {w.name: w for w in spec.workloads}
+        heap.give_back(len(self.index))  # what the build's temporaries left in the heap
 
     def request(self, workload: Workload) -> CompiledRequest:
         return self.judge.request(workload)
