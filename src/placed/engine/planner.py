@@ -111,6 +111,8 @@ class FastJudge:
     def block(
         self, request: CompiledRequest, workload: Workload, units: list[str], state: PlanState
     ) -> list[Placement]:
+        if len(units) < 2:
+            return []  # one unit: the loop judges it for less than a block's set-up costs
         follow = block.trackers(request, state)
         if follow is None:
             return []
