@@ -11,19 +11,27 @@ import dataclasses
 import json
 
 import numpy as np
-from hypothesis import given, settings
+import yaml
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from placed.engine import block
+from placed.engine.cloud import Cloud
 from placed.engine.outcomes import Outcome
 from placed.engine.planner import Placement, Planner
 from placed.engine.rebalance import simulate
 from placed.engine.reference import reference_plan
 from placed.engine.report import plan_document
 from placed.model import Inventory, Location, Settings, Spec, TagRules, Workload
+from placed.model.dedications import DedicationError
 from placed.model.spec import Running
+from placed.model.tenancy import ROOT_ADMIN
+from placed.policy.dedication import SHARED, VMS, DedicationState
 from placed.policy.distinct import Distinct
 from placed.policy.tags import Tagged
+from placed.spec import load_spec_text
+
+from .test_dedication_properties import spec_text, worlds
 
 RESOURCES = ("cpu", "mem", "gpu")
 AMOUNTS = (0.1, 0.2, 0.3, 1 / 3, 0.5, 1.0, 2.0)
@@ -164,3 +172,145 @@ def test_a_simulation_keeps_its_verdicts_as_it_judges_every_unit(
     ids = [t.id for t in spec.inventory.targets]
     down = data.draw(st.lists(st.sampled_from(ids), max_size=3, unique=True))
     assert _simulate(spec, down, enabled=True) == _simulate(spec, down, enabled=False)
+
+
+@st.composite
+def _tenant_specs(draw: st.DrawFn) -> Spec:
+    """Seed 004's worlds (hosts of 2 cpu, so that targets fill part-way through a
+    workload) with workloads of several VMs each: dedicated ones follow their scores
+    (tenant-affinity) landing by landing, the others go in blocks; dedications of zones,
+    pods and hosts, implicit dedication on or off, and a preferred offering whose
+    fallback allows a unit shared hosts."""
+    world = draw(worlds())
+    accounts = list(world["accounts"])
+    workloads = [
+        {
+            "name": f"w{i}",
+            "account": draw(st.sampled_from(accounts)),
+            "offering": draw(st.sampled_from(["ded", "shared", "preferred"])),
+            "units": draw(st.integers(1, 6)),
+        }
+        for i in range(draw(st.integers(1, 5)))
+    ]
+    document = yaml.safe_load(spec_text(world, workloads))
+    document["offerings"].append(
+        {"name": "preferred", "cpu": 1, "dedicated": True, "implicit": "preferred"}
+    )
+    cloud = Cloud(load_spec_text(yaml.safe_dump(document), "tenants.yaml"))
+    resources = [
+        *(zone["id"] for zone in world["inventory"]),
+        *(pod["id"] for zone in world["inventory"] for pod in zone["children"]),
+        *world["hosts"],
+    ]
+    for resource in draw(st.lists(st.sampled_from(resources), max_size=3)):
+        account = draw(st.sampled_from(accounts))
+        domain = world["accounts"][account]
+        owner = account if draw(st.booleans()) else None
+        try:  # only legal dedications: the file would fail otherwise
+            cloud.dedicate(ROOT_ADMIN, resource, domain, owner)
+        except DedicationError:
+            continue
+        entry = {"resource": resource, "domain": domain}
+        document.setdefault("dedications", []).append(
+            {**entry, "account": owner} if owner else entry
+        )
+    return load_spec_text(yaml.safe_dump(document), "tenants.yaml")
+
+
+def _tenant_plan(spec: Spec, enabled: bool) -> tuple[str, list[Outcome], bytes, str]:
+    json_text, outcomes, free = _plan(spec, enabled)
+    saved = block.ENABLED
+    block.ENABLED = enabled
+    try:
+        planner = Planner(spec)
+        state = planner.initial_state()
+        planner.plan(state)
+    finally:
+        block.ENABLED = saved
+    kept = state.family_state(DedicationState)
+    owners = repr((kept.owner.tolist(), kept.owners, kept.tally(VMS).tolist()))
+    return json_text, outcomes, free.tobytes(), owners
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_tenant_specs())
+def test_tenants_place_as_one_unit_at_a_time_and_as_the_reference(spec: Spec) -> None:
+    assert _tenant_plan(spec, enabled=True) == _tenant_plan(spec, enabled=False)
+    _, fast, _ = _plan(spec, enabled=True)
+    expected = [(o.unit, o.target, o.score, o.summary) for o in reference_plan(spec)]
+    assert [
+        (o.unit, o.target, o.score, None)
+        if isinstance(o, Placement)
+        else (o.unit, None, None, o.summary)
+        for o in fast
+    ] == expected
+
+
+def test_tenant_workloads_take_the_fast_paths() -> None:
+    # Without this the property above could pass with neither path taken: a VM without
+    # the dedicated flag goes in blocks, and a dedicated one keeps its verdicts, scores
+    # and top across its units.
+    hosts = [{"id": f"h{i}", "kind": "host", "capacity": {"cpu": 2}} for i in range(4)]
+    spec = load_spec_text(
+        yaml.safe_dump(
+            {
+                "inventory": [{"id": "z0", "kind": "zone", "children": hosts}],
+                "tenancy": {"domains": {"D1": {"accounts": ["A1"]}}},
+                "offerings": [
+                    {"name": "ded", "cpu": 1, "dedicated": True},
+                    {"name": "shared", "cpu": 1},
+                ],
+                "dedications": [{"resource": "h0", "domain": "D1", "account": "A1"}],
+                "workloads": [
+                    {"name": "web", "account": "A1", "offering": "shared", "units": 3},
+                    {"name": "db", "account": "A1", "offering": "ded", "units": 3},
+                ],
+            }
+        ),
+        "tenants.yaml",
+    )
+    planner = Planner(spec)
+    state = planner.initial_state()
+    web, db = spec.workloads
+    keys = [web.unit_key(i) for i in range(web.units)]
+    assert len(planner.judge.block(planner.request(web), web, keys, state)) == 3
+    following = planner.judge.follow(planner.request(db), state)
+    assert following is not None
+    found = following.ranked(state)
+    assert found is not None
+    _, score, top = found
+    # Only h0 is A1's: +1 there while it is empty, and the top is h0 alone.
+    assert top.tolist() == [0]
+    assert score[0] == 1.0
+
+
+def test_a_unit_a_fallback_allowed_shared_hosts_is_judged_in_full() -> None:
+    # The preferred mode allows one unit shared hosts: its dedication verdicts differ
+    # from its workload's other units', so none are kept across them.
+    hosts = [{"id": f"h{i}", "kind": "host", "capacity": {"cpu": 2}} for i in range(3)]
+    spec = load_spec_text(
+        yaml.safe_dump(
+            {
+                "inventory": [{"id": "z0", "kind": "zone", "children": hosts}],
+                "tenancy": {"domains": {"D1": {"accounts": ["A1"]}}},
+                "offerings": [
+                    {"name": "ded", "cpu": 1, "dedicated": True, "implicit": "preferred"}
+                ],
+                "settings": {"implicit_dedication": False},
+                "workloads": [{"name": "db", "account": "A1", "offering": "ded", "units": 2}],
+            }
+        ),
+        "tenants.yaml",
+    )
+    planner = Planner(spec)
+    state = planner.initial_state()
+    [db] = spec.workloads
+    request = planner.request(db)
+    state.family_state(DedicationState).allow("db/0", SHARED)
+    following = planner.judge.follow(request, state)
+    assert following is not None
+    state.judging = "db/0"
+    assert following.ranked(state) is None
+    expected = planner.pipeline.feasible(request, state)
+    assert expected.all()  # every host is shared, and db/0 may use them
+    assert following.feasible(state).tolist() == expected.tolist()

@@ -10,8 +10,9 @@ open. (It is also the stable assignment of engine/balance.py with every target
 preferring earlier units rather than heavier ones.) What changes from one unit to the
 next is only whether the target the last unit took still passes, so:
 
-- the candidates are split into score tiers once; the first tier with an open target is
-  the top, as it is for the loop when the better tiers have filled;
+- the candidates are split into score tiers, best first and as needed; the first tier
+  with an open target is the top, as it is for the loop when the better tiers have
+  filled;
 - the weights of a batch of units over the tier's open targets are one numpy block. A
   unit whose first choice in the block is still open when its turn comes takes it: the
   open targets then are a subset of those the block saw, so it is its best among them.
@@ -26,13 +27,15 @@ one at a time (fallbacks, failure events and summaries as ever).
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from placed.engine.outcomes import Placement
-from placed.engine.selection import U64, rendezvous_weights_into, stable_hashes
+from placed.engine.selection import U64, rendezvous_weights_into, stable_hashes, top_candidates
 from placed.engine.state import PlanState
 from placed.model import CONTAINER_KINDS, Workload
 from placed.policy.base import UNCHANGED, BoolArray, FloatArray, Tracker
@@ -42,6 +45,8 @@ ENABLED = True
 # Cells (units x open targets) of one weight block: small enough to stay in cache.
 _CELLS = 1 << 15
 _MAX_BATCH = 256
+# Score tiers found by a pass over the candidates each, before the rest are sorted.
+_LAZY_TIERS = 4
 # The tied targets a placement names: the loop's five, and a sixth that says "...".
 _NAMED = 6
 
@@ -129,12 +134,11 @@ def place(
     candidates = np.flatnonzero(keep)
     if candidates.size == 0:
         return []
-    if not np.isfinite(score[candidates]).all():
+    candidate_scores = score[candidates]
+    if not np.isfinite(candidate_scores).all():
         return []  # a NaN ties with nothing: the loop's own comparisons decide
-    by_score = candidates[np.lexsort((candidates, -score[candidates]))]
-    scores = score[by_score]
-    starts = np.flatnonzero(np.r_[True, scores[1:] != scores[:-1]])
-    ends = np.r_[starts[1:], scores.size]
+    tiers = _tiers(candidates, candidate_scores)
+    first = next(tiers)
     feasible = int(candidates.size)
     total = state.size
     unit_hashes = stable_hashes(keys)
@@ -143,13 +147,13 @@ def place(
     out: list[Placement] = []
     done, units = 0, len(keys)
     # As big as the first block needs, and never smaller than one row of any tier.
-    cells = max(min(_CELLS, units * int(ends[0] - starts[0])), int(scores.size))
+    cells = max(min(_CELLS, units * int(first.size)), feasible)
     buffer = np.empty(cells, dtype=np.uint64)
     scratch = np.empty(cells, dtype=np.uint64)
     known, base = state.index.targets, len(state.index)
     note, details, place_unit = state.note, state.details, state.place
-    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-        tier = _Tier(np.sort(by_score[start:end]), state)
+    for positions in itertools.chain([first], tiers):
+        tier = _Tier(positions, state)
         while done < units and tier.left:
             seen, seen_hashes = tier.seen()
             width = int(seen.size)
@@ -210,6 +214,28 @@ def place(
     return out
 
 
+def _tiers(candidates: Positions, scores: FloatArray) -> Iterator[Positions]:
+    """The candidates of each score tier, best first, each in ascending position: the
+    first few found with a pass each (a workload seldom goes past its best tiers, and a
+    pass is much cheaper than sorting a big fleet), the rest by one sort."""
+    bound = float("inf")
+    for _ in range(_LAZY_TIERS):
+        below = scores < bound
+        if not below.any():
+            return
+        bound = float(np.max(scores, where=below, initial=-np.inf))
+        yield candidates[scores == bound]
+    rest = scores < bound
+    if not rest.any():
+        return
+    left, left_scores = candidates[rest], scores[rest]
+    by_score = np.lexsort((left, -left_scores))
+    ordered, ranked = left[by_score], left_scores[by_score]
+    starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]]).tolist()
+    for start, end in zip(starts, [*starts[1:], int(ranked.size)], strict=True):
+        yield ordered[start:end]
+
+
 def _reserve(pipeline: Any, request: Any, state: PlanState, landed: list[int]) -> None:
     """Take every landing's share, one landing at a time per target: the same
     subtractions, in the same order per target, as unit by unit."""
@@ -224,7 +250,13 @@ class Following:
     """Incremental selection for the units the loop judges one at a time: the verdicts of
     the static filters and of the `local` ones are kept across a workload's units, and
     after each landing only the target the unit took is looked at again; the filters
-    that are not local (`distinct`) are judged in full for every unit, as before."""
+    that are not local (`distinct`) are judged in full for every unit, as before.
+
+    When every filter that reads the state is local and every score that does is too
+    (tenant-affinity), the scores and the top-scoring targets are kept as well (`ranked`):
+    a landing rescores its own target and moves it in or out of the top, and only when
+    the top empties are all targets ranked again. On a big fleet that is what a unit
+    costs instead of several passes over every target."""
 
     def __init__(self, pipeline: Any, request: Any, state: PlanState) -> None:
         keep: BoolArray = pipeline.static_keep(request, state).copy()
@@ -240,12 +272,37 @@ class Following:
                 self._trackers.append(tracker)
         self._keep = keep
         self.size = state.size
+        self._ranks = not self._checks and all(s.local for s, _ in request.dynamic)
+        if self._ranks:
+            self._dynamic: list[tuple[Any, Any]] = request.dynamic
+            self._base: FloatArray = pipeline.static_scores(request, state)
+            # With a dynamic scorer a fresh array (rescored in place); without, the
+            # compiled one, never written to.
+            self._score: FloatArray = pipeline.scores(request, state)
+            self._top = np.empty(0, dtype=np.intp)
+            self._rank_all()
+            # The landing not yet taken into the verdicts and scores: the loop reads
+            # them for the unit's placement after it lands.
+            self._landed = -1
+            self._fits = True
 
     def feasible(self, state: PlanState) -> BoolArray:
         keep = self._keep.copy()
         for check, part in self._checks:
             keep &= check(part, state)
         return keep
+
+    def ranked(self, state: PlanState) -> tuple[BoolArray, FloatArray, Positions] | None:
+        """(the verdicts, the scores, the top-scoring targets) as the pipeline would give
+        them now, or None when they are not kept (`feasible` and the full scores then)."""
+        if not self._ranks:
+            return None
+        if self._landed >= 0:
+            self._settle(self._landed, state)
+            self._landed = -1
+            if not self._ranks:
+                return None
+        return self._keep, self._score, self._top
 
     def land(self, position: int) -> None:
         """A unit lands at `position`; called before its share is reserved (a tracker
@@ -254,8 +311,47 @@ class Following:
         for tracker in self._trackers:
             if not tracker.land(position):
                 fits = False
-        if not fits:
+        if self._ranks:
+            self._landed, self._fits = position, fits
+        elif not fits:
             self._keep[position] = False
+
+    def _rank_all(self) -> None:
+        top = top_candidates(self._keep, self._score)
+        self._top = top
+        self._best = float(self._score[top[0]]) if top.size else 0.0
+        if self._best != self._best:  # NaN: only the pipeline's own comparisons decide
+            self._ranks = False
+
+    def _settle(self, position: int, state: PlanState) -> None:
+        """Take the landing at `position` into the verdicts, its score and the top."""
+        keep = self._keep
+        if not self._fits:
+            keep[position] = False
+        score = self._score
+        if self._dynamic:
+            # The sum in the pipeline's order, so the same float as a full rescoring.
+            found = float(self._base[position])
+            for scorer, part in self._dynamic:
+                found = found + scorer.score_at(part, state, position)
+            if found != found:
+                self._ranks = False
+                return
+            score[position] = found
+        top = self._top
+        at = int(np.searchsorted(top, position))
+        present = at < top.size and int(top[at]) == position
+        here = float(score[position])
+        if keep[position] and here > self._best:
+            self._top = np.array([position], dtype=np.intp)
+            self._best = here
+        elif keep[position] and here == self._best:
+            if not present:
+                self._top = np.insert(top, at, position)
+        elif present:
+            self._top = np.delete(top, at)
+            if not self._top.size:
+                self._rank_all()
 
 
 def following(pipeline: Any, request: Any, state: PlanState) -> Following | None:

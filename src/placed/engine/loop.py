@@ -249,13 +249,17 @@ class Allocation(Strategy):
             following = context.following
             if following is not None and following.size != state.size:
                 following = context.following = None  # a target was created
-            keep = (
-                following.feasible(state)
-                if following is not None
-                else judge.feasible(request, state)
-            )
-            score = judge.scores(request, state)
-            top = top_candidates(keep, score)
+            ranked = following.ranked(state) if following is not None else None
+            if ranked is not None:
+                keep, score, top = ranked
+            else:
+                keep = (
+                    following.feasible(state)
+                    if following is not None
+                    else judge.feasible(request, state)
+                )
+                score = judge.scores(request, state)
+                top = top_candidates(keep, score)
             if top.size:
                 position = judge.choose(key, top, state)
                 if following is not None:

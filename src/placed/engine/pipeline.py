@@ -289,6 +289,13 @@ class Pipeline:
             score = score + scorer.score_in(part, state)
         return score
 
+    def static_scores(self, request: CompiledRequest, state: PlanState) -> FloatArray:
+        """What `scores` adds the dynamic scorers to (never to be written to)."""
+        if not state.created:
+            return request.score
+        self._created(request, state)
+        return np.concatenate([request.score, request.created_score])
+
     def feasible(self, request: CompiledRequest, state: PlanState) -> BoolArray:
         keep = request.static_keep if not state.created else self.static_keep(request, state)
         for check, part in request.checks:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from placed.engine import balance, block, loop
+from placed.engine import balance, block, heap, loop
 from placed.engine.block import Following
 from placed.engine.explain import counted_rejections, filtered_counted, summarize_counted
 from placed.engine.index import TargetIndex
@@ -111,6 +111,8 @@ class FastJudge:
     def block(
         self, request: CompiledRequest, workload: Workload, units: list[str], state: PlanState
     ) -> list[Placement]:
+        if len(units) < 2:
+            return []  # one unit: the loop judges it for less than a block's set-up costs
         follow = block.trackers(request, state)
         if follow is None:
             return []
@@ -137,6 +139,7 @@ class Planner:
         self.families = self.pipeline.families
         self.judge = FastJudge(self.pipeline)
         self.workloads = {w.name: w for w in spec.workloads}
+        heap.give_back(len(self.index))  # what the build's temporaries left in the heap
 
     def request(self, workload: Workload) -> CompiledRequest:
         return self.judge.request(workload)

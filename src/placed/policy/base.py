@@ -323,9 +323,20 @@ class Scorer(ABC):
     needs: ClassVar[type | None] = None
     static: ClassVar[bool] = True
 
+    # A non-static scorer whose scores a landing unit of the same workload changes at
+    # most at the target it lands on (tenant-affinity's tallies do; soft spread's domain
+    # counts do not). Only then can the engine follow a workload's units with `score_at`
+    # for the landed target instead of scoring every target again.
+    local: ClassVar[bool] = False
+
     def score_in(self, prepared: Any, state: PlanView) -> FloatArray:
         """The scores as the plan state stands (non-static scorers)."""
         return self.score(prepared)
+
+    def score_at(self, prepared: Any, state: PlanView, position: int) -> float:
+        """A `local` scorer's score at one position, as `score_in` gives it there (the
+        same float)."""
+        return float(self.score_in(prepared, state)[position])
 
     def judge_in(self, workload: Workload, target: Target, world: World) -> float:
         """One target's score as the plan state stands (non-static scorers)."""

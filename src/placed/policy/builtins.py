@@ -103,7 +103,8 @@ def node_property_values(target: Target) -> dict[str, Property | str | float | b
 
 def node_columns(targets: Sequence[Target]) -> PropertyColumns:
     """Every target's node properties as columns, for constraints over all of them."""
-    return PropertyColumns([node_property_values(target) for target in targets], make_property)
+    # One target's values at a time, each dropped once read: never all of them at once.
+    return PropertyColumns((node_property_values(target) for target in targets), make_property)
 
 
 def service_builtins(workload: Workload) -> dict[str, Property]:

@@ -43,6 +43,7 @@ from placed.model import Target, Workload
 from placed.model.dedications import Event, Owner
 from placed.model.storage import Storage
 from placed.policy.base import (
+    UNCHANGED,
     BoolArray,
     Bound,
     Codes,
@@ -56,6 +57,7 @@ from placed.policy.base import (
     Reason,
     Retry,
     Scorer,
+    Tracker,
     World,
 )
 from placed.policy.base import Filter as _Filter
@@ -274,6 +276,12 @@ class DedicationState(FamilyState):
     def allowed(self, unit: str | None, what: str) -> bool:
         return unit is not None and (unit, what) in self._allowed
 
+    @property
+    def allows_any(self) -> bool:
+        """Whether a fallback allowed any unit anything (the verdicts then differ per
+        unit judged)."""
+        return bool(self._allowed)
+
 
 def zone_columns(state: PlanView, zones: ZoneDedications) -> tuple[Counts, Counts]:
     """Per target, 1 + its zone's owner code (0: not dedicated) and whether that
@@ -370,6 +378,12 @@ class ZoneFilter(_Filter):
         "(the zone is closed to it, flagged or not)"
     )
     needs = Tenant
+    # Only a zone's dedication decides, and no landing changes one (a fallback does, and
+    # the loop then judges afresh).
+    local = True
+
+    def tracker(self, prepared: Tenant, state: PlanView) -> Tracker:
+        return UNCHANGED
 
     def __init__(self) -> None:
         self._open: dict[tuple[Tenant, int], BoolArray] = {}
@@ -462,6 +476,17 @@ class DedicationFilter(_Filter, Consumer):
         "dedicated flag) dedicated at pod, cluster or host level"
     )
     needs = Tenant
+    # The verdicts read the owners, which a landing never changes (its reserve counts
+    # VMs, which `keep` does not read; implicit dedication is a fallback, after which the
+    # loop judges afresh).
+    local = True
+
+    def tracker(self, prepared: Tenant, state: PlanView) -> Tracker | None:
+        # What a fallback allowed one unit (the preferred mode's shared hosts) makes the
+        # verdicts differ per unit judged: then each unit is judged in full.
+        if state.family_state(DedicationState).allows_any:
+            return None
+        return UNCHANGED
 
     def __init__(self, targets: tuple[Target, ...]) -> None:
         # Where a location says whether implicit dedication may take its hosts: 1 on,
@@ -724,6 +749,7 @@ class TenantAffinity(Scorer):
     )
     needs = Tenant
     static = False
+    local = True  # a landing VM changes the tallies of its own host only
 
     def prepare(self, workload: Workload) -> Tenant | None:
         tenant = tenant_of(workload)
@@ -739,6 +765,12 @@ class TenantAffinity(Scorer):
         score = own.astype(np.float64)
         score += own | (kept.tally(VMS) == 0)
         return score
+
+    def score_at(self, prepared: Tenant, state: PlanView, position: int) -> float:
+        kept = state.family_state(DedicationState)
+        if kept.tally(prepared.tally)[position] > 0:
+            return 2.0
+        return 1.0 if kept.tally(VMS)[position] == 0 else 0.0
 
     def judge(self, workload: Workload, target: Target) -> float:
         raise NotImplementedError("tenant-affinity reads the plan state: judge_in")

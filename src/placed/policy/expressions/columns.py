@@ -9,7 +9,8 @@ array operations, whatever the number of targets.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,16 +61,19 @@ class PropertyColumns:
     versions, four purposes), so it costs a pass over the values, not a Property each."""
 
     def __init__(
-        self, property_sets: Sequence[Mapping[str, Value]], make: Make = _no_plain_values
+        self, property_sets: Iterable[Mapping[str, Value]], make: Make = _no_plain_values
     ) -> None:
-        self.size = len(property_sets)
-        # Per name: the positions that have it and which distinct value each has.
-        found: dict[str, tuple[list[int], list[int], dict[Any, int], list[Value]]] = {}
+        # Per name: the positions that have it and which distinct value each has, as C
+        # integers (a list would hold an int object per target and column: a hundred
+        # thousand targets of a dozen properties made a million of them to throw away).
+        found: dict[str, tuple[array[int], array[int], dict[Any, int], list[Value]]] = {}
+        size = 0
         for position, properties in enumerate(property_sets):
+            size = position + 1
             for name, value in properties.items():
                 table = found.get(name)
                 if table is None:
-                    table = found[name] = ([], [], {}, [])
+                    table = found[name] = (array("q"), array("q"), {}, [])
                 positions, entries, seen, distinct = table
                 # The type is part of the key: True == 1.0, yet they are different values.
                 key = (
@@ -83,6 +87,7 @@ class PropertyColumns:
                     distinct.append(value)
                 positions.append(position)
                 entries.append(entry)
+        self.size = size
         self.columns = {
             name: self._column(name, *found[name][:2], found[name][3], make)
             for name in sorted(found)
@@ -91,8 +96,8 @@ class PropertyColumns:
     def _column(
         self,
         name: str,
-        positions: list[int],
-        entries: list[int],
+        positions: array[int],
+        entries: array[int],
         distinct: list[Value],
         make: Make,
     ) -> Column:
@@ -132,8 +137,8 @@ class PropertyColumns:
                     singles[entry] = code
                 elif held:
                     several[entry] = held
-        at = np.array(positions, dtype=np.intp)
-        which = np.array(entries, dtype=np.intp)
+        at = np.frombuffer(positions, dtype=np.int64).astype(np.intp)
+        which = np.frombuffer(entries, dtype=np.int64).astype(np.intp)
 
         def spread(values: NDArray[Any], fill: Any) -> NDArray[Any]:
             blank = np.isnan(values) if fill != fill else values == fill
