@@ -77,8 +77,9 @@ def top_candidates(keep: NDArray[np.bool_], scores: NDArray[np.float64]) -> NDAr
 def break_tie(unit_hash: int, top: NDArray[np.intp], target_hashes: U64) -> int:
     if top.size == 1:
         return int(top[0])
-    weights = mix64(target_hashes[top] ^ np.uint64(unit_hash))
-    return int(top[int(np.argmax(weights))])
+    weights = target_hashes[top]  # a copy of the candidates' hashes, mixed in place
+    weights ^= np.uint64(unit_hash)
+    return int(top[int(np.argmax(_mix_in_place(weights)))])
 
 
 # A weight block is (units x targets) uint64. About a million cells (8 MB) per block

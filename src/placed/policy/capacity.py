@@ -78,6 +78,10 @@ class _Room:
         return fits
 
 
+# Distinct resource requests whose arrays a ResourcesFit keeps (each a few numbers).
+_ASKED_KEPT = 4096
+
+
 class ResourcesFit(Filter, Consumer):
     name = "capacity"
     summary = "a resource the unit asks for is not free in that amount"
@@ -89,14 +93,27 @@ class ResourcesFit(Filter, Consumer):
 
     def __init__(self, resources: Sequence[str]) -> None:
         self._row = {name: row for row, name in enumerate(resources)}
+        # Per set of amounts asked, its arrays (read only): workloads of one size share
+        # them, so a unit of its own workload builds none.
+        self._asked: dict[tuple[tuple[str, float], ...], Asked] = {}
 
     def prepare(self, workload: Workload) -> Asked | None:
         if not workload.resources:
             return None  # asks for nothing: nothing to check and nothing to take
-        asked = [(self._row[name], amount) for name, amount in sorted(workload.resources.items())]
-        rows = np.array([row for row, _ in asked], dtype=np.intp)
-        amounts = np.array([amount for _, amount in asked], dtype=np.float64)
-        return rows, amounts
+        key = tuple(sorted(workload.resources.items()))
+        found = self._asked.get(key)
+        if found is None:
+            rows = np.array([self._row[name] for name, _ in key], dtype=np.intp)
+            amounts = np.array([amount for _, amount in key], dtype=np.float64)
+            rows.flags.writeable = amounts.flags.writeable = False
+            found = (rows, amounts)
+            # Equal nonzero amounts are equal binary64 values; 0.0 and -0.0 are equal
+            # keys but not equal bits, so a zero amount is not shared.
+            if amounts.all():
+                if len(self._asked) >= _ASKED_KEPT:
+                    self._asked.clear()
+                self._asked[key] = found
+        return found
 
     def keep(self, prepared: Asked, state: PlanView) -> BoolArray:
         rows, amounts = prepared
