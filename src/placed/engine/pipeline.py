@@ -91,6 +91,11 @@ class _Judged:
     score: float
 
 
+_NONE_CREATED = np.zeros(0, dtype=bool)
+_NO_SCORES = np.zeros(0, dtype=np.float64)
+_NONE_CREATED.flags.writeable = _NO_SCORES.flags.writeable = False
+
+
 @dataclass(slots=True)
 class CompiledRequest:
     """A workload prepared against one index: what every unit of it reuses."""
@@ -111,8 +116,9 @@ class CompiledRequest:
     created_last: Target | None = None  # the last of them (a fork may differ)
     # The created targets' verdicts and scores as arrays, grown as targets are created
     # (each judged once), so that a unit pays numpy, not a Python pass, for them.
-    created_keep: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    created_score: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    # (Empty to start with, and read-only: a compiled request never writes to them.)
+    created_keep: NDArray[np.bool_] = field(default_factory=lambda: _NONE_CREATED)
+    created_score: FloatArray = field(default_factory=lambda: _NO_SCORES)
     # The filters behind `checks` with their parts, and every consumer behind `takes`:
     # what engine/block.py asks whether a block of units can skip the per-unit judging.
     stepwise: list[tuple[Filter, Any]] = field(default_factory=list)
