@@ -219,6 +219,7 @@ class Cloud:
                 pool_owners(storage, self.state)[pool] = code
                 private = owner is not None and owner.kind == ZONE
                 pool_private(storage, self.state)[pool] = float(private)
+        kept.zones_changed()
 
     # -- settings and offerings -------------------------------------------------------
 

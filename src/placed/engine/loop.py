@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from placed.engine import balance
 from placed.engine.block import Following
 from placed.engine.outcomes import DedicationCreated, Outcome, Placement, PlanResult, Unplaced
-from placed.engine.selection import U64, top_candidates
+from placed.engine.selection import U64, top_and_feasible, top_candidates
 from placed.engine.state import PlanState
 from placed.model import CONTAINER_KINDS, Workload
 from placed.policy.base import BoolArray, Created, Family, FloatArray, Retry
@@ -146,7 +146,7 @@ def _placement(
     workload: Workload,
     unit: str,
     position: int,
-    keep: BoolArray,
+    feasible: int,
     top: Positions,
     score: FloatArray,
     state: PlanState,
@@ -163,7 +163,7 @@ def _placement(
         unit,
         target.id,
         float(score[position]),
-        int(np.count_nonzero(keep)),
+        feasible,
         state.size,
         tied_names(top, state),
         via=via,
@@ -252,6 +252,7 @@ class Allocation(Strategy):
             ranked = following.ranked(state) if following is not None else None
             if ranked is not None:
                 keep, score, top = ranked
+                feasible = int(np.count_nonzero(keep))
             else:
                 keep = (
                     following.feasible(state)
@@ -259,14 +260,15 @@ class Allocation(Strategy):
                     else judge.feasible(request, state)
                 )
                 score = judge.scores(request, state)
-                top = top_candidates(keep, score)
+                top, feasible = top_and_feasible(keep, score)
             if top.size:
                 position = judge.choose(key, top, state)
                 if following is not None:
                     following.land(position)
                 state.place(key, workload.name, position)
                 judge.reserve(request, state, position)
-                return _placement(workload, key, position, keep, top, score, state, via), fell_back
+                placed = _placement(workload, key, position, feasible, top, score, state, via)
+                return placed, fell_back
             if fell_back:
                 break
             fell_back = True

@@ -10,6 +10,7 @@ target, so a plan that creates nothing pays nothing for the possibility.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,6 +91,11 @@ class _Judged:
     score: float
 
 
+_NONE_CREATED = np.zeros(0, dtype=bool)
+_NO_SCORES = np.zeros(0, dtype=np.float64)
+_NONE_CREATED.flags.writeable = _NO_SCORES.flags.writeable = False
+
+
 @dataclass(slots=True)
 class CompiledRequest:
     """A workload prepared against one index: what every unit of it reuses."""
@@ -110,12 +116,31 @@ class CompiledRequest:
     created_last: Target | None = None  # the last of them (a fork may differ)
     # The created targets' verdicts and scores as arrays, grown as targets are created
     # (each judged once), so that a unit pays numpy, not a Python pass, for them.
-    created_keep: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    created_score: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    # (Empty to start with, and read-only: a compiled request never writes to them.)
+    created_keep: NDArray[np.bool_] = field(default_factory=lambda: _NONE_CREATED)
+    created_score: FloatArray = field(default_factory=lambda: _NO_SCORES)
     # The filters behind `checks` with their parts, and every consumer behind `takes`:
     # what engine/block.py asks whether a block of units can skip the per-unit judging.
     stepwise: list[tuple[Filter, Any]] = field(default_factory=list)
     consumers: list[Filter] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _CompilePlan:
+    """The filters (position, filter, static, consumer) and scorers that a workload with
+    requests of some kinds prepares: every other one has nothing to check for it."""
+
+    filters: list[tuple[int, Filter, bool, bool]]
+    scorers: list[Scorer]
+
+
+@functools.lru_cache(maxsize=8)
+def _shared(size: int, value: bool | float) -> NDArray[Any]:
+    """A read-only array of `size` times `value` (all-true keep, all-zero score), shared
+    by every request that has no static mask or score of its own."""
+    found = np.full(size, value, dtype=bool if isinstance(value, bool) else np.float64)
+    found.flags.writeable = False
+    return found
 
 
 class Pipeline:
@@ -134,6 +159,7 @@ class Pipeline:
         self._kinds = {kind for kind in needs if kind is not None}
         # The filters that want the workload's static mask (Filter.with_static).
         self._sees_static = [type(f).with_static is not Filter.with_static for f in self.filters]
+        self._plans: dict[frozenset[type], _CompilePlan] = {}
 
     def kept_by(self, request: CompiledRequest) -> Callable[[Workload], Sequence[Target]]:
         """StateWorld's `statically_kept` for the request's workload: the index's targets
@@ -155,36 +181,58 @@ class Pipeline:
                 return f
         raise KeyError(name)
 
+    def _plan_for(self, kinds: frozenset[type]) -> _CompilePlan:
+        """What compile asks of a workload with requests of these kinds: the filters and
+        scorers it prepares, the others having nothing to check for it (no constraints,
+        no namespace, no tags), as kube-scheduler plugins skip themselves in PreFilter."""
+        found = self._plans.get(kinds)
+        if found is None:
+            filters = [
+                (position, f, static, consumer)
+                for position, (f, needs, static, consumer) in enumerate(self._filter_plan)
+                if needs is None or needs in kinds
+            ]
+            scorers = [s for s in self.scorers if s.needs is None or s.needs in kinds]
+            found = self._plans[kinds] = _CompilePlan(filters, scorers)
+        return found
+
     def compile(self, workload: Workload) -> CompiledRequest:
         # When every unit is a workload of its own this runs once per unit: the loops
-        # read what bind time fixed (each filter's needs, staticness, consumer) and ask
-        # the workload once per kind of request, not once per filter.
+        # read what bind time fixed (each filter's needs, staticness, consumer) and what
+        # the workload's kinds of request fixed, once per set of kinds.
         size = len(self.index)
-        has = {kind: workload.request(kind) is not None for kind in self._kinds}
-        prepared: list[Any] = []
+        plan = self._plan_for(workload.kinds)
+        prepared: list[Any] = [None] * len(self.filters)
         static_masks: dict[int, BoolArray] = {}
+        # The static filters' masks ANDed; `owned` once it is an array of this request's
+        # own (a single mask is shared, read-only, with the filter that made it).
         kept: BoolArray | None = None
+        owned = False
         dynamic_filters: list[int] = []
         takes: list[tuple[Any, Any]] = []
         consumers: list[Filter] = []
-        for position, (f, needs, static, consumer) in enumerate(self._filter_plan):
-            # A filter with nothing to check for this workload (no constraints, no
-            # namespace, no resources) prepares None and costs nothing per unit, as
-            # kube-scheduler plugins skip themselves in PreFilter.
-            part = None if needs is not None and not has[needs] else f.prepare(workload)
-            prepared.append(part)
+        for position, f, static, consumer in plan.filters:
+            part = f.prepare(workload)
             if part is None:
                 continue
+            prepared[position] = part
             if static:
                 mask = f.keep(part, _NO_STATE)
                 static_masks[position] = mask
-                kept = mask.copy() if kept is None else np.logical_and(kept, mask, out=kept)
+                if kept is None:
+                    kept = mask
+                elif owned:
+                    np.logical_and(kept, mask, out=kept)
+                else:
+                    kept, owned = np.logical_and(kept, mask), True
             else:
                 dynamic_filters.append(position)
             if consumer:
                 takes.append((f.reserve, part))  # type: ignore[attr-defined]
                 consumers.append(f)
-        keep = kept if kept is not None else np.ones(size, dtype=bool)
+        keep = kept if kept is not None else _shared(size, True)
+        if not owned and keep.flags.writeable:
+            keep = keep.copy()  # a filter's own array: never shared writable
         for position in dynamic_filters:
             if self._sees_static[position]:
                 prepared[position] = self.filters[position].with_static(
@@ -194,9 +242,7 @@ class Pipeline:
         stepwise = [(self.filters[p], prepared[p]) for p in dynamic_filters]
         scores: list[FloatArray] = []
         dynamic: list[tuple[Scorer, Any]] = []
-        for scorer in self.scorers:
-            if scorer.needs is not None and not has[scorer.needs]:
-                continue
+        for scorer in plan.scorers:
             part = scorer.prepare(workload)
             if part is None:
                 continue
@@ -205,9 +251,14 @@ class Pipeline:
             else:
                 dynamic.append((scorer, part))
         # A score is never written to once compiled, so one scorer's array is the sum.
-        score = scores[0] if len(scores) == 1 else np.zeros(size, dtype=np.float64)
-        for more in scores if len(scores) > 1 else ():
-            score += more
+        if len(scores) == 1:
+            score = scores[0]
+        elif not scores:
+            score = _shared(size, 0.0)
+        else:
+            score = np.zeros(size, dtype=np.float64)
+            for more in scores:
+                score += more
         return CompiledRequest(
             workload,
             prepared,
@@ -298,8 +349,12 @@ class Pipeline:
 
     def feasible(self, request: CompiledRequest, state: PlanState) -> BoolArray:
         keep = request.static_keep if not state.created else self.static_keep(request, state)
+        owned = False  # the first AND makes the unit's own array, the others write to it
         for check, part in request.checks:
-            keep = keep & check(part, state)
+            if owned:
+                keep &= check(part, state)
+            else:
+                keep, owned = keep & check(part, state), True
         return keep
 
     def reserve(

@@ -21,6 +21,10 @@ _M1 = 0xBF58476D1CE4E5B9
 _M2 = 0x94D049BB133111EB
 
 U64 = NDArray[np.uint64]
+# The finalizer's constants as numpy scalars, made once (a tie-break runs once per unit).
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+_U1, _U2 = np.uint64(_M1), np.uint64(_M2)
+_max = np.maximum.reduce  # what ndarray.max() calls, without its Python wrapper
 
 
 def stable_hash64(key: str) -> int:
@@ -41,13 +45,13 @@ def _mix_in_place(z: U64, shifted: U64 | None = None) -> U64:
     # a million weights the allocations cost as much as the arithmetic.
     if shifted is None:
         shifted = np.empty_like(z)
-    np.right_shift(z, np.uint64(30), out=shifted)
+    np.right_shift(z, _S30, out=shifted)
     z ^= shifted
-    z *= np.uint64(_M1)
-    np.right_shift(z, np.uint64(27), out=shifted)
+    z *= _U1
+    np.right_shift(z, _S27, out=shifted)
     z ^= shifted
-    z *= np.uint64(_M2)
-    np.right_shift(z, np.uint64(31), out=shifted)
+    z *= _U2
+    np.right_shift(z, _S31, out=shifted)
     z ^= shifted
     return z
 
@@ -66,19 +70,27 @@ def rendezvous_weight(unit_key: str, target_id: str) -> int:
 
 def top_candidates(keep: NDArray[np.bool_], scores: NDArray[np.float64]) -> NDArray[np.intp]:
     """Positions of the feasible targets that share the highest score."""
-    candidates = np.flatnonzero(keep)
+    return top_and_feasible(keep, scores)[0]
+
+
+def top_and_feasible(
+    keep: NDArray[np.bool_], scores: NDArray[np.float64]
+) -> tuple[NDArray[np.intp], int]:
+    """`top_candidates`, and how many targets are feasible (a placement reports it)."""
+    candidates: NDArray[np.intp] = keep.nonzero()[0]  # keep is one flat mask
     if candidates.size <= 1:
-        return candidates
+        return candidates, int(candidates.size)
     candidate_scores = scores[candidates]
-    best: NDArray[np.intp] = candidates[candidate_scores == candidate_scores.max()]
-    return best
+    best: NDArray[np.intp] = candidates[candidate_scores == _max(candidate_scores)]
+    return best, int(candidates.size)
 
 
 def break_tie(unit_hash: int, top: NDArray[np.intp], target_hashes: U64) -> int:
     if top.size == 1:
         return int(top[0])
-    weights = mix64(target_hashes[top] ^ np.uint64(unit_hash))
-    return int(top[int(np.argmax(weights))])
+    weights = target_hashes[top]  # a copy of the candidates' hashes, mixed in place
+    weights ^= np.uint64(unit_hash)
+    return int(top[_mix_in_place(weights).argmax()])
 
 
 # A weight block is (units x targets) uint64. About a million cells (8 MB) per block

@@ -59,9 +59,14 @@ class Workload:
     # The requests by their exact type: families look theirs up for every target the
     # reference judges, so the lookup is one dict access.
     _by_kind: dict[type, object] = field(init=False, repr=False, compare=False)
+    # The types of its requests: workloads that ask the same kinds of things skip the
+    # same policy filters, which the pipeline works out once per set of kinds.
+    kinds: frozenset[type] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_by_kind", {type(found): found for found in self.requests})
+        by_kind = {type(found): found for found in self.requests}
+        object.__setattr__(self, "_by_kind", by_kind)
+        object.__setattr__(self, "kinds", frozenset(by_kind))
 
     def request(self, kind: type[Request]) -> Request | None:
         """This workload's request of that (exact) type, if it has one."""

@@ -138,6 +138,8 @@ def workload_properties(workload: Workload) -> dict[str, Property]:
 def workload_constraints(workload: Workload) -> tuple[str, ...]:
     """The deployment policy's constraints ANDed with each service policy's."""
     deployment = deployment_of(workload)
+    if not deployment.services and type(deployment.constraints) is tuple:
+        return deployment.constraints  # a deployment policy's own: the usual case
     texts = list(deployment.constraints)
     for service in deployment.services:
         texts.extend(service.constraints)

@@ -23,7 +23,19 @@ from placed.policy.base import (
     World,
 )
 
-Asked = tuple[NDArray[np.intp], NDArray[np.float64]]
+
+class Asked:
+    """What a workload asks for: the resource rows and amounts, as arrays (read-only,
+    for the masks) and as lists (for one unit's few subtractions)."""
+
+    __slots__ = ("amount_list", "amounts", "row_list", "rows")
+
+    def __init__(self, rows: list[int], amounts: list[float]) -> None:
+        self.rows = np.array(rows, dtype=np.intp)
+        self.amounts = np.array(amounts, dtype=np.float64)
+        self.rows.flags.writeable = self.amounts.flags.writeable = False
+        self.row_list = rows
+        self.amount_list = self.amounts.tolist()  # as binary64, like the columns
 
 
 def resource_names(targets: Sequence[Target], workloads: Sequence[Workload]) -> tuple[str, ...]:
@@ -78,42 +90,56 @@ class _Room:
         return fits
 
 
+# Distinct resource requests whose arrays a ResourcesFit keeps (each a few numbers).
+_ASKED_KEPT = 4096
+
+
 class ResourcesFit(Filter, Consumer):
     name = "capacity"
     summary = "a resource the unit asks for is not free in that amount"
     local = True  # a unit takes capacity only where it lands
 
     def tracker(self, prepared: Asked, state: PlanView) -> Tracker:
-        rows, amounts = prepared
-        return _Room(rows.tolist(), amounts.tolist(), state.free)
+        return _Room(list(prepared.row_list), list(prepared.amount_list), state.free)
 
     def __init__(self, resources: Sequence[str]) -> None:
         self._row = {name: row for row, name in enumerate(resources)}
+        # Per set of amounts asked, its arrays (read only): workloads of one size share
+        # them, so a unit of its own workload builds none.
+        self._asked: dict[tuple[tuple[str, float], ...], Asked] = {}
 
     def prepare(self, workload: Workload) -> Asked | None:
         if not workload.resources:
             return None  # asks for nothing: nothing to check and nothing to take
-        asked = [(self._row[name], amount) for name, amount in sorted(workload.resources.items())]
-        rows = np.array([row for row, _ in asked], dtype=np.intp)
-        amounts = np.array([amount for _, amount in asked], dtype=np.float64)
-        return rows, amounts
+        key = tuple(sorted(workload.resources.items()))
+        found = self._asked.get(key)
+        if found is None:
+            found = Asked([self._row[name] for name, _ in key], [amount for _, amount in key])
+            # Equal nonzero amounts are equal binary64 values; 0.0 and -0.0 are equal
+            # keys but not equal bits, so a zero amount is not shared.
+            if found.amounts.all():
+                if len(self._asked) >= _ASKED_KEPT:
+                    self._asked.clear()
+                self._asked[key] = found
+        return found
 
     def keep(self, prepared: Asked, state: PlanView) -> BoolArray:
-        rows, amounts = prepared
+        rows, amounts = prepared.row_list, prepared.amount_list
         free = state.free
         # One comparison per resource asked (a few): cheaper than gathering the rows.
         fits: BoolArray = free[rows[0]] >= amounts[0]
-        for row, amount in zip(rows[1:].tolist(), amounts[1:].tolist(), strict=True):
-            fits &= free[row] >= amount
+        for i in range(1, len(rows)):
+            fits &= free[rows[i]] >= amounts[i]
         return fits
 
     def reserve(self, prepared: Asked, state: Any, positions: int | NDArray[np.intp]) -> None:
-        rows, amounts = prepared
         free = state.free
         if isinstance(positions, int):
-            free[rows, positions] -= amounts
+            # One unit: a binary64 subtraction per resource asked (a few), as numpy's.
+            for row, amount in zip(prepared.row_list, prepared.amount_list, strict=True):
+                free[row, positions] -= amount
         else:
-            free[np.ix_(rows, positions)] -= amounts[:, None]
+            free[np.ix_(prepared.rows, positions)] -= prepared.amounts[:, None]
 
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
         free = {name: float(state.free[row, position]) for name, row in self._row.items()}
@@ -122,9 +148,9 @@ class ResourcesFit(Filter, Consumer):
     def phrases(self, workload: Workload, positions: Codes, state: PlanView) -> Codes | None:
         # The words name the resources short on the target: one bit per resource asked.
         asked = self.prepare(workload)
-        if asked is None or asked[0].size > 62:
+        if asked is None or asked.rows.size > 62:
             return None
-        rows, amounts = asked
+        rows, amounts = asked.rows, asked.amounts
         short = state.free[np.ix_(rows, positions)] < amounts[:, None]
         bits = np.left_shift(1, np.arange(rows.size, dtype=np.int64))
         codes: Codes = (short * bits[:, None]).sum(axis=0)

@@ -100,15 +100,19 @@ class Tenant:
     # equal requests share their cached masks.
     zones: ZoneDedications = field(default=(), compare=False)
     time: str | None = field(default=None, compare=False)
+    # The name of the count of the account's VMs per target, and what decides which
+    # dedications cover the request: made once, read for every unit.
+    tally: str = field(init=False, repr=False, compare=False)
+    covering: tuple[str, tuple[str, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tally", f"account:{self.account}")
+        object.__setattr__(self, "covering", (self.account, self.chain))
 
     def covers(self, owner: Owner) -> bool:
         if owner.account is not None:
             return owner.account == self.account
         return owner.domain in self.chain
-
-    @property
-    def tally(self) -> str:
-        return f"account:{self.account}"
 
     def closed_to(self, owner: Owner) -> str:
         """Whom a zone dedicated to `owner` is closed to, as CloudStack words it."""
@@ -198,6 +202,13 @@ class DedicationState(FamilyState):
         # Targets a plan dedicated (implicit dedication), in order, with their owner.
         self.dedicated = dedicated
         self._allowed = allowed  # (unit, what a fallback allowed it)
+        # Masks that depend on the owners alone (the hosts an account's dedications
+        # cover, those nobody owns), kept until an owner changes: most units change
+        # none, and a unit of its own workload would otherwise pay a pass for each.
+        self.masks: dict[Any, BoolArray] = {}
+        # Whether any target's zone is dedicated, and any such dedication in force (the
+        # zone columns' verdicts), until the zone columns change.
+        self._zone_flags: tuple[bool, bool] | None = None
 
     @classmethod
     def start(cls, plan: PlanView) -> Self:
@@ -221,6 +232,8 @@ class DedicationState(FamilyState):
         self._size = position + 1
         self._owner = _room(self._owner, self._size)
         self._owner[position] = NO_OWNER  # a created target is nobody's
+        self.masks.clear()
+        self._zone_flags = None
 
     @property
     def owner(self) -> NDArray[np.intp]:
@@ -229,6 +242,7 @@ class DedicationState(FamilyState):
 
     def set_owner(self, position: int, owner: int) -> None:
         self._owner[position] = owner
+        self.masks.clear()
 
     def owner_code(self, owner: Owner) -> int:
         """The code of an owner, given one if it has none yet."""
@@ -242,6 +256,26 @@ class DedicationState(FamilyState):
         """A plan gives a target to an owner (implicit dedication)."""
         self._owner[position] = self.owner_code(owner)
         self.dedicated.append((position, owner))
+        self.masks.clear()
+
+    def keep_mask(self, key: Any, mask: BoolArray) -> BoolArray:
+        """Keep a mask derived from the owners (read-only) until an owner changes."""
+        mask.flags.writeable = False
+        self.masks[key] = mask
+        return mask
+
+    def zone_flags(self, state: PlanView, zones: ZoneDedications) -> tuple[bool, bool]:
+        """Whether any target's zone is dedicated, and whether any such dedication is in
+        force there (nothing nearer dedicates the target)."""
+        flags = self._zone_flags
+        if flags is None:
+            owner, in_force = zone_columns(state, zones)
+            flags = self._zone_flags = (bool(owner.any()), bool(in_force.any()))
+        return flags
+
+    def zones_changed(self) -> None:
+        """The zone columns were written to (a running cloud's dedication changed)."""
+        self._zone_flags = None
 
     def tally(self, name: str) -> Counts:
         """A count per target under a name, kept by the filter that names it as units
@@ -254,11 +288,14 @@ class DedicationState(FamilyState):
         return found[: self._size]
 
     def count(self, name: str, positions: int | NDArray[np.intp], delta: int = 1) -> None:
-        self.tally(name)
+        found = self._tallies.get(name)
+        if found is None or found.size < self._size:
+            self.tally(name)
+            found = self._tallies[name]
         if isinstance(positions, int):
-            self._tallies[name][positions] += delta  # one unit: no ufunc.at set-up
+            found[positions] += delta  # one unit: no ufunc.at set-up
         else:
-            np.add.at(self._tallies[name], positions, delta)
+            np.add.at(found, positions, delta)
 
     def ledger(self, name: str, size: int, start: float = 0.0) -> FloatArray:
         """A named array of `size` numbers kept beside the targets (a storage pool's used
@@ -305,6 +342,7 @@ def zone_columns(state: PlanView, zones: ZoneDedications) -> tuple[Counts, Count
                 here[i] = found is not None and found.resource == zone
         owner[:] = column  # tallies are views into the state's own arrays
         in_force[:] = here
+        kept.zones_changed()
     return owner, in_force
 
 
@@ -393,10 +431,11 @@ class ZoneFilter(_Filter):
         return tenant_of(workload)
 
     def open_zones(self, prepared: Tenant, state: PlanView) -> BoolArray:
+        kept = state.family_state(DedicationState)
+        if not kept.zone_flags(state, prepared.zones)[0]:
+            return _open_everywhere(state.size)  # no zone is dedicated
         zone_owner, _ = zone_columns(state, prepared.zones)
-        if not zone_owner.any():
-            return _open_everywhere(zone_owner.size)  # no zone is dedicated: one scan
-        owners = state.family_state(DedicationState).owners
+        owners = kept.owners
         key = (prepared, len(owners))
         usable = self._open.get(key)
         if usable is None:
@@ -469,6 +508,11 @@ def zone_refusal(tenant: Tenant, zone: str, owner: Owner) -> str:
     return f"zone {zone} is dedicated to {owner}: not available for {tenant.closed_to(owner)}"
 
 
+# The key of the mask of hosts nobody owns among a DedicationState's masks (an account's
+# is its Tenant.covering, a tuple).
+_UNOWNED = "unowned"
+
+
 class DedicationFilter(_Filter, Consumer):
     name = "dedication"
     summary = (
@@ -505,19 +549,25 @@ class DedicationFilter(_Filter, Consumer):
 
     def keep(self, prepared: Tenant, state: PlanView) -> BoolArray:
         dedication = state.family_state(DedicationState)
-        owner = dedication.owner
-        kept: BoolArray
+        masks = dedication.masks
+        kept: BoolArray | None
         if prepared.dedicated:
-            kept = self._covering(prepared, dedication)[owner]
+            kept = masks.get(prepared.covering)
+            if kept is None:
+                covering = self._covering(prepared, dedication)[dedication.owner]
+                kept = dedication.keep_mask(prepared.covering, covering)
             if dedication.allowed(state.judging, SHARED):
-                kept = kept | (owner < 0)  # preferred mode, nothing dedicated left
+                kept = kept | (dedication.owner < 0)  # preferred mode, nothing dedicated left
             return kept
-        _, in_force = zone_columns(state, prepared.zones)
-        if not in_force.any():
+        if not dedication.zone_flags(state, prepared.zones)[1]:
             # No private zone: only hosts nobody owns, and no need to know whom the
-            # request's account is covered by (hashing a Tenant is a fair part of a unit).
-            kept = owner < 0
+            # request's account is covered by.
+            kept = masks.get(_UNOWNED)
+            if kept is None:
+                kept = dedication.keep_mask(_UNOWNED, dedication.owner < 0)
             return kept
+        owner = dedication.owner
+        _, in_force = zone_columns(state, prepared.zones)
         kept = (owner < 0) | ((in_force > 0) & self._covering(prepared, dedication)[owner])
         return kept
 

@@ -113,6 +113,10 @@ class TagRows:
         amount = np.array(weights, dtype=np.int8)
         self.used = np.zeros(len(vocabulary), dtype=bool)
         self.used[codes] = True
+        # The same as a list, for a workload's few tags (no numpy call per workload), and
+        # whether the rule lists any tag at all.
+        self._used = self.used.tolist()
+        self.anywhere = bool(codes.size)
         self.dense = len(vocabulary) * size <= dense_cells
         if self.dense:
             self.matrix = np.zeros((len(vocabulary), size), dtype=np.int8)
@@ -129,6 +133,11 @@ class TagRows:
     def rows(self, codes: NDArray[np.intp]) -> list[int]:
         """The rows of the workload's tags that some target lists."""
         return codes[self.used[codes]].tolist() if codes.size else []
+
+    def rows_of(self, codes: list[int]) -> list[int]:
+        """`rows` of codes given as a list (a workload's few, in Python)."""
+        used = self._used
+        return [code for code in codes if used[code]]
 
     def listing(self, rows: list[int], positions: NDArray[np.intp]) -> NDArray[np.intp]:
         """Per position, one bit per row (in `rows` order) set where the target lists that
@@ -194,16 +203,24 @@ class TagColumns:
             ]
         )
         self._last: tuple[frozenset[str], NDArray[np.intp]] | None = None
+        self._last_list: tuple[frozenset[str], list[int]] | None = None
 
     def codes(self, tags: frozenset[str]) -> NDArray[np.intp]:
         # The three tag rules ask for the same workload's codes in a row: keep the last.
         if self._last is not None and self._last[0] is tags:
             return self._last[1]
-        # A workload tag that no target mentions can match nothing; it drops out here.
-        codes = np.array(
-            sorted(self.vocabulary[t] for t in tags if t in self.vocabulary), dtype=np.intp
-        )
+        codes = np.array(self.code_list(tags), dtype=np.intp)
         self._last = (tags, codes)
+        return codes
+
+    def code_list(self, tags: frozenset[str]) -> list[int]:
+        """`codes` as a sorted list, kept for the last tag set as `codes` is."""
+        if self._last_list is not None and self._last_list[0] is tags:
+            return self._last_list[1]
+        # A workload tag that no target mentions can match nothing; it drops out here.
+        get = self.vocabulary.get
+        codes = sorted([code for tag in tags if (code := get(tag)) is not None])
+        self._last_list = (tags, codes)
         return codes
 
 
@@ -219,10 +236,13 @@ class HardAntiAffinity(Filter):
         self.columns = columns
 
     def prepare(self, workload: Workload) -> Totals | None:
-        rows = self.columns.forbidding.rows(self.columns.codes(tags_of(workload)))
+        forbidding = self.columns.forbidding
+        if not forbidding.anywhere:
+            return None  # no target forbids a tag
+        rows = forbidding.rows_of(self.columns.code_list(tags_of(workload)))
         if not rows:
             return None  # no tag of the workload is forbidden anywhere
-        return self.columns.forbidding.total_of(rows)
+        return forbidding.total_of(rows)
 
     def keep(self, prepared: Totals, state: PlanView) -> BoolArray:
         kept: BoolArray = prepared == 0
@@ -308,7 +328,7 @@ class SoftAffinity(Scorer):
         self.columns = columns
 
     def prepare(self, workload: Workload) -> Totals | None:
-        rows = self.columns.scoring.rows(self.columns.codes(tags_of(workload)))
+        rows = self.columns.scoring.rows_of(self.columns.code_list(tags_of(workload)))
         if not rows:
             return None
         return self.columns.scoring.total_of(rows)

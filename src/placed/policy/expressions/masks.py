@@ -35,10 +35,13 @@ class ConstraintMasks:
 
     def satisfied(self, texts: tuple[str, ...]) -> BoolArray:
         """Where the constraint (texts ANDed) holds; the array is shared: read it only."""
-        found = _get(self._constraints, texts)
-        if found is None:
-            found = self._holds(parse_constraint(texts).tree)
-            _put(self._constraints, texts, found, self.limit)
+        cache = self._constraints
+        found = cache.get(texts)
+        if found is not None:
+            cache.move_to_end(texts)
+            return found
+        found = self._holds(parse_constraint(texts).tree)
+        _put(cache, texts, found, self.limit)
         return found
 
     def _holds(self, node: Node | None) -> BoolArray:
@@ -53,12 +56,12 @@ class ConstraintMasks:
                 _put(self._terms, key, found, self.limit)
             return found
         parts = [self._holds(term) for term in node.terms]
-        combined = parts[0].copy()
-        for part in parts[1:]:
-            if isinstance(node, All):
-                combined &= part
-            else:
-                combined |= part
+        if len(parts) == 1:
+            return parts[0]  # the same mask, shared (both are read-only)
+        combine = np.logical_and if isinstance(node, All) else np.logical_or
+        combined = combine(parts[0], parts[1])
+        for part in parts[2:]:
+            combine(combined, part, out=combined)
         return _frozen(combined)
 
     def __len__(self) -> int:
