@@ -70,7 +70,7 @@ def write(
     if int(settings.get(session, RULES_SETTING, 0) or 0) != before.rules_revision:
         raise StaleRow("rules", "of the world")
     if rules_changed(before, after):
-        settings.put(session, RULES_SETTING, revision)
+        settings.put(session, RULES_SETTING, revision, bump=False)
     _tenancy(session, before, after)
     bumped = _inventory(session, before, after, revision, used or {})
     workloads = _workloads(session, before, after, revision)

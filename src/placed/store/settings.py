@@ -16,14 +16,17 @@ def get(session: Session, key: str, default: Any = None) -> Any:
     return row.value["value"] if row is not None else default
 
 
-def put(session: Session, key: str, value: Any) -> None:
+def put(session: Session, key: str, value: Any, bump: bool = True) -> None:
+    """`bump=False`: the store's own bookkeeping within a change that has its revision
+    already (a setting a user sets is a change of its own, with a revision)."""
     # Wrapped in an object, so a bare string or number is a JSON document on every backend.
     row = session.get(Setting, key)
     if row is None:
         session.add(Setting(key=key, value={"value": value}))
     else:
         row.value = {"value": value}
-    revision.bump(session)
+    if bump:
+        revision.bump(session)
     session.flush()
 
 
