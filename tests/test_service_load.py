@@ -56,27 +56,18 @@ import os
 import random
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import create_engine, func, select, text
+from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from placed.store.database import make_engine, reading
-from placed.store.tables import (
-    EventRow,
-    Placement,
-    PlacementHistory,
-    Revision,
-    Target,
-    TargetResource,
-    Unit,
-    Workload,
-)
+from placed.store.database import make_engine
+from tests.row_invariants import broken_rows, read_rows
 from tests.running_servers import Replica, replicas, upgrade
 
 SECONDS = float(os.environ.get("PLACED_LOAD_SECONDS", "20"))
@@ -420,97 +411,19 @@ def check_invariants(
     url: str, clients: list[Client], reader: EventReader, checked: Counter[str] | None = None
 ) -> list[str]:
     """Every violation found in the rows, as a sentence; `checked` counts what was."""
-    broken: list[str] = []
     checked = Counter() if checked is None else checked
     engine = make_engine(url)
     try:
-        with reading(engine) as session:
-            names = dict(session.execute(select(Target.id, Target.name)).all())
-            capacity = {
-                (names[target], resource): (cap, used)
-                for target, resource, cap, used in session.execute(
-                    select(
-                        TargetResource.target_id,
-                        TargetResource.name,
-                        TargetResource.capacity,
-                        TargetResource.used,
-                    )
-                )
-            }
-            workloads = {
-                id_: (name, spec)
-                for id_, name, spec in session.execute(
-                    select(Workload.id, Workload.name, Workload.spec)
-                )
-            }
-            units = {
-                id_: (name, workload)
-                for id_, name, workload in session.execute(
-                    select(Unit.id, Unit.name, Unit.workload_id)
-                )
-            }
-            placements = session.execute(select(Placement.unit_id, Placement.target_id)).all()
-            history = session.execute(
-                select(
-                    PlacementHistory.unit_name,
-                    PlacementHistory.from_target,
-                    PlacementHistory.to_target,
-                ).order_by(PlacementHistory.id)
-            ).all()
-            events = list(session.scalars(select(EventRow.id).order_by(EventRow.id)))
-            last_event = session.scalar(select(Revision.last_event_id))
-            per_workload = dict(
-                session.execute(
-                    select(Unit.workload_id, func.count()).group_by(Unit.workload_id)
-                ).all()
-            )
+        rows = read_rows(engine)
     finally:
         engine.dispose()
-
-    # Capacity: the sum of the units' resources on each target.
-    summed: dict[tuple[str, str], float] = defaultdict(float)
-    where: dict[str, str] = {}
-    for unit_id, target_id in placements:
-        unit_name, workload_id = units[unit_id]
-        where[unit_name] = names[target_id]
-        for resource, amount in (workloads[workload_id][1].get("resources") or {}).items():
-            summed[(names[target_id], resource)] += float(amount)
-    for key, (cap, used) in capacity.items():
-        if used > cap + 1e-9:
-            broken.append(f"{key}: used {used} over capacity {cap}")
-        if abs(used - summed.get(key, 0.0)) > 1e-9:
-            broken.append(f"{key}: used {used}, its units take {summed.get(key, 0.0)}")
-    for key in set(summed) - set(capacity):
-        broken.append(f"{key}: units take {summed[key]} of a resource the target lacks")
-
-    # One place per unit, and its history a chain ending there: each move starts where
-    # the one before it ended (two changes placing one unit on two targets break it).
-    if len(where) != len(placements):
-        broken.append(f"{len(placements)} placements for {len(where)} units")
-    last_move: dict[str, str | None] = {}
-    for unit_name, from_target, to_target in history:
-        if last_move.get(unit_name) != from_target:
-            broken.append(
-                f"{unit_name} moved from {from_target}, but its history had it on "
-                f"{last_move.get(unit_name)}"
-            )
-        last_move[unit_name] = to_target
-    for unit_name, target in where.items():
-        if last_move.get(unit_name) != target:
-            broken.append(
-                f"{unit_name} is on {target}; its history ends at {last_move.get(unit_name)}"
-            )
-
-    # No workload has more units than its spec asks (a stale plan once stored a unit
-    # its owner had removed meanwhile: RELIABILITY.md).
-    for id_, (name, spec) in workloads.items():
-        if per_workload.get(id_, 0) > int(spec.get("units", 1)):
-            broken.append(
-                f"{name} has {per_workload[id_]} units; its spec asks {spec.get('units', 1)}"
-            )
+    broken = broken_rows(rows)
+    where = rows.where
+    capacity = rows.capacity
+    per_workload = rows.per_workload
 
     # What each client was told, against the rows.
-    stored = {name: id_ for id_, (name, _) in workloads.items()}
+    stored = {name: id_ for id_, (name, _) in rows.workloads.items()}
     placed_units = Counter(name.rsplit("/", 1)[0] for name in where)
     for client in clients:
         ledger = client.ledger
@@ -548,19 +461,14 @@ def check_invariants(
         {
             "target resources": len(capacity),
             "placed units": len(where),
-            "history rows": len(history),
+            "history rows": len(rows.history),
             "claims": sum(len(c.ledger.accepted) + len(c.ledger.refused) for c in clients),
             "client documents": sum(c.ledger.document is not None for c in clients),
-            "events": len(events),
+            "events": len(rows.events),
         }
     )
-    # Event ids: unique, gapless, in commit order.
-    if events != list(range(1, len(events) + 1)):
-        broken.append(f"event ids are not 1..{len(events)} without gaps or repeats")
-    if events and last_event != events[-1]:
-        broken.append(f"the revision row's last event id is {last_event}, the highest {events[-1]}")
-    if reader.seen != events:
-        missed = sorted(set(events) - set(reader.seen))[:10]
+    if reader.seen != rows.events:
+        missed = sorted(set(rows.events) - set(reader.seen))[:10]
         broken.append(f"paging by id, the reader missed {missed} (or saw ids out of order)")
     return broken
 

@@ -38,13 +38,12 @@ from placed.store.database import make_engine, reading, writing
 from placed.store.leases import database_now
 from placed.store.tables import (
     Placement,
-    PlacementHistory,
     Target,
     TargetLiveness,
-    TargetResource,
     Unit,
     Workload,
 )
+from tests import row_invariants
 from tests.service_support import served
 
 HOSTS = [f"h{i}" for i in range(4)]
@@ -82,66 +81,8 @@ def box_document(client: int, cpu: int, tier: str, units: int) -> dict[str, Any]
 
 
 def broken_rows(engine: Engine) -> list[str]:
-    """Every inconsistency in the rows, as a sentence."""
-    broken: list[str] = []
-    with reading(engine) as session:
-        names = dict(session.execute(select(Target.id, Target.name)).all())
-        capacity = {
-            (names[target], resource): (cap, used)
-            for target, resource, cap, used in session.execute(
-                select(
-                    TargetResource.target_id,
-                    TargetResource.name,
-                    TargetResource.capacity,
-                    TargetResource.used,
-                )
-            )
-        }
-        specs = {
-            id_: (name, spec)
-            for id_, name, spec in session.execute(
-                select(Workload.id, Workload.name, Workload.spec)
-            )
-        }
-        units = {
-            id_: (name, workload)
-            for id_, name, workload in session.execute(select(Unit.id, Unit.name, Unit.workload_id))
-        }
-        placements = session.execute(select(Placement.unit_id, Placement.target_id)).all()
-        history = session.execute(
-            select(
-                PlacementHistory.unit_name,
-                PlacementHistory.from_target,
-                PlacementHistory.to_target,
-            ).order_by(PlacementHistory.id)
-        ).all()
-    taken: dict[tuple[str, str], float] = defaultdict(float)
-    where: dict[str, str] = {}
-    for unit_id, target_id in placements:
-        unit, workload = units[unit_id]
-        where[unit] = names[target_id]
-        for resource, amount in (specs[workload][1].get("resources") or {}).items():
-            taken[(names[target_id], resource)] += float(amount)
-    for key, (cap, used) in sorted(capacity.items()):
-        if used > cap + 1e-9:
-            broken.append(f"{key}: used {used} over capacity {cap}")
-        if abs(used - taken.get(key, 0.0)) > 1e-9:
-            broken.append(f"{key}: used {used}, its units take {taken.get(key, 0.0)}")
-    last: dict[str, str | None] = {}
-    for unit, source, destination in history:
-        if last.get(unit) != source:
-            broken.append(f"{unit} moved from {source}, but its history had it on {last.get(unit)}")
-        last[unit] = destination
-    for unit, target in sorted(where.items()):
-        if last.get(unit) != target:
-            broken.append(f"{unit} is on {target}; its history ends at {last.get(unit)}")
-    count: dict[int, int] = defaultdict(int)
-    for _, workload in units.values():
-        count[workload] += 1
-    for id_, (name, spec) in sorted(specs.items()):
-        if count[id_] > int(spec.get("units", 1)):
-            broken.append(f"{name} has {count[id_]} units; its spec asks {spec.get('units', 1)}")
-    return broken
+    """Every inconsistency in the rows, as a sentence (tests/row_invariants.py)."""
+    return row_invariants.broken_rows(row_invariants.read_rows(engine))
 
 
 @contextmanager
