@@ -107,3 +107,72 @@ def test_whoami_names_the_callers_own_token(database: str) -> None:
     mine = client.get("/v1/whoami", headers={"Authorization": f"Bearer {made['token']}"})
     assert mine.json() == {"accessor": made["accessor"], "role": "user", "scope": "U2"}
     assert client.get("/v1/whoami", headers={"Authorization": "Bearer nope"}).status_code == 401
+
+
+def test_a_batch_moves_no_unit_onto_another_target_going_down(database: str) -> None:
+    app, client = applied(database)
+    alone = client.post("/v1/targets/H33b/down", params={"dry_run": "true"}).json()
+    assert {m["to"] for m in alone["moves"]} == {"H33a"}  # its neighbour, when alone
+    before = table_digest(app.state.database)
+    tried = client.post(
+        "/v1/targets:batch", params={"dry_run": "true"}, json={"down": ["H33b", "H33a"]}
+    )
+    assert tried.status_code == 200, tried.text
+    answer = tried.json()
+    assert answer["dry_run"] is True
+    assert answer["targets"] == [
+        {"target": "H33b", "admin_state": "down", "changed": True},
+        {"target": "H33a", "admin_state": "down", "changed": True},
+    ]
+    leaving = {p["unit"] for t in ("H33a", "H33b") for p in placements_on(client, t)}
+    assert leaving and leaving <= {m["unit"] for m in answer["moves"]}
+    assert not {m["to"] for m in answer["moves"]} & {"H33a", "H33b"}
+    assert table_digest(app.state.database) == before
+    # Confirmed at the revision the dry run saw: the same moves, both targets down.
+    done = client.post(
+        "/v1/targets:batch",
+        params={"expected_revision": answer["revision"]},
+        json={"down": ["H33b", "H33a"], "reason": "racks"},
+    )
+    assert done.status_code == 200, done.text
+    assert [m["unit"] for m in done.json()["moves"]] == [m["unit"] for m in answer["moves"]]
+    assert done.json()["revision"] > answer["revision"]
+    for name in ("H33a", "H33b"):
+        assert client.get(f"/v1/targets/{name}").json()["admin_state"] == "down"
+        assert placements_on(client, name) == []
+    # Stale: the revision the first dry run saw is gone.
+    stale = client.post(
+        "/v1/targets:batch",
+        params={"expected_revision": answer["revision"]},
+        json={"up": ["H33b", "H33a"]},
+    )
+    assert stale.status_code == 409
+    assert stale.json()["type"] == "urn:placed:problem:revision-changed"
+    back = client.post("/v1/targets:batch", json={"up": ["H33a", "H33b"]})
+    assert back.status_code == 200, back.text
+    assert all(t["changed"] for t in back.json()["targets"])
+    assert client.get("/v1/targets/H33a").json()["admin_state"] == "up"
+
+
+def placements_on(client: TestClient, target: str) -> list[dict[str, str]]:
+    found: list[dict[str, str]] = client.get(
+        "/v1/placements", params={"target": target, "limit": 1000}
+    ).json()["items"]
+    return found
+
+
+def test_a_bad_batch_is_a_problem_and_changes_nothing(database: str) -> None:
+    app, client = applied(database)
+    before = table_digest(app.state.database)
+    both = client.post("/v1/targets:batch", json={"down": ["H1a"], "up": ["H1a"]})
+    assert both.status_code == 422
+    assert both.json()["errors"] == [{"pointer": "/up/0", "detail": "also in down"}]
+    missing = client.post("/v1/targets:batch", json={"down": ["H1a", "nope", "nah"]})
+    assert missing.status_code == 404
+    assert "'nope' (and 1 more)" in missing.json()["detail"]
+    assert client.post("/v1/targets:batch", json={}).status_code == 422
+    assert client.post("/v1/targets:batch", json={"down": ["x" * 256]}).status_code == 422
+    assert client.post("/v1/targets:batch", json={"down": ["H1a"], "drain": []}).status_code == 422
+    many = client.post("/v1/targets:batch", json={"down": [f"h{i}" for i in range(1001)]})
+    assert many.status_code == 422
+    assert table_digest(app.state.database) == before
