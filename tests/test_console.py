@@ -409,7 +409,13 @@ def test_a_policy_edit_is_previewed_with_its_picture_then_applied(page: Any, fle
     sign_in(page, fleet.root)
     page.get_by_role("link", name="What-if").click()
     page.wait_for_url(re.compile(r"/ui/whatif"))
-    page.get_by_label("Spec document").fill(EDIT)
+    # A file is read into the form in the browser (whatif.js), shown once the page (here
+    # swapped in by htmx) has it.
+    page.get_by_label("Or read it from a file").set_input_files(
+        files=[{"name": "edit.yaml", "mimeType": "application/yaml", "buffer": EDIT.encode()}]
+    )
+    page.get_by_text("Read edit.yaml").wait_for()
+    assert page.get_by_label("Spec document").input_value() == EDIT
     page.get_by_role("button", name="Preview the edit").click()
     preview = page.locator("#edit-preview")
     preview.wait_for()
@@ -445,7 +451,17 @@ def test_a_policy_edit_is_previewed_with_its_picture_then_applied(page: Any, fle
     assert arrow.locator("text").text_content() == str(len(landing))
     checked(page, "whatif-edit-preview")
     assert placements_of(fleet, "edit-a1") == []  # nothing changed yet
-    page.get_by_role("button", name=re.compile(r"Confirm: apply it at revision \d+")).click()
+    # By keyboard: the picture's scrolling region takes focus (drawn), then Confirm.
+    region = preview.get_by_role("region", name="The picture (scrolls)")
+    region.focus()
+    page.keyboard.press("Tab")
+    focused = page.evaluate(
+        "() => { const e = document.activeElement; const s = getComputedStyle(e);"
+        " return {text: e.textContent.trim(), outline: s.outlineStyle}; }"
+    )
+    assert re.fullmatch(r"Confirm: apply it at revision \d+", focused["text"]), focused
+    assert focused["outline"] != "none", focused
+    page.keyboard.press("Enter")
     applied = page.locator("#applied")
     applied.wait_for()
     assert "Applied whatif-edit" in applied.inner_text()
