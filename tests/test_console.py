@@ -230,7 +230,7 @@ def test_what_if_previews_a_target_down_and_changes_nothing_until_confirmed(
     before = fleet.api("GET", "/v1/placements", params={"target": "H33b"}).json()["items"]
     assert before
     page.goto("/ui/whatif?target=H33b")
-    page.get_by_role("button", name="Preview").click()
+    page.get_by_role("button", name="Preview the targets").click()
     preview = page.locator("#preview")
     preview.wait_for()
     assert "Dry run: nothing has changed" in preview.inner_text()
@@ -319,7 +319,7 @@ def test_a_drain_is_previewed_with_what_stays(page: Any, fleet: Fleet) -> None:
     sign_in(page, fleet.root)
     page.goto("/ui/whatif?target=H4a")
     page.get_by_label("drain it (maintenance)").check()
-    page.get_by_role("button", name="Preview").click()
+    page.get_by_role("button", name="Preview the targets").click()
     preview = page.locator("#preview")
     preview.wait_for()
     assert "Dry run: nothing has changed" in preview.inner_text()
@@ -389,3 +389,176 @@ def test_tokens_are_made_shown_once_and_revoked(page: Any, fleet: Fleet) -> None
     sign_in(page, fleet.user)
     page.goto("/ui/tokens")
     assert "403 forbidden" in page.locator(".problem").inner_text()
+
+
+EDIT = """version: 1
+name: whatif-edit
+workloads:
+  - {name: edit-a1, account: A1, offering: dedicated-small, units: 2}
+"""
+
+
+def placements_of(fleet: Fleet, workload: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = fleet.api(
+        "GET", "/v1/placements", params={"workload": workload, "limit": 1000}
+    ).json()["items"]
+    return found
+
+
+def test_a_policy_edit_is_previewed_with_its_picture_then_applied(page: Any, fleet: Fleet) -> None:
+    sign_in(page, fleet.root)
+    page.get_by_role("link", name="What-if").click()
+    page.wait_for_url(re.compile(r"/ui/whatif"))
+    # A file is read into the form in the browser (whatif.js), shown once the page (here
+    # swapped in by htmx) has it.
+    page.get_by_label("Or read it from a file").set_input_files(
+        files=[{"name": "edit.yaml", "mimeType": "application/yaml", "buffer": EDIT.encode()}]
+    )
+    page.get_by_text("Read edit.yaml").wait_for()
+    assert page.get_by_label("Spec document").input_value() == EDIT
+    page.get_by_role("button", name="Preview the edit").click()
+    preview = page.locator("#edit-preview")
+    preview.wait_for()
+    expected = fleet.api(
+        "POST",
+        "/v1/apply",
+        params={"dry_run": "true", "source": "console"},
+        content=EDIT.encode(),
+        headers={"content-type": "application/yaml"},
+    ).json()
+    assert "Dry run: nothing has changed" in preview.inner_text()
+    # The whole world is planned again: the pending units of big-u2 may change too.
+    rows = preview.locator("table.diff tbody tr")
+    assert rows.count() == len(expected["changes"])
+    placed = [m for m in expected["changes"] if m["workload"] == "edit-a1"]
+    assert len(placed) == 2
+    for move in placed:
+        row = rows.filter(has_text=move["unit"])
+        assert row.locator("td").nth(0).inner_text().startswith("+")
+        assert row.locator("td").nth(3).inner_text() == move["to"]
+    # The picture: the target they land on, in its zone, and an arrow from nowhere to it
+    # labelled with how many land there.
+    svg = preview.locator("figure svg")
+    assert svg.get_attribute("role") == "img"
+    drawn = svg.text_content()
+    target = placed[0]["to"]
+    landing = [m for m in expected["changes"] if m["to"] == target and m["from"] is None]
+    assert target in drawn and "zone z1" in drawn and f"{len(landing)} in" in drawn
+    arrow = preview.locator("figure svg g").filter(
+        has=page.locator("title", has_text=f"from (nowhere) to {target}:")
+    )
+    assert arrow.locator("path[marker-end]").count() == 1
+    assert arrow.locator("text").text_content() == str(len(landing))
+    checked(page, "whatif-edit-preview")
+    assert placements_of(fleet, "edit-a1") == []  # nothing changed yet
+    # By keyboard: the picture's scrolling region takes focus (drawn), then Confirm.
+    region = preview.get_by_role("region", name="The picture (scrolls)")
+    region.focus()
+    page.keyboard.press("Tab")
+    focused = page.evaluate(
+        "() => { const e = document.activeElement; const s = getComputedStyle(e);"
+        " return {text: e.textContent.trim(), outline: s.outlineStyle}; }"
+    )
+    assert re.fullmatch(r"Confirm: apply it at revision \d+", focused["text"]), focused
+    assert focused["outline"] != "none", focused
+    page.keyboard.press("Enter")
+    applied = page.locator("#applied")
+    applied.wait_for()
+    assert "Applied whatif-edit" in applied.inner_text()
+    assert applied.locator("figure svg").count() == 1
+    assert {p["target"] for p in placements_of(fleet, "edit-a1")} == {target}
+    checked(page, "whatif-edit-applied")
+    assert fleet.api("DELETE", "/v1/workloads/edit-a1").status_code == 200
+
+
+def test_a_stale_preview_is_refused_and_previewed_again(page: Any, fleet: Fleet) -> None:
+    sign_in(page, fleet.root)
+    page.goto("/ui/whatif")
+    page.get_by_label("Spec document").fill(EDIT.replace("edit-a1", "stale-a1"))
+    page.get_by_role("button", name="Preview the edit").click()
+    page.locator("#edit-preview").wait_for()
+    seen = page.locator("#edit-preview [role=status]").inner_text()
+    # Someone else changes the world after the preview.
+    assert fleet.api("POST", "/v1/targets/H2a/down").status_code == 200
+    assert fleet.api("POST", "/v1/targets/H2a/up").status_code == 200
+    page.get_by_role("button", name=re.compile("Confirm: apply it")).click()
+    problem = page.locator(".problem").first
+    problem.wait_for()
+    assert "409 revision-changed" in problem.inner_text()
+    assert "nothing was applied" in page.locator("#again").inner_text()
+    assert placements_of(fleet, "stale-a1") == []
+    assert fleet.api("GET", "/v1/workloads/stale-a1").status_code == 404
+    checked(page, "whatif-stale")
+    page.get_by_role("button", name="Preview again").click()
+    page.locator("#edit-preview").wait_for()
+    fresh = page.locator("#edit-preview [role=status]").inner_text()
+    assert fresh != seen and "Dry run: nothing has changed" in fresh
+    assert fleet.api("GET", "/v1/workloads/stale-a1").status_code == 404
+
+
+def test_a_spec_error_is_shown_at_its_line_as_text(page: Any, fleet: Fleet) -> None:
+    sign_in(page, fleet.root)
+    page.goto("/ui/whatif")
+    bad = (
+        "version: 1\nname: whatif-bad\nworkloads:\n"
+        '  - {name: "<img src=x onerror=window.pwned=1>", units: two}\n'
+    )
+    page.get_by_label("Spec document").fill(bad)
+    page.get_by_role("button", name="Preview the edit").click()
+    errors = page.locator("#errors")
+    errors.wait_for()
+    expected = fleet.api(
+        "POST",
+        "/v1/apply",
+        params={"dry_run": "true"},
+        content=bad.encode(),
+        headers={"content-type": "application/yaml"},
+    ).json()["errors"]
+    assert expected and expected[0]["line"] == 4
+    shown = errors.inner_text()
+    for error in expected:
+        assert f"line {error['line']}, column {error['column']}" in shown
+        assert error["detail"] in shown
+    assert "<img src=x onerror=window.pwned=1>" in shown  # the line, as text
+    assert page.locator("main img").count() == 0
+    assert page.evaluate("() => window.pwned === undefined")
+    assert "422 invalid-spec" in page.locator(".problem").first.inner_text()
+    # The spec stays in the form, to be fixed there.
+    assert page.get_by_label("Spec document").input_value().rstrip("\n") == bad.rstrip("\n")
+    checked(page, "whatif-spec-error")
+
+
+def test_several_targets_are_previewed_at_once_then_confirmed(page: Any, fleet: Fleet) -> None:
+    sign_in(page, fleet.root)
+    page.goto("/ui/whatif")
+    leaving = {p["unit"] for t in ("H33a", "H33b") for p in placements_on(fleet, t)}
+    assert leaving
+    page.get_by_label("Targets, one a line").fill("H33b\nH33a\n")
+    page.get_by_role("button", name="Preview the targets").click()
+    preview = page.locator("#preview")
+    preview.wait_for()
+    assert "Preview: H33b, H33a down" in preview.inner_text()
+    units = preview.locator("table.diff tbody tr td:nth-child(2)").all_inner_texts()
+    assert leaving <= set(units)
+    destinations = set(preview.locator("table.diff tbody tr td:nth-child(4)").all_inner_texts())
+    assert not destinations & {"H33a", "H33b"}  # nothing lands on the other one going down
+    notes = preview.locator("figure svg text").all_text_contents()
+    assert len([n for n in notes if n.startswith("goes down")]) == 2, notes
+    checked(page, "whatif-several")
+    assert fleet.api("GET", "/v1/targets/H33a").json()["admin_state"] == "up"
+    page.get_by_role("button", name="Confirm: take 2 targets down").click()
+    done = page.locator("#done")
+    done.wait_for()
+    assert "H33b, H33a are down" in done.inner_text()
+    for name in ("H33a", "H33b"):
+        assert fleet.api("GET", f"/v1/targets/{name}").json()["admin_state"] == "down"
+    checked(page, "whatif-several-done")
+    back = fleet.api("POST", "/v1/targets:batch", json={"up": ["H33a", "H33b"]})
+    assert back.status_code == 200, back.text
+
+
+def placements_on(fleet: Fleet, target: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = fleet.api(
+        "GET", "/v1/placements", params={"target": target, "limit": 1000}
+    ).json()["items"]
+    return found

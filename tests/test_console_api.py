@@ -1,13 +1,18 @@
 """What /v1 gained for the console (issue 19): the locations, targets filtered by place
-and status, a target's down or up as a dry run, and the newest events first."""
+and status, a target's down or up as a dry run, several at once (POST /v1/targets:batch),
+and the newest events first; and the what-if page's handlers without a browser."""
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from placed.service.ui import whatif
+from placed.service.ui.session import csrf_of
 from tests.service_support import client_of, served, table_digest
 
 WORLD = (
@@ -107,3 +112,159 @@ def test_whoami_names_the_callers_own_token(database: str) -> None:
     mine = client.get("/v1/whoami", headers={"Authorization": f"Bearer {made['token']}"})
     assert mine.json() == {"accessor": made["accessor"], "role": "user", "scope": "U2"}
     assert client.get("/v1/whoami", headers={"Authorization": "Bearer nope"}).status_code == 401
+
+
+def test_a_batch_moves_no_unit_onto_another_target_going_down(database: str) -> None:
+    app, client = applied(database)
+    alone = client.post("/v1/targets/H33b/down", params={"dry_run": "true"}).json()
+    assert {m["to"] for m in alone["moves"]} == {"H33a"}  # its neighbour, when alone
+    before = table_digest(app.state.database)
+    tried = client.post(
+        "/v1/targets:batch", params={"dry_run": "true"}, json={"down": ["H33b", "H33a"]}
+    )
+    assert tried.status_code == 200, tried.text
+    answer = tried.json()
+    assert answer["dry_run"] is True
+    assert answer["targets"] == [
+        {"target": "H33b", "admin_state": "down", "changed": True},
+        {"target": "H33a", "admin_state": "down", "changed": True},
+    ]
+    leaving = {p["unit"] for t in ("H33a", "H33b") for p in placements_on(client, t)}
+    assert leaving and leaving <= {m["unit"] for m in answer["moves"]}
+    assert not {m["to"] for m in answer["moves"]} & {"H33a", "H33b"}
+    assert table_digest(app.state.database) == before
+    # Confirmed at the revision the dry run saw: the same moves, both targets down.
+    done = client.post(
+        "/v1/targets:batch",
+        params={"expected_revision": answer["revision"]},
+        json={"down": ["H33b", "H33a"], "reason": "racks"},
+    )
+    assert done.status_code == 200, done.text
+    assert [m["unit"] for m in done.json()["moves"]] == [m["unit"] for m in answer["moves"]]
+    assert done.json()["revision"] > answer["revision"]
+    for name in ("H33a", "H33b"):
+        assert client.get(f"/v1/targets/{name}").json()["admin_state"] == "down"
+        assert placements_on(client, name) == []
+    # Stale: the revision the first dry run saw is gone.
+    stale = client.post(
+        "/v1/targets:batch",
+        params={"expected_revision": answer["revision"]},
+        json={"up": ["H33b", "H33a"]},
+    )
+    assert stale.status_code == 409
+    assert stale.json()["type"] == "urn:placed:problem:revision-changed"
+    back = client.post("/v1/targets:batch", json={"up": ["H33a", "H33b"]})
+    assert back.status_code == 200, back.text
+    assert all(t["changed"] for t in back.json()["targets"])
+    assert client.get("/v1/targets/H33a").json()["admin_state"] == "up"
+
+
+def placements_on(client: TestClient, target: str) -> list[dict[str, str]]:
+    found: list[dict[str, str]] = client.get(
+        "/v1/placements", params={"target": target, "limit": 1000}
+    ).json()["items"]
+    return found
+
+
+def test_a_bad_batch_is_a_problem_and_changes_nothing(database: str) -> None:
+    app, client = applied(database)
+    before = table_digest(app.state.database)
+    both = client.post("/v1/targets:batch", json={"down": ["H1a"], "up": ["H1a"]})
+    assert both.status_code == 422
+    assert both.json()["errors"] == [{"pointer": "/up/0", "detail": "also in down"}]
+    missing = client.post("/v1/targets:batch", json={"down": ["H1a", "nope", "nah"]})
+    assert missing.status_code == 404
+    assert "'nope' (and 1 more)" in missing.json()["detail"]
+    assert client.post("/v1/targets:batch", json={}).status_code == 422
+    assert client.post("/v1/targets:batch", json={"down": ["x" * 256]}).status_code == 422
+    assert client.post("/v1/targets:batch", json={"down": ["H1a"], "drain": []}).status_code == 422
+    many = client.post("/v1/targets:batch", json={"down": [f"h{i}" for i in range(1001)]})
+    assert many.status_code == 422
+    assert table_digest(app.state.database) == before
+
+
+def signed_in_console(app: FastAPI, token: str) -> TestClient:
+    console = TestClient(app)
+    signed = console.post("/ui/login", data={"token": token}, follow_redirects=False)
+    assert signed.status_code == 303
+    return console
+
+
+def test_the_what_if_forms_need_the_csrf_value(database: str) -> None:
+    app, root = served(database)
+    console = signed_in_console(app, root)
+    before = table_digest(app.state.database)
+    spec = WORLD.decode()
+    for path, fields in (
+        ("/ui/whatif/apply", {"spec": spec, "confirm": "yes", "revision": "0"}),
+        ("/ui/whatif", {"targets": "H1a", "action": "down", "confirm": "yes"}),
+    ):
+        refused = console.post(path, data=fields)
+        assert refused.status_code == 403 and "CSRF" in refused.text
+        wrong = console.post(path, data={**fields, "csrf": "0" * 64})
+        assert wrong.status_code == 403
+        foreign = console.post(
+            path,
+            data={**fields, "csrf": csrf_of(root)},
+            headers={"Origin": "https://evil.example"},
+        )
+        assert foreign.status_code == 403
+    assert table_digest(app.state.database) == before
+    # With it, the same spec is applied (the preview first: its revision confirms).
+    preview = console.post("/ui/whatif/apply", data={"spec": spec, "csrf": csrf_of(root)})
+    assert preview.status_code == 200 and "Dry run: nothing has changed" in preview.text
+    assert table_digest(app.state.database) == before
+    seen = re.search(r'name="revision" value="(\d+)"', preview.text)
+    assert seen is not None
+    done = console.post(
+        "/ui/whatif/apply",
+        data={"spec": spec, "csrf": csrf_of(root), "confirm": "yes", "revision": seen[1]},
+    )
+    assert done.status_code == 200 and 'id="applied"' in done.text
+    assert client_of(app, root).get("/v1/targets/H1a").status_code == 200
+
+
+def test_user_text_on_the_what_if_page_is_escaped(database: str) -> None:
+    app, client = applied(database)
+    root = client.headers["Authorization"].split()[1]
+    console = signed_in_console(app, root)
+    hostile = "<script>window.pwned=1</script>"
+    bad = f'version: 1\nname: x\nworkloads:\n  - {{name: "{hostile}", units: two}}\n'
+    answer = console.post("/ui/whatif/apply", data={"spec": bad, "csrf": csrf_of(root)})
+    assert answer.status_code == 422
+    assert hostile not in answer.text
+    escaped = html.escape(hostile, quote=False)
+    assert escaped in answer.text  # in the textarea, the error and its line
+    assert "line 4, column" in answer.text
+    targets = console.post(
+        "/ui/whatif", data={"targets": hostile, "action": "down", "csrf": csrf_of(root)}
+    )
+    assert targets.status_code == 404 and hostile not in targets.text
+    assert html.escape(hostile, quote=False) in targets.text
+    preview = console.post(
+        "/ui/whatif", data={"targets": "H33b\nH33a", "action": "down", "csrf": csrf_of(root)}
+    )
+    assert preview.status_code == 200 and "<svg" in preview.text
+
+
+def test_a_pasted_spec_is_bounded_and_the_page_says_so(database: str) -> None:
+    app, root = served(database, max_body_bytes=2_000)
+    console = signed_in_console(app, root)
+    page = console.get("/ui/whatif").text
+    assert "At most 2,000 bytes here" in page and "up to 2,000 bytes" in page
+    big = "# " + "x" * 2_000 + "\nversion: 1\n"
+    answer = console.post("/ui/whatif/apply", data={"spec": big, "csrf": csrf_of(root)})
+    assert answer.status_code == 413
+    assert "the console takes at most 2,000" in answer.text
+    # The console's own bound, under a larger API limit.
+    app.state.max_body_bytes = 16 * 1024 * 1024
+    assert f"At most {whatif.MAX_SPEC_BYTES:,} bytes here" in console.get("/ui/whatif").text
+    many = "\n".join(f"h{i}" for i in range(whatif.MAX_TARGETS + 1))
+    refused = console.post(
+        "/ui/whatif", data={"targets": many, "action": "down", "csrf": csrf_of(root)}
+    )
+    assert refused.status_code == 422 and "at most 1,000 targets" in refused.text
+    drains = console.post(
+        "/ui/whatif", data={"targets": "a\nb", "action": "drain", "csrf": csrf_of(root)}
+    )
+    assert drains.status_code == 422 and "one target at a time" in drains.text

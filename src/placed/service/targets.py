@@ -145,12 +145,18 @@ def replanned(snapshot: Snapshot, name: str, changed: TargetRow) -> placing.Prep
     taking work its units move as `placed simulate --down` says, when it starts again
     as `--up` says. An admin's down stays down however the heartbeats go, and a stale
     target stays down whatever the admin says, until it heartbeats again."""
-    row = snapshot.targets[name]
+    return replanned_all(snapshot, {name: changed})
+
+
+def replanned_all(snapshot: Snapshot, changed: dict[str, TargetRow]) -> placing.Prepared:
+    """Several targets changing at once, in one simulation (`placed simulate --down A
+    --down B`): a unit leaving A never lands on B on its way."""
     after = snapshot.copy()
-    after.targets[name] = changed
+    after.targets.update(changed)
     planner = Planner(placing.world_spec(snapshot))
-    down = [name] if row.takes_work and not changed.takes_work else []
-    up = [name] if changed.takes_work and not row.takes_work else []
+    before = snapshot.targets
+    down = [n for n, row in changed.items() if before[n].takes_work and not row.takes_work]
+    up = [n for n, row in changed.items() if row.takes_work and not before[n].takes_work]
     return placing.simulated(snapshot, after, simulate(planner, down, up), planner)
 
 
@@ -192,6 +198,143 @@ def change_state(
         "revision": committed.revision,
         "moves": placing.moves_document(committed.prepared.moves),
     }
+
+
+MAX_BATCH = 1000
+
+
+class Batch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    down: list[Annotated[str, Field(min_length=1, max_length=255)]] = Field(
+        default_factory=list, max_length=MAX_BATCH, description="Targets to take down."
+    )
+    up: list[Annotated[str, Field(min_length=1, max_length=255)]] = Field(
+        default_factory=list, max_length=MAX_BATCH, description="Targets to bring up."
+    )
+    reason: str = Field("", max_length=255, description="Why, for the events.")
+
+
+class StateChange(BaseModel):
+    target: str
+    admin_state: str
+    changed: bool = Field(description="false: it was already in that state.")
+
+
+class BatchChange(BaseModel):
+    targets: list[StateChange]
+    dry_run: bool = Field(description="true: planned only, nothing was written.")
+    revision: int = Field(description="The world's revision (a dry run's: the one it saw).")
+    moves: list[MoveView]
+
+
+def change_states(
+    engine: Engine,
+    batch: Batch,
+    actor: Actor,
+    report: placing.Reporter = placing.silent,
+    dry_run: bool = False,
+    expected_revision: int | None = None,
+) -> dict[str, Any]:
+    """Several targets down and others up in one transaction and one simulation: the
+    console's what-if of several targets, and its confirmation."""
+    wanted = {name: "down" for name in batch.down}
+    for index, name in enumerate(batch.up):
+        if name in wanted:
+            raise problems.ProblemException(
+                422,
+                "invalid-request",
+                f"{name!r} is both taken down and brought up",
+                [{"pointer": f"/up/{index}", "detail": "also in down"}],
+            )
+        wanted[name] = "up"
+    if not wanted:
+        raise problems.ProblemException(
+            422, "invalid-request", "name a target to take down or bring up", []
+        )
+
+    def prepare(snapshot: Snapshot) -> placing.Prepared:
+        missing = [name for name in wanted if name not in snapshot.targets]
+        if missing:
+            raise problems.ProblemException(
+                404,
+                "not-found",
+                f"no target {missing[0]!r}"
+                + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""),
+            )
+        rows = {name: snapshot.targets[name] for name in wanted}
+        prepared = replanned_all(
+            snapshot,
+            {name: dataclasses.replace(rows[name], admin_state=s) for name, s in wanted.items()},
+        )
+        changed = [name for name, state in wanted.items() if rows[name].admin_state != state]
+        prepared.extra.extend(
+            Extra(
+                f"target.{wanted[name]}",
+                name,
+                target=name,
+                details={"reason": batch.reason, "moves": len(prepared.moves), "batch": True},
+            )
+            for name in changed
+        )
+        prepared.data["changed"] = changed
+        return prepared
+
+    committed = placing.transact(
+        engine,
+        prepare,
+        actor,
+        dry_run=dry_run,
+        expected_revision=expected_revision,
+        report=report,
+    )
+    changed = set(committed.prepared.data["changed"])
+    return {
+        "targets": [
+            {"target": name, "admin_state": state, "changed": name in changed}
+            for name, state in wanted.items()
+        ],
+        "dry_run": dry_run,
+        "revision": committed.revision,
+        "moves": placing.moves_document(committed.prepared.moves),
+    }
+
+
+@router.post(
+    "/targets:batch",
+    summary="Take several targets down and others up",
+    description="Every target in `down` goes down and every one in `up` comes up, their "
+    "units moving as one `placed simulate --down A --down B --up C` says (a unit leaving "
+    "one target never lands on another going down), each move an event, all in one "
+    "transaction. dry_run=true answers the same and changes nothing; expected_revision "
+    "(a dry run's revision) refuses with 409 if the world changed since. Root admins only.",
+    response_model=BatchChange,
+    response_model_by_alias=True,
+    responses=problems.responses(404, 409, 422),
+)
+async def post_batch(
+    request: Request,
+    body: Batch,
+    caller: Annotated[Caller, allow(ROOT_ADMIN)],
+    dry_run: Annotated[bool, Query(description="Plan and answer; change nothing.")] = False,
+    expected_revision: Annotated[
+        int | None,
+        Query(
+            ge=0,
+            le=context.MAX_ID,
+            description="Refuse (409) if the world changed since this revision.",
+        ),
+    ] = None,
+) -> dict[str, Any]:
+    engine = context.store(request)
+    return await run_in_threadpool(
+        change_states,
+        engine,
+        body,
+        context.actor(request, caller),
+        context.reporter(request),
+        dry_run,
+        expected_revision,
+    )
 
 
 def _state_route(state: str) -> Any:

@@ -14,9 +14,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from placed.service.auth import public
-from placed.service.ui import fleet
+from placed.service.ui import fleet, picture, whatif
 from placed.service.ui.session import (
     COOKIE,
+    MAX_FORM_BYTES,
     TOKEN_TEXT,
     Answer,
     FormError,
@@ -34,6 +35,7 @@ STATIC = {
     "htmx.min.js": "text/javascript",
     "htmx.LICENSE": "text/plain",
     "console.css": "text/css",
+    "whatif.js": "text/javascript",
 }
 PAGE = 50
 # What-if's actions: each a /v1/targets/NAME/<action> route that takes dry_run.
@@ -184,7 +186,9 @@ async def logout(request: Request) -> Response:
     return answer
 
 
-async def acting(request: Request) -> tuple[str, dict[str, str]] | Response:
+async def acting(
+    request: Request, max_bytes: int = MAX_FORM_BYTES, long: dict[str, int] | None = None
+) -> tuple[str, dict[str, str]] | Response:
     """The token and the form of a POST that changes something, or the answer that
     refuses it (not signed in, another site, no CSRF value, not a form)."""
     token = signed_in(request)
@@ -194,7 +198,7 @@ async def acting(request: Request) -> tuple[str, dict[str, str]] | Response:
         problem = Problem(403, "forbidden", "Forbidden", "a change sent from another site")
         return render(request, "problem.html", 403, token, problem=problem, title="Forbidden")
     try:
-        fields = await form(request)
+        fields = await form(request, max_bytes, long)
     except FormError as error:
         problem = Problem(400, "invalid-request", "Bad request", str(error))
         return render(request, "problem.html", 400, token, problem=problem, title="Bad request")
@@ -476,12 +480,32 @@ async def events_feed(request: Request) -> Response:
 
 
 def _whatif(request: Request, token: str, status: int = 200, **values: Any) -> HTMLResponse:
-    values.setdefault("target", text(request, "target"))
+    values.setdefault("targets", text(request, "target"))
     values.setdefault("action", "down")
     values.setdefault("preview", None)
     values.setdefault("done", None)
     values.setdefault("problem", None)
-    return render(request, "whatif.html", status, token, title="What-if", actions=ACTIONS, **values)
+    values.setdefault("errors", [])
+    values.setdefault("spec", "")
+    values.setdefault("source", "console")
+    values.setdefault("prune", False)
+    values.setdefault("edit", None)
+    values.setdefault("route", "targets")
+    values.setdefault("applied", None)
+    values.setdefault("again", False)
+    values.setdefault("picture", None)
+    return render(
+        request,
+        "whatif.html",
+        status,
+        token,
+        title="What-if",
+        actions=ACTIONS,
+        spec_limit=whatif.spec_limit(request.app.state.max_body_bytes),
+        max_body=request.app.state.max_body_bytes,
+        max_targets=whatif.MAX_TARGETS,
+        **values,
+    )
 
 
 @router.get("/whatif")
@@ -492,35 +516,185 @@ async def whatif_page(request: Request) -> Response:
     return _whatif(request, token)
 
 
+async def _picture(
+    request: Request, token: str, moves: list[dict[str, Any]], changing: dict[str, str]
+) -> picture.Picture | None:
+    """The moves drawn by zone: each involved target's zone from /v1/targets (at most
+    100 names a call) and the location tree."""
+    if not moves:
+        return None
+    involved = sorted(
+        {str(m[k]) for m in moves for k in ("from", "to") if m.get(k)} | set(changing)
+    )
+    places = await everything(request, token, "/v1/locations", MAX_LOCATION_PAGES)
+    located: dict[str, str | None] = {}
+    # Past the picture's own bound it is drawn by zone: ask about that many targets at most.
+    for first in range(0, min(len(involved), 10 * picture.MAX_TARGETS), 100):
+        chunk = involved[first : first + 100]
+        found = await call(
+            request,
+            token,
+            "GET",
+            "/v1/targets",
+            params=[("limit", 1000), *(("under", name) for name in chunk)],
+        )
+        if found.problem is None:
+            wanted = set(chunk)
+            located.update(
+                (t["name"], t.get("parent")) for t in found.data["items"] if t["name"] in wanted
+            )
+    rows = places.data["items"] if places.problem is None else []
+    parents = {str(r["name"]): r.get("parent") for r in rows}
+    kinds = {str(r["name"]): str(r["kind"]) for r in rows}
+    zones = {name: picture.zone_of(name, parents, kinds, located) for name in involved}
+    return picture.draw(moves, zones, changing)
+
+
 @router.post("/whatif")
-async def whatif(request: Request) -> Response:
-    """`confirm` absent: the dry run (nothing changes); present: the change itself."""
-    acted = await acting(request)
+async def whatif_targets(request: Request) -> Response:
+    """Targets down, up or drained. `confirm` absent: the dry run (nothing changes);
+    present: the change itself, refused if the world changed since the dry run's
+    revision (a drain, one target at a time, has no such check in the API)."""
+    acted = await acting(request, whatif.TARGETS_FORM_BYTES, {"targets": whatif.MAX_TARGETS * 256})
     if isinstance(acted, Response):
         return acted
     token, fields = acted
-    target = fields.get("target", "").strip()
+    listed = fields.get("targets", fields.get("target", ""))
+    targets = whatif.names(listed)
     action = fields.get("action", "down")
-    if action not in ACTIONS or not 0 < len(target) <= 255:
-        problem = Problem(422, "invalid-request", "Unprocessable", "a target, and an action")
-        return _whatif(request, token, 422, target=target[:255], problem=problem)
+    keep: dict[str, Any] = {"targets": "\n".join(targets), "action": action}
+    wrong = ""
+    if action not in ACTIONS or not targets:
+        wrong = "one target or more, one a line, and an action"
+    elif len(targets) > whatif.MAX_TARGETS:
+        wrong = f"at most {whatif.MAX_TARGETS:,} targets at once"
+    elif any(len(name) > 255 for name in targets):
+        wrong = "a target's name is at most 255 characters"
+    elif action == "drain" and len(targets) > 1:
+        wrong = "a drain is one target at a time (POST /v1/targets/NAME/drain)"
+    if wrong:
+        problem = Problem(422, "invalid-request", "Unprocessable", wrong)
+        return _whatif(request, token, 422, problem=problem, **keep)
     confirm = fields.get("confirm") == "yes"
-    answer = await call(
-        request,
-        token,
-        "POST",
-        f"/v1/targets/{quote(target, safe='')}/{action}",
-        params={"dry_run": not confirm},
-        json={"reason": "from the console"} if confirm else None,
-    )
+    params: dict[str, Any] = {"dry_run": not confirm}
+    if action == "drain":
+        answer = await call(
+            request,
+            token,
+            "POST",
+            f"/v1/targets/{quote(targets[0], safe='')}/drain",
+            params=params,
+            json={"reason": "from the console"} if confirm else None,
+        )
+        if answer.problem is None:
+            answer = Answer(answer.status, _as_batch(answer.data), None)
+    else:
+        seen = fields.get("revision", "")
+        if confirm and seen.isdigit():
+            params["expected_revision"] = int(seen)
+        answer = await call(
+            request,
+            token,
+            "POST",
+            "/v1/targets:batch",
+            params=params,
+            json={action: targets, "reason": "from the console"},
+        )
     if answer.problem is not None:
         if answer.problem.status == 401:
             return to_login(request, f"signed out: {answer.problem.detail}")
         return _whatif(
-            request, token, answer.status, target=target, action=action, problem=answer.problem
+            request,
+            token,
+            answer.status,
+            problem=answer.problem,
+            errors=whatif.spec_errors(answer.data, ""),
+            again=confirm and answer.problem.kind == "revision-changed",
+            **keep,
         )
+    data = answer.data
+    data["heading"] = whatif.heading([t["target"] for t in data["targets"]])
+    changing = {t["target"]: t["admin_state"] for t in data["targets"] if t["changed"]}
+    drawn = await _picture(request, token, data["moves"], changing)
     key = "done" if confirm else "preview"
-    return _whatif(request, token, target=target, action=action, **{key: answer.data})
+    return _whatif(request, token, picture=drawn, **keep, **{key: data})
+
+
+def _as_batch(data: dict[str, Any]) -> dict[str, Any]:
+    """A drain's answer in the shape of a batch's, for one template."""
+    one = {"target": data["target"], "admin_state": data["admin_state"]}
+    return {**data, "targets": [{**one, "changed": data["changed"]}]}
+
+
+@router.post("/whatif/apply")
+async def whatif_apply(request: Request) -> Response:
+    """A policy edit: the spec pasted (or read from a file in the browser) previewed with
+    POST /v1/apply?dry_run=true, and applied on `confirm` at the revision the preview
+    saw, so that a world changed since is refused (409) rather than applied unseen."""
+    limit = whatif.spec_limit(request.app.state.max_body_bytes)
+    # The field may run past `limit`: the page then says the bound, not "a bad form".
+    acted = await acting(request, whatif.SPEC_FORM_BYTES, {"spec": whatif.SPEC_FORM_BYTES})
+    if isinstance(acted, Response):
+        return acted
+    token, fields = acted
+    spec = fields.get("spec", "")
+    source = fields.get("source", "").strip()[:255] or "console"
+    prune = fields.get("prune") == "yes"
+    keep: dict[str, Any] = {"spec": spec, "source": source, "prune": prune}
+    size = len(spec.encode())
+    if size > limit:
+        problem = Problem(
+            413,
+            "body-too-large",
+            "Too large",
+            f"the spec is {size:,} bytes; the console takes at most {limit:,} "
+            "(placed apply or POST /v1/apply take more)",
+        )
+        return _whatif(request, token, 413, problem=problem, **{**keep, "spec": ""})
+    if not spec.strip():
+        problem = Problem(422, "invalid-request", "Unprocessable", "paste a spec document")
+        return _whatif(request, token, 422, problem=problem, **keep)
+    confirm = fields.get("confirm") == "yes"
+    params: dict[str, Any] = {"dry_run": not confirm, "prune": prune, "source": source}
+    seen = fields.get("revision", "")
+    if confirm:
+        if not seen.isdigit():
+            problem = Problem(
+                422, "invalid-request", "Unprocessable", "confirm a preview: preview it first"
+            )
+            return _whatif(request, token, 422, problem=problem, **keep)
+        params["expected_revision"] = int(seen)
+    answer = await _apply(request, token, spec, params)
+    if answer.problem is not None:
+        if answer.problem.status == 401:
+            return to_login(request, f"signed out: {answer.problem.detail}")
+        return _whatif(
+            request,
+            token,
+            answer.status,
+            problem=answer.problem,
+            errors=whatif.spec_errors(answer.data, spec),
+            again=confirm and answer.problem.kind == "revision-changed",
+            route="spec",
+            **keep,
+        )
+    drawn = await _picture(request, token, answer.data["changes"], {})
+    key = "applied" if confirm else "edit"
+    return _whatif(request, token, picture=drawn, **keep, **{key: answer.data})
+
+
+async def _apply(request: Request, token: str, spec: str, params: dict[str, Any]) -> Answer:
+    """POST /v1/apply with the spec as its body: YAML, which JSON is too."""
+    return await call(
+        request,
+        token,
+        "POST",
+        "/v1/apply",
+        params=params,
+        content=spec.encode(),
+        media_type="application/yaml",
+        timeout=120.0,
+    )
 
 
 # Admin: dedications

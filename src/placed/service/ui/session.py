@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
@@ -51,25 +52,28 @@ class FormError(Exception):
     """A form body the console does not read (too large, or not a form)."""
 
 
-async def form(request: Request) -> dict[str, str]:
+async def form(
+    request: Request, max_bytes: int = MAX_FORM_BYTES, long: Mapping[str, int] | None = None
+) -> dict[str, str]:
     """An urlencoded form, bounded: one value per name (the first), each at most
-    MAX_FIELD characters."""
+    MAX_FIELD characters, or as many as `long` gives its name (a pasted spec)."""
     kind = request.headers.get("content-type", "").split(";")[0].strip()
     if kind != "application/x-www-form-urlencoded":
         raise FormError("the console reads application/x-www-form-urlencoded forms only")
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
-        if len(body) > MAX_FORM_BYTES:
-            raise FormError(f"a form of at most {MAX_FORM_BYTES} bytes")
+        if len(body) > max_bytes:
+            raise FormError(f"a form of at most {max_bytes:,} bytes")
     try:
         pairs = parse_qsl(body.decode(), keep_blank_values=True, max_num_fields=64)
     except (UnicodeDecodeError, ValueError) as error:
         raise FormError(f"not a form: {error}") from None
     found: dict[str, str] = {}
     for name, value in pairs:
-        if len(value) > MAX_FIELD:
-            raise FormError(f"{name}: at most {MAX_FIELD} characters")
+        most = (long or {}).get(name, MAX_FIELD)
+        if len(value) > most:
+            raise FormError(f"{name}: at most {most:,} characters")
         found.setdefault(name, value)
     return found
 
@@ -103,15 +107,22 @@ async def call(
     params: Any = None,
     json: Any = None,
     timeout: float = 40.0,
+    content: bytes | None = None,
+    media_type: str | None = None,
 ) -> Answer:
-    """The app's own API, in process, as the signed-in token."""
+    """The app's own API, in process, as the signed-in token; `content`: a body as it is
+    (a spec document), of `media_type`."""
     transport = httpx.ASGITransport(app=request.app)
     headers = {"Authorization": f"Bearer {token}"}
+    if media_type is not None:
+        headers["Content-Type"] = media_type
     request_id = request.headers.get("x-request-id")
     if request_id:
         headers["X-Request-Id"] = request_id
     async with httpx.AsyncClient(transport=transport, base_url=INTERNAL, timeout=timeout) as api:
-        answer = await api.request(method, path, params=params, json=json, headers=headers)
+        answer = await api.request(
+            method, path, params=params, json=json, content=content, headers=headers
+        )
     try:
         data = answer.json()
     except ValueError:
