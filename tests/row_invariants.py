@@ -14,6 +14,7 @@ from sqlalchemy import Engine, func, select
 from placed.store.database import reading
 from placed.store.tables import (
     EventRow,
+    OfferingRow,
     Placement,
     PlacementHistory,
     Revision,
@@ -37,6 +38,14 @@ class Rows:
     events: list[int]
     last_event: int | None
     per_workload: dict[int, int]  # workload id -> units stored
+    offerings: dict[str, dict[str, float]]  # name -> what each VM of it takes
+
+    def takes(self, workload: int) -> dict[str, float]:
+        """What one unit of the workload takes: its resources, or its offering's."""
+        spec = self.workloads[workload][1]
+        if spec.get("offering") is not None:
+            return self.offerings.get(spec["offering"], {})
+        return {name: float(amount) for name, amount in (spec.get("resources") or {}).items()}
 
     @property
     def where(self) -> dict[str, str]:
@@ -90,8 +99,27 @@ def read_rows(engine: Engine) -> Rows:
                 select(Unit.workload_id, func.count()).group_by(Unit.workload_id)
             )
         }
+        # As the spec reads an offering: its cpu and memory, where not zero.
+        offerings = {
+            name: {resource: float(amount) for resource, amount in kept.items() if amount}
+            for name, kept in (
+                (name, {"cpu": cpu, "memory": memory})
+                for name, cpu, memory in session.execute(
+                    select(OfferingRow.name, OfferingRow.cpu, OfferingRow.memory)
+                )
+            )
+        }
     return Rows(
-        names, capacity, workloads, units, placements, history, events, last_event, per_workload
+        names,
+        capacity,
+        workloads,
+        units,
+        placements,
+        history,
+        events,
+        last_event,
+        per_workload,
+        offerings,
     )
 
 
@@ -103,9 +131,8 @@ def broken_rows(rows: Rows) -> list[str]:
     # Capacity: the sum of the units' resources on each target.
     taken: dict[tuple[str, str], float] = defaultdict(float)
     for unit_id, target_id in rows.placements:
-        workload = rows.units[unit_id][1]
-        for resource, amount in (rows.workloads[workload][1].get("resources") or {}).items():
-            taken[(rows.names[target_id], resource)] += float(amount)
+        for resource, amount in rows.takes(rows.units[unit_id][1]).items():
+            taken[(rows.names[target_id], resource)] += amount
     for key, (cap, used) in sorted(rows.capacity.items()):
         if used > cap + 1e-9:
             broken.append(f"{key}: used {used} over capacity {cap}")

@@ -159,7 +159,8 @@ def evacuate(
         after = middle.copy()
         after.targets[name] = dataclasses.replace(row, admin_state=MAINTENANCE)
         planner = Planner(placing.world_spec(middle))
-        prepared = placing.simulated(snapshot, after, simulate(planner, [name], []), planner)
+        # Diffed against `middle`: the VMs' moves are the rules' own, prepended below.
+        prepared = placing.simulated(middle, after, simulate(planner, [name], []), planner)
         why = f"{name} went into maintenance: placed again under the same rules"
         prepared.moves = [
             Move(snapshot.units[vm][1], vm, name, host, why, MOVED) for vm, host in moved.items()

@@ -329,31 +329,41 @@ def final_workloads(final: dict[str, tuple[str, str | None, str]]) -> set[str]:
 def simulated(
     before: Snapshot, after: Snapshot, simulation: Simulation, planner: Planner
 ) -> Prepared:
-    """The moves of a simulation (a target down or up) as a change to commit."""
-    removed = {
-        move["unit"]
-        for move in simulation.to_dict()["moves"]
-        if move["to"] is None
-        and move["unit"] not in simulation.after.by_unit()
-        and planner.workloads[move["workload"]].mode == "every"
-    }
-    moves = []
-    for move in simulation.moves:
-        if move.unit in removed:
-            kind = REMOVED
-        elif move.destination is None:
-            kind = UNPLACED
+    """The moves of a simulation (targets down or up) as a change to commit: each unit
+    from where the store has it to where the simulation leaves it. The simulation's own
+    moves compare two plans, and its first plan, made from scratch, may place a unit the
+    store holds pending (room an earlier change's order did not find): committed as
+    they were, the target's usage would count a unit the store never put there, and the
+    check of where each unit was would find the change stale on every try."""
+    state = simulation.state
+    assert state is not None
+    said = {move.unit: move.why for move in simulation.moves}
+    outcomes = simulation.after.by_unit()
+    explainer = Explainer(planner.spec, planner.families, [c.target for c in state.created])
+    final: dict[str, tuple[str, str | None, str]] = {}
+    for unit, (workload, position) in state.units.items():
+        why = said.get(unit)
+        if why is None:
+            outcome = outcomes.get(unit)
+            why = explainer.reason(outcome) if isinstance(outcome, Placement) else "runs there"
+        final[unit] = (workload, state.target_id(position), why)
+    # Mapping units hold nothing in the state (their owners are derived): their
+    # outcomes say where they are.
+    for outcome in simulation.after.outcomes:
+        if outcome.unit in final:
+            continue
+        if isinstance(outcome, Placement):
+            why = said.get(outcome.unit) or explainer.reason(outcome)
+            final[outcome.unit] = (outcome.workload, outcome.target, why)
         else:
-            kind = PLACED if move.source is None else MOVED
-        moves.append(Move(move.workload, move.unit, move.source, move.destination, move.why, kind))
-    assert simulation.state is not None
+            final[outcome.unit] = (outcome.workload, None, said.get(outcome.unit, outcome.summary))
     return Prepared(
         after,
         planner.spec,
         planner,
         simulation.after,
-        moves,
-        usage(planner, simulation.state, after),
+        diff(before, final),
+        usage(planner, state, after),
         simulation=simulation,
     )
 
