@@ -610,6 +610,32 @@ async def change_owner(request: Request) -> Response:
     return await _admin(request, token, done=f"{body['resource']} has a new owner")
 
 
+@router.post("/admin/offering")
+async def offering_flag(request: Request) -> Response:
+    """An offering's dedicated flag turned on or off (PATCH /v1/offerings/NAME)."""
+    acted = await acting(request)
+    if isinstance(acted, Response):
+        return acted
+    token, fields = acted
+    name = fields.get("offering", "").strip()[:255]
+    dedicated = fields.get("dedicated") == "yes"
+    answer = await call(
+        request,
+        token,
+        "PATCH",
+        f"/v1/offerings/{quote(name, safe='')}",
+        json={"dedicated": dedicated},
+    )
+    if answer.problem is not None:
+        if answer.problem.status == 401:
+            return to_login(request, f"signed out: {answer.problem.detail}")
+        return await _admin(request, token, answer.status, problem=answer.problem)
+    how = "dedicated" if dedicated else "not dedicated"
+    moved = len(answer.data.get("changes", []))
+    done = f"offering {name} is {how}" + (f"; {moved} unit(s) moved or placed" if moved else "")
+    return await _admin(request, token, done=done)
+
+
 # Tokens
 
 
