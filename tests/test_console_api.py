@@ -214,3 +214,42 @@ def test_owners_of_named_targets_match_the_dedications_and_add_implicit_ones(
     assert "H4a" not in {r["target"] for r in seen["items"]}  # A13's, not U14's
     many = client.get("/v1/owners", params=[("target", f"x{i}") for i in range(101)])
     assert many.status_code == 422
+
+
+PREFERRED = b"""
+name: preferred
+settings: {implicit_dedication: false}
+tenancy:
+  domains:
+    D1: {accounts: [A1]}
+inventory:
+  - id: z1
+    kind: zone
+    children:
+      - {id: h1, kind: host, capacity: {cpu: 2}}
+      - {id: h2, kind: host, capacity: {cpu: 2}}
+offerings:
+  - {name: strict, cpu: 1, dedicated: true}
+  - {name: preferred, cpu: 1, dedicated: true, implicit: preferred}
+"""
+
+
+def test_only_a_host_implicit_dedication_took_is_owned_implicitly(database: str) -> None:
+    app, root = served(database)
+    client = client_of(app, root)
+    done = client.post("/v1/apply", content=PREFERRED, headers={"content-type": "application/yaml"})
+    assert done.status_code == 200, done.text
+    # Implicit dedication is off: a preferred VM falls back to a shared host, taking none.
+    fell = client.post(
+        "/v1/workloads", json={"name": "p", "account": "A1", "offering": "preferred"}
+    )
+    assert fell.status_code == 201, fell.text
+    asked = [("target", "h1"), ("target", "h2")]
+    assert client.get("/v1/owners", params=asked).json()["items"] == []
+    # On: a strict VM takes an empty host, which is then A1's, implicitly.
+    assert client.put("/v1/settings/implicit_dedication", json={"value": True}).status_code == 200
+    took = client.post("/v1/workloads", json={"name": "s", "account": "A1", "offering": "strict"})
+    assert took.status_code == 201, took.text
+    host = took.json()["changes"][0]["to"]
+    owners = client.get("/v1/owners", params=asked).json()["items"]
+    assert [(o["target"], o["account"], o["implicit"]) for o in owners] == [(host, "A1", True)]

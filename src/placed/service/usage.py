@@ -5,7 +5,6 @@ owner of just the targets named (GET /v1/owners), implicit dedications included.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
@@ -16,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from placed.model.dedications import Dedication, Dedications, Owner, Topology
 from placed.model.tenancy import Tenancy
+from placed.policy.dedication import IMPLICIT_REASON
 from placed.service import context, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.store import accounts, dedications, domains
@@ -23,8 +23,8 @@ from placed.store.database import reading
 from placed.store.tables import (
     Account,
     Location,
-    OfferingRow,
     Placement,
+    PlacementHistory,
     Target,
     TargetResource,
     Unit,
@@ -294,8 +294,10 @@ def owners(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The dedication in force on each named target, as GET /v1/dedications would list
     it (and only what that lists to the principal), or its implicit one: a host that no
-    dedication covers and that runs a VM of a dedicated offering is that VM's account's
-    (seed 004's implicit dedication, which plans derive again from the VMs that run)."""
+    dedication covers, where a VM runs that implicit dedication put there (its
+    placement's reason says so), is that VM's account's. Implicit dedications are not
+    rows (plans derive them again), so the placements' history is what says so; it is
+    read for the named targets only."""
     tenancy = Tenancy(domains.parents(session), accounts.domains_of(session))
     who = tenancy.principal(principal)
     if who is None:
@@ -317,24 +319,37 @@ def owners(
         else:
             found[target] = (hit[0], None if hit[1] == target else hit[1])
     if bare:
-        dedicated = set(session.scalars(select(OfferingRow.name).where(OfferingRow.dedicated)))
-        running = session.execute(
-            select(Target.name, Account.name, Workload.spec)
-            .select_from(Placement)
-            .join(Target, Target.id == Placement.target_id)
-            .join(Unit, Unit.id == Placement.unit_id)
-            .join(Workload, Workload.id == Unit.workload_id)
-            .join(Account, Account.id == Workload.account_id)
-            .where(Target.name.in_(bare))
-            .order_by(Placement.unit_id)
-        )
-        for target, account, spec in running:
-            offering = spec.get("offering") if isinstance(spec, Mapping) else None
+        # Which unit runs where now, and the last arrival of each there: an implicit
+        # dedication is a placement whose reason says implicit dedication gave it the
+        # host (a preferred-mode VM that fell back to a shared host took nothing).
+        running = {
+            unit: (target, account)
+            for unit, target, account in session.execute(
+                select(Unit.name, Target.name, Account.name)
+                .select_from(Placement)
+                .join(Target, Target.id == Placement.target_id)
+                .join(Unit, Unit.id == Placement.unit_id)
+                .join(Workload, Workload.id == Unit.workload_id)
+                .join(Account, Account.id == Workload.account_id)
+                .where(Target.name.in_(bare))
+            )
+        }
+        arrivals: dict[str, str] = {}
+        for unit, arrived, reason in session.execute(
+            select(PlacementHistory.unit_name, PlacementHistory.to_target, PlacementHistory.reason)
+            .where(PlacementHistory.to_target.in_(bare))
+            .order_by(PlacementHistory.id)
+        ):
+            if unit in running and running[unit][0] == arrived:
+                arrivals[unit] = reason
+        for unit in sorted(arrivals, key=lambda u: (running[u][0], u)):
+            target, account = running[unit]
             domain = tenancy.domain_of(account)
-            if target in found or offering not in dedicated or domain is None:
+            if target in found or domain is None:
                 continue
-            implicit = Dedication(target, "host", Owner(domain, account, implicit=True))
-            found[target] = (implicit, None)
+            if arrivals[unit].startswith(IMPLICIT_REASON + ":"):
+                implicit = Dedication(target, "host", Owner(domain, account, implicit=True))
+                found[target] = (implicit, None)
     # What GET /v1/dedications would list to the principal, by the same rule.
     rules = Dedications(tenancy, Topology.of([]))
     rules.items.update({d.resource: d for d, _ in found.values()})
@@ -372,7 +387,8 @@ def view(dedication: Dedication) -> dict[str, Any]:
     summary="The owners of some targets",
     description="For each target named (at most 100), the dedication in force on it (its "
     "own, else its nearest dedicated ancestor's), or its implicit dedication (a host "
-    "running a VM of a dedicated offering that nothing dedicates: that account's), "
+    "nothing dedicates, where implicit dedication placed an account's VM: that "
+    "account's), "
     "shown to the same callers and by the same rule as GET /v1/dedications; and every "
     "location's own dedication (`places`). It reads only those targets' rows and the "
     "dedications' (no plan): a page of a fleet costs the same at any size.",
