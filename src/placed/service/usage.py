@@ -88,11 +88,20 @@ class TargetOwner(BaseModel):
     inherited_from: str | None = Field(description="The ancestor dedicated; null: its own.")
 
 
+class DedicationView(BaseModel):
+    resource: str
+    kind: str
+    domain: str
+    account: str | None
+    implicit: bool
+
+
 class Owners(BaseModel):
     items: list[TargetOwner] = Field(description="The targets named that have an owner.")
-    places: list[TargetOwner] = Field(
-        description="Each location's own dedication (`target` is the location): the "
-        "location tree's badges."
+    dedications: list[DedicationView] = Field(
+        description="Every explicit dedication the caller may see, as GET "
+        "/v1/dedications lists them but by resource (stored rows, no plan): the location "
+        "tree's badges and the filter by owner."
     )
 
 
@@ -352,10 +361,10 @@ def owners(
                 found[target] = (implicit, None)
     # What GET /v1/dedications would list to the principal, by the same rule.
     rules = Dedications(tenancy, Topology.of([]))
-    rules.items.update({d.resource: d for d, _ in found.values()})
-    located_at = set(places.name.values())
-    rules.items.update({r: d for r, d in explicit.items() if r in located_at})
-    seen = {(d.resource, d.owner) for d in rules.list(who)}
+    rules.items.update(explicit)  # by resource
+    rules.items.update({d.resource: d for d, _ in found.values() if d.resource not in explicit})
+    shown = rules.list(who)
+    seen = {(d.resource, d.owner) for d in shown}
     items = []
     for target in names:
         if target not in found:
@@ -364,11 +373,7 @@ def owners(
         if (dedication.resource, dedication.owner) not in seen:
             continue
         items.append({"target": target, **view(dedication), "inherited_from": inherited})
-    own = [
-        {**view(d), "target": d.resource, "inherited_from": None}
-        for r, d in sorted(explicit.items())
-        if r in located_at and (d.resource, d.owner) in seen
-    ]
+    own = [view(d) for d in shown if not d.owner.implicit]
     return items, own
 
 
@@ -390,7 +395,7 @@ def view(dedication: Dedication) -> dict[str, Any]:
     "nothing dedicates, where implicit dedication placed an account's VM: that "
     "account's), "
     "shown to the same callers and by the same rule as GET /v1/dedications; and every "
-    "location's own dedication (`places`). It reads only those targets' rows and the "
+    "explicit dedication it may see (`dedications`). It reads only those targets' rows and the "
     "dedications' (no plan): a page of a fleet costs the same at any size.",
     response_model=Owners,
     responses=problems.responses(422),
@@ -417,7 +422,7 @@ async def get_owners(
 
     def read() -> dict[str, Any]:
         with reading(engine) as session:
-            items, places = owners(session, list(dict.fromkeys(named)), principal)
-            return {"items": items, "places": places}
+            items, listed = owners(session, list(dict.fromkeys(named)), principal)
+            return {"items": items, "dedications": listed}
 
     return await run_in_threadpool(read)

@@ -212,9 +212,10 @@ async def acting(request: Request) -> tuple[str, dict[str, str]] | Response:
 @router.get("/fleet")
 async def fleet_page(request: Request) -> Response:
     """The usage per zone, the tree and one page of targets. Owners come from /v1/owners
-    for the page's targets: the page asks for them after it is drawn (/ui/fleet/owners),
-    unless it filters by owner (which reads every dedication, /v1/dedications) or is
-    asked for them inline (`owners=1`, the link for a browser without JavaScript)."""
+    for the page's targets (and the dedications' rows, for the tree and the filter by
+    owner): the page asks for them after it is drawn (/ui/fleet/owners), unless it
+    filters by owner or is asked for them inline (`owners=1`, the link for a browser
+    without JavaScript)."""
     token = signed_in(request)
     if token is None:
         return to_login(request)
@@ -240,11 +241,11 @@ async def _fleet(request: Request, token: str, with_owners: bool, name: str) -> 
     if places.problem is not None:
         return refused(request, token, places.problem)
     dedications: list[dict[str, Any]] = []
-    if owner:  # the filter needs every dedication (GET /v1/dedications judges the world)
-        owned_answer = await call(request, token, "GET", "/v1/dedications")
+    if owner:  # the filter needs the dedications: /v1/owners lists them from their rows
+        owned_answer = await call(request, token, "GET", "/v1/owners")
         if owned_answer.problem is not None:
             return refused(request, token, owned_answer.problem)
-        dedications = owned_answer.data["items"]
+        dedications = owned_answer.data["dedications"]
     parents = {str(row["name"]): row.get("parent") for row in places.data["items"]}
     wanted: list[str] | None = [under] if under else []
     if owner:
@@ -275,7 +276,7 @@ async def _fleet(request: Request, token: str, with_owners: bool, name: str) -> 
         if owners_answer.problem is not None:
             return refused(request, token, owners_answer.problem)
         badges = {str(row["target"]): fleet.owner_row(row) for row in owners_answer.data["items"]}
-        owned = {str(row["resource"]): row for row in owners_answer.data["places"]}
+        owned = {str(row["resource"]): row for row in owners_answer.data["dedications"]}
     rows = []
     for target in found.data["items"]:
         rows.append(
