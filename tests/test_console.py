@@ -138,17 +138,36 @@ def test_the_fleet_shows_the_tree_usage_and_inherited_owners(page: Any, fleet: F
     text = row.inner_text()
     assert "owner: D2 / A13, inherited from z2" in text
     assert re.search(r"cpu\s+1 / 4 \(25%\)", text), text
+    # An implicit dedication (U14's VM took the empty H33a) has its badge, said in words.
+    implicit = page.get_by_role("row").filter(
+        has=page.get_by_role("rowheader", name=re.compile("H33a"))
+    )
+    assert "owner: D2 / U14 (implicit dedication" in implicit.inner_text()
+    # The usage per zone: capacity against use over the zone's targets in service, the
+    # numbers beside each bar, as GET /v1/usage sums them.
+    usage = fleet.api("GET", "/v1/usage", params={"level": "zone"}).json()["items"]
+    chart = page.locator("table.usage")
+    for zone in usage:
+        line = chart.get_by_role("row").filter(
+            has=page.get_by_role("rowheader", name=zone["name"], exact=True)
+        )
+        shown = line.inner_text()
+        assert f"{zone['up']} in service" in shown, shown
+        for resource, use in zone["resources"].items():
+            numbers = f"{use['used']:g} / {use['capacity']:g}"
+            assert re.search(rf"{resource}\s+{re.escape(numbers)} \(", shown), shown
     checked(page, "fleet")
     # Filter by owner, server-side: only z2's hosts are left.
     page.get_by_label("Owner").fill("D2/A13")
     page.get_by_role("button", name="Filter").click()
     page.wait_for_url(re.compile(r"owner=D2"))
-    names = page.locator("tbody th[scope=row]").all_inner_texts()
+    targets = page.locator("section[aria-labelledby=targets-title]")
+    names = targets.locator("tbody th[scope=row]").all_inner_texts()
     assert names and all(n.split()[0] in ("H4a", "H4b") for n in names), names
     page.get_by_label("Status").select_option("maintenance")
     page.get_by_role("button", name="Filter").click()
     page.wait_for_url(re.compile(r"state=maintenance"))
-    assert "No target matches." in page.locator("tbody").inner_text()
+    assert "No target matches." in targets.locator("tbody").inner_text()
 
 
 def test_a_pending_unit_says_why(page: Any, fleet: Fleet) -> None:
@@ -158,6 +177,22 @@ def test_a_pending_unit_says_why(page: Any, fleet: Fleet) -> None:
     assert "pending" in row.inner_text()
     checked(page, "workloads")
     row.get_by_role("link", name="big-u2").click()
+    page.wait_for_url(re.compile(r"/ui/workloads/big-u2"))
+    # Its spread: a bar per place of the chosen level, with its count.
+    for level in ("zone", "cluster", "target"):
+        page.locator("select[name=level]").select_option(level)
+        page.get_by_role("button", name="Show").click()
+        page.wait_for_url(re.compile(rf"level={level}"))
+        spread = fleet.api("GET", "/v1/workloads/big-u2/spread", params={"level": level})
+        expected = [(i["name"], str(i["units"])) for i in spread.json()["items"]]
+        shown = [
+            (r.locator("th").inner_text(), r.locator("td").first.inner_text())
+            for r in page.locator("table.spread tbody tr").all()
+        ]
+        assert shown == expected and expected, (shown, expected)
+        assert "7 pending" in page.locator("table.spread caption").inner_text()
+    checked(page, "workload-spread")
+    page.get_by_role("link", name="Its units").click()
     page.wait_for_url(re.compile(r"workload=big-u2"))
     checked(page, "placements")
     pending = page.get_by_role("row").filter(has_text="pending").first
@@ -340,9 +375,9 @@ def test_admin_shows_offerings_and_changes_an_owner(page: Any, fleet: Fleet) -> 
     offering = page.get_by_role("row").filter(
         has=page.get_by_role("rowheader", name="dedicated-small")
     )
-    assert offering.locator("td").last.inner_text().startswith("yes")
+    assert offering.locator("td").nth(3).inner_text().startswith("yes")
     shared = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name="shared-small"))
-    assert shared.locator("td").last.inner_text() == "no"
+    assert shared.locator("td").nth(3).inner_text() == "no"
     made = fleet.api("POST", "/v1/dedications", json={"resource": "H3a", "domain": "SD2"})
     assert made.status_code == 201, made.text
     form = page.locator("form[action='/ui/admin/owner']")
@@ -362,6 +397,36 @@ def test_admin_shows_offerings_and_changes_an_owner(page: Any, fleet: Fleet) -> 
     assert "409" in page.locator(".problem").inner_text()
     checked(page, "admin-owner")
     assert fleet.api("DELETE", "/v1/dedications/H3a").status_code == 200
+
+
+def test_an_offerings_dedicated_flag_is_toggled_by_root_and_refused_to_a_user(
+    page: Any, fleet: Fleet
+) -> None:
+    made = fleet.api("POST", "/v1/offerings", json={"name": "console-medium", "cpu": 2})
+    assert made.status_code == 201, made.text
+
+    def flag() -> bool:
+        listed = fleet.api("GET", "/v1/offerings").json()["items"]
+        return bool(next(o for o in listed if o["name"] == "console-medium")["dedicated"])
+
+    sign_in(page, fleet.root)
+    page.get_by_role("link", name="Admin").click()
+    page.get_by_role("button", name="Make dedicated console-medium").click()
+    page.locator(".done").wait_for()
+    assert "offering console-medium is dedicated" in page.locator(".done").inner_text()
+    row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name="console-medium"))
+    assert row.locator("td").nth(3).inner_text() == "yes"
+    assert flag() is True
+    checked(page, "admin-offering")
+    page.get_by_role("button", name="Sign out").click()
+    sign_in(page, fleet.user)
+    page.get_by_role("link", name="Admin").click()
+    page.get_by_role("button", name="Make shared console-medium").click()
+    page.locator(".problem").wait_for()
+    assert "403 forbidden" in page.locator(".problem").inner_text()
+    assert flag() is True
+    events = fleet.api("GET", "/v1/events", params={"kind": "offering.", "limit": 100}).json()
+    assert [e["kind"] for e in events["items"]] == ["offering.created", "offering.updated"]
 
 
 def test_tokens_are_made_shown_once_and_revoked(page: Any, fleet: Fleet) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
@@ -268,3 +269,149 @@ def test_a_pasted_spec_is_bounded_and_the_page_says_so(database: str) -> None:
         "/ui/whatif", data={"targets": "a\nb", "action": "drain", "csrf": csrf_of(root)}
     )
     assert drains.status_code == 422 and "one target at a time" in drains.text
+
+
+def test_usage_sums_each_zones_up_targets_and_counts_the_down_apart(database: str) -> None:
+    _, client = applied(database)
+    every = client.get("/v1/targets", params={"limit": 1000}).json()["items"]
+    zone_of = {
+        row["name"]: row["parent"]
+        for row in client.get("/v1/locations", params={"limit": 1000}).json()["items"]
+    }
+
+    def zone(place: str | None) -> str | None:
+        while place is not None and zone_of.get(place) is not None:
+            place = zone_of[place]
+        return place
+
+    assert client.post("/v1/targets/H4a/down").status_code == 200
+    every = client.get("/v1/targets", params={"limit": 1000}).json()["items"]
+    expected: dict[str, dict[str, Any]] = {}
+    for target in every:
+        row = expected.setdefault(
+            str(zone(target["parent"])), {"up": 0, "down": 0, "resources": {}, "down_resources": {}}
+        )
+        up = target["admin_state"] == "up"
+        row["up" if up else "down"] += 1
+        into = row["resources" if up else "down_resources"]
+        for name, capacity in target["capacity"].items():
+            was = into.setdefault(name, {"capacity": 0.0, "used": 0.0})
+            was["capacity"] += capacity
+            was["used"] += target["used"].get(name, 0.0)
+    found = client.get("/v1/usage").json()
+    assert found["level"] == "zone" and found["levels"] == ["cluster", "pod", "zone"]
+    assert {row.pop("name"): row for row in found["items"]} == expected
+    assert expected["z2"]["down"] == 1 and expected["z2"]["down_resources"]["cpu"]["capacity"] == 4
+    pods = client.get("/v1/usage", params={"level": "pod"}).json()["items"]
+    assert sum(p["up"] + p["down"] for p in pods) == len(every)
+    wrong = client.get("/v1/usage", params={"level": "rack"})
+    assert wrong.status_code == 422 and wrong.json()["errors"][0]["parameter"] == "query.level"
+    assert "cluster, pod, zone" in wrong.json()["detail"]
+
+
+def test_a_workloads_spread_counts_its_units_per_place_of_a_level(database: str) -> None:
+    _, client = applied(database)
+    placed = client.get("/v1/placements", params={"workload": "shared-u2"}).json()["items"]
+    by_target = {p["target"]: 0 for p in placed}
+    for p in placed:
+        by_target[p["target"]] += 1
+    spread = client.get("/v1/workloads/shared-u2/spread", params={"level": "target"}).json()
+    assert {i["name"]: i["units"] for i in spread["items"]} == by_target
+    assert spread["units"] == 2 and spread["pending"] == 0
+    assert spread["levels"] == ["cluster", "pod", "zone", "target"]
+    parents = {
+        t["name"]: t["parent"]
+        for t in client.get("/v1/targets", params={"limit": 1000}).json()["items"]
+    }
+    clusters = client.get("/v1/workloads/shared-u2/spread", params={"level": "cluster"}).json()
+    expected: dict[str, int] = {}
+    for target, count in by_target.items():
+        expected[parents[target]] = expected.get(parents[target], 0) + count
+    assert {i["name"]: i["units"] for i in clusters["items"]} == expected
+    assert client.get("/v1/workloads/nothing/spread").status_code == 404
+    assert client.get("/v1/workloads/shared-u2/spread", params={"level": "x"}).status_code == 422
+    # A user of another account does not see the workload at all.
+    made = client.post("/v1/tokens", json={"role": "user", "scope": "A13"}).json()
+    other = {"Authorization": f"Bearer {made['token']}"}
+    assert client.get("/v1/workloads/shared-u2/spread", headers=other).status_code == 404
+
+
+def test_owners_of_named_targets_match_the_dedications_and_add_implicit_ones(
+    database: str,
+) -> None:
+    _, client = applied(database)
+    listed = {d["resource"]: d for d in client.get("/v1/dedications").json()["items"]}
+    names = [t["name"] for t in client.get("/v1/targets", params={"limit": 1000}).json()["items"]]
+    found = client.get("/v1/owners", params=[("target", n) for n in names]).json()
+    owners = {row["target"]: row for row in found["items"]}
+    # Every explicit owner is a dedication GET /v1/dedications lists, with its owner.
+    for target, row in owners.items():
+        if row["implicit"]:
+            continue
+        dedication = listed[row["resource"]]
+        assert (row["domain"], row["account"]) == (dedication["domain"], dedication["account"])
+        assert row["inherited_from"] == (None if row["resource"] == target else row["resource"])
+    assert owners["H4a"]["inherited_from"] == "z2" and owners["H4a"]["account"] == "A13"
+    # U14's dedicated VM took the empty H33a (implicit dedication), and it says so.
+    vm = client.get("/v1/placements", params={"workload": "dedicated-a14"}).json()["items"][0]
+    implicit = owners[vm["target"]]
+    assert implicit["implicit"] is True and (implicit["domain"], implicit["account"]) == (
+        "D2",
+        "U14",
+    )
+    assert "H33b" not in owners  # shared VMs only: nobody's
+    # The dedications' rows, as GET /v1/dedications lists them (it judges the world).
+    every = client.get("/v1/dedications").json()["items"]
+    assert found["dedications"] == sorted(every, key=lambda d: d["resource"])
+    # A user sees what applies to its own account, as GET /v1/dedications shows it.
+    made = client.post("/v1/tokens", json={"role": "user", "scope": "U14"}).json()
+    mine = {"Authorization": f"Bearer {made['token']}"}
+    theirs = client.get("/v1/dedications", headers=mine).json()["items"]
+    seen = client.get("/v1/owners", params=[("target", n) for n in names], headers=mine).json()
+    assert {r["resource"] for r in seen["items"] if not r["implicit"]} <= {
+        d["resource"] for d in theirs
+    }
+    assert vm["target"] in {r["target"] for r in seen["items"]}
+    assert "H4a" not in {r["target"] for r in seen["items"]}  # A13's, not U14's
+    assert seen["dedications"] == sorted(theirs, key=lambda d: d["resource"])
+    many = client.get("/v1/owners", params=[("target", f"x{i}") for i in range(101)])
+    assert many.status_code == 422
+
+
+PREFERRED = b"""
+name: preferred
+settings: {implicit_dedication: false}
+tenancy:
+  domains:
+    D1: {accounts: [A1]}
+inventory:
+  - id: z1
+    kind: zone
+    children:
+      - {id: h1, kind: host, capacity: {cpu: 2}}
+      - {id: h2, kind: host, capacity: {cpu: 2}}
+offerings:
+  - {name: strict, cpu: 1, dedicated: true}
+  - {name: preferred, cpu: 1, dedicated: true, implicit: preferred}
+"""
+
+
+def test_only_a_host_implicit_dedication_took_is_owned_implicitly(database: str) -> None:
+    app, root = served(database)
+    client = client_of(app, root)
+    done = client.post("/v1/apply", content=PREFERRED, headers={"content-type": "application/yaml"})
+    assert done.status_code == 200, done.text
+    # Implicit dedication is off: a preferred VM falls back to a shared host, taking none.
+    fell = client.post(
+        "/v1/workloads", json={"name": "p", "account": "A1", "offering": "preferred"}
+    )
+    assert fell.status_code == 201, fell.text
+    asked = [("target", "h1"), ("target", "h2")]
+    assert client.get("/v1/owners", params=asked).json()["items"] == []
+    # On: a strict VM takes an empty host, which is then A1's, implicitly.
+    assert client.put("/v1/settings/implicit_dedication", json={"value": True}).status_code == 200
+    took = client.post("/v1/workloads", json={"name": "s", "account": "A1", "offering": "strict"})
+    assert took.status_code == 201, took.text
+    host = took.json()["changes"][0]["to"]
+    owners = client.get("/v1/owners", params=asked).json()["items"]
+    assert [(o["target"], o["account"], o["implicit"]) for o in owners] == [(host, "A1", True)]

@@ -435,6 +435,70 @@ def test_offerings_are_listed(world: World) -> None:
     ]
 
 
+def test_an_offerings_dedicated_flag_is_the_root_admins_to_change(world: World) -> None:
+    body = {"name": "b1-vm", "account": "B1", "offering": "shared"}
+    placed = world.vm("b1-vm", "B1", "shared")
+    assert placed.status_code == 201, placed.text
+    # A user, even of the account, may not change the flag: the rule's 403, nothing changed.
+    for who in ("user:B1", "domain-admin:D2"):
+        world.refused(
+            403,
+            "forbidden",
+            "PATCH",
+            "/v1/offerings/shared",
+            json={"dedicated": True},
+            headers=world.as_(who),
+        )
+    world.refused(404, "not-found", "PATCH", "/v1/offerings/nothing", json={"dedicated": True})
+    world.refused(422, "invalid-request", "PATCH", "/v1/offerings/shared", json={"dedicated": 1})
+    world.refused(
+        422,
+        "invalid-request",
+        "PATCH",
+        "/v1/offerings/shared",
+        json={"dedicated": True, "implicit": "maybe"},
+    )
+    revision = world.revision()
+    turned = world.client.patch("/v1/offerings/shared", json={"dedicated": True})
+    assert turned.status_code == 200, turned.text
+    answer = turned.json()
+    assert answer["changed"] is True and answer["revision"] > revision
+    assert answer["was"]["dedicated"] is False and answer["offering"]["dedicated"] is True
+    # B1's VM runs on a shared host and now asks for dedication: it stays, incompatible.
+    assert [i["unit"] for i in answer["incompatible"]] == ["b1-vm/0"]
+    event = world.events("offering.updated")[-1]
+    assert event["subject"] == "shared"
+    assert (event["details"]["was"]["dedicated"], event["details"]["offering"]["dedicated"]) == (
+        False,
+        True,
+    )
+    listed = {o["name"]: o for o in world.client.get("/v1/offerings").json()["items"]}
+    assert listed["shared"]["dedicated"] is True
+    # The plans obey it: B1 has nothing dedicated and implicit dedication is off.
+    world.client.delete("/v1/workloads/b1-vm")
+    world.refused(409, "unplaceable", "POST", "/v1/workloads", json=body)
+    revision = world.revision()
+    same = world.client.patch("/v1/offerings/shared", json={"dedicated": True})
+    assert same.json()["changed"] is False and same.json()["revision"] == revision
+    back = world.client.patch("/v1/offerings/shared", json={"dedicated": False})
+    assert back.status_code == 200 and back.json()["offering"]["dedicated"] is False
+    assert world.client.post("/v1/workloads", json=body).status_code == 201
+
+
+def test_an_offering_is_added_by_the_root_admin_only(world: World) -> None:
+    new = {"name": "big", "cpu": 2, "memory": 4, "dedicated": True, "implicit": "preferred"}
+    world.refused(403, "forbidden", "POST", "/v1/offerings", json=new, headers=world.as_("user:A1"))
+    world.refused(422, "invalid-request", "POST", "/v1/offerings", json={**new, "cpu": -1})
+    made = world.client.post("/v1/offerings", json=new)
+    assert made.status_code == 201, made.text
+    assert made.json()["was"] is None and made.json()["offering"]["implicit"] == "preferred"
+    assert world.events("offering.created")[-1]["subject"] == "big"
+    found = world.refused(409, "invalid-parameter", "POST", "/v1/offerings", json=new)
+    assert "exists already" in found["detail"]
+    listed = {o["name"]: o for o in world.client.get("/v1/offerings").json()["items"]}
+    assert listed["big"] == {**new, "cpu": 2.0, "memory": 4.0, "disk": 0.0}
+
+
 def test_every_new_operation_declares_its_problems() -> None:
     paths = TestClient(create_app()).get("/openapi.json").json()["paths"]
     expected = {
@@ -443,6 +507,8 @@ def test_every_new_operation_declares_its_problems() -> None:
         ("/v1/dedications/{resource}", "delete"): {"403", "409"},
         ("/v1/dedications", "get"): {"403", "422"},
         ("/v1/offerings", "get"): {"503"},
+        ("/v1/offerings", "post"): {"403", "409", "422"},
+        ("/v1/offerings/{name}", "patch"): {"403", "404", "409", "422"},
         ("/v1/settings/{key}", "put"): {"403", "404", "409", "422"},
         ("/v1/units/{unit}/migrate", "post"): {"403", "404", "409", "422"},
         ("/v1/targets/{name}/evacuate", "post"): {"403", "404", "409", "422"},

@@ -63,6 +63,9 @@ from placed.policy.base import (
 from placed.policy.base import Filter as _Filter
 
 IMPLICIT_PROPERTY = "implicit.dedication.enable"
+# How a placement's reason begins when implicit dedication gave the unit its host: the
+# service reads it back from a placement's history (GET /v1/owners).
+IMPLICIT_REASON = "implicit dedication"
 # Per target, the implicit setting a running cloud gave its zone: 0 none, 1 on, 2 off.
 IMPLICIT_OVERRIDE = "implicit-override"
 SHARED = "shared"  # what the preferred mode allows a unit that found nothing dedicated
@@ -901,7 +904,7 @@ class Dedication(Family):
         state.annotate(
             unit,
             "implicit-dedication",
-            f"implicit dedication: nothing dedicated to {tenant.account} had room, so the "
+            f"{IMPLICIT_REASON}: nothing dedicated to {tenant.account} had room, so the "
             f"empty host {host} became account {tenant.account}'s",
         )
         state.event(

@@ -29,6 +29,7 @@ from placed.service import (
     targets,
     tokens,
     units,
+    usage,
     workloads,
 )
 from placed.service.auth import TrustedTokens
@@ -114,6 +115,7 @@ def create_app(
         events,
         dedications,
         migrations,
+        usage,
         leader,
     ):
         app.include_router(module.router)

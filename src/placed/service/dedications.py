@@ -12,15 +12,20 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from placed.engine.cloud import Cloud
-from placed.model.dedications import INVALID_PARAMETER, Dedication, DedicationError, Offering
+from placed.model.dedications import (
+    INVALID_PARAMETER,
+    Dedication,
+    DedicationError,
+    Offering,
+)
 from placed.model.tenancy import Principal
 from placed.service import cloudstack, context, placing, problems
 from placed.service.auth import (
@@ -102,6 +107,40 @@ class OfferingView(BaseModel):
 
 class OfferingList(BaseModel):
     items: list[OfferingView]
+
+
+Amount = Annotated[float, Field(ge=0, le=1e15, allow_inf_nan=False)]
+Implicit = Literal["strict", "preferred"]
+
+
+class NewOffering(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: Name
+    cpu: Amount = 0.0
+    memory: Amount = 0.0
+    disk: Amount = 0.0
+    dedicated: StrictBool = Field(False, description="Its VMs ask for dedicated resources.")
+    implicit: Implicit = Field("strict", description="preferred: may fall back to shared hosts")
+
+
+class OfferingFlag(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    dedicated: StrictBool = Field(description="Its VMs ask for dedicated resources.")
+    implicit: Implicit | None = Field(None, description="null: as it is.")
+
+
+class OfferingChange(BaseModel):
+    offering: OfferingView
+    was: OfferingView | None = Field(description="An update: the offering before; null: made.")
+    changed: bool = Field(description="false: it was so already (no event, no plan).")
+    revision: int
+    changes: list[MoveView] = Field(description="Units the new flag placed or moved.")
+    incompatible: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Allocation units that no longer fit where they run and stay there, "
+        "each with the rule (a unit.incompatible event when new); POST "
+        "/v1/workloads/{name}/replace moves them.",
+    )
 
 
 class SettingValue(BaseModel):
@@ -311,6 +350,106 @@ async def list_offerings(
             return {"items": [offering_view(o) for o in offerings.listed(session)]}
 
     return await run_in_threadpool(read)
+
+
+def put_offering(
+    engine: Engine,
+    name: str,
+    wanted: Callable[[dict[str, Any] | None], dict[str, Any]],
+    actor: Actor,
+) -> dict[str, Any]:
+    """Make or change one offering in the stored world and plan the world it leaves (its
+    VMs now ask for dedication or no longer do), with its event, in one transaction.
+    `wanted`: the offering as it should be, from the offering as it is (None: none).
+    Only a root admin may (the seed: only a root admin offers dedication): the routes'
+    rule says so, before this runs."""
+
+    def prepare(snapshot: Snapshot) -> placing.Prepared:
+        old = next((o for o in snapshot.offerings if o["name"] == name), None)
+        new = wanted(old)
+        after = copy.deepcopy(snapshot)
+        if old != new:
+            after.offerings = [o for o in after.offerings if o["name"] != name] + [new]
+        prepared = placing.plan(snapshot, after)
+        if old != new:
+            kind = "offering.created" if old is None else "offering.updated"
+            details: dict[str, Any] = {"offering": new}
+            if old is not None:
+                details["was"] = old
+            prepared.extra.append(Extra(kind, name, details=details))
+        prepared.data.update(offering=new, was=old, changed=old != new)
+        return prepared
+
+    committed = placing.transact(engine, prepare, actor)
+    return {
+        **committed.prepared.data,
+        "revision": committed.revision,
+        "changes": placing.moves_document(committed.prepared.moves),
+        "incompatible": committed.prepared.data.get("incompatible", []),
+    }
+
+
+@router.post(
+    "/offerings",
+    summary="Add a service offering",
+    description="CloudStack's createServiceOffering, with its dedicated flag (isdedicated): "
+    "root admins only (403 otherwise), as the seed's permissions say; 409 "
+    "invalid-parameter when an offering of that name exists (PATCH changes it). An "
+    "offering.created event, in the same transaction.",
+    status_code=201,
+    response_model=OfferingChange,
+    responses=problems.responses(403, 409, 422),
+)
+async def post_offering(
+    request: Request, body: NewOffering, caller: Annotated[Caller, allow(ROOT_ADMIN)]
+) -> dict[str, Any]:
+    engine = context.store(request)
+
+    def wanted(old: dict[str, Any] | None) -> dict[str, Any]:
+        if old is not None:
+            raise problems.ProblemException(
+                409, INVALID_PARAMETER, f"offering {body.name} exists already"
+            )
+        return body.model_dump()
+
+    return await run_in_threadpool(
+        put_offering,
+        engine,
+        body.name,
+        wanted,
+        context.actor(request, caller),
+    )
+
+
+@router.patch(
+    "/offerings/{name}",
+    summary="Change an offering's dedicated flag",
+    description="Root admins only (403 otherwise); 404 not-found for an offering that is "
+    "not there. The world is planned again in the same transaction (the offering's VMs "
+    "now ask for dedicated resources, or no longer do), with an offering.updated event; "
+    "a flag it has already changes nothing (`changed: false`).",
+    response_model=OfferingChange,
+    responses=problems.responses(403, 404, 409, 422),
+)
+async def patch_offering(
+    request: Request,
+    name: Annotated[str, Path(max_length=255)],
+    body: OfferingFlag,
+    caller: Annotated[Caller, allow(ROOT_ADMIN)],
+) -> dict[str, Any]:
+    engine = context.store(request)
+
+    def wanted(old: dict[str, Any] | None) -> dict[str, Any]:
+        if old is None:
+            raise problems.ProblemException(404, "not-found", f"no offering {name!r}")
+        new = {**old, "dedicated": body.dedicated}
+        if body.implicit is not None:
+            new["implicit"] = body.implicit
+        return new
+
+    return await run_in_threadpool(
+        put_offering, engine, name, wanted, context.actor(request, caller)
+    )
 
 
 def offering_view(offering: Offering) -> dict[str, Any]:

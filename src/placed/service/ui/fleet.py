@@ -85,6 +85,17 @@ def owner_of(
     return None
 
 
+def owner_row(row: Mapping[str, Any]) -> Owner:
+    """A target's owner as GET /v1/owners answers it."""
+    return Owner(
+        str(row["domain"]),
+        row.get("account"),
+        bool(row.get("implicit")),
+        row.get("inherited_from"),
+        str(row.get("kind", "")),
+    )
+
+
 def owner_key(row: Mapping[str, Any]) -> str:
     """A dedication's owner as the filter names it: DOMAIN, or DOMAIN/ACCOUNT."""
     return f"{row['domain']}/{row['account']}" if row.get("account") else str(row["domain"])

@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from placed.service.auth import public
-from placed.service.ui import fleet, picture, whatif
+from placed.service.ui import charts, fleet, picture, whatif
 from placed.service.ui.session import (
     COOKIE,
     MAX_FORM_BYTES,
@@ -215,10 +215,11 @@ async def acting(
 
 @router.get("/fleet")
 async def fleet_page(request: Request) -> Response:
-    """The tree and one page of targets. Owners come from /v1/dedications, which judges
-    the whole world (seconds at 10,000 targets): the page asks for them after it is
-    drawn (/ui/fleet/owners), unless it filters by owner or is asked for them inline
-    (`owners=1`, the link for a browser without JavaScript)."""
+    """The usage per zone, the tree and one page of targets. Owners come from /v1/owners
+    for the page's targets (and the dedications' rows, for the tree and the filter by
+    owner): the page asks for them after it is drawn (/ui/fleet/owners), unless it
+    filters by owner or is asked for them inline (`owners=1`, the link for a browser
+    without JavaScript)."""
     token = signed_in(request)
     if token is None:
         return to_login(request)
@@ -244,12 +245,11 @@ async def _fleet(request: Request, token: str, with_owners: bool, name: str) -> 
     if places.problem is not None:
         return refused(request, token, places.problem)
     dedications: list[dict[str, Any]] = []
-    if with_owners:
-        owned_answer = await call(request, token, "GET", "/v1/dedications")
+    if owner:  # the filter needs the dedications: /v1/owners lists them from their rows
+        owned_answer = await call(request, token, "GET", "/v1/owners")
         if owned_answer.problem is not None:
             return refused(request, token, owned_answer.problem)
-        dedications = owned_answer.data["items"]
-    owned = {str(row["resource"]): row for row in dedications}
+        dedications = owned_answer.data["dedications"]
     parents = {str(row["name"]): row.get("parent") for row in places.data["items"]}
     wanted: list[str] | None = [under] if under else []
     if owner:
@@ -270,16 +270,34 @@ async def _fleet(request: Request, token: str, with_owners: bool, name: str) -> 
         found = await call(request, token, "GET", "/v1/targets", params=params)
     if found.problem is not None:
         return refused(request, token, found.problem)
+    # The owners of just this page's targets, and the tree's own (GET /v1/owners: the
+    # rows of these targets and the dedications, at any fleet size).
+    badges: dict[str, fleet.Owner] = {}
+    owned: dict[str, Any] = {}
+    if with_owners:
+        asked = [("target", str(t["name"])) for t in found.data["items"]]
+        owners_answer = await call(request, token, "GET", "/v1/owners", params=asked)
+        if owners_answer.problem is not None:
+            return refused(request, token, owners_answer.problem)
+        badges = {str(row["target"]): fleet.owner_row(row) for row in owners_answer.data["items"]}
+        owned = {str(row["resource"]): row for row in owners_answer.data["dedications"]}
     rows = []
     for target in found.data["items"]:
         rows.append(
             {
                 "target": target,
                 "path": list(reversed(fleet.chain(target.get("parent"), parents))),
-                "owner": fleet.owner_of(target["name"], target.get("parent"), parents, owned),
+                "owner": badges.get(target["name"]),
                 "bars": fleet.bars(target),
             }
         )
+    usage: dict[str, Any] = {"usage_level": "zone", "zones": [], "usage_problem": None}
+    if name == "fleet.html":
+        used = await call(request, token, "GET", "/v1/usage", params={"level": "zone"})
+        if used.problem is not None:
+            usage["usage_problem"] = used.problem
+        else:
+            usage["zones"] = charts.zones(used.data["items"])
     roots = fleet.tree(places.data["items"], owned)
     keep = {"under": under, "owner": owner, "state": state}
     chosen = {k: v for k, v in keep.items() if v}
@@ -300,6 +318,7 @@ async def _fleet(request: Request, token: str, with_owners: bool, name: str) -> 
         complete=places.data["complete"],
         next_link=("/ui/fleet?" + urlencode({**chosen, "after": following}) if following else None),
         first_link="/ui/fleet?" + urlencode(chosen) if after else None,
+        **usage,
     )
 
 
@@ -348,6 +367,46 @@ async def workloads_page(request: Request) -> Response:
         title="Workloads",
         workloads=found.data["items"],
         next_link="/ui/workloads?" + urlencode({"after": following}) if following else None,
+    )
+
+
+@router.get("/workloads/{name}")
+async def workload_page(request: Request, name: str) -> Response:
+    """One workload, and how its units spread over a level the inventory has (GET
+    /v1/workloads/NAME/spread: one grouped query)."""
+    token = signed_in(request)
+    if token is None:
+        return to_login(request)
+    found = await call(request, token, "GET", f"/v1/workloads/{quote(name, safe='')}")
+    if found.problem is not None:
+        return refused(request, token, found.problem)
+    level = text(request, "level", 64) or "zone"
+    path = f"/v1/workloads/{quote(name, safe='')}/spread"
+    spread = await call(request, token, "GET", path, params={"level": level})
+    problem = spread.problem
+    if problem is not None and problem.status == 422 and level != "zone":
+        problem = Problem(422, problem.kind, "No such level", problem.detail)
+    elif problem is not None and problem.status == 422:
+        # No zones: the first level there is (the answer names them), else targets.
+        spread = await call(request, token, "GET", path, params={"level": "target"})
+        level, problem = "target", spread.problem
+    if problem is not None and problem.status != 422:
+        return refused(request, token, problem)
+    data: dict[str, Any] = (
+        spread.data if problem is None else {"levels": [], "items": [], "pending": 0}
+    )
+    return render(
+        request,
+        "workload.html",
+        problem.status if problem is not None else 200,
+        token,
+        title=f"Workload {name}",
+        workload=found.data,
+        level=level,
+        levels=data.get("levels", []),
+        spread=data,
+        bars=charts.spread(data.get("items", [])),
+        problem=problem,
     )
 
 
@@ -782,6 +841,32 @@ async def change_owner(request: Request) -> Response:
             return to_login(request, f"signed out: {answer.problem.detail}")
         return await _admin(request, token, answer.status, problem=answer.problem)
     return await _admin(request, token, done=f"{body['resource']} has a new owner")
+
+
+@router.post("/admin/offering")
+async def offering_flag(request: Request) -> Response:
+    """An offering's dedicated flag turned on or off (PATCH /v1/offerings/NAME)."""
+    acted = await acting(request)
+    if isinstance(acted, Response):
+        return acted
+    token, fields = acted
+    name = fields.get("offering", "").strip()[:255]
+    dedicated = fields.get("dedicated") == "yes"
+    answer = await call(
+        request,
+        token,
+        "PATCH",
+        f"/v1/offerings/{quote(name, safe='')}",
+        json={"dedicated": dedicated},
+    )
+    if answer.problem is not None:
+        if answer.problem.status == 401:
+            return to_login(request, f"signed out: {answer.problem.detail}")
+        return await _admin(request, token, answer.status, problem=answer.problem)
+    how = "dedicated" if dedicated else "not dedicated"
+    moved = len(answer.data.get("changes", []))
+    done = f"offering {name} is {how}" + (f"; {moved} unit(s) moved or placed" if moved else "")
+    return await _admin(request, token, done=done)
 
 
 # Tokens

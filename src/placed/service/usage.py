@@ -1,0 +1,428 @@
+"""Aggregates the console draws, each one grouped query rather than the whole world read:
+capacity and use summed per location of one level (GET /v1/usage), how a workload's
+units spread over the places of one level (GET /v1/workloads/{name}/spread), and the
+owner of just the targets named (GET /v1/owners), implicit dedications included."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Request
+from pydantic import BaseModel, Field
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
+
+from placed.model.dedications import Dedication, Dedications, Owner, Topology
+from placed.model.tenancy import Tenancy
+from placed.policy.dedication import IMPLICIT_REASON
+from placed.service import context, problems
+from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
+from placed.store import accounts, dedications, domains
+from placed.store.database import reading
+from placed.store.tables import (
+    Account,
+    Location,
+    Placement,
+    PlacementHistory,
+    Target,
+    TargetResource,
+    Unit,
+    Workload,
+)
+
+router = APIRouter(prefix="/v1")
+
+TARGET = "target"
+MAX_OWNERS = 100
+LEVEL = Query(
+    max_length=64,
+    description="A kind of location the inventory has (zone, pod, cluster, rack), or "
+    "`target` (spread only); 422 invalid-request names the levels there are.",
+)
+
+
+class ResourceUse(BaseModel):
+    capacity: float
+    used: float
+
+
+class DomainUsage(BaseModel):
+    name: str | None = Field(description="The location; null: targets below no such place.")
+    up: int = Field(description="Targets in service (admin state up).")
+    down: int = Field(description="Targets down or in maintenance, counted apart.")
+    resources: dict[str, ResourceUse] = Field(description="Summed over the up targets only.")
+    down_resources: dict[str, ResourceUse] = Field(description="The down targets' own sums.")
+
+
+class Usage(BaseModel):
+    level: str
+    levels: list[str] = Field(description="The kinds of location the inventory has.")
+    items: list[DomainUsage]
+
+
+class SpreadItem(BaseModel):
+    name: str | None = Field(description="The place; null: placed below no such place.")
+    units: int
+
+
+class Spread(BaseModel):
+    workload: str
+    level: str
+    levels: list[str] = Field(description="The levels to choose from: kinds, then target.")
+    units: int = Field(description="Units of the workload, placed or not.")
+    pending: int
+    items: list[SpreadItem] = Field(description="Most units first, then by name.")
+
+
+class TargetOwner(BaseModel):
+    target: str
+    resource: str = Field(description="What is dedicated: the target or an ancestor.")
+    kind: str
+    domain: str
+    account: str | None
+    implicit: bool = Field(
+        description="A host taken by an account's VM of a dedicated offering "
+        "(implicit dedication), not dedicated explicitly."
+    )
+    inherited_from: str | None = Field(description="The ancestor dedicated; null: its own.")
+
+
+class DedicationView(BaseModel):
+    resource: str
+    kind: str
+    domain: str
+    account: str | None
+    implicit: bool
+
+
+class Owners(BaseModel):
+    items: list[TargetOwner] = Field(description="The targets named that have an owner.")
+    dedications: list[DedicationView] = Field(
+        description="Every explicit dedication the caller may see, as GET "
+        "/v1/dedications lists them but by resource (stored rows, no plan): the location "
+        "tree's badges and the filter by owner."
+    )
+
+
+class _Places:
+    """Every location with its kind and parent (locations are few beside targets), and
+    each one's ancestor of one kind."""
+
+    def __init__(self, session: Session) -> None:
+        rows = session.execute(
+            select(Location.id, Location.name, Location.kind, Location.parent_id)
+        )
+        self.name: dict[int, str] = {}
+        self.kind: dict[int, str] = {}
+        self.parent: dict[int, int | None] = {}
+        for row_id, name, kind, parent in rows:
+            self.name[row_id], self.kind[row_id], self.parent[row_id] = name, kind, parent
+        self._at: dict[tuple[int, str], str | None] = {}
+
+    @property
+    def levels(self) -> list[str]:
+        return sorted(set(self.kind.values()))
+
+    def at(self, location: int | None, level: str) -> str | None:
+        """The location's ancestor (or itself) of kind `level`."""
+        if location is None:
+            return None
+        key = (location, level)
+        if key not in self._at:
+            current: int | None = location
+            seen = 0
+            while current is not None and self.kind.get(current) != level and seen < 64:
+                current, seen = self.parent.get(current), seen + 1
+            self._at[key] = self.name.get(current) if current is not None else None
+        return self._at[key]
+
+    def chain(self, location: int | None) -> list[str]:
+        """The location and its ancestors, nearest first."""
+        found: list[str] = []
+        while location is not None and len(found) < 64:
+            found.append(self.name[location])
+            location = self.parent.get(location)
+        return found
+
+
+def _level(level: str, levels: list[str]) -> None:
+    if level not in levels:
+        known = ", ".join(levels) or "none"
+        raise problems.ProblemException(
+            422,
+            "invalid-request",
+            f"no level {level!r}; the levels are {known}",
+            [{"parameter": "query.level", "detail": f"one of {known}"}],
+        )
+
+
+def usage(session: Session, level: str) -> dict[str, Any]:
+    places = _Places(session)
+    _level(level, places.levels)
+    rows: dict[str | None, dict[str, Any]] = {}
+
+    def domain(location: int | None) -> dict[str, Any]:
+        name = places.at(location, level)
+        found = rows.get(name)
+        if found is None:
+            found = rows[name] = {
+                "name": name,
+                "up": 0,
+                "down": 0,
+                "resources": {},
+                "down_resources": {},
+            }
+        return found
+
+    counted = select(Target.location_id, Target.admin_state, func.count()).group_by(
+        Target.location_id, Target.admin_state
+    )
+    for location, state, count in session.execute(counted):
+        domain(location)["up" if state == "up" else "down"] += int(count)
+    summed = (
+        select(
+            Target.location_id,
+            Target.admin_state,
+            TargetResource.name,
+            func.sum(TargetResource.capacity),
+            func.sum(TargetResource.used),
+        )
+        .join(TargetResource, TargetResource.target_id == Target.id)
+        .group_by(Target.location_id, Target.admin_state, TargetResource.name)
+    )
+    for location, state, resource, capacity, used in session.execute(summed):
+        into = domain(location)["resources" if state == "up" else "down_resources"]
+        was = into.setdefault(resource, {"capacity": 0.0, "used": 0.0})
+        was["capacity"] += float(capacity or 0.0)
+        was["used"] += float(used or 0.0)
+    items = sorted(rows.values(), key=lambda r: (r["name"] is None, r["name"] or ""))
+    return {"level": level, "levels": places.levels, "items": items}
+
+
+@router.get(
+    "/usage",
+    summary="Capacity and use per location of one level",
+    description="Per location of the level (a zone by default): per resource, capacity "
+    "and use summed over its targets in service, and its targets down or in maintenance "
+    "counted and summed apart. One grouped query, whatever the fleet's size; targets are "
+    "listed to the same callers as GET /v1/targets.",
+    response_model=Usage,
+    responses=problems.responses(422),
+)
+async def get_usage(
+    request: Request,
+    caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
+    level: Annotated[str, LEVEL] = "zone",
+) -> dict[str, Any]:
+    engine = context.store(request)
+
+    def read() -> dict[str, Any]:
+        with reading(engine) as session:
+            return usage(session, level)
+
+    return await run_in_threadpool(read)
+
+
+def spread(
+    session: Session, name: str, level: str, reach: set[str] | None
+) -> dict[str, Any] | None:
+    found = session.execute(
+        select(Workload.id, Account.name)
+        .outerjoin(Account, Account.id == Workload.account_id)
+        .where(Workload.name == name)
+    ).first()
+    if found is None or (reach is not None and found[1] not in reach):
+        return None
+    workload_id = found[0]
+    places = _Places(session)
+    levels = [*places.levels, TARGET]
+    _level(level, levels)
+    total = int(
+        session.scalar(
+            select(func.count()).select_from(Unit).where(Unit.workload_id == workload_id)
+        )
+        or 0
+    )
+    placed = (
+        select(Target.name, Target.location_id, func.count())
+        .select_from(Placement)
+        .join(Unit, Unit.id == Placement.unit_id)
+        .join(Target, Target.id == Placement.target_id)
+        .where(Unit.workload_id == workload_id)
+        .group_by(Target.name, Target.location_id)
+    )
+    counts: dict[str | None, int] = {}
+    landed = 0
+    for target, location, count in session.execute(placed):
+        key = target if level == TARGET else places.at(location, level)
+        counts[key] = counts.get(key, 0) + int(count)
+        landed += int(count)
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0] is None, kv[0] or ""))
+    items = [{"name": k, "units": v} for k, v in ranked]
+    return {
+        "workload": name,
+        "level": level,
+        "levels": levels,
+        "units": total,
+        "pending": max(0, total - landed),
+        "items": items,
+    }
+
+
+@router.get(
+    "/workloads/{name}/spread",
+    summary="How a workload's units spread over one level",
+    description="The units placed per place of the level (zone, pod, cluster, rack: the "
+    "kinds the inventory has, or `target`), most first; a workload the caller may not "
+    "see is not there (404).",
+    response_model=Spread,
+    responses=problems.responses(404, 422),
+)
+async def get_spread(
+    request: Request,
+    name: Annotated[str, Path(max_length=255)],
+    caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
+    level: Annotated[str, LEVEL] = "zone",
+) -> dict[str, Any]:
+    engine = context.store(request)
+    reach = await run_in_threadpool(context.accounts_of, engine, caller)
+
+    def read() -> dict[str, Any] | None:
+        with reading(engine) as session:
+            return spread(session, name, level, reach)
+
+    found = await run_in_threadpool(read)
+    if found is None:
+        raise problems.ProblemException(404, "not-found", f"no workload {name!r}")
+    return found
+
+
+def owners(
+    session: Session, names: list[str], principal: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The dedication in force on each named target, as GET /v1/dedications would list
+    it (and only what that lists to the principal), or its implicit one: a host that no
+    dedication covers, where a VM runs that implicit dedication put there (its
+    placement's reason says so), is that VM's account's. Implicit dedications are not
+    rows (plans derive them again), so the placements' history is what says so; it is
+    read for the named targets only."""
+    tenancy = Tenancy(domains.parents(session), accounts.domains_of(session))
+    who = tenancy.principal(principal)
+    if who is None:
+        return [], []
+    places = _Places(session)
+    explicit = {d.resource: d for d in dedications.listed(session) if not d.owner.implicit}
+    located = dict(
+        session.execute(select(Target.name, Target.location_id).where(Target.name.in_(names)))
+        .tuples()
+        .all()
+    )
+    found: dict[str, tuple[Dedication, str | None]] = {}
+    bare: list[str] = []
+    for target, location in located.items():
+        chain = places.chain(location)
+        hit = next(((d, p) for p in [target, *chain] if (d := explicit.get(p)) is not None), None)
+        if hit is None:
+            bare.append(target)
+        else:
+            found[target] = (hit[0], None if hit[1] == target else hit[1])
+    if bare:
+        # Which unit runs where now, and the last arrival of each there: an implicit
+        # dedication is a placement whose reason says implicit dedication gave it the
+        # host (a preferred-mode VM that fell back to a shared host took nothing).
+        running = {
+            unit: (target, account)
+            for unit, target, account in session.execute(
+                select(Unit.name, Target.name, Account.name)
+                .select_from(Placement)
+                .join(Target, Target.id == Placement.target_id)
+                .join(Unit, Unit.id == Placement.unit_id)
+                .join(Workload, Workload.id == Unit.workload_id)
+                .join(Account, Account.id == Workload.account_id)
+                .where(Target.name.in_(bare))
+            )
+        }
+        arrivals: dict[str, str] = {}
+        for unit, arrived, reason in session.execute(
+            select(PlacementHistory.unit_name, PlacementHistory.to_target, PlacementHistory.reason)
+            .where(PlacementHistory.to_target.in_(bare))
+            .order_by(PlacementHistory.id)
+        ):
+            if unit in running and running[unit][0] == arrived:
+                arrivals[unit] = reason
+        for unit in sorted(arrivals, key=lambda u: (running[u][0], u)):
+            target, account = running[unit]
+            domain = tenancy.domain_of(account)
+            if target in found or domain is None:
+                continue
+            if arrivals[unit].startswith(IMPLICIT_REASON + ":"):
+                implicit = Dedication(target, "host", Owner(domain, account, implicit=True))
+                found[target] = (implicit, None)
+    # What GET /v1/dedications would list to the principal, by the same rule.
+    rules = Dedications(tenancy, Topology.of([]))
+    rules.items.update(explicit)  # by resource
+    rules.items.update({d.resource: d for d, _ in found.values() if d.resource not in explicit})
+    shown = rules.list(who)
+    seen = {(d.resource, d.owner) for d in shown}
+    items = []
+    for target in names:
+        if target not in found:
+            continue
+        dedication, inherited = found[target]
+        if (dedication.resource, dedication.owner) not in seen:
+            continue
+        items.append({"target": target, **view(dedication), "inherited_from": inherited})
+    own = [view(d) for d in shown if not d.owner.implicit]
+    return items, own
+
+
+def view(dedication: Dedication) -> dict[str, Any]:
+    return {
+        "resource": dedication.resource,
+        "kind": dedication.kind,
+        "domain": dedication.owner.domain,
+        "account": dedication.owner.account,
+        "implicit": dedication.owner.implicit,
+    }
+
+
+@router.get(
+    "/owners",
+    summary="The owners of some targets",
+    description="For each target named (at most 100), the dedication in force on it (its "
+    "own, else its nearest dedicated ancestor's), or its implicit dedication (a host "
+    "nothing dedicates, where implicit dedication placed an account's VM: that "
+    "account's), "
+    "shown to the same callers and by the same rule as GET /v1/dedications; and every "
+    "explicit dedication it may see (`dedications`). It reads only those targets' rows and the "
+    "dedications' (no plan): a page of a fleet costs the same at any size.",
+    response_model=Owners,
+    responses=problems.responses(422),
+)
+async def get_owners(
+    request: Request,
+    caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
+    target: Annotated[
+        list[str] | None,
+        Query(max_length=MAX_OWNERS, description="A target's name; repeat for more."),
+    ] = None,
+) -> dict[str, Any]:
+    engine = context.store(request)
+    named = target or []
+    for index, name in enumerate(named):
+        if not 0 < len(name) <= 255:
+            raise problems.ProblemException(
+                422,
+                "invalid-request",
+                "each `target` is a name of 1 to 255 characters",
+                [{"parameter": f"query.target.{index}", "detail": "not 1 to 255 characters"}],
+            )
+    principal = context.principal(caller)
+
+    def read() -> dict[str, Any]:
+        with reading(engine) as session:
+            items, listed = owners(session, list(dict.fromkeys(named)), principal)
+            return {"items": items, "dedications": listed}
+
+    return await run_in_threadpool(read)
