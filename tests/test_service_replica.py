@@ -256,3 +256,76 @@ def test_a_claim_on_the_cache_is_never_of_a_workload_a_stored_one_avoids(databas
     grown = client.put("/v1/workloads/web", json={"generation": row["generation"], "spec": spec})
     assert grown.status_code == 200, grown.text
     assert {rack_of(f"web/{i}") for i in range(4)} == {rack_of("web/0")} != {rack_of("db/0")}
+
+
+def arriving_during_the_commit(replica: ReplicaWorld, later: list[Ticket]) -> list[bool]:
+    """`later` starts waiting once the first batch is decided, so it is taken while that
+    batch commits; each decision's list entry says whether it was made on the world a
+    committing batch leaves."""
+    decide = replica._decide
+    calls: list[bool] = []
+
+    def deciding(cached: Any, batch: list[Ticket], on: Any = None) -> Any:
+        calls.append(on is not None)
+        decided = decide(cached, batch, on)
+        if len(calls) == 1:
+            with replica._waiting_lock:
+                replica._waiting.extend(later)
+        return decided
+
+    replica._decide = deciding  # type: ignore[method-assign]
+    return calls
+
+
+def test_claims_arriving_while_a_batch_commits_are_decided_on_the_world_it_leaves(
+    database: str,
+) -> None:
+    app, replica = applied(database)
+    engine = app.state.database
+    with reading(engine) as session:
+        before = revision.current(session)
+    first = [ticket("a", 2)]
+    later = [ticket("b", 2), ticket("c", 1), ticket("a", 1)]
+    calls = arriving_during_the_commit(replica, later)
+    replica._waiting = list(first)
+    with replica._lock:
+        replica._serve_waiting(engine)
+    # The later batch was decided once, during the first one's commit, and that held.
+    assert calls == [False, True]
+    assert all(t.done for t in first + later)
+    assert first[0].answer is not None and first[0].answer["revision"] == before + 1
+    # a took 2 of h1's 3 cpu: 2 more fit nowhere, 1 does, and a's name is taken.
+    assert kind_of(later[0].error) == "unplaceable"
+    assert later[1].answer is not None and later[1].answer["revision"] == before + 2
+    assert kind_of(later[2].error) == "exists"
+    with reading(engine) as session:
+        assert revision.current(session) == before + 2
+        assert set(session.scalars(select(Workload.name))) == {"a", "c"}
+        used = sorted(session.scalars(select(TargetResource.used)))
+        assert sum(used) == 3.0 and all(u <= 3.0 for u in used)
+
+
+def test_claims_decided_on_a_batch_whose_commit_fails_are_decided_again(
+    database: str,
+) -> None:
+    app, replica = applied(database)
+    engine = app.state.database
+    replica._serve(engine, [ticket("warm", 1)])
+    cached = replica._cached
+    assert cached is not None
+    # Another writer raised h1's generation behind the cache's back: the first batch,
+    # on h1, is stale, and what was decided on the world it would leave is not kept.
+    row = cached.snapshot.targets["h1"]
+    cached.snapshot.targets["h1"] = dataclasses.replace(row, generation=-5)
+    first = [ticket("x", 2)]
+    later = [ticket("y", 2), ticket("z", 1)]
+    calls = arriving_during_the_commit(replica, later)
+    replica._waiting = list(first)
+    with replica._lock:
+        replica._serve_waiting(engine)
+    assert calls == [False, True, False]  # decided again, on a world read afresh
+    assert first[0].done and first[0].answer is None and first[0].error is None
+    # x never landed, so y's 2 cpu fit on h1 after all.
+    assert all(t.done and t.error is None and t.answer is not None for t in later)
+    with reading(engine) as session:
+        assert set(session.scalars(select(Workload.name))) == {"warm", "y", "z"}

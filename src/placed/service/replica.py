@@ -17,6 +17,7 @@ else the fast path cannot take returns None, and the caller takes the general pa
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import threading
@@ -123,6 +124,7 @@ class Decided:
     explainer: Explainer
     state: PlanState  # the world with every accepted claim in it
     spec: Spec
+    base: PlanState | None = None  # the world it was decided on (`state` before any claim)
     accepted: list[Accepted] = field(default_factory=list)
     refused: list[tuple[Ticket, problems.ProblemException]] = field(default_factory=list)
     general: list[Ticket] = field(default_factory=list)
@@ -149,6 +151,24 @@ class Decided:
             )
 
 
+@dataclass
+class Speculated:
+    """A batch decided while the one before it committed, on the world that one leaves."""
+
+    decided: Decided
+    cached: Cached
+    base: PlanState  # the state the batch before leaves, which the cache must hold
+    revision: int = -1  # the revision the batch before made
+
+    def holds(self, cached: Cached) -> bool:
+        return (
+            cached is self.cached
+            and cached.state is self.base
+            and cached.revision == self.revision
+            and self.decided.base is self.base
+        )
+
+
 class ReplicaWorld:
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -159,6 +179,11 @@ class ReplicaWorld:
         self._server: threading.Thread | None = None
         self._cached: Cached | None = None
         self.rebuilds = 0
+        # Commits run here, so the claims that arrive meanwhile are decided while a
+        # batch is in flight (`_overlapped`).
+        self._committer: concurrent.futures.ThreadPoolExecutor | None = None
+        # Claims taken from the waiting ones while a batch commits: put back if it fails.
+        self._taken: list[Ticket] = []
 
     def _fresh(self, engine: Engine) -> Cached:
         with reading(engine) as session:
@@ -343,30 +368,50 @@ class ReplicaWorld:
                 self._serve_waiting(engine)
 
     def _serve_waiting(self, engine: Engine) -> None:
-        """Serve every claim waiting (under the batch lock)."""
+        """Serve every claim waiting (under the batch lock), and the claims each batch
+        took while it committed."""
         with self._waiting_lock:
             batch, self._waiting = self._waiting, []
-        if not batch:
-            return
-        try:
-            self._serve(engine, batch)
-        except BaseException as error:
-            self._cached = None
-            for waiting in batch:
-                if not waiting.done:
-                    waiting.finish(error=error)
-            raise
+        speculated: Speculated | None = None
+        while batch:
+            try:
+                batch, speculated = self._serve(engine, batch, speculated)
+            except BaseException as error:
+                self._cached = None
+                for waiting in batch:
+                    if not waiting.done:
+                        waiting.finish(error=error)
+                self._put_back()
+                raise
 
-    def _serve(self, engine: Engine, batch: list[Ticket]) -> None:
+    def _put_back(self) -> None:
+        """The claims taken while a batch committed wait again, first in line."""
+        taken, self._taken = self._taken, []
+        if taken:
+            with self._waiting_lock:
+                self._waiting[:0] = taken
+
+    def _serve(
+        self, engine: Engine, batch: list[Ticket], speculated: Speculated | None = None
+    ) -> tuple[list[Ticket], Speculated | None]:
         """Plan each claim of `batch` on the world the ones before it leave, then commit
         every placed one in one transaction. Every answer waits until the world it was
         decided on is known to be the current one: the commit proves it (no revision
         came between the cache's and the commit's), or, when nothing is written, a read
         of the revision does. A claim refused because an earlier one took the room is
-        refused only once that one is stored."""
+        refused only once that one is stored.
+
+        While the batch commits, the claims waiting meanwhile are decided on the world
+        it leaves (`speculated`), and returned, to be served next: that decision holds
+        only if the commit succeeded and the cache moved to exactly that world (the
+        same state, at the revision the commit made); otherwise they are decided again.
+        Either way they are committed after this batch, on their own revision."""
         cached = self._cached or self._fresh(engine)
-        for _ in range(TRIES):
-            decided = self._decide(cached, batch)
+        for attempt in range(TRIES):
+            if attempt == 0 and speculated is not None and speculated.holds(cached):
+                decided = speculated.decided
+            else:
+                decided = self._decide(cached, batch)
             if not decided.accepted:
                 seen = cached.revision
                 current = self._fresh(engine)
@@ -374,9 +419,9 @@ class ReplicaWorld:
                     cached = current  # the world moved: decide again on the new one
                     continue
                 decided.finish(cached.revision, {})
-                return
+                return self._pending()
             try:
-                number, ids, rows = self._commit(engine, cached, decided.accepted)
+                number, ids, rows, next_one = self._overlapped(engine, cached, decided, attempt)
             except Behind:
                 cached = self._fresh(engine)
                 continue
@@ -384,17 +429,59 @@ class ReplicaWorld:
                 self._cached = None
                 for ticket in batch:
                     ticket.finish()  # the general path plans them on fresh rows
-                return
+                return self._pending()
             self._advance(cached, number, decided.accepted, decided.spec, decided.state, ids)
             decided.finish(number, rows)
-            return
+            return self._pending(next_one)
         for ticket in batch:
             ticket.finish()  # the world keeps moving under this replica: plan in full
+        return self._pending()
 
-    def _decide(self, cached: Cached, batch: list[Ticket]) -> Decided:
-        """What the cached world says of each claim."""
-        decided = Decided(cached.explainer, cached.state, cached.spec)
-        taken: set[str] = set()
+    def _pending(
+        self, speculated: Speculated | None = None
+    ) -> tuple[list[Ticket], Speculated | None]:
+        """The claims taken while this batch committed, to be served next; with their
+        decision only when this batch's commit is the world it was made on."""
+        taken, self._taken = self._taken, []
+        return taken, speculated
+
+    def _overlapped(
+        self, engine: Engine, cached: Cached, decided: Decided, attempt: int
+    ) -> tuple[int, dict[str, int], dict[str, list[events.Written]], Speculated | None]:
+        """`_commit` in the committer thread; meanwhile (on a batch's first try) the
+        claims that wait are taken and decided on the world this batch leaves. The
+        cache is not touched until the commit is known."""
+        if self._committer is None:
+            self._committer = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="placed-commit"
+            )
+        future = self._committer.submit(self._commit, engine, cached, decided.accepted)
+        speculated: Speculated | None = None
+        if attempt == 0 and not self._taken:
+            with self._waiting_lock:
+                self._taken, self._waiting = self._waiting, []
+            # Nothing of this may raise before the commit's outcome is known (its
+            # claims would be answered with an error though stored): a decision that
+            # fails is made again, on its own, once this batch is served.
+            with contextlib.suppress(Exception):
+                if self._taken:
+                    speculated = Speculated(
+                        self._decide(cached, self._taken, decided), cached, decided.state
+                    )
+        number, ids, rows = future.result()
+        if speculated is not None:
+            speculated.revision = number
+        return number, ids, rows, speculated
+
+    def _decide(self, cached: Cached, batch: list[Ticket], on: Decided | None = None) -> Decided:
+        """What the cached world says of each claim; `on`: on the world that decision
+        leaves (its batch committing), its new names taken."""
+        if on is None:
+            decided = Decided(cached.explainer, cached.state, cached.spec, cached.state)
+            taken: set[str] = set()
+        else:
+            decided = Decided(cached.explainer, on.state, on.spec, on.state)
+            taken = {claim.workload.name for claim in on.accepted}
         for ticket in batch:
             name = ticket.spec.name
             if name in cached.snapshot.workloads or name in taken:

@@ -244,7 +244,10 @@ class Snapshot:
 def read(session: Session) -> Snapshot:
     """Everything a plan needs, read in one transaction (so it is one moment's world)."""
     snapshot = Snapshot(revision=revision.current(session))
-    locations = session.execute(
+    # The session's connection (the same transaction) for the queries of a row per
+    # target, unit or workload: the ORM's handling of a plain row costs more than the row.
+    rows = session.connection()
+    locations = rows.execute(
         select(
             Location.id, Location.name, Location.parent_id, Location.spec, Location.document
         ).order_by(Location.id)
@@ -255,7 +258,7 @@ def read(session: Session) -> Snapshot:
         snapshot.parents[row.name] = location_names.get(row.parent_id) if row.parent_id else None
         snapshot.node_documents[row.name] = row.document
     resources: dict[int, dict[str, tuple[float, float]]] = defaultdict(dict)
-    for target_id, name, capacity, used in session.execute(
+    for target_id, name, capacity, used in rows.execute(
         select(
             TargetResource.target_id,
             TargetResource.name,
@@ -264,11 +267,23 @@ def read(session: Session) -> Snapshot:
         )
     ):
         resources[target_id][name] = (capacity, used)
-    liveness = dict(
-        session.execute(select(TargetLiveness.target_id, TargetLiveness.liveness)).all()
-    )
+    liveness = dict(rows.execute(select(TargetLiveness.target_id, TargetLiveness.liveness)).all())
     target_names: dict[int, str] = {}
-    for target in session.scalars(select(Target).order_by(Target.id)):
+    # Rows, not ORM objects, and only the columns read here (not the tags and properties
+    # columns): a world is read by every general plan and every rebuild of a replica's
+    # cache, and an ORM object (and two more JSON documents) per target cost more than
+    # the row.
+    for target in rows.execute(
+        select(
+            Target.id,
+            Target.name,
+            Target.location_id,
+            Target.spec,
+            Target.document,
+            Target.admin_state,
+            Target.generation,
+        ).order_by(Target.id)
+    ):
         target_names[target.id] = target.name
         found = resources.get(target.id, {})
         snapshot.nodes[target.name] = dict(target.spec)
@@ -297,7 +312,16 @@ def read(session: Session) -> Snapshot:
     snapshot.accounts = {row.name: domain_names[row.domain_id] for row in account_rows}
     default_mode = settings.get(session, "default_mode", "allocation")
     workload_names: dict[int, str] = {}
-    for workload in session.scalars(select(Workload).order_by(Workload.id)):
+    for workload in rows.execute(
+        select(
+            Workload.id,
+            Workload.name,
+            Workload.account_id,
+            Workload.spec,
+            Workload.document,
+            Workload.generation,
+        ).order_by(Workload.id)
+    ):
         workload_names[workload.id] = workload.name
         snapshot.workload_specs[workload.name] = dict(workload.spec)
         snapshot.workloads[workload.name] = WorkloadRow(
@@ -307,12 +331,12 @@ def read(session: Session) -> Snapshot:
             account_names.get(workload.account_id) if workload.account_id else None,
             str(workload.spec.get("mode") or default_mode),
         )
-    for unit_id, name, workload_id in session.execute(
+    for unit_id, name, workload_id in rows.execute(
         select(Unit.id, Unit.name, Unit.workload_id).order_by(Unit.workload_id, Unit.ordinal)
     ):
         snapshot.units[name] = (unit_id, workload_names[workload_id])
     unit_names = {unit_id: name for name, (unit_id, _) in snapshot.units.items()}
-    for unit_id, target_id in session.execute(select(Placement.unit_id, Placement.target_id)):
+    for unit_id, target_id in rows.execute(select(Placement.unit_id, Placement.target_id)):
         snapshot.placements[unit_names[unit_id]] = target_names[target_id]
     snapshot.offerings = [
         {
