@@ -64,3 +64,61 @@ def test_down_and_up_keep_usage_and_placements_together(database: str) -> None:
     }
     stored = sum(1 for target in placed.values() if target == "H33a")
     assert stored > 0, placed
+
+
+TWO_HOSTS = b"""version: 1
+name: two-hosts
+inventory:
+  - {id: t1, capacity: {cpu: 2}}
+  - {id: t2, capacity: {cpu: 2}}
+workloads:
+  - {name: w, units: 4, resources: {cpu: 1}}
+"""
+
+
+def test_a_waiting_unit_keeps_its_name_while_others_of_its_workload_run(database: str) -> None:
+    """A plan is given the units that run and numbers the rest after them; the store
+    keeps each waiting unit's own name, so no change renames one (unit 0 removed and
+    unit 4 added, for a unit that never moved), and its page explains it."""
+    app, root = served(database)
+    client = client_of(app, root)
+    answer = client.post(
+        "/v1/apply", content=TWO_HOSTS, headers={"content-type": "application/yaml"}
+    )
+    assert answer.status_code == 200, answer.text
+
+    def where() -> dict[str, str | None]:
+        items = client.get("/v1/placements", params={"workload": "w"}).json()["items"]
+        return {item["unit"]: item.get("target") for item in items}
+
+    start = where()
+    assert sorted(start) == [f"w/{i}" for i in range(4)] and None not in start.values()
+    change(client, start["w/0"], "down")  # its two units wait: the other host is full
+    units = where()
+    assert sorted(units) == sorted(start)
+    waiting = sorted(unit for unit, target in units.items() if target is None)
+    running = sorted(unit for unit, target in units.items() if target is not None)
+    assert "w/0" in waiting and len(waiting) == 2 and max(running, key=ordinal) != "w/0"
+    edit = b"version: 1\nname: edit\nworkloads:\n  - {name: edit-a1, units: 1}\n"
+    answer = client.post(
+        "/v1/apply",
+        params={"dry_run": "true"},
+        content=edit,
+        headers={"content-type": "application/yaml"},
+    )
+    assert answer.status_code == 200, answer.text
+    assert [m["unit"] for m in answer.json()["changes"]] == ["edit-a1/0"]
+    other = "t2" if start["w/0"] == "t1" else "t1"
+    change(client, other, "down")
+    change(client, other, "up")
+    assert set(where()) == set(start)
+    for unit in (*waiting, *running):
+        shown = client.get(f"/v1/units/{unit}").json()
+        assert shown["explanation"] is not None and shown["explanation"]["unit"] == unit
+    change(client, start["w/0"], "up")
+    assert where().keys() == start.keys() and None not in where().values()
+    assert row_invariants.broken_rows(row_invariants.read_rows(app.state.database)) == []
+
+
+def ordinal(unit: str) -> int:
+    return int(unit.rpartition("/")[2])

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -302,8 +303,46 @@ def _keep_created(after: Snapshot, state: PlanState) -> None:
         after.targets[target.id] = TargetRow(0, 0, "up", document, {}, {})
 
 
+def stored_names(
+    before: Snapshot, final: dict[str, tuple[str, str | None, str]]
+) -> dict[str, tuple[str, str | None, str]]:
+    """`final` with the units a plan numbered anew under the names of the stored units
+    it left out, lowest number first, per allocation workload. The world's spec gives a
+    plan only the units that run, and a plan numbers the rest after the highest of them
+    (as Juju numbers a service's added units): a workload whose unit 0 waits while 1 to
+    4 run would otherwise lose unit 0 and gain unit 12 on every change, in the events
+    and the history, for a unit that never moved."""
+    new: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for unit, (workload, _, _) in final.items():
+        ordinal = unit.rpartition("/")[2]
+        if unit not in before.units and ordinal.isdigit():
+            new[workload].append((int(ordinal), unit))
+    if not new:
+        return final
+    left: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for unit, (_, workload) in before.units.items():
+        row = before.workloads.get(workload)
+        ordinal = unit.rpartition("/")[2]
+        if (
+            workload in new
+            and unit not in final
+            and ordinal.isdigit()
+            and row is not None
+            and row.mode == "allocation"
+        ):
+            left[workload].append((int(ordinal), unit))
+    if not left:
+        return final
+    renamed = dict(final)
+    for workload, names in left.items():
+        for (_, planned), (_, stored) in zip(sorted(new[workload]), sorted(names), strict=False):
+            renamed[stored] = renamed.pop(planned)
+    return renamed
+
+
 def diff(before: Snapshot, final: dict[str, tuple[str, str | None, str]]) -> list[Move]:
     moves: list[Move] = []
+    final = stored_names(before, final)
     for unit, (workload, destination, why) in final.items():
         source = before.placements.get(unit)
         exists = unit in before.units

@@ -37,9 +37,13 @@ def describe(engine: Engine, unit: str, accounts: set[str] | None = None) -> dic
             again.placements.pop(name, None)
     planner = Planner(placing.world_spec(again))
     try:
-        explanation: dict[str, Any] | None = trace_document(trace(planner, unit))
+        explanation: dict[str, Any] | None = trace_document(
+            trace(planner, planned_name(snapshot, unit, row.mode))
+        )
     except UnknownUnitError:
         explanation = None  # a unit its workload no longer has (it is being removed)
+    if explanation is not None:
+        explanation["unit"] = unit
     return {
         "unit": unit,
         "workload": workload,
@@ -48,6 +52,24 @@ def describe(engine: Engine, unit: str, accounts: set[str] | None = None) -> dic
         "history": history,
         "explanation": explanation,
     }
+
+
+def planned_name(snapshot: world.Snapshot, unit: str, mode: str) -> str:
+    """The name a plan of the workload, none of its units placed, gives the stored
+    `unit`: a plan numbers units from 0, and the store keeps the names units had (a
+    workload cut and grown again may hold 0, 1 and 5)."""
+    workload = unit.rpartition("/")[0]
+    if mode != "allocation":
+        return unit
+    ordinals = sorted(
+        int(ordinal)
+        for name, (_, owner) in snapshot.units.items()
+        if owner == workload and (ordinal := name.rpartition("/")[2]).isdigit()
+    )
+    ordinal = unit.rpartition("/")[2]
+    if not ordinal.isdigit() or int(ordinal) not in ordinals:
+        return unit
+    return f"{workload}/{ordinals.index(int(ordinal))}"
 
 
 @router.get(
