@@ -335,6 +335,16 @@ _TEXT_ONLY = frozenset({str})
 
 
 def _fast_yaml(text: str) -> list[Any] | None:
+    """Every non-empty document of `text` as plain data, or None when the careful path
+    must read it: by rapidyaml when the file is large and ryml provably reads it as
+    PyYAML does (spec/rapid.py), else from libyaml's events."""
+    from placed.spec import rapid  # it imports this module
+
+    read = rapid.read(text)
+    return read if read is not None else _event_yaml(text)
+
+
+def _event_yaml(text: str) -> list[Any] | None:
     """Every non-empty document of `text` as plain data, built from libyaml's events
     without a node tree or a position; None when the careful path must read it: for
     anything that path refuses or treats apart (a YAML error, an anchor or alias, a tag,
