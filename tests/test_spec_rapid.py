@@ -55,7 +55,7 @@ def reference(text: str) -> list[Any] | None:
 
 def check(text: str) -> bool:
     """ryml's answer equals the reference, or ryml declined; True when ryml answered."""
-    fast = rapid.read(text, smallest=0)
+    fast = spec_source._rapid_yaml(text, smallest=0)
     if fast is None:
         return False
     expected = reference(text)
@@ -216,18 +216,19 @@ DECLINED = [
 
 @pytest.mark.parametrize("text", DECLINED)
 def test_ryml_declines(text: str) -> None:
-    assert rapid.read(text, smallest=0) is None
+    assert spec_source._rapid_yaml(text, smallest=0) is None
 
 
 def test_small_files_and_threads_keep_the_event_path() -> None:
     text = "a: 1\n"
-    assert rapid.read(text) is None  # below RAPID_FROM
-    assert rapid.read(text, smallest=0) == [{"a": 1}]
+    assert spec_source._rapid_yaml(text) is None  # below RAPID_FROM
+    assert spec_source._rapid_yaml(text, smallest=0) == [{"a": 1}]
     found: list[Any] = []
     if not rapid.alone():
         pytest.skip("another test left a thread running")
-    assert rapid.read(text, smallest=0) == [{"a": 1}]
-    worker = threading.Thread(target=lambda: found.append(rapid.read(text, smallest=0)))
+    assert spec_source._rapid_yaml(text, smallest=0) == [{"a": 1}]
+    read = spec_source._rapid_yaml
+    worker = threading.Thread(target=lambda: found.append(read(text, smallest=0)))
     worker.start()
     worker.join()
     assert found == [None]  # stderr is silenced only with one thread
@@ -240,7 +241,7 @@ def test_a_large_file_reads_through_ryml_with_its_errors_placed() -> None:
     )
     text = f"inventory:\n{hosts}"
     assert len(text) >= rapid.RAPID_FROM
-    assert rapid.read(text) is not None
+    assert spec_source._rapid_yaml(text) is not None
     (spec,) = load_specs_text(text + "workloads: [{name: w, units: 2}]\n", "big.yaml")
     assert len(spec.inventory.targets) == 8000
     # An error found after the read still has its line and column.
@@ -253,8 +254,8 @@ def test_a_large_file_reads_through_ryml_with_its_errors_placed() -> None:
 
 def test_ryml_errors_stay_off_stderr() -> None:
     code = (
-        "from placed.spec import rapid\n"
-        "assert rapid.read('a: [1, 2\\n' * 2, smallest=0) is None\n"
+        "from placed.spec import source as spec_source\n"
+        "assert spec_source._rapid_yaml('a: [1, 2\\n' * 2, smallest=0) is None\n"
         "print('done')\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -27,12 +27,12 @@ import json
 import os
 import re
 import threading
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 import yaml
-
-from placed.spec import source
 
 # Smaller files gain little, and stay on the one path every small test reads.
 RAPID_FROM = 256 * 1024
@@ -77,19 +77,19 @@ class _Declined(Exception):
     pass
 
 
-def _integer(text: str) -> int:
+def _integer(digits: int, text: str) -> int:
     # JSON's integers (-?(0|[1-9][0-9]*)) are all integers to PyYAML too, and the same.
-    if len(text) > source.MAX_DIGITS and len(text.lstrip("-")) > source.MAX_DIGITS:
+    if len(text) > digits and len(text.lstrip("-")) > digits:
         raise _Declined
     return int(text)
 
 
-def _float(text: str) -> float:
+def _float(plain: Callable[[str], Any], text: str) -> float:
     # ryml writes a leading point with a zero (.5 as 0.5, -.5 as -0.5): PyYAML reads .5
     # as a number, -.5 as text, so a negative fraction is not taken at its word.
     if text.startswith("-0."):
         raise _Declined
-    value = source._plain_scalar(text)
+    value = plain(text)
     if type(value) is not float:
         raise _Declined
     return value
@@ -161,13 +161,23 @@ def alone() -> bool:
     return threading.active_count() == 1
 
 
-def read(text: str, *, smallest: int | None = None) -> list[Any] | None:
+def read(
+    text: str,
+    plain: Callable[[str], Any],
+    *,
+    digits: int,
+    depth: int,
+    expanded: int,
+    smallest: int | None = None,
+) -> list[Any] | None:
     """The text's one document as plain data, exactly as the event path reads it, or None
-    when this route does not answer. Only in a process with one thread (the CLI): stderr
-    is silenced while ryml parses, which would swallow another thread's writes."""
+    when this route does not answer. `plain` reads a plain scalar as the event path does
+    (raising to decline); `digits`, `depth` and `expanded` are its bounds. Only in a
+    process with one thread (the CLI): stderr is silenced while ryml parses, which would
+    swallow another thread's writes."""
     if len(text) < (RAPID_FROM if smallest is None else smallest):
         return None
-    if not alone() or source.MAX_DEPTH < _EMITTER_DEPTH:
+    if not alone() or depth < _EMITTER_DEPTH:
         return None
     try:
         import ryml  # type: ignore[import-untyped]
@@ -179,7 +189,7 @@ def read(text: str, *, smallest: int | None = None) -> list[Any] | None:
     try:
         tree = ryml.parse_in_arena(text)
         # A node is at most two values (a key and its value): more may be past the bound.
-        emitted = ryml.emit_json(tree) if 2 * tree.size() <= source.MAX_EXPANDED else None
+        emitted = ryml.emit_json(tree) if 2 * tree.size() <= expanded else None
         del tree
     except Exception:  # ryml's own exceptions (parse, depth): the event path decides
         return None
@@ -191,10 +201,10 @@ def read(text: str, *, smallest: int | None = None) -> list[Any] | None:
         data = json.loads(
             emitted,
             object_pairs_hook=_pairs,
-            parse_int=_integer,
-            parse_float=_float,
+            parse_int=partial(_integer, digits),
+            parse_float=partial(_float, plain),
             parse_constant=_constant,
         )
-    except (_Declined, source._NotFast, ValueError, RecursionError):
+    except Exception:  # _Declined, `plain`'s refusal, JSON's errors, RecursionError
         return None
     return [data]
