@@ -190,7 +190,11 @@ def test_a_pending_unit_says_why(page: Any, fleet: Fleet) -> None:
             for r in page.locator("table.spread tbody tr").all()
         ]
         assert shown == expected and expected, (shown, expected)
-        assert "7 pending" in page.locator("table.spread caption").inner_text()
+        pending = spread.json()["pending"]
+        assert (
+            pending > 0
+            and f"{pending} pending" in page.locator("table.spread caption").inner_text()
+        )
     checked(page, "workload-spread")
     page.get_by_role("link", name="Its units").click()
     page.wait_for_url(re.compile(r"workload=big-u2"))

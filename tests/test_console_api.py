@@ -117,47 +117,47 @@ def test_whoami_names_the_callers_own_token(database: str) -> None:
 
 def test_a_batch_moves_no_unit_onto_another_target_going_down(database: str) -> None:
     app, client = applied(database)
-    alone = client.post("/v1/targets/H33b/down", params={"dry_run": "true"}).json()
-    assert {m["to"] for m in alone["moves"]} == {"H33a"}  # its neighbour, when alone
+    alone = client.post("/v1/targets/H1a/down", params={"dry_run": "true"}).json()
+    assert {m["to"] for m in alone["moves"]} == {"H111a"}  # its neighbour, when alone
     before = table_digest(app.state.database)
     tried = client.post(
-        "/v1/targets:batch", params={"dry_run": "true"}, json={"down": ["H33b", "H33a"]}
+        "/v1/targets:batch", params={"dry_run": "true"}, json={"down": ["H1a", "H111a"]}
     )
     assert tried.status_code == 200, tried.text
     answer = tried.json()
     assert answer["dry_run"] is True
     assert answer["targets"] == [
-        {"target": "H33b", "admin_state": "down", "changed": True},
-        {"target": "H33a", "admin_state": "down", "changed": True},
+        {"target": "H1a", "admin_state": "down", "changed": True},
+        {"target": "H111a", "admin_state": "down", "changed": True},
     ]
-    leaving = {p["unit"] for t in ("H33a", "H33b") for p in placements_on(client, t)}
+    leaving = {p["unit"] for t in ("H111a", "H1a") for p in placements_on(client, t)}
     assert leaving and leaving <= {m["unit"] for m in answer["moves"]}
-    assert not {m["to"] for m in answer["moves"]} & {"H33a", "H33b"}
+    assert not {m["to"] for m in answer["moves"]} & {"H111a", "H1a"}
     assert table_digest(app.state.database) == before
     # Confirmed at the revision the dry run saw: the same moves, both targets down.
     done = client.post(
         "/v1/targets:batch",
         params={"expected_revision": answer["revision"]},
-        json={"down": ["H33b", "H33a"], "reason": "racks"},
+        json={"down": ["H1a", "H111a"], "reason": "racks"},
     )
     assert done.status_code == 200, done.text
     assert [m["unit"] for m in done.json()["moves"]] == [m["unit"] for m in answer["moves"]]
     assert done.json()["revision"] > answer["revision"]
-    for name in ("H33a", "H33b"):
+    for name in ("H111a", "H1a"):
         assert client.get(f"/v1/targets/{name}").json()["admin_state"] == "down"
         assert placements_on(client, name) == []
     # Stale: the revision the first dry run saw is gone.
     stale = client.post(
         "/v1/targets:batch",
         params={"expected_revision": answer["revision"]},
-        json={"up": ["H33b", "H33a"]},
+        json={"up": ["H1a", "H111a"]},
     )
     assert stale.status_code == 409
     assert stale.json()["type"] == "urn:placed:problem:revision-changed"
-    back = client.post("/v1/targets:batch", json={"up": ["H33a", "H33b"]})
+    back = client.post("/v1/targets:batch", json={"up": ["H111a", "H1a"]})
     assert back.status_code == 200, back.text
     assert all(t["changed"] for t in back.json()["targets"])
-    assert client.get("/v1/targets/H33a").json()["admin_state"] == "up"
+    assert client.get("/v1/targets/H111a").json()["admin_state"] == "up"
 
 
 def placements_on(client: TestClient, target: str) -> list[dict[str, str]]:

@@ -186,6 +186,26 @@ def test_vm_deployment_3_other_accounts_cannot_use_an_implicit_host(tmp_path: Pa
     assert len(data["dedications_created"]) == 3
 
 
+def test_vm_deployment_3_a_host_taken_implicitly_stays_taken_once_its_vm_runs(
+    tmp_path: Path,
+) -> None:
+    """The next plan reads the VM as running (`running:`, as the service's world has
+    it): the host it took by implicit dedication is still its account's, so another
+    account's shared VMs are kept off, and its own dedicated VMs go there first."""
+    code, first = plan(spec(tmp_path, [], [vm("a3", "A3")]))
+    assert code == 0 and first["dedications_created"]
+    (taken,) = hosts(first, "a3")
+    path = spec(tmp_path, [], [vm("a3", "A3", units=2), vm("u4", "U4", dedicated=False, units=8)])
+    document = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    document["running"] = [{"unit": "a3/0", "target": taken}]
+    Path(path).write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    code, again = plan(path)
+    assert code == 0
+    assert taken not in hosts(again, "u4"), again["placements"]
+    assert hosts(again, "a3") == {taken}  # its second VM joins it: own hosts first
+    assert again["dedications_created"] == []  # nothing new was taken
+
+
 def test_vm_deployment_4_without_the_flag_never_on_a_dedicated_pod(tmp_path: Path) -> None:
     dedications = [{"resource": p, "domain": "D1"} for p in ("p1", "p2", "p3")]
     code, data = plan(spec(tmp_path, dedications, [vm("shared", "A1", 3, dedicated=False)]))

@@ -39,6 +39,7 @@ def test_down_and_up_keep_usage_and_placements_together(database: str) -> None:
     client = client_of(app, root)
     apply(client, EXAMPLES / "cloudstack-dedication.yaml")
     apply(client, PENDING)
+    implicit_hosts_kept(client)  # the second apply plans with the first's VMs running
     engine = app.state.database
 
     def rows_agree() -> None:
@@ -64,6 +65,7 @@ def test_down_and_up_keep_usage_and_placements_together(database: str) -> None:
     }
     stored = sum(1 for target in placed.values() if target == "H33a")
     assert stored > 0, placed
+    implicit_hosts_kept(client)
 
 
 TWO_HOSTS = b"""version: 1
@@ -122,3 +124,23 @@ def test_a_waiting_unit_keeps_its_name_while_others_of_its_workload_run(database
 
 def ordinal(unit: str) -> int:
     return int(unit.rpartition("/")[2])
+
+
+def implicit_hosts_kept(client: TestClient) -> None:
+    """A host a dedicated VM took by implicit dedication is its account's while the VM
+    runs there: no other account's shared VM lands beside it in a later plan."""
+    placed = {
+        item["unit"]: item.get("target") for item in client.get("/v1/placements").json()["items"]
+    }
+    dedicated = {o["name"] for o in client.get("/v1/offerings").json()["items"] if o["dedicated"]}
+    workloads = {w["name"]: w for w in client.get("/v1/workloads").json()["items"]}
+    held: dict[str, set[str]] = {}  # host -> accounts with a dedicated VM there
+    shared: dict[str, set[str]] = {}  # host -> accounts with a shared VM there
+    for unit, target in placed.items():
+        workload = workloads[unit.rpartition("/")[0]]
+        if target is not None and workload["account"] is not None:
+            kind = held if workload["spec"].get("offering") in dedicated else shared
+            kind.setdefault(target, set()).add(workload["account"])
+    assert held, placed
+    for host, owners in held.items():
+        assert not shared.get(host, set()) - owners, (host, owners, shared[host])

@@ -588,6 +588,19 @@ class DedicationFilter(_Filter, Consumer):
         kept = state.family_state(DedicationState)
         kept.count(prepared.tally, positions)
         kept.count(VMS, positions)
+        if prepared.dedicated and prepared.implicit == "strict" and isinstance(positions, int):
+            self._hold(prepared, kept, positions, state.judging)
+
+    def _hold(self, tenant: Tenant, kept: DedicationState, position: int, unit: str | None) -> None:
+        """A strict dedicated VM on a host nobody owns holds it for its account, as
+        CloudStack's implicit planner reads a host's running VMs: a plan puts one there
+        only by implicit dedication (which owns the host already), so one found there is
+        a VM that runs (`running:`, the service's world) on the host it took. Without
+        this, every plan after the one that took the host gave it to shared VMs."""
+        if int(kept.owner[position]) >= 0 or kept.allowed(unit, SHARED):
+            return
+        if self.implicit_at(tenant, position):
+            kept.set_owner(position, kept.owner_code(Owner(tenant.domain, tenant.account, True)))
 
     def implicit_at(self, tenant: Tenant, position: int) -> bool:
         setting = int(self.implicit[position]) if position < self.implicit.size else -1
