@@ -54,6 +54,7 @@ class Config:
     kubernetes_targets: int | None = None
     kubernetes_large: int | None = None
     kubernetes_budget: float | None = None  # seconds the large shape's plan may take
+    kubernetes_only: str | None = None  # the key of the one Kubernetes shape to run
     only: str | None = None  # run this scenario alone
 
 

@@ -144,6 +144,12 @@ def parse(argv: list[str]) -> Config:
         help="stop the large Kubernetes shape's plan after this long and report the units "
         "placed by then (default 60; 0: no limit)",
     )
+    parser.add_argument(
+        "--kubernetes-only",
+        choices=kubernetes.SHAPE_KEYS,
+        metavar="SHAPE",
+        help="run this Kubernetes shape alone: " + ", ".join(kubernetes.SHAPE_KEYS),
+    )
     args = parser.parse_args(argv)
     if args.kubernetes_budget is not None and not 0 <= args.kubernetes_budget <= 86_400:
         parser.error("--kubernetes-budget must be between 0 and 86,400 seconds")
@@ -154,6 +160,8 @@ def parse(argv: list[str]) -> Config:
     # Fewer hosts than zones would leave a zone without hosts, a target of its own.
     if args.kubernetes_targets is not None and args.kubernetes_targets < 3:
         parser.error("--kubernetes-targets must be at least 3 (one host per zone)")
+    if args.kubernetes_only == "large" and args.kubernetes_large == 0:
+        parser.error("--kubernetes-only large needs the large shape (--kubernetes-large N)")
     if args.kubernetes_large is not None and 0 < args.kubernetes_large < 3:
         parser.error("--kubernetes-large must be 0 or at least 3 (one host per zone)")
     if args.quick:
@@ -187,6 +195,7 @@ def parse(argv: list[str]) -> Config:
         kubernetes_targets=args.kubernetes_targets,
         kubernetes_large=args.kubernetes_large,
         kubernetes_budget=args.kubernetes_budget,
+        kubernetes_only=args.kubernetes_only,
         only=args.only,
     )
 

@@ -322,6 +322,26 @@ def test_kubernetes_runs_alone_at_a_tiny_size() -> None:
     assert rows["large: constraints, tags, dedication"]["targets"] == "150"
 
 
+@pytest.mark.parametrize(
+    ("shape", "row"),
+    [("large", "large: constraints, tags, dedication"), ("basic", "basic")],
+)
+def test_one_kubernetes_shape_runs_alone(shape: str, row: str) -> None:
+    status, report = run_kubernetes_alone([*TINY, "150", "--kubernetes-only", shape])
+    assert status == 0, report
+    rows = kubernetes_rows(report)
+    assert list(rows) == [row]  # the others neither measured nor listed
+    assert rows[row]["mismatches"] == "0"
+    assert float(rows[row]["units/s"].replace(",", "")) > 0
+
+
+def test_kubernetes_only_large_needs_the_large_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as raised:
+        run_kubernetes_alone([*TINY, "0", "--kubernetes-only", "large"])
+    assert raised.value.code == 2
+    assert "--kubernetes-only large needs the large shape" in capsys.readouterr().err
+
+
 def test_a_kubernetes_mismatch_fails_the_run_and_is_shown(monkeypatch: pytest.MonkeyPatch) -> None:
     """The reference made to put its first unit elsewhere: every measured shape reports a
     mismatch, in its row and in bold below the table, and the run exits 1."""

@@ -140,3 +140,16 @@ def test_cached_masks_equal_the_one_target_rule(
     cache = ConstraintMasks(columns, max_bytes)
     for texts in [*asked, *reversed(asked)]:
         assert cache.satisfied(texts).tolist() == expected(inventory, texts)
+
+
+def test_terms_written_differently_keep_their_own_masks() -> None:
+    # One plan, so one term cache: `gen == 3` and `gen == "3"` name the same property and
+    # operator, and differ only in how the value is written (a number, a quoted string),
+    # which changes what they hold on; a key that dropped the quoting would share a mask.
+    inventory = hosts([{"gen": 3}, {"gen": "3"}, {"gen": 4}, {"gen": "x"}])
+    texts = ["gen == 3", 'gen == "3"', "gen != 3", 'gen != "3"', "gen == 3 AND gen != x"]
+    loads = tuple(constrained(f"w{i}", text) for i, text in enumerate(texts))
+    planner = Planner(Spec(inventory, loads, Settings()))
+    found = {text: constraint_mask(planner, w) for w, text in zip(loads, texts, strict=True)}
+    assert found == {text: expected(inventory, (text,)) for text in texts}
+    assert found["gen == 3"] != found['gen == "3"']

@@ -10,8 +10,9 @@ own and must choose the same target for each unit (a mismatch fails the run), an
 time per unit is divided by the scan floor at that many targets.
 
 Run only this scenario with `benchmarks/run.py --only kubernetes`; `--quick` makes it
-small, `--kubernetes-targets N` and `--kubernetes-large N` set its sizes, and
-`--kubernetes-budget SECONDS` bounds the large shape's plan.
+small, `--kubernetes-targets N` and `--kubernetes-large N` set its sizes,
+`--kubernetes-budget SECONDS` bounds the large shape's plan, and `--kubernetes-only KEY`
+runs one shape alone (`large`, `every-unit-different`: SHAPE_KEYS).
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class Shape:
     uses: tuple[str, ...]  # the new keys the shape needs
     build: Builder
     large: bool = False  # the 100,000-target shape
+    key: str = ""  # what `--kubernetes-only` calls it
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,21 +406,30 @@ def large(rng: np.random.Generator, world: World) -> Document:
 
 
 SHAPES = (
-    Shape("basic", "SchedulingBasic 5000Nodes_50000Pods: 810", 40_000, (), basic),
+    Shape("basic", "SchedulingBasic 5000Nodes_50000Pods: 810", 40_000, (), basic, key="basic"),
     Shape(
         "node affinity",
         "SchedulingNodeAffinity 5000Nodes_10000Pods: 220",
         20_000,
         (),
         node_affinity,
+        key="node-affinity",
     ),
-    Shape("every unit different, dedication", "-", 10_000, (), every_unit_different),
+    Shape(
+        "every unit different, dedication",
+        "-",
+        10_000,
+        (),
+        every_unit_different,
+        key="every-unit-different",
+    ),
     Shape(
         "spread over zones, max skew 1",
         "TopologySpreading 5000Nodes_5000Pods: 460",
         5_000,
         ("spread",),
         spread,
+        key="spread",
     ),
     Shape(
         "required anti-affinity per host",
@@ -426,6 +437,7 @@ SHAPES = (
         5_000,
         ("avoid",),
         anti_affinity,
+        key="anti-affinity",
     ),
     Shape(
         "required affinity to another workload, zone",
@@ -433,10 +445,21 @@ SHAPES = (
         2_000,
         ("near",),
         affinity,
+        key="affinity",
     ),
-    Shape("mixed", "-", None, NEW_KEYS, mixed),
-    Shape("large: constraints, tags, dedication", "-", 5_000, (), large, large=True),
+    Shape("mixed", "-", None, NEW_KEYS, mixed, key="mixed"),
+    Shape(
+        "large: constraints, tags, dedication",
+        "-",
+        5_000,
+        (),
+        large,
+        large=True,
+        key="large",
+    ),
 )
+
+SHAPE_KEYS = tuple(shape.key for shape in SHAPES)
 
 # scheduler_perf's workloads are all units of the same kind; the shapes' units each take
 # 1 cpu and 2 memory except the tenants' (1 or 4 cpu).
@@ -654,18 +677,21 @@ def run(config: Config) -> KubernetesRun:
     sample = min(config.reference_units, 20 if quick else 100)
     repeat = min(config.repeat, 2 if quick else 3)
     rng = np.random.default_rng([config.seed, 18])
-    progress(f"kubernetes: generating {targets:,} hosts")
     results: list[ShapeRun] = []
+    only = config.kubernetes_only
+    # The same world and the same draws whether one shape runs or all: a shape's figures
+    # do not depend on which others ran (the large world is drawn after the small one).
+    progress(f"kubernetes: generating {targets:,} hosts")
     world = make_world(rng, targets, targets)
     floor = scan_floor(targets, rng)
     for shape in SHAPES:
-        if shape.large:
+        if shape.large or (only is not None and shape.key != only):
             continue
         # Deployments of capacity alone are cheap per unit: twice as many units as hosts.
         units = 2 * targets if shape.name in ("basic", "node affinity") else targets
         sized = dataclasses.replace(world, units=units)
         results.append(run_shape(shape, sized, floor, config, sample, repeat))
-    if large_size > 0:
+    if large_size > 0 and only in (None, "large"):
         progress(f"kubernetes: generating {large_size:,} hosts")
         big = make_world(rng, large_size, large_size)
         big_floor = scan_floor(large_size, rng)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Protocol
 
 import numpy as np
@@ -139,7 +140,13 @@ def tied_names(top: Positions, state: PlanState) -> tuple[str, ...]:
     few positions only, however many tie."""
     if top.size <= 1:
         return ()
-    return tuple(state.target_id(p) for p in top[: _NAMED + 1].tolist())
+    named = top[: _NAMED + 1].tolist()
+    ids = state.index.ids
+    if max(named) < len(ids):
+        # Targets of the index (no created one): one lookup for all, as a tuple.
+        found: tuple[str, ...] = itemgetter(*named)(ids)
+        return found
+    return tuple(state.target_id(p) for p in named)
 
 
 def _placement(

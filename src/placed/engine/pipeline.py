@@ -127,11 +127,14 @@ class CompiledRequest:
 
 @dataclass(frozen=True, slots=True)
 class _CompilePlan:
-    """The filters (position, filter, static, consumer) and scorers that a workload with
-    requests of some kinds prepares: every other one has nothing to check for it."""
+    """The filters and scorers that a workload with requests of some kinds prepares:
+    every other one has nothing to check for it. Each filter as (position, filter, its
+    prepare and keep, static, its reserve if a consumer, whether it sees the static
+    mask) and each scorer as (scorer, its prepare, static): bound once per set of kinds,
+    as compile runs once per unit when every unit is a workload of its own."""
 
-    filters: list[tuple[int, Filter, bool, bool]]
-    scorers: list[Scorer]
+    filters: list[tuple[int, Filter, Any, Any, bool, Any, bool]]
+    scorers: list[tuple[Scorer, Any, bool]]
 
 
 @functools.lru_cache(maxsize=8)
@@ -188,11 +191,23 @@ class Pipeline:
         found = self._plans.get(kinds)
         if found is None:
             filters = [
-                (position, f, static, consumer)
+                (
+                    position,
+                    f,
+                    f.prepare,
+                    f.keep,
+                    static,
+                    f.reserve if consumer else None,  # type: ignore[attr-defined]
+                    self._sees_static[position],
+                )
                 for position, (f, needs, static, consumer) in enumerate(self._filter_plan)
                 if needs is None or needs in kinds
             ]
-            scorers = [s for s in self.scorers if s.needs is None or s.needs in kinds]
+            scorers = [
+                (s, s.prepare, s.static)
+                for s in self.scorers
+                if s.needs is None or s.needs in kinds
+            ]
             found = self._plans[kinds] = _CompilePlan(filters, scorers)
         return found
 
@@ -208,16 +223,16 @@ class Pipeline:
         # own (a single mask is shared, read-only, with the filter that made it).
         kept: BoolArray | None = None
         owned = False
-        dynamic_filters: list[int] = []
+        dynamic_filters: list[tuple[int, Filter, Any, bool]] = []
         takes: list[tuple[Any, Any]] = []
         consumers: list[Filter] = []
-        for position, f, static, consumer in plan.filters:
-            part = f.prepare(workload)
+        for position, f, prepare, keep_of, static, reserve, sees in plan.filters:
+            part = prepare(workload)
             if part is None:
                 continue
             prepared[position] = part
             if static:
-                mask = f.keep(part, _NO_STATE)
+                mask = keep_of(part, _NO_STATE)
                 static_masks[position] = mask
                 if kept is None:
                     kept = mask
@@ -226,27 +241,27 @@ class Pipeline:
                 else:
                     kept, owned = np.logical_and(kept, mask), True
             else:
-                dynamic_filters.append(position)
-            if consumer:
-                takes.append((f.reserve, part))  # type: ignore[attr-defined]
+                dynamic_filters.append((position, f, keep_of, sees))
+            if reserve is not None:
+                takes.append((reserve, part))
                 consumers.append(f)
         keep = kept if kept is not None else _shared(size, True)
         if not owned and keep.flags.writeable:
             keep = keep.copy()  # a filter's own array: never shared writable
-        for position in dynamic_filters:
-            if self._sees_static[position]:
-                prepared[position] = self.filters[position].with_static(
-                    prepared[position], keep, self.index
-                )
-        checks = [(self.filters[p].keep, prepared[p]) for p in dynamic_filters]
-        stepwise = [(self.filters[p], prepared[p]) for p in dynamic_filters]
+        checks: list[tuple[Any, Any]] = []
+        stepwise: list[tuple[Filter, Any]] = []
+        for position, f, keep_of, sees_static in dynamic_filters:
+            if sees_static:
+                prepared[position] = f.with_static(prepared[position], keep, self.index)
+            checks.append((keep_of, prepared[position]))
+            stepwise.append((f, prepared[position]))
         scores: list[FloatArray] = []
         dynamic: list[tuple[Scorer, Any]] = []
-        for scorer in plan.scorers:
-            part = scorer.prepare(workload)
+        for scorer, prepare_score, static_score in plan.scorers:
+            part = prepare_score(workload)
             if part is None:
                 continue
-            if scorer.static:
+            if static_score:
                 scores.append(scorer.score(part))
             else:
                 dynamic.append((scorer, part))

@@ -167,8 +167,17 @@ class Namespaces(Family):
         return [
             Notice(finding.code, finding.message, workload=finding.workload)
             for workload in spec.workloads
+            if _may_find(workload)
             for finding in namespace_findings(workload, targets)
         ]
+
+
+def _may_find(workload: Workload) -> bool:
+    """Whether namespace_findings can find anything: every finding is about a service's
+    embedded namespace or the deployment's cluster_namespace, and most workloads (a unit
+    of its own each, ten thousand of them) have neither."""
+    deployment = deployment_of(workload)
+    return bool(deployment.services or deployment.cluster_namespace)
 
 
 def accepts(workload: Workload, target: Target) -> bool:

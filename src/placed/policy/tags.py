@@ -164,8 +164,9 @@ class TagRows:
             # over the gathered rows costs half of a numpy call per row.
             if not rows:
                 return np.zeros(self.size, dtype=np.int8)
+            # `take` gathers the rows at half the cost of indexing with the list.
             dtype = np.int8 if len(rows) < 128 else np.int16
-            total = np.add.reduce(self.matrix[rows], axis=0, dtype=dtype)
+            total = np.add.reduce(self.matrix.take(rows, axis=0), axis=0, dtype=dtype)
             return total
         total = np.zeros(self.size, dtype=np.int16)
         if rows:

@@ -47,25 +47,48 @@ class ConstraintMasks:
     def _holds(self, node: Node | None) -> BoolArray:
         if node is None:
             return _frozen(np.ones(self.columns.size, dtype=bool))
-        if isinstance(node, Comparison):
-            # Where a term is written does not change what it means.
-            key = (node.name, node.op, node.literal)
-            found = _get(self._terms, key)
-            if found is None:
-                found = _frozen(self.columns.compare(node))
-                _put(self._terms, key, found, self.limit)
-            return found
-        parts = [self._holds(term) for term in node.terms]
+        if type(node) is Comparison:
+            return self._term(node)
+        # A constraint of its own per unit is mostly a few terms ANDed (`gen >= 3 AND
+        # rack != "r7"`): each is looked up here, without a call per term.
+        terms = self._terms
+        parts: list[BoolArray] = []
+        for term in node.terms:  # type: ignore[union-attr]
+            if type(term) is Comparison:
+                key = _key(term)
+                found = terms.get(key)
+                if found is None:
+                    found = self._term(term)
+                else:
+                    terms.move_to_end(key)
+                parts.append(found)
+            else:
+                parts.append(self._holds(term))
         if len(parts) == 1:
             return parts[0]  # the same mask, shared (both are read-only)
-        combine = np.logical_and if isinstance(node, All) else np.logical_or
+        combine = np.logical_and if type(node) is All else np.logical_or
         combined = combine(parts[0], parts[1])
         for part in parts[2:]:
             combine(combined, part, out=combined)
         return _frozen(combined)
 
+    def _term(self, node: Comparison) -> BoolArray:
+        # Where a term is written does not change what it means: the key is what it says
+        # (plain values, which hash and compare without a call into the dataclass).
+        key = _key(node)
+        found = _get(self._terms, key)
+        if found is None:
+            found = _frozen(self.columns.compare(node))
+            _put(self._terms, key, found, self.limit)
+        return found
+
     def __len__(self) -> int:
         return len(self._constraints) + len(self._terms)
+
+
+def _key(node: Comparison) -> Hashable:
+    literal = node.literal
+    return (node.name, node.op, literal.kind, literal.text, literal.quoted, literal.range)
 
 
 def _get(cache: OrderedDict[K, BoolArray], key: K) -> BoolArray | None:
