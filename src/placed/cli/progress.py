@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from contextlib import AbstractContextManager
 from types import TracebackType
 
 from rich.console import Console
@@ -89,7 +88,6 @@ class DelayedStatus:
         self._done = False
         self._status: Status | None = None
         self._timer: threading.Timer | None = None
-        self._quiet_ok: AbstractContextManager[None] | None = None
 
     @property
     def shown(self) -> bool:
@@ -103,12 +101,6 @@ class DelayedStatus:
 
     def __enter__(self) -> DelayedStatus:
         if self.console.is_terminal:
-            # The spinner's threads only draw on stderr: a large YAML file may still take
-            # the route that silences stderr while it parses (spec/rapid.py).
-            from placed.spec.rapid import others_only_draw
-
-            self._quiet_ok = others_only_draw()
-            self._quiet_ok.__enter__()
             self._timer = threading.Timer(self.delay, self._show)
             self._timer.daemon = True
             self._timer.start()
@@ -126,6 +118,3 @@ class DelayedStatus:
                 self._timer.cancel()
             if self._status is not None:
                 self._status.stop()
-        if self._quiet_ok is not None:
-            self._quiet_ok.__exit__(None, None, None)
-            self._quiet_ok = None

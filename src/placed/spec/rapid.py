@@ -27,8 +27,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -157,30 +156,9 @@ def _screened(text: str) -> bool:
     return yaml.reader.Reader.NON_PRINTABLE.search(text) is None
 
 
-# While above zero, the process's other threads only draw a spinner on stderr (the CLI's
-# loading status says so while it runs): a frame lost while ryml parses is no loss.
-_drawing = 0
-_drawing_lock = threading.Lock()
-
-
-@contextmanager
-def others_only_draw() -> Iterator[None]:
-    """Said by a caller whose other threads write nothing to stderr but a spinner's
-    frames, for as long as that holds: silencing stderr is safe then too."""
-    global _drawing
-    with _drawing_lock:
-        _drawing += 1
-    try:
-        yield
-    finally:
-        with _drawing_lock:
-            _drawing -= 1
-
-
 def alone() -> bool:
-    """Whether silencing stderr is safe: this thread is the process's only one, or the
-    others only draw (`others_only_draw`)."""
-    return _drawing > 0 or threading.active_count() == 1
+    """Whether this thread is the process's only one (silencing stderr is then safe)."""
+    return threading.active_count() == 1
 
 
 def read(
