@@ -22,7 +22,6 @@ from typing import Any
 
 import yaml
 
-from placed.spec import rapid
 from placed.spec.errors import Problem, SourcePosition, SpecError, quoted
 
 Path = tuple[str | int, ...]
@@ -336,25 +335,6 @@ _TEXT_ONLY = frozenset({str})
 
 
 def _fast_yaml(text: str) -> list[Any] | None:
-    """Every non-empty document of `text` as plain data, or None when the careful path
-    must read it: by rapidyaml when the file is large and ryml provably reads it as
-    PyYAML does (spec/rapid.py), else from libyaml's events."""
-    read = _rapid_yaml(text)
-    return read if read is not None else _event_yaml(text)
-
-
-def _rapid_yaml(text: str, smallest: int | None = None) -> list[Any] | None:
-    return rapid.read(
-        text,
-        _plain_scalar,
-        digits=MAX_DIGITS,
-        depth=MAX_DEPTH,
-        expanded=MAX_EXPANDED,
-        smallest=smallest,
-    )
-
-
-def _event_yaml(text: str) -> list[Any] | None:
     """Every non-empty document of `text` as plain data, built from libyaml's events
     without a node tree or a position; None when the careful path must read it: for
     anything that path refuses or treats apart (a YAML error, an anchor or alias, a tag,
