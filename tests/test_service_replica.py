@@ -142,7 +142,7 @@ TENANT_CLAIMS = [
     {"name": "fast-plain", "resources": {"cpu": 1}},
     {"name": "fast-a9", "account": "A9", "offering": "dedicated-small", "units": 2},
     {"name": "fast-u6", "account": "U6", "resources": {"cpu": 1, "memory": 1}},
-    {"name": "fast-u14", "account": "U14", "offering": "dedicated-small"},  # implicit
+    {"name": "fast-u14", "account": "U14", "offering": "dedicated-small"},  # its implicit host
 ]
 
 
@@ -181,8 +181,10 @@ def test_tenants_claims_on_the_cache_place_as_the_whole_world_plan_does(
             except problems.ProblemException as error:
                 outcomes.append([(error.kind, error.detail)])
         assert outcomes[0] == outcomes[1], body
-    # An implicit dedication is written by the general path; the cache took the rest.
-    assert general == ["fast-u14"]
+    # A claim the cache would refuse goes the general path, which says why (U2's third
+    # VM: the example's U14 VM holds H33a, the host it took by implicit dedication); the
+    # cache took the rest, U14's new VM onto that host among them.
+    assert general == ["fast-u2"]
     assert fast_app.state.replica.rebuilds >= 1
     # The rows agree too: each workload's account, and its units' events carry it.
     for app in (fast_app, slow_app):
