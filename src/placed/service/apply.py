@@ -200,18 +200,11 @@ def apply(
 async def post_apply(
     request: Request,
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
-    dry_run: Annotated[bool, Query(description="Plan and answer; change nothing.")] = False,
+    dry_run: context.DryRun = False,
     prune: Annotated[
         bool, Query(description="Delete what a document defined before and names no more.")
     ] = False,
-    expected_revision: Annotated[
-        int | None,
-        Query(
-            ge=0,
-            le=context.MAX_ID,
-            description="Refuse (409) if the world changed since this revision.",
-        ),
-    ] = None,
+    expected_revision: context.ExpectedRevision = None,
     source: Annotated[
         str,
         Query(

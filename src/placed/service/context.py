@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Query, Request
 from sqlalchemy import Engine
 
 from placed.service import eventlog, scopes
@@ -20,6 +21,13 @@ from placed.store.events import Recorded
 # Ids, revisions and generations are 64-bit in the database: a larger number asks for
 # nothing there is, and is refused before it reaches a query.
 MAX_ID = 2**63 - 1
+
+# The query parameters of every route that plans a change: one wording, one bound.
+DryRun = Annotated[bool, Query(description="Plan and answer; change nothing.")]
+ExpectedRevision = Annotated[
+    int | None,
+    Query(ge=0, le=MAX_ID, description="Refuse (409) if the world changed since this revision."),
+]
 MAX_ROW_ID = 2**31 - 1  # an id of a table keyed by a plain integer (placement history)
 
 

@@ -20,7 +20,7 @@ import copy
 import dataclasses
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query, Request
+from fastapi import APIRouter, Body, Request
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
@@ -346,7 +346,7 @@ async def post_drain(
     name: str,
     caller: Annotated[Caller, allow(ROOT_ADMIN)],
     body: Annotated[Reason | None, Body()] = None,
-    dry_run: Annotated[bool, Query(description="Plan and answer; change nothing.")] = False,
+    dry_run: context.DryRun = False,
 ) -> dict[str, Any]:
     engine = context.store(request)
     why = body.reason if body is not None else ""

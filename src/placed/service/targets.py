@@ -315,15 +315,8 @@ async def post_batch(
     request: Request,
     body: Batch,
     caller: Annotated[Caller, allow(ROOT_ADMIN)],
-    dry_run: Annotated[bool, Query(description="Plan and answer; change nothing.")] = False,
-    expected_revision: Annotated[
-        int | None,
-        Query(
-            ge=0,
-            le=context.MAX_ID,
-            description="Refuse (409) if the world changed since this revision.",
-        ),
-    ] = None,
+    dry_run: context.DryRun = False,
+    expected_revision: context.ExpectedRevision = None,
 ) -> dict[str, Any]:
     engine = context.store(request)
     return await run_in_threadpool(
@@ -343,7 +336,7 @@ def _state_route(state: str) -> Any:
         name: str,
         caller: Annotated[Caller, allow(ROOT_ADMIN)],
         body: Annotated[Reason | None, Body()] = None,
-        dry_run: Annotated[bool, Query(description="Plan and answer; change nothing.")] = False,
+        dry_run: context.DryRun = False,
     ) -> dict[str, Any]:
         engine = context.store(request)
         why = body.reason if body is not None else ""

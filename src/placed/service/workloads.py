@@ -424,7 +424,7 @@ async def post_replace(
     request: Request,
     name: str,
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
-    dry_run: Annotated[bool, Query(description="Plan and answer; change nothing.")] = False,
+    dry_run: context.DryRun = False,
 ) -> dict[str, Any]:
     engine = context.store(request)
     return await run_in_threadpool(
