@@ -122,7 +122,10 @@ def measure(database: str, url: str, conductors: int, units: int) -> Failover:
     run = Failover(database, conductors, units)
     token = upgrade(url)
     headers = {"authorization": f"Bearer {token}"}
-    with serving(url) as base, httpx.Client(base_url=base, headers=headers, timeout=120) as client:
+    with (
+        serving(url) as server,
+        httpx.Client(base_url=server.base, headers=headers, timeout=120) as client,
+    ):
         applied = client.post("/v1/apply", json=document(conductors, units))
         if applied.status_code != 200:
             run.error = f"apply: {applied.status_code} {applied.text[:300]}"

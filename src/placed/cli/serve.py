@@ -113,7 +113,10 @@ def serve(
         controlling=controlling,
         fault=fault,
     )
-    config = uvicorn.Config(app, log_level=log_level.value)
+    # uvicorn writes its access lines at info: below that level they are never shown,
+    # and skipping them spares each request the formatting.
+    shown_access = log_level in (LogLevel.info, LogLevel.debug, LogLevel.trace)
+    config = uvicorn.Config(app, log_level=log_level.value, access_log=shown_access)
     uvicorn.Server(config).run(sockets=[listening])
 
 

@@ -115,6 +115,7 @@ class Accepted:
     workload: Workload
     result: PlanResult
     moves: list[Move]
+    stored_spec: dict[str, Any]  # the workload's row (its spec, defaults left out)
 
 
 @dataclass
@@ -515,7 +516,8 @@ class ReplicaWorld:
                 Move(workload.name, p.unit, None, p.target, cached.explainer.reason(p), PLACED)
                 for p in result.placements
             ]
-            decided.accepted.append(Accepted(ticket, workload, result, moves))
+            stored = ticket.spec.model_dump(mode="json", exclude_defaults=True)
+            decided.accepted.append(Accepted(ticket, workload, result, moves, stored))
             taken.add(name)
             decided.state, decided.spec = after, new_spec
         return decided
@@ -583,7 +585,7 @@ class ReplicaWorld:
                     batch.NewWorkload(
                         c.workload.name,
                         c.ticket.spec.account,
-                        c.ticket.spec.model_dump(mode="json", exclude_defaults=True),
+                        c.stored_spec,
                         API_DOCUMENT,
                     )
                     for c in accepted
@@ -619,9 +621,7 @@ class ReplicaWorld:
                 claim.ticket.spec.account,
                 "allocation",
             )
-            snapshot.workload_specs[workload.name] = claim.ticket.spec.model_dump(
-                mode="json", exclude_defaults=True
-            )
+            snapshot.workload_specs[workload.name] = claim.stored_spec
             cached.planner.workloads[workload.name] = workload
             for move in claim.moves:
                 assert move.destination is not None

@@ -8,7 +8,7 @@ statements cost more to build, compile and bind than the database takes to run t
 and a batch is committed many times a second. No statement needs another's answer (the
 new revision, event ids and row ids are read back inside the database by subqueries),
 so on PostgreSQL they go in one pipeline, one round trip instead of one each; SQLite
-runs them one by one through `Connection.exec_driver_sql`. Either way a driver's error
+runs them one by one on the driver's cursor. Either way a driver's error
 is SQLAlchemy's (an `IntegrityError`; a lost connection invalidates the pool and is
 marked `connection_invalidated`), as anywhere else in the store.
 """
@@ -337,13 +337,28 @@ def _stale(statement: _Statement) -> None:
 
 
 def _one_by_one(connection: Connection, seen: int, plan: _Plan) -> None:
-    """Each statement in turn, stopping at the first sign that the batch is behind or
-    stale (SQLite: no round trips to save)."""
-    for statement in plan.statements():
-        _read(statement, connection.exec_driver_sql(statement.sql, statement.parameters))
-        if statement is plan.revision:
-            _behind(seen, statement)
-        _stale(statement)
+    """Each statement in turn on the driver's cursor, stopping at the first sign that the
+    batch is behind or stale (SQLite: no round trips to save, and SQLAlchemy's result
+    objects, built for each statement, would cost more than SQLite takes to run it)."""
+    raw = connection.connection.driver_connection
+    assert raw is not None
+    cursor = raw.cursor()
+    dbapi = connection.dialect.loaded_dbapi
+    statements = plan.statements()
+    try:
+        for statement in statements:
+            if isinstance(statement.parameters, list):
+                cursor.executemany(statement.sql, statement.parameters)
+            else:
+                cursor.execute(statement.sql, statement.parameters)
+            _read(statement, cursor)
+            if statement is plan.revision:
+                _behind(seen, statement)
+            _stale(statement)
+    except dbapi.Error as error:
+        raise _as_sqlalchemy(connection, error, statements) from error
+    finally:
+        cursor.close()
 
 
 def _read(statement: _Statement, result: Any) -> None:
