@@ -188,6 +188,17 @@ STEPS: dict[str, Step] = {
         ),
         added=SPEC_COLUMNS,
     ),
+    # Indexes only: the rows valid at 0002 are the rows at 0003.
+    "0003": Step(
+        extended(
+            FIRST_ROWS,
+            {
+                "locations": {"spec": {"kind": "rack"}, "document": "datacenter"},
+                "targets": {"spec": {"tags": ["gpu"]}, "document": "datacenter"},
+                "workloads": {"document": "apps"},
+            },
+        )
+    ),
 }
 
 

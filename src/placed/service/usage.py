@@ -313,11 +313,12 @@ def owners(
         return [], []
     places = _Places(session)
     explicit = {d.resource: d for d in dedications.listed(session) if not d.owner.implicit}
-    located = dict(
-        session.execute(select(Target.name, Target.location_id).where(Target.name.in_(names)))
-        .tuples()
-        .all()
-    )
+    located: dict[str, int | None] = {
+        name: location
+        for name, location in session.execute(
+            select(Target.name, Target.location_id).where(Target.name.in_(names))
+        )
+    }
     found: dict[str, tuple[Dedication, str | None]] = {}
     bare: list[str] = []
     for target, location in located.items():

@@ -222,9 +222,10 @@ class PlacementHistory(Base):
 
     __tablename__ = "placement_history"
     id: Mapped[int] = mapped_column(primary_key=True)
-    unit_name: Mapped[str] = mapped_column(String(255))
+    # Read by unit (its page) and by where units went (implicit owners): indexed.
+    unit_name: Mapped[str] = mapped_column(String(255), index=True)
     from_target: Mapped[str | None] = mapped_column(String(255))
-    to_target: Mapped[str | None] = mapped_column(String(255))
+    to_target: Mapped[str | None] = mapped_column(String(255), index=True)
     at: Mapped[datetime]
     reason: Mapped[str] = mapped_column(String(255), default="")
     event_id: Mapped[int | None] = mapped_column(BigInteger)
