@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections import Counter
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -303,6 +304,7 @@ def drain(
             for unit, summary in refused.items()
         ]
         changed = [name for name in wanted if rows[name].admin_state != MAINTENANCE]
+        staying = Counter(stays.values())
         several = len(wanted) > 1
         head = [
             Extra(
@@ -313,7 +315,7 @@ def drain(
                     "reason": reason,
                     "operation": DRAIN,
                     "moves": len(prepared.moves),
-                    "refused": sum(1 for host in stays.values() if host == name),
+                    "refused": staying[name],
                     **({"batch": True} if several else {}),
                 },
             )
