@@ -631,3 +631,56 @@ def placements_on(fleet: Fleet, target: str) -> list[dict[str, Any]]:
         "GET", "/v1/placements", params={"target": target, "limit": 1000}
     ).json()["items"]
     return found
+
+
+def test_several_targets_are_drained_at_once_and_a_stale_confirm_is_refused(
+    page: Any, fleet: Fleet
+) -> None:
+    pair = ("H1a", "H111a")
+    alone = fleet.api("POST", "/v1/targets/H1a/drain", params={"dry_run": "true"}).json()
+    assert "H111a" in {m["to"] for m in alone["moves"]}  # alone, its units go next door
+    before = {t: placements_on(fleet, t) for t in pair}
+    sign_in(page, fleet.root)
+    page.goto("/ui/whatif")
+    page.get_by_label("Targets, one a line").fill("H1a\nH111a\n")
+    page.get_by_label("drain it (maintenance)").check()
+    page.get_by_role("button", name="Preview the targets").click()
+    preview = page.locator("#preview")
+    preview.wait_for()
+    assert "Preview: H1a, H111a maintenance" in preview.inner_text()
+    assert "Dry run: nothing has changed" in preview.inner_text()
+    units = set(preview.locator("table.diff tbody tr td:nth-child(2)").all_inner_texts())
+    assert {p["unit"] for p in before["H1a"]} <= units
+    destinations = set(preview.locator("table.diff tbody tr td:nth-child(4)").all_inner_texts())
+    assert destinations and not destinations & set(pair)  # neither takes the other's
+    notes = preview.locator("figure svg text").all_text_contents()
+    assert len([n for n in notes if n.startswith("goes into maintenance")]) == 2, notes
+    checked(page, "whatif-drain-several")
+    # Someone else changes the world after the preview: the confirmation is refused.
+    assert fleet.api("POST", "/v1/targets/H2a/down").status_code == 200
+    assert fleet.api("POST", "/v1/targets/H2a/up").status_code == 200
+    page.get_by_role("button", name="Confirm: drain 2 targets").click()
+    problem = page.locator(".problem").first
+    problem.wait_for()
+    assert "409 revision-changed" in problem.inner_text()
+    assert "nothing was applied" in page.locator("#again").inner_text()
+    for name in pair:
+        assert fleet.api("GET", f"/v1/targets/{name}").json()["admin_state"] == "up"
+        assert placements_on(fleet, name) == before[name]
+    checked(page, "whatif-drain-stale")
+    page.get_by_role("button", name="Preview again").click()
+    preview.wait_for()
+    assert "Preview: H1a, H111a maintenance" in preview.inner_text()
+    page.get_by_role("button", name="Confirm: drain 2 targets").click()
+    done = page.locator("#done")
+    done.wait_for()
+    assert "H1a, H111a are in maintenance" in done.inner_text()
+    for name in pair:
+        assert fleet.api("GET", f"/v1/targets/{name}").json()["admin_state"] == "maintenance"
+        assert placements_on(fleet, name) == []
+    checked(page, "whatif-drain-several-done")
+    # As it was: both up, and the units back where they ran.
+    assert fleet.api("POST", "/v1/targets:batch", json={"up": list(pair)}).status_code == 200
+    for placement in before["H1a"]:
+        back = fleet.api("POST", f"/v1/units/{placement['unit']}/migrate", json={"target": "H1a"})
+        assert back.status_code == 200, back.text

@@ -265,10 +265,42 @@ def test_a_pasted_spec_is_bounded_and_the_page_says_so(database: str) -> None:
         "/ui/whatif", data={"targets": many, "action": "down", "csrf": csrf_of(root)}
     )
     assert refused.status_code == 422 and "at most 1,000 targets" in refused.text
-    drains = console.post(
-        "/ui/whatif", data={"targets": "a\nb", "action": "drain", "csrf": csrf_of(root)}
+    # A drain's confirmation names the revision its preview saw.
+    unseen = console.post(
+        "/ui/whatif",
+        data={"targets": "a\nb", "action": "drain", "confirm": "yes", "csrf": csrf_of(root)},
     )
-    assert drains.status_code == 422 and "one target at a time" in drains.text
+    assert unseen.status_code == 422 and "confirm a preview" in unseen.text
+
+
+def test_a_drain_of_several_is_confirmed_at_its_previews_revision(database: str) -> None:
+    app, client = applied(database)
+    root = client.headers["Authorization"].split()[1]
+    console = signed_in_console(app, root)
+    fields = {"targets": "H1a\nH111a", "action": "drain", "csrf": csrf_of(root)}
+    before = table_digest(app.state.database)
+    preview = console.post("/ui/whatif", data=fields)
+    assert preview.status_code == 200, preview.text
+    assert "Preview: H1a, H111a maintenance" in preview.text
+    assert table_digest(app.state.database) == before
+    seen = re.search(r'name="revision" value="(\d+)"', preview.text)
+    assert seen is not None
+    # The world changes after the preview: its confirmation is refused, nothing changes.
+    assert client.post("/v1/targets/H2a/down").status_code == 200
+    changed = table_digest(app.state.database)
+    stale = console.post("/ui/whatif", data={**fields, "confirm": "yes", "revision": seen[1]})
+    assert stale.status_code == 409 and "revision-changed" in stale.text
+    assert 'id="again"' in stale.text and "Preview again" in stale.text
+    assert table_digest(app.state.database) == changed
+    fresh = console.post("/ui/whatif", data=fields)
+    again = re.search(r'name="revision" value="(\d+)"', fresh.text)
+    assert again is not None and int(again[1]) > int(seen[1])
+    done = console.post("/ui/whatif", data={**fields, "confirm": "yes", "revision": again[1]})
+    assert done.status_code == 200 and 'id="done"' in done.text, done.text
+    assert "H1a, H111a are in maintenance" in done.text
+    for name in ("H1a", "H111a"):
+        assert client.get(f"/v1/targets/{name}").json()["admin_state"] == "maintenance"
+        assert placements_on(client, name) == []
 
 
 def test_usage_sums_each_zones_up_targets_and_counts_the_down_apart(database: str) -> None:

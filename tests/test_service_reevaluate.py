@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -400,4 +401,20 @@ def test_the_online_commands_show_the_diff_replace_and_drain(tmp_path: Path) -> 
         shown = placed("target", "drain", "h1", "--dry-run")
         assert shown.startswith("h1 would go into maintenance")
         assert shown.count("\n! ") == 2 and "2 refused (stay)" in shown
+        assert "(dry run: nothing changed, at revision " in shown
+        # Several at once, in one change: h1's units may not go to h3 (being drained too).
+        both = placed("target", "drain", "h1", "h3", "--dry-run")
+        assert both.startswith("h1, h3 would go into maintenance\n")
+        assert both.count("\n! ") == 2 and "would: 2 refused (stay)" in both
+        planned = json.loads(placed("target", "drain", "h1", "h3", "--dry-run", "-o", "json"))
+        assert [t["target"] for t in planned["targets"]] == ["h1", "h3"]
+        assert {r["target"] for r in planned["refused"]} == {"h1"} and planned["dry_run"]
+        done = placed("target", "drain", "h3", "h1", "h3", "-r", "racks")
+        head = re.match(r"h3, h1 are in maintenance \(revision (\d+)\)\n", done)
+        assert head is not None and int(head[1]) > planned["revision"], done
+        assert "2 refused (stay)" in done and "would" not in done
+        again = placed("target", "drain", "h1", "h3", "h2")
+        assert again.startswith("h1, h3, h2 were in maintenance already\n")
+        many = placed("target", "drain", *(f"h{i}" for i in range(1001)), code=2)
+        assert "at most 1,000 in one drain" in many
         placed("replace", "nothing", code=2)

@@ -868,9 +868,12 @@ def replace(
     _emit(data, fmt, table)
 
 
+MAX_DRAIN = 1000  # targets in one drain, as POST /v1/targets:drain takes
+
+
 @target_app.command(name="drain")
 def target_drain(
-    name: NameArgument,
+    names: Annotated[list[str], typer.Argument(metavar="NAME...", show_default=False)],
     reason: ReasonOption = "",
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show what would move; change nothing.")
@@ -879,8 +882,9 @@ def target_drain(
     token: TokenOption = None,
     format_choice: FormatOption = DataFormat.table,
 ) -> None:
-    """Drain a target for maintenance (CloudStack's): it takes nothing new, and each
-    unit on it is placed again elsewhere under the same rules (dedication included).
+    """Drain targets for maintenance (CloudStack's): they take nothing new, and each
+    unit on them is placed again elsewhere under the same rules (dedication included).
+    Several targets are drained in one change, so no unit leaving one lands on another.
     A unit no other target takes stays, recorded as migration.refused. placed target
     up NAME ends the maintenance. Root-admin only.
 
@@ -889,21 +893,34 @@ def target_drain(
       # exit code 2: nothing listens on port 9
       placed target drain H1a --reason "firmware" --server http://127.0.0.1:9
       # exit code 2: nothing listens on port 9
-      placed target drain H1a --dry-run --server http://127.0.0.1:9
+      placed target drain H1a H1b --dry-run --server http://127.0.0.1:9
     """
     fmt = _begin(format_choice)
     _check_reason(reason)
+    wanted = list(dict.fromkeys(names))
+    if len(wanted) > MAX_DRAIN:
+        fail_option("NAME", f"{len(wanted):,} targets; at most {MAX_DRAIN:,} in one drain")
     with connected(server, token) as client:
-        data = client.drain(name, reason, dry_run)
+        if len(wanted) == 1:
+            data = client.drain(wanted[0], reason, dry_run)
+        else:
+            data = client.drain_all(wanted, reason, dry_run)
 
     def table(found: dict[str, Any], wide: bool) -> None:
+        states = found.get("targets") or [found]
+        changed = [t["target"] for t in states if t["changed"]]
+        already = [t["target"] for t in states if not t["changed"]]
         if found["dry_run"]:
-            write(f"{found['target']} would go into maintenance\n")
-        elif found["changed"]:
-            write(f"{found['target']} is in maintenance (revision {found['revision']})\n")
-        else:
-            write(f"{found['target']} was in maintenance already\n")
-        refused = [{**m, "from": found["target"]} for m in found["refused"]]
+            write(f"{', '.join(t['target'] for t in states)} would go into maintenance\n")
+        elif changed:
+            verb = "is" if len(changed) == 1 else "are"
+            write(f"{', '.join(changed)} {verb} in maintenance (revision {found['revision']})\n")
+        if already and not found["dry_run"]:
+            verb = "was" if len(already) == 1 else "were"
+            write(f"{', '.join(already)} {verb} in maintenance already\n")
+        refused = [{**m, "from": m.get("target", found.get("target"))} for m in found["refused"]]
         _diff(found["moves"], [], refused, "would" if found["dry_run"] else "did")
+        if found["dry_run"]:
+            write(f"(dry run: nothing changed, at revision {found['revision']})\n")
 
     _emit(data, fmt, table)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections import Counter
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
@@ -39,7 +41,7 @@ from placed.service.auth import (
     Caller,
     allow,
 )
-from placed.service.targets import AdminChange, MoveView, Reason
+from placed.service.targets import AdminChange, MoveView, Reason, StateChange
 from placed.store.claims import MOVED, Actor, Extra, Move
 from placed.store.world import Snapshot
 
@@ -220,20 +222,42 @@ async def post_evacuate(
     )
 
 
+MAX_DRAIN = 1000  # targets in one drain, as POST /v1/targets:batch takes
+
+
 def drain(
-    engine: Engine, name: str, reason: str, actor: Actor, dry_run: bool = False
+    engine: Engine,
+    names: Sequence[str],
+    reason: str,
+    actor: Actor,
+    dry_run: bool = False,
+    expected_revision: int | None = None,
+    report: placing.Reporter = placing.silent,
 ) -> dict[str, Any]:
+    """Drain every target of `names` at once, in one plan and one transaction: all go
+    into maintenance before anything is placed again, so a unit leaving one never lands
+    on another (as CloudStack would have it, had it several hosts in maintenance)."""
+    wanted = list(dict.fromkeys(names))  # each once, in order
+
     def prepare(snapshot: Snapshot) -> placing.Prepared:
-        row = snapshot.targets.get(name)
-        if row is None:
-            raise problems.ProblemException(404, "not-found", f"no target {name!r}")
+        missing = [name for name in wanted if name not in snapshot.targets]
+        if missing:
+            raise problems.ProblemException(
+                404,
+                "not-found",
+                f"no target {missing[0]!r}"
+                + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""),
+            )
+        draining = set(wanted)
+        rows = {name: snapshot.targets[name] for name in wanted}
         after = copy.deepcopy(snapshot)
-        after.targets[name] = dataclasses.replace(row, admin_state=MAINTENANCE)
+        for name, row in rows.items():
+            after.targets[name] = dataclasses.replace(row, admin_state=MAINTENANCE)
         # The allocation units that run there (mapping and every-mode units follow the
-        # target's state in any plan).
+        # targets' state in any plan).
         units: dict[str, list[str]] = {}
         for running in snapshot.running():
-            if running["target"] == name:
+            if running["target"] in draining:
                 workload = snapshot.units[running["unit"]][1]
                 units.setdefault(workload, []).append(running["unit"])
         refused: dict[str, str] = {}
@@ -251,61 +275,79 @@ def drain(
             # A unit with no other place stays (its host in maintenance); the others are
             # planned again without it, so none takes a place it would have freed.
             refused.update(nowhere)
-        why = f"{name} is drained (maintenance): placed again under the same rules"
         prepared.moves = [
-            dataclasses.replace(move, why=f"{why}; now on {move.destination}: {move.why}")
-            if move.source == name and move.destination not in (None, name)
+            dataclasses.replace(
+                move,
+                why=f"{move.source} is drained (maintenance): placed again under the same "
+                f"rules; now on {move.destination}: {move.why}",
+            )
+            if move.source in draining and move.destination not in (None, move.source)
             else move
             for move in prepared.moves
         ]
         accounts = {n: w.account for n, w in snapshot.workloads.items()}
+        stays = {unit: snapshot.placements[unit] for unit in refused}
         refusals = [
             Extra(
                 cloudstack.MIGRATION_REFUSED_EVENT,
                 unit,
-                target=name,
+                target=stays[unit],
                 workload=snapshot.units[unit][1],
                 account=accounts.get(snapshot.units[unit][1]),
                 details={
                     "operation": DRAIN,
-                    "from": name,
+                    "from": stays[unit],
                     "error": NO_CAPACITY,
-                    "why": f"{unit} stays on {name}: no other target takes it: {summary}",
+                    "why": f"{unit} stays on {stays[unit]}: no other target takes it: {summary}",
                 },
             )
             for unit, summary in refused.items()
         ]
-        changed = row.admin_state != MAINTENANCE
-        head = (
-            [
-                Extra(
-                    "target.maintenance",
-                    name,
-                    target=name,
-                    details={
-                        "reason": reason,
-                        "operation": DRAIN,
-                        "moves": len(prepared.moves),
-                        "refused": len(refused),
-                    },
-                )
-            ]
-            if changed
-            else []
-        )
+        changed = [name for name in wanted if rows[name].admin_state != MAINTENANCE]
+        staying = Counter(stays.values())
+        several = len(wanted) > 1
+        head = [
+            Extra(
+                "target.maintenance",
+                name,
+                target=name,
+                details={
+                    "reason": reason,
+                    "operation": DRAIN,
+                    "moves": len(prepared.moves),
+                    "refused": staying[name],
+                    **({"batch": True} if several else {}),
+                },
+            )
+            for name in changed
+        ]
         prepared.extra[:0] = [*head, *refusals]
         prepared.data["changed"] = changed
         prepared.data["refused"] = [
-            {"unit": unit, "workload": snapshot.units[unit][1], "why": summary}
+            {
+                "unit": unit,
+                "workload": snapshot.units[unit][1],
+                "target": stays[unit],
+                "why": summary,
+            }
             for unit, summary in refused.items()
         ]
         return prepared
 
-    committed = placing.transact(engine, prepare, actor, dry_run=dry_run)
+    committed = placing.transact(
+        engine,
+        prepare,
+        actor,
+        dry_run=dry_run,
+        expected_revision=expected_revision,
+        report=report,
+    )
+    changed = set(committed.prepared.data["changed"])
     return {
-        "target": name,
-        "admin_state": MAINTENANCE,
-        "changed": committed.prepared.data["changed"],
+        "targets": [
+            {"target": name, "admin_state": MAINTENANCE, "changed": name in changed}
+            for name in wanted
+        ],
         "dry_run": dry_run,
         "revision": committed.revision,
         "moves": placing.moves_document(committed.prepared.moves),
@@ -316,6 +358,7 @@ def drain(
 class Refused(BaseModel):
     unit: str
     workload: str
+    target: str = Field(description="The drained target it stays on.")
     why: str = Field(description="Why no other target takes it (the kube-style summary).")
 
 
@@ -327,16 +370,41 @@ class Drained(AdminChange):
     )
 
 
+class DrainMany(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    targets: list[Annotated[str, Field(min_length=1, max_length=255)]] = Field(
+        min_length=1, max_length=MAX_DRAIN, description="Targets to drain, each once."
+    )
+    reason: str = Field("", max_length=255, description="Why, for the events.")
+
+
+class DrainedMany(BaseModel):
+    targets: list[StateChange]
+    dry_run: bool = Field(description="true: planned only, nothing was written.")
+    revision: int = Field(description="The world's revision (a dry run's: the one it saw).")
+    moves: list[MoveView]
+    refused: list[Refused] = Field(
+        description="Units that found no other place: each stays on its target, with a "
+        "`migration.refused` event."
+    )
+
+
+DRAIN_RULES = (
+    "under the same rules as a deploy (dedication included); mapping units move to their "
+    "next owner and every-mode units leave, as when it goes down. A unit that finds no "
+    "other place stays where it is, listed in `refused` with a `migration.refused` event; "
+    "the others move (CloudStack's PrepareForMaintenance). All in one transaction; "
+    "dry_run=true answers the same and changes nothing, with the revision it saw; "
+    "expected_revision (a dry run's revision) refuses with 409 revision-changed if the "
+    "world changed since. Root admins only."
+)
+
+
 @router.post(
     "/targets/{name:path}/drain",
     summary="Drain a host for maintenance",
     description="The target goes into maintenance (it takes nothing new until POST "
-    ".../up) and each allocation unit on it is placed again by the plan, under the same "
-    "rules as a deploy (dedication included); mapping units move to their next owner and "
-    "every-mode units leave, as when it goes down. A unit that finds no other place stays "
-    "where it is, listed in `refused` with a `migration.refused` event; the others move "
-    "(CloudStack's PrepareForMaintenance). All in one transaction; dry_run=true answers "
-    "the same and changes nothing. Root admins only.",
+    ".../up) and each allocation unit on it is placed again by the plan, " + DRAIN_RULES,
     response_model=Drained,
     response_model_by_alias=True,
     responses=problems.responses(403, 404, 409, 422),
@@ -347,9 +415,50 @@ async def post_drain(
     caller: Annotated[Caller, allow(ROOT_ADMIN)],
     body: Annotated[Reason | None, Body()] = None,
     dry_run: context.DryRun = False,
+    expected_revision: context.ExpectedRevision = None,
 ) -> dict[str, Any]:
     engine = context.store(request)
     why = body.reason if body is not None else ""
+    done = await run_in_threadpool(
+        drain,
+        engine,
+        [name],
+        why,
+        context.actor(request, caller),
+        dry_run,
+        expected_revision,
+        context.reporter(request),
+    )
+    [one] = done.pop("targets")
+    return {**one, **done}
+
+
+@router.post(
+    "/targets:drain",
+    summary="Drain several hosts for maintenance at once",
+    description="Every target in `targets` goes into maintenance (each takes nothing new "
+    "until POST .../up) and each allocation unit on them is placed again by one plan, "
+    "with all of them already in maintenance, so that no unit leaving one lands on "
+    "another; " + DRAIN_RULES,
+    response_model=DrainedMany,
+    response_model_by_alias=True,
+    responses=problems.responses(403, 404, 409, 422),
+)
+async def post_drain_many(
+    request: Request,
+    body: DrainMany,
+    caller: Annotated[Caller, allow(ROOT_ADMIN)],
+    dry_run: context.DryRun = False,
+    expected_revision: context.ExpectedRevision = None,
+) -> dict[str, Any]:
+    engine = context.store(request)
     return await run_in_threadpool(
-        drain, engine, name, why, context.actor(request, caller), dry_run
+        drain,
+        engine,
+        body.targets,
+        body.reason,
+        context.actor(request, caller),
+        dry_run,
+        expected_revision,
+        context.reporter(request),
     )

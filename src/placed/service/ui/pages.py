@@ -613,7 +613,7 @@ async def _picture(
 async def whatif_targets(request: Request) -> Response:
     """Targets down, up or drained. `confirm` absent: the dry run (nothing changes);
     present: the change itself, refused if the world changed since the dry run's
-    revision (a drain, one target at a time, has no such check in the API)."""
+    revision."""
     acted = await acting(request, whatif.TARGETS_FORM_BYTES, {"targets": whatif.MAX_TARGETS * 256})
     if isinstance(acted, Response):
         return acted
@@ -629,24 +629,25 @@ async def whatif_targets(request: Request) -> Response:
         wrong = f"at most {whatif.MAX_TARGETS:,} targets at once"
     elif any(len(name) > 255 for name in targets):
         wrong = "a target's name is at most 255 characters"
-    elif action == "drain" and len(targets) > 1:
-        wrong = "a drain is one target at a time (POST /v1/targets/NAME/drain)"
+    elif action == "drain" and fields.get("confirm") == "yes" and not seen_revision(fields):
+        wrong = "confirm a preview: preview it first"
     if wrong:
         problem = Problem(422, "invalid-request", "Unprocessable", wrong)
         return _whatif(request, token, 422, problem=problem, **keep)
     confirm = fields.get("confirm") == "yes"
     params: dict[str, Any] = {"dry_run": not confirm}
     if action == "drain":
+        # All at once, at the preview's revision: a world changed since is a 409.
+        if confirm:
+            params["expected_revision"] = seen_revision(fields)
         answer = await call(
             request,
             token,
             "POST",
-            f"/v1/targets/{quote(targets[0], safe='')}/drain",
+            "/v1/targets:drain",
             params=params,
-            json={"reason": "from the console"} if confirm else None,
+            json={"targets": targets, "reason": "from the console" if confirm else ""},
         )
-        if answer.problem is None:
-            answer = Answer(answer.status, _as_batch(answer.data), None)
     else:
         seen = fields.get("revision", "")
         if confirm and seen.isdigit():
@@ -679,10 +680,10 @@ async def whatif_targets(request: Request) -> Response:
     return _whatif(request, token, picture=drawn, **keep, **{key: data})
 
 
-def _as_batch(data: dict[str, Any]) -> dict[str, Any]:
-    """A drain's answer in the shape of a batch's, for one template."""
-    one = {"target": data["target"], "admin_state": data["admin_state"]}
-    return {**data, "targets": [{**one, "changed": data["changed"]}]}
+def seen_revision(fields: dict[str, str]) -> int | None:
+    """The revision a confirmed preview saw (the form's hidden field), or None."""
+    seen = fields.get("revision", "")
+    return int(seen) if seen.isdigit() and len(seen) < 20 else None
 
 
 @router.post("/whatif/apply")

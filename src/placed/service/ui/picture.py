@@ -140,7 +140,8 @@ def draw(
         for row, member in enumerate(members[name]):
             notes = []
             if member in changing:
-                notes.append(f"goes {changing[member]}")
+                state = changing[member]
+                notes.append("goes into maintenance" if state == "maintenance" else f"goes {state}")
             if leaving.get(member):
                 notes.append(f"{leaving[member]} out")
             if arriving.get(member):
