@@ -7,6 +7,7 @@ PostgreSQL."""
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -403,6 +404,34 @@ def test_maintenance_places_each_vm_again_or_moves_none(world: World) -> None:
     again = world.client.post(f"/v1/targets/{second}/evacuate")
     assert again.status_code == 200, again.text
     assert [(m["unit"], m["to"]) for m in again.json()["moves"]] == [(unit, first)]
+
+
+def test_migrations_and_maintenance_log_each_event_they_store(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A migration, a maintenance and their refusals are reported as every other change
+    is: one log line per stored event (they were stored but never logged)."""
+    for host in ("h1", "h2"):
+        assert world.dedicate(host, "D1", "A1").status_code == 201
+    [(unit, first)] = hosts_of(world.vm("a1-vm", "A1", "dedicated")).items()
+    second = "h2" if first == "h1" else "h1"
+    before = len(world.events())
+    with caplog.at_level(logging.INFO, logger="placed.events"):
+        refused = world.client.post(f"/v1/units/{unit}/migrate", json={"target": "h3"})
+        assert refused.status_code == 409, refused.text
+        moved = world.client.post(f"/v1/units/{unit}/migrate", json={"target": second})
+        assert moved.status_code == 200, moved.text
+        evacuated = world.client.post(f"/v1/targets/{second}/evacuate")
+        assert evacuated.status_code == 200, evacuated.text
+        stuck = world.client.post(f"/v1/targets/{first}/evacuate")
+        assert stuck.status_code == 409, stuck.text
+    stored = world.events()[before:]
+    kinds = [event["kind"] for event in stored]
+    assert kinds.count("migration.refused") == 2 and "target.maintenance" in kinds
+    logged = [r.getMessage() for r in caplog.records if r.name == "placed.events"]
+    assert len(logged) == len(stored)
+    for event, line in zip(stored, logged, strict=True):
+        assert event["kind"] in line and event["subject"] in line
 
 
 def test_implicit_dedication_is_a_setting_plans_obey(world: World) -> None:

@@ -11,6 +11,7 @@ generated"): one `migration.refused` event, and nothing else changes.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -79,11 +80,15 @@ class Refusal(Exception):
         self.account = account
 
 
-def record(engine: Engine, refusal: Refusal, actor: Actor) -> ProblemException:
-    """Write the refusal's event (it changes no row of the world, so the revision stays)
+def record(
+    engine: Engine, refusal: Refusal, actor: Actor, report: placing.Reporter = placing.silent
+) -> ProblemException:
+    """Write the refusal's event (it changes no row of the world, so the revision stays),
+    report it as any change's events are reported (its log line, the long-poll's wake),
     and return the problem to answer."""
+    started = time.perf_counter()
     with writing(engine) as session:
-        events.append(
+        written = events.append(
             session,
             MIGRATION_REFUSED_EVENT,
             refusal.subject,
@@ -99,6 +104,7 @@ def record(engine: Engine, refusal: Refusal, actor: Actor) -> ProblemException:
                 "why": refusal.error.message,
             },
         )
+    report(0, [written], time.perf_counter() - started, False)
     return problem(refusal.error)
 
 

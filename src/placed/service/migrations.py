@@ -69,7 +69,14 @@ class Migration(BaseModel):
     )
 
 
-def migrate(engine: Engine, unit: str, target: str, principal: str, actor: Actor) -> dict[str, Any]:
+def migrate(
+    engine: Engine,
+    unit: str,
+    target: str,
+    principal: str,
+    actor: Actor,
+    report: placing.Reporter = placing.silent,
+) -> dict[str, Any]:
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         if unit not in snapshot.units:
             raise problems.ProblemException(404, "not-found", f"no unit {unit!r}")
@@ -98,9 +105,9 @@ def migrate(engine: Engine, unit: str, target: str, principal: str, actor: Actor
         return prepared
 
     try:
-        committed = placing.transact(engine, prepare, actor)
+        committed = placing.transact(engine, prepare, actor, report=report)
     except cloudstack.Refusal as refusal:
-        raise cloudstack.record(engine, refusal, actor) from None
+        raise cloudstack.record(engine, refusal, actor, report) from None
     return {
         **committed.prepared.data,
         "revision": committed.revision,
@@ -134,11 +141,17 @@ async def post_migrate(
         body.target,
         context.principal(caller),
         context.actor(request, caller),
+        context.reporter(request),
     )
 
 
 def evacuate(
-    engine: Engine, name: str, reason: str, principal: str, actor: Actor
+    engine: Engine,
+    name: str,
+    reason: str,
+    principal: str,
+    actor: Actor,
+    report: placing.Reporter = placing.silent,
 ) -> dict[str, Any]:
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         row = snapshot.targets.get(name)
@@ -181,9 +194,9 @@ def evacuate(
         return prepared
 
     try:
-        committed = placing.transact(engine, prepare, actor)
+        committed = placing.transact(engine, prepare, actor, report=report)
     except cloudstack.Refusal as refusal:
-        raise cloudstack.record(engine, refusal, actor) from None
+        raise cloudstack.record(engine, refusal, actor, report) from None
     return {
         "target": name,
         "admin_state": MAINTENANCE,
@@ -219,6 +232,7 @@ async def post_evacuate(
         why,
         context.principal(caller),
         context.actor(request, caller),
+        context.reporter(request),
     )
 
 
