@@ -26,6 +26,7 @@ from placed.service import (
     placements,
     plan,
     problems,
+    simulate,
     targets,
     tokens,
     units,
@@ -107,6 +108,7 @@ def create_app(
     for module in (
         tokens,
         apply,
+        simulate,
         targets,
         locations,
         workloads,
