@@ -610,10 +610,16 @@ def simulate_command(
           --migrate dedicated-a1/0=H1b --targets dedicated-a7/0
       placed simulate examples/cloudstack-dedication.yaml --maintenance H1a
       # exit code 2: it needs a running placed serve; nothing listens on port 9
-      placed simulate --down conductor1 --up conductor3 --server http://127.0.0.1:9
+      placed simulate --down conductor1 --up conductor3 \\
+          --server http://127.0.0.1:9
     """
     fmt = _begin(format_choice, wide)
     if not spec:
+        if status or overlay or input_format is not InputFormat.auto:
+            fail_option(
+                "--status" if status else "--overlay" if overlay else "--input-format",
+                "an option of a spec file: give one, or leave it out for the server's world",
+            )
         _simulate_online(down or [], up or [], migrate or [], targets, maintenance, server, access)
         return
     if server:
