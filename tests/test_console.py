@@ -684,3 +684,95 @@ def test_several_targets_are_drained_at_once_and_a_stale_confirm_is_refused(
     for placement in before["H1a"]:
         back = fleet.api("POST", f"/v1/units/{placement['unit']}/migrate", json={"target": "H1a"})
         assert back.status_code == 200, back.text
+
+
+def test_targets_down_and_others_up_in_one_preview_then_confirmed(page: Any, fleet: Fleet) -> None:
+    assert fleet.api("POST", "/v1/targets/H2a/down").status_code == 200
+    try:
+        sign_in(page, fleet.root)
+        page.goto("/ui/whatif")
+        page.get_by_label("Targets, one a line").fill("H33a\n")
+        page.get_by_label("And bring up, in the same simulation").fill("H2a\n")
+        page.get_by_role("button", name="Preview the targets").click()
+        preview = page.locator("#preview")
+        preview.wait_for()
+        assert "Preview: H33a down, H2a up" in preview.inner_text()
+        # The preview is POST /v1/simulate's: the same moves, at the same revision.
+        expected = fleet.api("POST", "/v1/simulate", json={"down": ["H33a"], "up": ["H2a"]})
+        assert expected.status_code == 200, expected.text
+        found = expected.json()
+        assert f"at revision {found['revision']}" in preview.inner_text()
+        units = preview.locator("table.diff tbody tr td:nth-child(2)").all_inner_texts()
+        assert sorted(units) == sorted(m["unit"] for m in found["moves"]) and units
+        notes = preview.locator("figure svg text").all_text_contents()
+        assert any(n.startswith("goes down") for n in notes), notes
+        checked(page, "whatif-mixed")
+        assert fleet.api("GET", "/v1/targets/H33a").json()["admin_state"] == "up"
+        assert fleet.api("GET", "/v1/targets/H2a").json()["admin_state"] == "down"
+        page.get_by_role("button", name="Confirm: take H33a down and bring H2a up").click()
+        done = page.locator("#done")
+        done.wait_for()
+        assert "H33a down, H2a up (revision" in done.inner_text()
+        assert fleet.api("GET", "/v1/targets/H33a").json()["admin_state"] == "down"
+        assert fleet.api("GET", "/v1/targets/H2a").json()["admin_state"] == "up"
+        checked(page, "whatif-mixed-done")
+    finally:
+        back = fleet.api("POST", "/v1/targets:batch", json={"up": ["H33a", "H2a"]})
+        assert back.status_code == 200, back.text
+
+
+def test_a_stale_down_preview_is_refused_and_previewed_again(page: Any, fleet: Fleet) -> None:
+    sign_in(page, fleet.root)
+    page.goto("/ui/whatif?target=H33b")
+    page.get_by_role("button", name="Preview the targets").click()
+    page.locator("#preview").wait_for()
+    seen = page.locator("#preview [role=status]").inner_text()
+    assert fleet.api("POST", "/v1/targets/H2a/down").status_code == 200
+    assert fleet.api("POST", "/v1/targets/H2a/up").status_code == 200
+    page.get_by_role("button", name="Confirm: take H33b down").click()
+    problem = page.locator(".problem").first
+    problem.wait_for()
+    assert "409 revision-changed" in problem.inner_text()
+    assert "nothing was applied" in page.locator("#again").inner_text()
+    assert fleet.api("GET", "/v1/targets/H33b").json()["admin_state"] == "up"
+    checked(page, "whatif-targets-stale")
+    page.get_by_role("button", name="Preview again").click()
+    page.locator("#preview").wait_for()
+    fresh = page.locator("#preview [role=status]").inner_text()
+    assert fresh != seen and "Dry run: nothing has changed" in fresh
+
+
+def test_a_user_previews_its_own_moves_and_may_not_confirm(page: Any, fleet: Fleet) -> None:
+    mine = {
+        p["unit"]
+        for p in fleet.api("GET", "/v1/placements", params={"limit": 1000}).json()["items"]
+        if p.get("account") == "U2" and p.get("target")
+    }
+    assert mine
+    host = next(
+        p["target"]
+        for p in fleet.api("GET", "/v1/placements", params={"limit": 1000}).json()["items"]
+        if p["unit"] in mine
+    )
+    # With H33a too, which runs other accounts' VMs.
+    down = sorted({host, "H33a"})
+    everything = fleet.api("POST", "/v1/simulate", json={"down": down}).json()
+    theirs = [m for m in everything["moves"] if m["unit"] not in mine]
+    sign_in(page, fleet.user)
+    page.goto("/ui/whatif")
+    page.get_by_label("Targets, one a line").fill("\n".join(down))
+    page.get_by_role("button", name="Preview the targets").click()
+    preview = page.locator("#preview")
+    preview.wait_for()
+    units = set(preview.locator("table.diff tbody tr td:nth-child(2)").all_inner_texts())
+    shown = {m["unit"] for m in everything["moves"] if m["unit"] in mine}
+    assert units == shown and shown, (units, shown)
+    text = preview.inner_text()
+    for move in theirs:
+        assert move["unit"] not in text
+    assert theirs  # the host runs other accounts' VMs too: counted, never named
+    assert f"{len(theirs)} of other accounts' not shown" in text, text
+    assert "Only a root admin can make this change" in text
+    assert preview.get_by_role("button", name=re.compile("Confirm")).count() == 0
+    checked(page, "whatif-user-preview")
+    assert all(fleet.api("GET", f"/v1/targets/{t}").json()["admin_state"] == "up" for t in down)

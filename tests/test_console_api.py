@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from placed.service.ui import whatif
 from placed.service.ui.session import csrf_of
-from tests.service_support import client_of, served, table_digest
+from tests.service_support import client_of, issue, served, table_digest
 
 WORLD = (
     Path(__file__).resolve().parent.parent / "examples" / "cloudstack-dedication.yaml"
@@ -447,3 +447,29 @@ def test_only_a_host_implicit_dedication_took_is_owned_implicitly(database: str)
     host = took.json()["changes"][0]["to"]
     owners = client.get("/v1/owners", params=asked).json()["items"]
     assert [(o["target"], o["account"], o["implicit"]) for o in owners] == [(host, "A1", True)]
+
+
+def test_targets_down_and_up_preview_for_anyone_and_confirm_for_root_only(database: str) -> None:
+    app, client = applied(database)
+    engine = app.state.database
+    user = issue(app, "user", "U2")
+    console = signed_in_console(app, user)
+    fields = {"targets": "H33a", "action": "down", "up": "H33b", "csrf": csrf_of(user)}
+    before = table_digest(engine)
+    preview = console.post("/ui/whatif", data=fields)
+    assert preview.status_code == 200, preview.text
+    assert "Preview: H33a down, H33b up" in preview.text
+    assert "Only a root admin can make this change" in preview.text
+    revision = client.post("/v1/simulate", json={"down": ["H33a"], "up": ["H33b"]}).json()
+    confirm = {**fields, "confirm": "yes", "revision": str(revision["revision"])}
+    refused = console.post("/ui/whatif", data=confirm)
+    assert refused.status_code == 403 and "forbidden" in refused.text
+    drain = console.post("/ui/whatif", data={**fields, "action": "drain"})
+    assert drain.status_code == 422 and "a drain is previewed alone" in drain.text
+    many = "\n".join(f"h{i}" for i in range(whatif.MAX_TARGETS + 1))
+    bounded = console.post("/ui/whatif", data={**fields, "up": many})
+    assert bounded.status_code == 422 and "at most 1,000 targets" in bounded.text
+    hostile = "<b>x</b>"
+    unknown = console.post("/ui/whatif", data={**fields, "up": hostile})
+    assert unknown.status_code == 404 and hostile not in unknown.text
+    assert table_digest(engine) == before

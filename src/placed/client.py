@@ -200,6 +200,33 @@ class Client:
         body = {"targets": list(names), "reason": reason}
         return self.request("POST", "/v1/targets:drain", json=body, params=params)
 
+    def simulate(
+        self,
+        down: list[str] | None = None,
+        up: list[str] | None = None,
+        migrate: list[tuple[str, str]] | None = None,
+    ) -> dict[str, Any]:
+        """What would move if `down` failed and `up` came up (one simulation), or the VMs
+        of `migrate` (unit, host) moved: `placed simulate`'s document and the `revision`
+        it read. Nothing changes."""
+        body: dict[str, Any] = {"down": list(down or []), "up": list(up or [])}
+        if migrate:
+            body["migrate"] = [{"unit": unit, "target": target} for unit, target in migrate]
+        return self.request("POST", "/v1/simulate", json=body)
+
+    def set_states(
+        self,
+        down: list[str] | None = None,
+        up: list[str] | None = None,
+        reason: str = "",
+        expected_revision: int | None = None,
+    ) -> dict[str, Any]:
+        """Take several targets down and others up in one change (root admins), refused
+        (409 revision-changed) when `expected_revision` is no longer the world's."""
+        params = {"expected_revision": expected_revision} if expected_revision is not None else None
+        body = {"down": list(down or []), "up": list(up or []), "reason": reason}
+        return self.request("POST", "/v1/targets:batch", json=body, params=params)
+
     def heartbeat(self, name: str) -> dict[str, Any]:
         return self.request("POST", f"/v1/targets/{_path(name)}/heartbeat")
 

@@ -529,7 +529,15 @@ def explain(
 
 @app.command(name="simulate")
 def simulate_command(
-    spec: InputsArgument,
+    spec: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="A spec file, as plan reads it (several, - for standard input, Open "
+            "Horizon's files). Without one: the world of placed serve at --server.",
+            metavar="[PATH]",
+            show_default=False,
+        ),
+    ] = None,
     down: Annotated[
         list[str] | None,
         typer.Option(
@@ -575,9 +583,15 @@ def simulate_command(
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
     overlay: OverlayOption = None,
+    server: token.ServerOption = None,
+    access: token.TokenOption = None,
 ) -> None:
     """Take targets down or bring them up, and show which units move, where, and why;
     or migrate running VMs (--migrate VM=HOST) and list where one may go (--targets VM).
+
+    Without a PATH it asks placed serve (--server, else $PLACED_URL) about its stored
+    world (POST /v1/simulate): the same table, and the revision it saw; a domain admin
+    or user sees its own accounts' moves, with a count of the others. Nothing changes.
 
     mapping units move only if their target went down or a target that came up now ranks
     first (with max_load, a target that came up also takes the surplus of targets over the
@@ -595,8 +609,21 @@ def simulate_command(
       placed simulate examples/cloudstack-dedication.yaml \\
           --migrate dedicated-a1/0=H1b --targets dedicated-a7/0
       placed simulate examples/cloudstack-dedication.yaml --maintenance H1a
+      # exit code 2: it needs a running placed serve; nothing listens on port 9
+      placed simulate --down conductor1 --up conductor3 \\
+          --server http://127.0.0.1:9
     """
     fmt = _begin(format_choice, wide)
+    if not spec:
+        if status or overlay or input_format is not InputFormat.auto:
+            fail_option(
+                "--status" if status else "--overlay" if overlay else "--input-format",
+                "an option of a spec file: give one, or leave it out for the server's world",
+            )
+        _simulate_online(down or [], up or [], migrate or [], targets, maintenance, server, access)
+        return
+    if server:
+        fail_option("--server", "give a spec file or --server, not both")
     if migrate or targets or maintenance:
         if down or up:
             fail(
@@ -630,6 +657,44 @@ def simulate_command(
     _exit(failed)
 
 
+def _simulate_online(
+    down: list[str],
+    up: list[str],
+    migrate: list[str],
+    targets: list[str] | None,
+    maintenance: list[str] | None,
+    server: str | None,
+    access: str | None,
+) -> NoReturn:
+    """`placed simulate` on the world of placed serve: the same documents and tables."""
+    if targets or maintenance:
+        fail_option(
+            "--targets" if targets else "--maintenance",
+            "a spec file's option: the server simulates --down, --up and --migrate",
+        )
+    if migrate and (down or up):
+        fail("--migrate moves running VMs one by one; simulate --down/--up apart")
+    if not (down or up or migrate):
+        fail("nothing to simulate: give at least one --down TARGET or --up TARGET (or --migrate)")
+    fmt = error_format.get()
+    pairs = [_migration(asked) for asked in migrate]
+    with token.connected(server, access) as client:
+        data = client.simulate(down, up, pairs)
+        name = client.server
+    if pairs:
+        _emit([(name, data)], fmt, migrations_table)
+        _exit(bool(data["refused"]))
+    _emit([(name, data)], fmt, simulate_table)
+    _exit(bool(data["unplaced"]))
+
+
+def _migration(asked: str) -> tuple[str, str]:
+    name, sep, host = asked.partition("=")
+    if not sep or not name or not host:
+        fail_option("--migrate", f"{asked!r}: write VM=HOST, as in web/0=H2a")
+    return name, host
+
+
 def _migrations(
     specs: list[Spec], migrate: list[str], targets: list[str], maintenance: list[str], fmt: Format
 ) -> None:
@@ -637,10 +702,7 @@ def _migrations(
     the root admin."""
     moves = []
     for asked in migrate:
-        name, sep, host = asked.partition("=")
-        if not sep or not name or not host:
-            fail_option("--migrate", f"{asked!r}: write VM=HOST, as in web/0=H2a")
-        moves.append((name, host))
+        moves.append(_migration(asked))
     documents = []
     refused_any = False
     for document in specs:

@@ -259,7 +259,7 @@ def simulate_table(console: Console, documents: Documents, view: View = View()) 
             show(console, Grid(columns, rows))
         units: int = data["units_before"] if "units_before" in data else data["units"]
         removed = data.get("removed", 0)
-        if data["moves"]:
+        if data["moved"]:
             summary = f"{change}: {data['moved']} of {_plural(units, 'unit')} move"
             if removed:
                 summary += f" ({removed} removed: every-mode units whose target is gone)"
@@ -276,6 +276,21 @@ def simulate_table(console: Console, documents: Documents, view: View = View()) 
             if ids:
                 verb = "was" if len(ids) == 1 else "were"
                 say(console, Styled(f"{_listed(ids)} {verb} already {state}", "yellow"))
+        _seen(console, data)
+
+
+def _seen(console: Console, data: dict[str, Any]) -> None:
+    """A server's simulation: the revision it saw, and what this token may not see."""
+    hidden = data.get("hidden") or {}
+    moves, unplaced = hidden.get("moves", 0), hidden.get("unplaced", 0)
+    if moves or unplaced:
+        say(
+            console,
+            f"not shown: {_plural(moves, 'move')} and {_plural(unplaced, 'unplaced unit')} "
+            "of other accounts' workloads",
+        )
+    if "revision" in data:
+        say(console, f"at revision {data['revision']}: nothing changed")
 
 
 def validate_table(console: Console, documents: Documents, view: View = View()) -> None:
@@ -363,3 +378,4 @@ def migrations_table(console: Console, documents: Documents, view: View = View()
             say(console, f"{vm} may migrate to: {', '.join(hosts) if hosts else 'no host'}")
         for note in data.get("notes", ()):
             say(console, note)
+        _seen(console, data)

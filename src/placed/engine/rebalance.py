@@ -87,6 +87,7 @@ def expand(planner: Planner, names: list[str], flag: str, made: PlanState) -> li
         if created.parent is not None:
             children.setdefault(created.parent, []).append(created.target.id)
     ids: list[str] = []
+    named: set[str] = set()  # a zone's thousands of leaves: no scan of `ids` per leaf
     for name in names:
         leaves = inventory.leaf_ids_under(name)
         if name in children:
@@ -96,7 +97,10 @@ def expand(planner: Planner, names: list[str], flag: str, made: PlanState) -> li
             close = difflib.get_close_matches(name, known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise UnknownTargetError(flag, f"{name}: no target or location with that id{hint}")
-        ids.extend(leaf for leaf in leaves if leaf not in ids)
+        for leaf in leaves:
+            if leaf not in named:
+                named.add(leaf)
+                ids.append(leaf)
     return ids
 
 

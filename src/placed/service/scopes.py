@@ -3,7 +3,7 @@ below it, and on the accounts of those domains (SERVICE.md, "Roles and tokens").
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -14,7 +14,11 @@ from placed.store.tables import Account, Domain
 
 def subtree(session: Session, domain: str) -> set[str]:
     """`domain` and every domain below it, by name; empty when there is no such domain."""
-    parents = domains.parents(session)
+    return below(domains.parents(session), domain)
+
+
+def below(parents: Mapping[str, str | None], domain: str) -> set[str]:
+    """`domain` and every domain below it in the tree `parents` (name -> parent)."""
     if domain not in parents:
         return set()
     children: dict[str, list[str]] = {}

@@ -541,6 +541,7 @@ async def events_feed(request: Request) -> Response:
 def _whatif(request: Request, token: str, status: int = 200, **values: Any) -> HTMLResponse:
     values.setdefault("targets", text(request, "target"))
     values.setdefault("action", "down")
+    values.setdefault("up", "")
     values.setdefault("preview", None)
     values.setdefault("done", None)
     values.setdefault("problem", None)
@@ -614,21 +615,29 @@ async def whatif_targets(request: Request) -> Response:
     """Targets down, up or drained. `confirm` absent: the dry run (nothing changes);
     present: the change itself, refused if the world changed since the dry run's
     revision."""
-    acted = await acting(request, whatif.TARGETS_FORM_BYTES, {"targets": whatif.MAX_TARGETS * 256})
+    most = whatif.MAX_TARGETS * 256
+    acted = await acting(request, whatif.TARGETS_FORM_BYTES, {"targets": most, "up": most})
     if isinstance(acted, Response):
         return acted
     token, fields = acted
     listed = fields.get("targets", fields.get("target", ""))
     targets = whatif.names(listed)
     action = fields.get("action", "down")
-    keep: dict[str, Any] = {"targets": "\n".join(targets), "action": action}
+    also_up = whatif.names(fields.get("up", ""))
+    keep: dict[str, Any] = {
+        "targets": "\n".join(targets),
+        "action": action,
+        "up": "\n".join(also_up),
+    }
     wrong = ""
-    if action not in ACTIONS or not targets:
+    if action not in ACTIONS or not (targets or (also_up and action != "drain")):
         wrong = "one target or more, one a line, and an action"
-    elif len(targets) > whatif.MAX_TARGETS:
+    elif len(targets) > whatif.MAX_TARGETS or len(also_up) > whatif.MAX_TARGETS:
         wrong = f"at most {whatif.MAX_TARGETS:,} targets at once"
-    elif any(len(name) > 255 for name in targets):
+    elif any(len(name) > 255 for name in [*targets, *also_up]):
         wrong = "a target's name is at most 255 characters"
+    elif action == "drain" and also_up:
+        wrong = "a drain is previewed alone: leave the targets to bring up empty"
     elif action == "drain" and fields.get("confirm") == "yes" and not seen_revision(fields):
         wrong = "confirm a preview: preview it first"
     if wrong:
@@ -649,17 +658,9 @@ async def whatif_targets(request: Request) -> Response:
             json={"targets": targets, "reason": "from the console" if confirm else ""},
         )
     else:
-        seen = fields.get("revision", "")
-        if confirm and seen.isdigit():
-            params["expected_revision"] = int(seen)
-        answer = await call(
-            request,
-            token,
-            "POST",
-            "/v1/targets:batch",
-            params=params,
-            json={action: targets, "reason": "from the console"},
-        )
+        down = targets if action == "down" else []
+        up = [*(targets if action == "up" else []), *also_up]
+        answer = await _down_up(request, token, down, up, confirm, seen_revision(fields))
     if answer.problem is not None:
         if answer.problem.status == 401:
             return to_login(request, f"signed out: {answer.problem.detail}")
@@ -684,6 +685,57 @@ def seen_revision(fields: dict[str, str]) -> int | None:
     """The revision a confirmed preview saw (the form's hidden field), or None."""
     seen = fields.get("revision", "")
     return int(seen) if seen.isdigit() and len(seen) < 20 else None
+
+
+async def _down_up(
+    request: Request, token: str, down: list[str], up: list[str], confirm: bool, seen: int | None
+) -> Answer:
+    """Targets down and others up in one simulation: previewed with POST /v1/simulate
+    (any signed-in role, its own accounts' moves only), confirmed with POST
+    /v1/targets:batch (root admins) at the revision the preview saw."""
+    if not confirm:
+        answer = await call(request, token, "POST", "/v1/simulate", json={"down": down, "up": up})
+        if answer.problem is not None:
+            return answer
+        return Answer(answer.status, _as_preview(answer.data), None)
+    params: dict[str, Any] = {}
+    if seen is not None:
+        params["expected_revision"] = seen
+    answer = await call(
+        request,
+        token,
+        "POST",
+        "/v1/targets:batch",
+        params=params,
+        json={"down": down, "up": up, "reason": "from the console"},
+    )
+    if answer.problem is None and down and up:
+        answer.data["title"] = _title(down, up)
+    return answer
+
+
+def _title(down: list[str], up: list[str]) -> str:
+    """ "H1, H2 down, H3 up": what a preview or a change does."""
+    parts = [f"{whatif.heading(down)} down"] if down else []
+    return ", ".join([*parts, *([f"{whatif.heading(up)} up"] if up else [])])
+
+
+def _as_preview(data: dict[str, Any]) -> dict[str, Any]:
+    """A simulation in the shape of a batch's answer, for one template. The confirm form
+    carries the targets simulate named (a location stands for its targets), so the
+    change is the one previewed."""
+    already = {*data["already_down"], *data["already_up"]}
+    states = [*((name, "down") for name in data["down"]), *((name, "up") for name in data["up"])]
+    return {
+        **data,
+        "targets": [
+            {"target": name, "admin_state": state, "changed": name not in already}
+            for name, state in states
+        ],
+        "title": _title(data["down"], data["up"]),
+        "confirm_down": "\n".join(data["down"]),
+        "confirm_up": "\n".join(data["up"]),
+    }
 
 
 @router.post("/whatif/apply")

@@ -15,7 +15,7 @@ MAX_TARGETS = 1000
 MAX_SPEC_BYTES = 512 * 1024
 # Form bytes for a spec form: url-encoding triples a byte at worst, plus the small fields.
 SPEC_FORM_BYTES = 3 * MAX_SPEC_BYTES + 16 * 1024
-TARGETS_FORM_BYTES = 3 * MAX_TARGETS * 256 + 16 * 1024
+TARGETS_FORM_BYTES = 2 * 3 * MAX_TARGETS * 256 + 16 * 1024  # targets, and those up too
 CONTEXT_LINES = 1  # lines of the spec shown either side of an error's line
 
 
