@@ -703,7 +703,7 @@ def test_targets_down_and_others_up_in_one_preview_then_confirmed(page: Any, fle
         found = expected.json()
         assert f"at revision {found['revision']}" in preview.inner_text()
         units = preview.locator("table.diff tbody tr td:nth-child(2)").all_inner_texts()
-        assert sorted(units) == sorted(m["unit"] for m in found["moves"]) and units
+        assert sorted(units) == sorted(m["unit"] for m in found["changes"]) and units
         notes = preview.locator("figure svg text").all_text_contents()
         assert any(n.startswith("goes down") for n in notes), notes
         checked(page, "whatif-mixed")
@@ -757,7 +757,7 @@ def test_a_user_previews_its_own_moves_and_may_not_confirm(page: Any, fleet: Fle
     # With H33a too, which runs other accounts' VMs.
     down = sorted({host, "H33a"})
     everything = fleet.api("POST", "/v1/simulate", json={"down": down}).json()
-    theirs = [m for m in everything["moves"] if m["unit"] not in mine]
+    theirs = [m for m in everything["changes"] if m["unit"] not in mine]
     sign_in(page, fleet.user)
     page.goto("/ui/whatif")
     page.get_by_label("Targets, one a line").fill("\n".join(down))
@@ -765,7 +765,7 @@ def test_a_user_previews_its_own_moves_and_may_not_confirm(page: Any, fleet: Fle
     preview = page.locator("#preview")
     preview.wait_for()
     units = set(preview.locator("table.diff tbody tr td:nth-child(2)").all_inner_texts())
-    shown = {m["unit"] for m in everything["moves"] if m["unit"] in mine}
+    shown = {m["unit"] for m in everything["changes"] if m["unit"] in mine}
     assert units == shown and shown, (units, shown)
     text = preview.inner_text()
     for move in theirs:

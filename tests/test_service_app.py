@@ -7,7 +7,7 @@ import re
 
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DataError, OperationalError
 
 from placed.service import create_app
 from placed.service.problems import key_pointer
@@ -130,6 +130,26 @@ def test_a_database_connection_lost_under_a_request_is_a_503_to_retry() -> None:
     assert response.headers["retry-after"] == "1"
     assert "may or may not have been stored" in str(body["detail"])
     assert_problem(client.get("/test/broken"), 500, "internal-error")
+
+
+def test_a_nul_the_database_refuses_is_the_requests_fault() -> None:
+    """A NUL in a text no model refused reaches PostgreSQL, which stores none: a 422
+    problem, as a model's refusal would be; any other data error stays a 500."""
+    app = create_app()
+
+    def nul() -> None:
+        refused = Exception("PostgreSQL text fields cannot contain NUL (0x00) bytes")
+        raise DataError("INSERT", {}, refused)
+
+    def other() -> None:
+        raise DataError("INSERT", {}, Exception("value too long for type character"))
+
+    app.add_api_route("/test/nul", nul)
+    app.add_api_route("/test/other", other)
+    client = TestClient(app)
+    body = assert_problem(client.get("/test/nul"), 422, "invalid-request")
+    assert "NUL" in str(body["detail"])
+    assert_problem(client.get("/test/other"), 500, "internal-error")
 
 
 def test_a_sane_request_id_is_echoed_and_any_other_replaced() -> None:

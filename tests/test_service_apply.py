@@ -171,6 +171,26 @@ def test_refusals_change_nothing(world: tuple[TestClient, Engine]) -> None:
     assert digest(engine) == before
 
 
+def test_a_nul_in_a_bodys_text_is_a_422_that_changes_nothing(
+    world: tuple[TestClient, Engine],
+) -> None:
+    """PostgreSQL stores no NUL in a text column (the fuzzer found a token's description
+    answered with a 500 there): the models refuse it, on both databases the same way."""
+    client, engine = world
+    assert apply(client, IRONIC.read_text()).status_code == 200
+    before = digest(engine)
+    for field, body in (
+        ("/description", {"role": "root-admin", "description": "a\u0000b"}),
+        ("/scope", {"role": "user", "scope": "a\u0000b"}),
+    ):
+        token = client.post("/v1/tokens", json=body)
+        assert token.status_code == 422, token.text
+        assert token.json()["errors"][0]["pointer"] == field
+    spec = {"name": "nul", "inventory": [{"id": "h\u00001", "capacity": {"cpu": 1}}]}
+    assert client.post("/v1/apply", json=spec).status_code == 422
+    assert digest(engine) == before
+
+
 def test_dry_run_shows_the_moves_and_writes_nothing(world: tuple[TestClient, Engine]) -> None:
     client, engine = world
     assert apply(client, IRONIC.read_text()).status_code == 200

@@ -84,7 +84,7 @@ def test_root_sees_every_move_as_the_cli_prints_it_and_nothing_changes(database:
     before = table_digest(engine)
     found = simulated(client, tokens["root"], {"down": [down], "up": []})
     assert table_digest(engine) == before
-    assert found["hidden"] == {"moves": 0, "unplaced": 0, "unplaced_before": 0}
+    assert found["hidden"] == {"moves": 0, "unplaced": 0, "unplaced_before": 0, "changes": 0}
     assert found["moved"] == len(found["moves"]) > 0
     assert {m["from"] for m in found["moves"]} == {down}
     # The same document `placed simulate` prints for the world as a spec: the world
@@ -98,7 +98,17 @@ def test_root_sees_every_move_as_the_cli_prints_it_and_nothing_changes(database:
     planner = Planner(placing.world_spec(snapshot))
     offline = simulation_document(planner, simulate(planner, [down], []))
     assert found["revision"] == snapshot.revision
-    assert {k: v for k, v in found.items() if k not in ("revision", "hidden")} == offline
+    kept = ("revision", "hidden", "changes")
+    assert {k: v for k, v in found.items() if k not in kept} == offline
+    # And what the change would write is what the batch's dry run says it writes.
+    batch = client.post(
+        "/v1/targets:batch",
+        params={"dry_run": "true"},
+        json={"down": [down]},
+        headers=tokens["root"],
+    )
+    assert batch.status_code == 200, batch.text
+    assert found["changes"] == batch.json()["moves"] and found["changes"]
 
 
 def test_a_user_sees_its_own_moves_and_how_many_others_are_hidden(database: str) -> None:
@@ -121,6 +131,9 @@ def test_a_user_sees_its_own_moves_and_how_many_others_are_hidden(database: str)
         expected = [m for m in everything["moves"] if m["workload"] in mine]
         assert found["moves"] == expected, who
         assert found["hidden"]["moves"] == len(everything["moves"]) - len(expected)
+        changes = [m for m in everything["changes"] if m["workload"] in mine]
+        assert found["changes"] == changes, who
+        assert found["hidden"]["changes"] == len(everything["changes"]) - len(changes)
         assert found["moved"] == everything["moved"]
         shown = [u for u in everything["unplaced"] if u["workload"] in mine]
         assert found["unplaced"] == shown
@@ -273,8 +286,13 @@ def test_the_online_command_prints_what_the_offline_one_prints(tmp_path: Path) -
     assert online.returncode == offline.returncode, online.stderr
     found, expected = json.loads(online.stdout), json.loads(offline.stdout)
     assert found.pop("name") == base and expected.pop("name")
-    assert found.pop("hidden") == {"moves": 0, "unplaced": 0, "unplaced_before": 0}
+    assert found.pop("hidden") == {"moves": 0, "unplaced": 0, "unplaced_before": 0, "changes": 0}
     assert isinstance(found.pop("revision"), int)
+    # What the change would write, which the offline command (no store) cannot say.
+    changes = found.pop("changes")
+    assert {(m["unit"], m["from"]) for m in changes} == {
+        (m["unit"], m["from"]) for m in expected["moves"]
+    }
     assert found == expected
     assert "conductor1 down: 3 of 3 units move" in table.stdout, table.stdout
     assert "nothing changed" in table.stdout

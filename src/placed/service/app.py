@@ -171,12 +171,20 @@ def declared_routes(app: FastAPI) -> list[BaseRoute]:
     return found
 
 
+def _in_declared_order(app: FastAPI) -> list[BaseRoute]:
+    """Every route of the app, those the modules declare in their order, then any added
+    to the app since (a test's)."""
+    declared = declared_routes(app)
+    known = {id(route) for route in declared}
+    return [*declared, *(r for r in app.router.routes if id(r) not in known)]
+
+
 def _schema(app: FastAPI) -> dict[str, Any]:
     schema = get_openapi(
         title=app.title,
         version=app.version,
         description=app.description,
-        routes=declared_routes(app),
+        routes=_in_declared_order(app),
     )
     components = schema.setdefault("components", {}).setdefault("schemas", {})
     components["Problem"] = problems.Problem.model_json_schema(

@@ -60,6 +60,11 @@ def _lost_database(error: exc.DBAPIError, scope: Scope, rid: str) -> JSONRespons
     )
 
 
+def _is_nul(error: exc.DataError) -> bool:
+    text = str(error.orig or error)
+    return "NUL (0x00)" in text or "\\u0000" in text
+
+
 class RequestContext:
     """Pure ASGI, so it sees an exception before Starlette's outermost error middleware
     turns it into a plain-text 500, and so a response is never buffered."""
@@ -104,6 +109,16 @@ class RequestContext:
                 raise  # cut off mid-way: nothing more can be sent; the server closes it
             if isinstance(error, exc.DBAPIError) and error.connection_invalidated:
                 answer = _lost_database(error, scope, rid)
+            elif isinstance(error, exc.DataError) and _is_nul(error):
+                # A body's text with a NUL no model refused: PostgreSQL stores none (and
+                # its transaction is rolled back), so it is the request's fault.
+                answer = problems.response(
+                    422,
+                    "invalid-request",
+                    "a text in the request holds a NUL character (\\u0000), which the "
+                    "database cannot store",
+                    rid,
+                )
             else:
                 log.exception("request %s: %s %s failed", rid, scope["method"], scope["path"])
                 answer = problems.response(

@@ -64,6 +64,7 @@ class Hidden(BaseModel):
     moves: int = Field(description="Moves of units out of this token's reach.")
     unplaced: int = Field(description="Unplaced units (after) out of its reach.")
     unplaced_before: int = Field(description="Unplaced units (before) out of its reach.")
+    changes: int = Field(0, description="Changes of units out of its reach.")
 
 
 class SimulatedMove(BaseModel):
@@ -82,6 +83,12 @@ class Simulated(BaseModel):
     down: list[str]
     up: list[str]
     moves: list[SimulatedMove]
+    changes: list[dict[str, Any]] = Field(
+        description="What making the change (POST /v1/targets:batch) would write: each "
+        "unit from where the store has it to where the simulation leaves it. `moves` "
+        "compares two plans, as `placed simulate` does, and may leave out a unit the "
+        "store holds pending that the new plan places."
+    )
     unplaced: list[dict[str, Any]]
     unplaced_before: list[dict[str, Any]]
     units: int
@@ -158,8 +165,14 @@ def simulated(snapshot: Snapshot, body: SimulateBody, reach: set[str] | None) ->
     except UnknownTargetError as error:
         raise _unknown(error, body) from None
     document = simulation_document(planner, result)
+    # What the change would commit (POST /v1/targets:batch): each unit from where the
+    # store has it. The simulation's own moves compare two plans, and its first, made
+    # from scratch, may place a unit the store holds pending.
+    document["changes"] = placing.moves_document(
+        placing.simulated(snapshot, snapshot, result, planner).moves
+    )
     hidden: dict[str, int] = {}
-    for key in ("moves", "unplaced", "unplaced_before"):
+    for key in ("moves", "unplaced", "unplaced_before", "changes"):
         document[key], hidden[key] = _kept(snapshot, reach, document[key])
     return {**document, "revision": snapshot.revision, "hidden": hidden}
 
@@ -192,7 +205,7 @@ def migrated(snapshot: Snapshot, body: SimulateBody, reach: set[str] | None) -> 
         raise problems.ProblemException(
             422, "invalid-request", str(error), [{"pointer": "/migrate", "detail": str(error)}]
         ) from None
-    hidden = {"moves": 0, "unplaced": 0, "unplaced_before": 0}
+    hidden = {"moves": 0, "unplaced": 0, "unplaced_before": 0, "changes": 0}
     return {**document, "revision": snapshot.revision, "hidden": hidden}
 
 

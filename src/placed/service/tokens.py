@@ -30,6 +30,9 @@ MAX_LIFETIME_S = 10 * 366 * 24 * 3600  # ten years: longer reads as "forever", w
 WHAT_SCOPE_NAMES = {DOMAIN_ADMIN: "domain", USER: "account", AGENT: "target"}
 
 
+NO_NUL = r"^[^\x00]*$"  # PostgreSQL stores no NUL in text
+
+
 class TokenRequest(BaseModel):
     """A token to create."""
 
@@ -40,10 +43,13 @@ class TokenRequest(BaseModel):
         default=None,
         min_length=1,
         max_length=255,
+        pattern=NO_NUL,
         description="What the token acts for: a domain-admin's domain, a user's account, "
         "an agent's target (by name). None for a root-admin.",
     )
-    description: str = Field(default="", max_length=255, description="A note for people.")
+    description: str = Field(
+        default="", max_length=255, pattern=NO_NUL, description="A note for people."
+    )
     expires_in_s: int | None = Field(
         default=None,
         ge=1,

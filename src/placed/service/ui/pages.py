@@ -726,8 +726,14 @@ def _as_preview(data: dict[str, Any]) -> dict[str, Any]:
     change is the one previewed."""
     already = {*data["already_down"], *data["already_up"]}
     states = [*((name, "down") for name in data["down"]), *((name, "up") for name in data["up"])]
+    hidden = dict(data["hidden"])
+    hidden["moves"] = hidden.pop("changes", 0)
     return {
         **data,
+        # What confirming writes, as the batch's dry run said before (simulate's own
+        # `moves` compare two plans and may miss a pending unit the change places).
+        "moves": data["changes"],
+        "hidden": hidden,
         "targets": [
             {"target": name, "admin_state": state, "changed": name not in already}
             for name, state in states
