@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 
 from placed.service import create_app, problems, units
 from placed.service.replica import ReplicaWorld
+from placed.service.ui import pages
 from placed.store import world
 from placed.store.database import make_engine, reading
 
@@ -173,3 +174,46 @@ def test_a_unit_out_of_reach_is_not_found_from_the_cache_either(database: str) -
             way()
         assert refused.value.status == 404
     assert from_cache(app, unit, {"A1"})["account"] == "A1"
+
+
+# The unit page's rows as its template wrote them before they were made in Python
+# (ui/pages.py, verdict_rows): the same text, every value escaped.
+TEMPLATE_ROWS = """  <tbody>
+  {% for v in verdicts %}
+  <tr>
+    <th scope="row">{{ v.target }}</th>
+    <td>{% if explanation.placed and v.target == explanation.target %}<strong>chosen</strong>{% elif v.compatible %}yes{% else %}no{% endif %}</td>
+    <td>{{ "%g" | format(v.score) if v.compatible else "-" }}</td>
+    <td>{% for r in v.reasons %}{{ r.filter }}: {{ r.message }}{% if not loop.last %}; {% endif %}{% else %}-{% endfor %}</td>
+  </tr>
+  {% endfor %}
+  </tbody>
+"""  # noqa: E501
+
+
+@pytest.mark.parametrize("placed", [True, False])
+def test_the_unit_pages_rows_are_what_its_template_wrote(placed: bool) -> None:
+    verdicts: list[dict[str, Any]] = [
+        {"target": "h<1>&'\"", "compatible": True, "score": 2.5, "reasons": []},
+        {"target": "h2", "compatible": True, "score": 0.0, "reasons": []},
+        {
+            "target": "h3",
+            "compatible": False,
+            "score": None,
+            "reasons": [
+                {"filter": "constraints", "message": 'purpose == "lab" is false: <b>'},
+                {"filter": "capacity", "message": "needs 8 cpu, 2 free & more"},
+            ],
+        },
+        {"target": "h4", "compatible": True, "score": -1e-7, "reasons": []},
+    ]
+    explanation = {"placed": placed, "target": "h2" if placed else None}
+    expected = pages.templates.from_string(TEMPLATE_ROWS).render(
+        verdicts=verdicts, explanation=explanation
+    )
+    made = pages.templates.from_string("  <tbody>\n{{ rows }}  </tbody>\n").render(
+        rows=pages.verdict_rows(verdicts, explanation)
+    )
+    assert made == expected
+    assert "&lt;b&gt;" in made
+    assert ("<strong>chosen</strong>" in made) == placed

@@ -12,6 +12,7 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup, escape
 
 from placed.service.auth import public
 from placed.service.ui import charts, fleet, picture, whatif
@@ -461,9 +462,33 @@ async def unit_page(request: Request, unit: str) -> Response:
         unit=found.data,
         explanation=explanation,
         verdicts=verdicts,
+        rows=verdict_rows(verdicts, explanation) if explanation else Markup(),
         filters=filters,
         reason=reason,
     )
+
+
+def verdict_rows(verdicts: list[dict[str, Any]], explanation: dict[str, Any]) -> Markup:
+    """The rows of the unit's table of targets, each as a loop of the template would
+    write it, every value escaped: made here because the template's own loop took a
+    third of a second for 10,000 targets, a pending unit's page on a large fleet."""
+    chosen = explanation["target"] if explanation["placed"] else None
+    rows = []
+    for verdict in verdicts:
+        target = verdict["target"]
+        if chosen is not None and target == chosen:
+            mark = "<strong>chosen</strong>"
+        else:
+            mark = "yes" if verdict["compatible"] else "no"
+        score = escape(f"{verdict['score']:g}") if verdict["compatible"] else "-"
+        reasons = "; ".join(
+            f"{escape(r['filter'])}: {escape(r['message'])}" for r in verdict["reasons"]
+        )
+        rows.append(
+            f'  <tr>\n    <th scope="row">{escape(target)}</th>\n    <td>{mark}</td>\n'
+            f"    <td>{score}</td>\n    <td>{reasons or '-'}</td>\n  </tr>\n"
+        )
+    return Markup("".join(rows))
 
 
 # Events
