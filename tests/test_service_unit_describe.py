@@ -34,7 +34,7 @@ inventory:
       - id: r1
         kind: rack
         children: [{id: h1, capacity: {cpu: 4}, tags: [gpu]}, {id: h2, capacity: {cpu: 4}}]
-      - {id: r2, kind: rack, children: [{id: h3, capacity: {cpu: 4}}, {id: h4, capacity: {cpu: 2}}]}
+      - {id: r2, kind: rack, children: [{id: h3, capacity: {cpu: 8}}, {id: h4, capacity: {cpu: 2}}]}
   - id: z2
     kind: zone
     children:
@@ -50,6 +50,7 @@ workloads:
   - {name: agent, mode: every, tags: [gpu], resources: {cpu: 1}}
   - {name: db, units: 3, resources: {cpu: 2}, distinct: rack}
   - {name: train, units: 2, tags: [gpu], resources: {cpu: 2}}
+  - {name: batch, units: 7, resources: {cpu: 0.1}}
 """
 
 
@@ -100,7 +101,7 @@ def test_the_cached_world_explains_each_unit_as_the_general_path_does(database: 
     kinds = {(doc["explanation"]["placed"], doc["workload"]) for doc in first.values()}
     # Placed and pending units, of each mode, all compared.
     assert (False, "huge") in kinds and (True, "web") in kinds
-    assert {"conductors", "capped", "agent", "db", "train"} <= {w for _, w in kinds}
+    assert {"conductors", "capped", "agent", "db", "train", "batch"} <= {w for _, w in kinds}
     assert "agent/h1" in names
     rebuilds = app.state.replica.rebuilds
     # Claims this replica takes (the cache moves with its own commits) and claims another
@@ -149,7 +150,7 @@ def test_a_tenants_world_is_explained_from_the_cache_as_in_full(database: str) -
 def test_a_world_with_a_directive_is_explained_by_the_general_path(database: str) -> None:
     """A Juju directive is read with the units that run: the cache declines, the route
     answers with the general path's document."""
-    spec = RACKS + "  - {name: pinned, units: 2, to: [h2, h6], resources: {cpu: 1}}\n"
+    spec = RACKS + "  - {name: pinned, units: 2, to: [h2, h3], resources: {cpu: 1}}\n"
     app, root = applied(database, spec)
     engine = app.state.database
     with pytest.raises(LookupError):
@@ -158,7 +159,7 @@ def test_a_world_with_a_directive_is_explained_by_the_general_path(database: str
         )
     same_route = TestClient(app, headers=bearer(root)).get("/v1/units/pinned/1")
     assert same_route.json() == json.loads(json.dumps(units.described(engine, "pinned/1")))
-    assert same_route.json()["explanation"]["target"] == "h6"
+    assert same_route.json()["explanation"]["target"] == "h3"
 
 
 def test_a_unit_out_of_reach_is_not_found_from_the_cache_either(database: str) -> None:

@@ -213,6 +213,13 @@ class Allocation(Strategy):
             start = len(outcomes)
             if start and context.progress is not None:
                 context.progress(context.done + start, context.total)
+        elif context.until_watched and context.watch in keys:
+            # The units before the watched one in blocks, as a plan places them (the
+            # state block placement leaves is the one the loop would): the watched unit
+            # is then judged on its own, its state copied first.
+            before = keys[: keys.index(context.watch)]
+            outcomes.extend(judge.block(request, workload, before, state))
+            start = len(outcomes)
         # Verdicts kept across units pay off from the second unit judged on.
         context.following = judge.follow(request, state) if len(keys) - start > 1 else None
         for count, key in enumerate(keys[start:], start):
