@@ -114,6 +114,9 @@ class Context:
     # `placed explain`: the unit to watch, and the state it was judged in when reached.
     watch: str | None = None
     seen: PlanState | None = None
+    # Stop once the watched unit is judged: what comes after it cannot change how it was
+    # judged, and an explanation reads nothing else (`trace(..., brief=True)`).
+    until_watched: bool = False
     # The verdicts kept across the units of the allocation workload being placed.
     following: Following | None = None
 
@@ -210,9 +213,18 @@ class Allocation(Strategy):
             start = len(outcomes)
             if start and context.progress is not None:
                 context.progress(context.done + start, context.total)
+        elif context.until_watched and context.watch in keys:
+            # The units before the watched one in blocks, as a plan places them (the
+            # state block placement leaves is the one the loop would): the watched unit
+            # is then judged on its own, its state copied first.
+            before = keys[: keys.index(context.watch)]
+            outcomes.extend(judge.block(request, workload, before, state))
+            start = len(outcomes)
         # Verdicts kept across units pay off from the second unit judged on.
         context.following = judge.follow(request, state) if len(keys) - start > 1 else None
         for count, key in enumerate(keys[start:], start):
+            if context.until_watched and context.seen is not None:
+                break
             if previous:
                 kept = previous.get(key)
                 if isinstance(kept, Placement) and key in state.units:
@@ -315,8 +327,16 @@ class Mapping(Strategy):
     def place(self, workload: Workload, context: Context) -> list[Outcome]:
         judge, state = context.judge, context.state
         context.look(workload=workload)
-        request = judge.request(workload)
         keys = [workload.unit_key(i) for i in range(workload.units)]
+        if context.until_watched:
+            # Mapping units take nothing and change nothing of the state, so a workload
+            # judged before the watched unit's cannot change how it is judged; and without
+            # max_load each unit's owner is its own rendezvous choice, whatever the others'.
+            if context.seen is None or context.watch not in keys:
+                return []
+            if workload.max_load is None:
+                keys = [context.watch]
+        request = judge.request(workload)
         keep = judge.feasible(request, state)
         score = judge.scores(request, state)
         top = top_candidates(keep, score)
@@ -470,6 +490,8 @@ def run(context: Context, workloads: Iterable[Workload]) -> list[Outcome]:
     context.total = sum(w.units for w in chosen if w.mode != "every")
     outcomes: list[Outcome] = []
     for workload in chosen:
+        if context.until_watched and context.seen is not None:
+            break
         outcomes.extend(STRATEGIES[workload.mode].place(workload, context))
         if workload.mode != "every":
             context.done += workload.units

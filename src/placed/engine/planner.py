@@ -38,7 +38,7 @@ Landing = Callable[[Running, Workload, int, PlanState], None]
 
 
 @contextlib.contextmanager
-def _without_cycle_collection() -> Iterator[None]:
+def without_cycle_collection() -> Iterator[None]:
     """A plan makes short-lived records and arrays per unit, none in reference cycles,
     and past each allocation threshold the cycle collector would walk every object of the
     spec (10,000 workloads of their own on 5,000 targets: a tenth of the plan)."""
@@ -141,6 +141,21 @@ class Planner:
         self.workloads = {w.name: w for w in spec.workloads}
         heap.give_back(len(self.index))  # what the build's temporaries left in the heap
 
+    @classmethod
+    def sharing(cls, planner: Planner, spec: Spec) -> Planner:
+        """A planner of `spec` on `planner`'s index and bound families, which are built
+        once per inventory: for a spec with the same inventory, dedications and resource
+        names, whose workloads and running units differ (the caller checks that). Its
+        judge is its own: the compiled requests it keeps are of `spec`'s workloads."""
+        made = cls.__new__(cls)
+        made.spec = spec
+        made.index = planner.index
+        made.pipeline = planner.pipeline
+        made.families = planner.families
+        made.judge = FastJudge(planner.pipeline)
+        made.workloads = {w.name: w for w in spec.workloads}
+        return made
+
     def request(self, workload: Workload) -> CompiledRequest:
         return self.judge.request(workload)
 
@@ -180,7 +195,7 @@ class Planner:
         context = loop.Context(
             self.judge, state, result, again=dict(again or {}), progress=progress
         )
-        with _without_cycle_collection():
+        with without_cycle_collection():
             result.outcomes = loop.run(context, self.spec.workloads)
         result.new_targets = list(state.created)
         return result

@@ -31,11 +31,14 @@ class UnitTrace:
     verdicts: list[Verdict]
 
 
-def trace(planner: Planner, unit: str) -> UnitTrace:
-    result = PlanResult(
-        planner.spec, planner.families, warnings=lint(planner.spec, planner.families)
+def trace(planner: Planner, unit: str, brief: bool = False) -> UnitTrace:
+    """`brief`: the plan stops once the unit is judged, and lint is not run: the result
+    holds no later outcome and no warning, which `trace_document` does not read."""
+    warnings = [] if brief else lint(planner.spec, planner.families)
+    result = PlanResult(planner.spec, planner.families, warnings=warnings)
+    context = loop.Context(
+        planner.judge, planner.initial_state(), result, watch=unit, until_watched=brief
     )
-    context = loop.Context(planner.judge, planner.initial_state(), result, watch=unit)
     result.outcomes = loop.run(context, planner.spec.workloads)
     result.new_targets = list(context.state.created)
     outcome = result.by_unit().get(unit)

@@ -22,8 +22,9 @@ import contextlib
 import dataclasses
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
@@ -63,6 +64,7 @@ IDLE_SECONDS = 5.0
 # How often a batch is judged again when other replicas' changes keep landing first,
 # before it goes to the general path (which plans under the revision's lock at last).
 TRIES = 3
+Answer = TypeVar("Answer")
 
 
 @dataclass
@@ -641,6 +643,14 @@ class ReplicaWorld:
         cached.spec = new_spec
         cached.state = state
         cached.revision = number
+
+    def read_current(self, engine: Engine, use: Callable[[Cached], Answer]) -> Answer:
+        """What `use` reads of the world at the store's current revision (the cache
+        brought to it first), under the batch lock, so that no claim of this replica
+        changes the world meanwhile: `use` changes nothing of it (it forks the state or
+        builds its own to plan on)."""
+        with self._lock:
+            return use(self._fresh(engine))
 
     def forget(self) -> None:
         with self._lock:

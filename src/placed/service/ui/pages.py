@@ -12,7 +12,9 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup, escape
 
+from placed.engine.planner import without_cycle_collection
 from placed.service.auth import public
 from placed.service.ui import charts, fleet, picture, whatif
 from placed.service.ui.session import (
@@ -444,6 +446,15 @@ async def unit_page(request: Request, unit: str) -> Response:
     token = signed_in(request)
     if token is None:
         return to_login(request)
+    # The document holds a verdict per target (10,000 dicts and more on a large fleet),
+    # none in a cycle: collected as the page is made, they would be kept into the oldest
+    # generation, and each of its collections walks the replica's whole world in memory
+    # (a sixth of a second). Freed when the page is made, they are never collected.
+    with without_cycle_collection():
+        return await _unit_page(request, token, unit)
+
+
+async def _unit_page(request: Request, token: str, unit: str) -> Response:
     found = await call(request, token, "GET", f"/v1/units/{quote(unit, safe='/')}")
     if found.problem is not None:
         return refused(request, token, found.problem)
@@ -461,9 +472,33 @@ async def unit_page(request: Request, unit: str) -> Response:
         unit=found.data,
         explanation=explanation,
         verdicts=verdicts,
+        rows=verdict_rows(verdicts, explanation) if explanation else Markup(),
         filters=filters,
         reason=reason,
     )
+
+
+def verdict_rows(verdicts: list[dict[str, Any]], explanation: dict[str, Any]) -> Markup:
+    """The rows of the unit's table of targets, each as a loop of the template would
+    write it, every value escaped: made here because the template's own loop took a
+    third of a second for 10,000 targets, a pending unit's page on a large fleet."""
+    chosen = explanation["target"] if explanation["placed"] else None
+    rows = []
+    for verdict in verdicts:
+        target = verdict["target"]
+        if chosen is not None and target == chosen:
+            mark = "<strong>chosen</strong>"
+        else:
+            mark = "yes" if verdict["compatible"] else "no"
+        score = escape(f"{verdict['score']:g}") if verdict["compatible"] else "-"
+        reasons = "; ".join(
+            f"{escape(r['filter'])}: {escape(r['message'])}" for r in verdict["reasons"]
+        )
+        rows.append(
+            f'  <tr>\n    <th scope="row">{escape(target)}</th>\n    <td>{mark}</td>\n'
+            f"    <td>{score}</td>\n    <td>{reasons or '-'}</td>\n  </tr>\n"
+        )
+    return Markup("".join(rows))
 
 
 # Events
