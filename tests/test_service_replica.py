@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from placed.service import create_app, problems, workloads
+from placed.service import create_app, placing, problems, workloads
 from placed.service.replica import ReplicaWorld, Ticket
 from placed.spec.schema import WorkloadSpec
 from placed.store import revision
@@ -202,6 +202,40 @@ def test_tenants_claims_on_the_cache_place_as_the_whole_world_plan_does(
                 session.scalars(select(EventRow.account).where(EventRow.workload == "fast-a7"))
             )
             assert accounts == {"A7"}
+
+
+def test_a_claim_is_read_as_the_whole_spec_reads_it(tmp_path: Path) -> None:
+    """Each tenant claim's workload, read on its own against the cached world, is the
+    workload the whole spec's loader reads with the claim in it: a tenant's VM with its
+    disk, the storage pools it may use and the private zones (read without them, a
+    claim skipped the zone and pool filters and reserved no disk in a pool)."""
+    example = (Path(__file__).parent.parent / "examples" / "cloudstack-dedication.yaml").read_text()
+    app, _ = applied(f"sqlite:///{tmp_path / 'placed.db'}", example)
+    engine = app.state.database
+    replica: ReplicaWorld = app.state.replica
+    cached = replica._fresh(engine)
+    assert cached.spec.storage is not None and any(
+        d.kind == "zone" for d in cached.spec.dedications
+    )
+    for body in TENANT_CLAIMS:
+        spec = WorkloadSpec.model_validate(body)
+        alone = replica._load(cached, spec)
+        whole = placing.world_spec(workloads._with(cached.snapshot, spec, "api"))
+        [expected] = [w for w in whole.workloads if w.name == spec.name]
+        assert _by_value(alone) == _by_value(expected), body
+
+
+def _by_value(workload: Any) -> Any:
+    """A workload to compare: a request's storage pools (compared by identity, as each
+    load makes its own) by their values."""
+    requests = []
+    for request in workload.requests:
+        storage = getattr(request, "storage", None)
+        if storage is not None:
+            values = (storage.pools, storage.reach, storage.owners, storage.private)
+            request = dataclasses.replace(request, storage=values)
+        requests.append(request)
+    return dataclasses.replace(workload, requests=tuple(requests))
 
 
 RACKS = """

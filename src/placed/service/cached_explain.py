@@ -31,7 +31,6 @@ from placed.model import Spec
 from placed.model.spec import Running
 from placed.policy.capacity import resource_names
 from placed.service.replica import Cached
-from placed.spec import cloudstack
 from placed.spec.juju.files import unit_number
 from placed.store.world import Snapshot
 
@@ -72,12 +71,6 @@ def unit_world(cached: Cached, workload: str) -> Spec | None:
                 model = dataclasses.replace(model, units=units, first=first)
         planned.append(model)
     world = cached.spec
-    # A claim's workload was read on its own (spec.load.load_workload), without the
-    # private zones and storage pools the whole spec's loader gives a tenant's VMs
-    # (cloudstack.with_storage, which gives the other workloads what they hold already).
-    planned = cloudstack.with_storage(
-        planned, world.storage, {o.name: o.disk for o in world.offerings}, world.dedications
-    )
     if resource_names(world.inventory.targets, planned) != cached.planner.index.resources:
         return None
     return dataclasses.replace(world, workloads=tuple(planned), running=running)

@@ -299,7 +299,15 @@ class ReplicaWorld:
 
     def _load(self, cached: Cached, spec: WorkloadSpec) -> Workload:
         world = cached.spec
-        return load_workload(spec, world.settings, cached.kinds, world.tenancy, world.offerings)
+        return load_workload(
+            spec,
+            world.settings,
+            cached.kinds,
+            world.tenancy,
+            world.offerings,
+            world.storage,
+            world.dedications,
+        )
 
     def claim(
         self,

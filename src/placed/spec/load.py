@@ -19,6 +19,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from placed.model import Inventory, Location, Settings, Spec, TagRules, Workload
 from placed.model.dedications import Dedication, Event, Offering
+from placed.model.storage import Storage
 from placed.model.tenancy import Tenancy
 from placed.policy.affinity import mirror_avoids
 from placed.policy.tags import Tagged
@@ -89,11 +90,14 @@ def load_workload(
     kinds: set[str],
     tenancy: Tenancy | None = None,
     offerings: Sequence[Offering] = (),
+    storage: Storage | None = None,
+    dedications: Sequence[Dedication] = (),
 ) -> Workload:
     """One workload on its own, for a world that is already loaded (`kinds`: the kinds
-    its inventory uses; `tenancy` and `offerings`: its CloudStack sections, for a
-    workload with an account), read as the whole spec's loader reads it. Not for a Juju
-    directive or constraint (those read the whole spec)."""
+    its inventory uses; `tenancy`, `offerings`, `storage` and `dedications`: its
+    CloudStack sections, for a workload with an account: a tenant's VM gets its disk,
+    the pools it may use and the private zones), read as the whole spec's loader reads
+    it. Not for a Juju directive or constraint (those read the whole spec)."""
     problems: list[Problem] = []
     out = Collector(SourceMap(), problems)
     workload = _workload(spec, settings, (), out, kinds)
@@ -113,6 +117,8 @@ def load_workload(
                 for o in offerings
             }
             workload = cloudstack.tenant_workload(spec, workload, tenancy, table, settings, (), out)
+            disks = {o.name: o.disk for o in offerings}
+            [workload] = cloudstack.with_storage([workload], storage, disks, dedications)
     if problems:
         raise SpecError("request", problems)
     return workload
