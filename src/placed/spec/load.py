@@ -637,8 +637,11 @@ def _build(
                     sources.value((*path, "capacity")),
                 )
             )
-        if spec.capacity:
-            _check_amounts(spec.capacity, "capacity", (*path, "capacity"), out)
+        capacity = (
+            capacities.get(spec.capacity, (*path, "capacity"), out)
+            if spec.capacity is not None
+            else None
+        )
         children = tuple(
             location(child, (*path, "children", i)) for i, child in enumerate(spec.children)
         )
@@ -669,7 +672,7 @@ def _build(
             ),
             agent=openhorizon.agent(spec, path, out),
             rules=rules,
-            capacity=capacities.get(spec.capacity) if spec.capacity is not None else None,
+            capacity=capacity,
             status=spec.status,
             children=children,
         )
@@ -766,11 +769,17 @@ class _Capacities:
     def __init__(self) -> None:
         self._shared: dict[tuple[tuple[str, float], ...], dict[str, float]] = {}
 
-    def get(self, capacity: dict[str, float]) -> dict[str, float]:
+    def get(self, capacity: dict[str, float], path: Path, out: Collector) -> dict[str, float]:
+        """The shared dict of `capacity`'s shape, its amounts checked once per shape
+        (a shape with a problem is checked, and reported, wherever it stands)."""
         key = tuple(capacity.items())
         found = self._shared.get(key)
         if found is None:
-            found = self._shared[key] = dict(capacity)
+            found = dict(capacity)
+            problems = len(out.problems)
+            _check_amounts(capacity, "capacity", path, out)
+            if len(out.problems) == problems:
+                self._shared[key] = found
         return found
 
 
