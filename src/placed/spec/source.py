@@ -500,6 +500,8 @@ def _read_block(lines: list[str], plain: _Plain) -> Any:
     pending_column = 0
     values = 0
     counted = [0]  # the values of flow collections
+    column = -1  # the innermost open block's
+    block: Any = None  # the innermost open block
     for line in lines:
         content = line.lstrip(" ")
         if not content or content[0] == "#":
@@ -513,9 +515,10 @@ def _read_block(lines: list[str], plain: _Plain) -> Any:
             if not (indent > pending_column or (indent == pending_column and dash)):
                 raise _NotFast  # an empty value
             opened: Any = [] if dash else {}
-            blocks[-1][pending] = opened
+            block[pending] = opened
             columns.append(indent)
             blocks.append(opened)
+            column, block = indent, opened
             values += 1
             pending = None
             if len(blocks) > deepest:
@@ -523,10 +526,12 @@ def _read_block(lines: list[str], plain: _Plain) -> Any:
         elif not blocks:
             if content[0] == "-" or values:
                 raise _NotFast  # a list (or ---) at the top, or a second document
-            columns.append(indent)
-            blocks.append({})
+            column, block = indent, {}
+            columns.append(column)
+            blocks.append(block)
             values += 1
-        else:
+        elif indent != column or dash or type(block) is list:
+            # Not the next key of the same mapping (the most common line, which passes).
             while columns[-1] > indent:
                 columns.pop()
                 blocks.pop()
@@ -538,7 +543,7 @@ def _read_block(lines: list[str], plain: _Plain) -> Any:
                 blocks.pop()
                 if columns[-1] != indent:
                     raise _NotFast
-        block = blocks[-1]
+            column, block = indent, blocks[-1]
         if dash:
             if type(block) is not list:
                 raise _NotFast
@@ -551,11 +556,12 @@ def _read_block(lines: list[str], plain: _Plain) -> Any:
                 block.append(_inline(item, plain, counted, len(blocks)))
                 continue
             # A mapping that starts on the item's line: its keys stand where this one does.
-            block = {}
-            blocks[-1].append(block)
+            opened = {}
+            block.append(opened)
             indent += len(content) - len(item)
             columns.append(indent)
-            blocks.append(block)
+            blocks.append(opened)
+            column, block = indent, opened
             values += 1
             if len(blocks) > deepest:
                 raise _NotFast
