@@ -459,6 +459,8 @@ _BLOCK_PLAIN = re.compile(_PLAIN_TEXT)
 _QUOTED_VALUE = re.compile(f"({_DOUBLE_QUOTED})|({_SINGLE_QUOTED})")
 # Flow collections of one level, read by two expressions each: most of an inventory's.
 _FLAT_ITEM = f"(?:{_SIMPLE_DOUBLE}|{_PLAIN_TEXT})"
+_QUOTED_LIST = re.compile(rf"\[ *(?:{_SIMPLE_DOUBLE} *(?:, *{_SIMPLE_DOUBLE} *)*)?\]")
+_QUOTED_TEXTS = re.compile(r'"([^"\\]*)"')
 _FLAT_LIST = re.compile(rf"\[ *(?:{_FLAT_ITEM} *(?:, *{_FLAT_ITEM} *)*)?\]")
 _FLAT_ITEMS = re.compile(f"({_SIMPLE_DOUBLE})|({_PLAIN_TEXT})")
 _FLAT_MAP = re.compile(
@@ -590,23 +592,28 @@ def _read_block(lines: list[str], plain: _Plain) -> Any:
 def _inline(text: str, plain: _Plain, counted: list[int], depth: int) -> Any:
     """A value that stands on its line after a key or a dash, with nothing after it."""
     first = text[0]
-    if first == "[" or first == "{":
+    if first == "[":
+        if _QUOTED_LIST.fullmatch(text) is not None:
+            texts: list[Any] = _QUOTED_TEXTS.findall(text)
+            counted[0] += 1 + len(texts)
+            return texts
         if _FLAT_LIST.fullmatch(text) is not None:
             items = _FLAT_ITEMS.findall(text)
             counted[0] += 1 + len(items)
             return [double[1:-1] if double else plain[bare] for double, bare in items]
-        if _FLAT_MAP.fullmatch(text) is not None:
-            pairs = _FLAT_PAIRS.findall(text)
-            mapping = {}
-            for key_text, double, bare in pairs:
-                key = plain[key_text]
-                if type(key) is not str:
-                    raise _NotFast
-                mapping[key] = double[1:-1] if double else plain[bare]
-            if len(mapping) != len(pairs):
-                raise _NotFast  # a duplicate key
-            counted[0] += 1 + 2 * len(pairs)
-            return mapping
+    elif first == "{" and _FLAT_MAP.fullmatch(text) is not None:
+        pairs = _FLAT_PAIRS.findall(text)
+        mapping = {}
+        for key_text, double, bare in pairs:
+            key = plain[key_text]
+            if type(key) is not str:
+                raise _NotFast
+            mapping[key] = double[1:-1] if double else plain[bare]
+        if len(mapping) != len(pairs):
+            raise _NotFast  # a duplicate key
+        counted[0] += 1 + 2 * len(pairs)
+        return mapping
+    if first == "[" or first == "{":
         value, end = _flow(text, 0, plain, counted, depth + 1)
         if end != len(text):
             raise _NotFast
