@@ -149,6 +149,8 @@ LEFT_TO_THE_EVENTS = {
     "indentation between two blocks": "a:\n    b: 1\n  c: 2\n",
     "a key under a list item's column": "a:\n  - b: 1\n   c: 2\n",
     "a list item's keys out of line": "x:\n-   a: 1\n  b: 2\n",
+    "long key": "k" * 1025 + ": 1\n",
+    "long flow key": "a: {" + "k" * 1025 + ": 1}\n",
     "empty file": "",
     "only a comment": "# nothing\n",
 }

@@ -446,7 +446,8 @@ _MAPPING_ITEMS = object()  # the first item of an open mapping's list
 _BLOCK_DEPTH = 100  # deeper files go to the events, which check MAX_DEPTH
 # What the reader refuses anywhere in the text (tabs and control characters among them).
 _BLOCK_UNUSUAL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
-_KEY_TEXT = r"[A-Za-z_][A-Za-z0-9_.\-/]*"
+# YAML takes a key of one line of at most 1024 characters (libyaml refuses longer ones).
+_KEY_TEXT = r"[A-Za-z_][A-Za-z0-9_.\-/]{0,127}"
 # A plain value: no space, colon, #, quote, comma or bracket, and no indicator first.
 _PLAIN_TEXT = r"(?:[A-Za-z0-9_.~+]|-(?=[0-9.]))[A-Za-z0-9_.~+\-/]*"
 _SIMPLE_DOUBLE = r'"[^"\\]*"'  # double-quoted without an escape
