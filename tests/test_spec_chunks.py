@@ -73,6 +73,49 @@ SPECS = {
           - {name: web, units: 1}
           - {name: web, units: 1}
         """,
+    # A fleet under one root (or a chain of them) is chunked below it.
+    "one_root": """
+        inventory:
+          - id: world
+            kind: world
+            tags: [all]
+            properties: {owner: ops}
+            children:
+              - id: region
+                status: down
+                children:
+                  - {id: z1, kind: zone, children: [{id: h1, capacity: {cpu: 4}}]}
+                  - {id: z2, kind: zone, children: [{id: h2, tags: [gpu]}]}
+                  - {id: h3, capacity: {cpu: 2}}
+        workloads:
+          - {name: web, units: 2, resources: {cpu: 1}}
+        """,
+    "one_root_schema_error_in_a_later_chunk": """
+        inventory:
+          - id: world
+            children:
+              - {id: z1, children: [{id: h1}]}
+              - {id: z2, children: [{id: h2, capacity: {cpu: lots}}]}
+        """,
+    "one_root_schema_error_in_the_root": """
+        inventory:
+          - id: world
+            status: sideways
+            children:
+              - {id: h1}
+              - {id: h2, tagz: [x]}
+        """,
+    "one_root_model_problems": """
+        inventory:
+          - id: world
+            capacity: {cpu: 1}
+            children:
+              - id: region
+                capacity: {cpu: -1}
+                children:
+                  - {id: world}
+                  - {id: region, capacity: {cpu: 1}}
+        """,
     "error_outside_the_inventory_only": """
         inventory:
           - {id: h1}
@@ -119,4 +162,24 @@ def test_a_chunk_is_dropped_once_built(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [t.id for t in spec.inventory.targets] == ["h0", "h1", "h2"]
     # The ids kept are copies made before the read was let go, not the strings read.
     assert not any(t.id is r for t, r in zip(spec.inventory.targets, read, strict=True))
+    assert seen == [["h0", "h1", "h2"], ["placeholder", "h1", "h2"], ["placeholder"] * 2 + ["h2"]]
+
+
+def test_a_fleet_under_one_root_is_chunked_below_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One root (and its only child) validated on their own, their children in chunks,
+    each dropped once built, as a fleet of several roots is."""
+    hosts = [{"id": f"h{i}"} for i in range(3)]
+    data = {"inventory": [{"id": "w", "children": [{"id": "r", "children": hosts}]}]}
+    seen: list[list[Any]] = []
+    validate = spec_load._LOCATIONS.validate_python
+
+    def watching(chunk: list[Any]) -> Any:
+        seen.append([host["id"] for host in hosts])
+        return validate(chunk)
+
+    monkeypatch.setattr(spec_load, "_CHUNK_LOCATIONS", 1)
+    monkeypatch.setattr(spec_load._LOCATIONS, "validate_python", watching)
+    spec = spec_load._document(data, spec_load.SourceMap(), "spec.yaml", owned=True)
+    assert [t.id for t in spec.inventory.targets] == ["h0", "h1", "h2"]
+    assert all([name for _, name in t.ancestors] == ["w", "r"] for t in spec.inventory.targets)
     assert seen == [["h0", "h1", "h2"], ["placeholder", "h1", "h2"], ["placeholder"] * 2 + ["h2"]]

@@ -6,12 +6,13 @@ import contextlib
 import datetime
 import difflib
 import gc
+import itertools
 import math
 import re
 import sys
 import types
 import typing
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path as FilePath
 from typing import Any, Literal
 
@@ -253,14 +254,21 @@ def _document(
     )
     chunked = _inventory_chunks(data) if owned and not missing else None
     if chunked is not None:
-        chunks, _kept = chunked  # the fresh texts: alive until the model holds them
+        spine, siblings, chunks, _kept = chunked  # _kept: alive until the model holds them
         try:
             head = SpecDocument.model_validate({**data, "inventory": []})
+            # Each spine location without its children, and how many it has.
+            spine_specs = [
+                (LocationSpec.model_validate({**node, "children": []}), len(node["children"]))
+                for node in spine
+            ]
         except ValidationError:
             pass  # the whole document's errors, as below
         else:
             try:
-                return _build(head, sources, source, _validated_chunks(data["inventory"], chunks))
+                return _build(
+                    head, sources, source, _validated_chunks(siblings, chunks), spine_specs
+                )
             except _ChunkInvalid:
                 pass  # its locations are left as placeholders: the others' errors, as below
     try:
@@ -289,45 +297,69 @@ class _ChunkInvalid(Exception):
     again (its built chunks, which had no error, as placeholders) for its errors."""
 
 
-def _inventory_chunks(data: dict[str, Any]) -> tuple[list[range], list[str]] | None:
-    """Consecutive roots of the inventory, about _CHUNK_LOCATIONS locations each, and
-    the fresh copies of its texts to keep while it is built (_fresh_strings); None where
-    there is one chunk or the inventory is not a list of mappings (the schema reports
-    that)."""
-    inventory = data.get("inventory")
-    if not isinstance(inventory, list) or len(inventory) < 2:
+# How many single roots (a root whose only child has children...) the chunks may lie under.
+_SPINE_MOST = 100
+
+
+def _inventory_chunks(
+    data: dict[str, Any],
+) -> tuple[list[dict[str, Any]], list[Any], list[range], list[str]] | None:
+    """Where the inventory is cut into chunks: the spine, the chain of single locations
+    above the first list of several (none if the inventory itself has several roots: a
+    fleet under one root is chunked below it); that list; consecutive ranges of it of
+    about _CHUNK_LOCATIONS locations each; and the fresh copies of the texts to keep
+    while it is built (_fresh_strings). None where there is one chunk or the inventory is
+    not a list of mappings (the schema reports that)."""
+    siblings = data.get("inventory")
+    spine: list[dict[str, Any]] = []
+    while (
+        isinstance(siblings, list)
+        and len(siblings) == 1
+        and isinstance(siblings[0], dict)
+        and isinstance(siblings[0].get("children"), list)
+        and len(spine) < _SPINE_MOST
+    ):
+        spine.append(siblings[0])
+        siblings = siblings[0]["children"]
+    if not isinstance(siblings, list) or len(siblings) < 2:
         return None
     chunks: list[range] = []
     named: list[dict[str, Any]] = []  # the locations with an id
     texts: set[Any] = set()  # their kinds, tags and rule tags
+    for node in spine:
+        _add_location_texts(node, named, texts)
     start = count = 0
-    for index, root in enumerate(inventory):
+    for index, root in enumerate(siblings):
         if not isinstance(root, dict):
             return None
         stack = [root]
         while stack:
             node = stack.pop()
             count += 1
-            if type(node.get("id")) is str:
-                named.append(node)
-            kind = node.get("kind")
-            if type(kind) is str:
-                texts.add(kind)
-            _add_texts(texts, node.get("tags"))
-            if not _RULE_KEYS.isdisjoint(node):
-                for key in _RULE_KEYS:
-                    _add_texts(texts, node.get(key))
+            _add_location_texts(node, named, texts)
             children = node.get("children")
             if isinstance(children, list):
                 stack.extend(child for child in children if isinstance(child, dict))
         if count >= _CHUNK_LOCATIONS:
             chunks.append(range(start, index + 1))
             start, count = index + 1, 0
-    if start < len(inventory):
-        chunks.append(range(start, len(inventory)))
+    if start < len(siblings):
+        chunks.append(range(start, len(siblings)))
     if len(chunks) < 2:
         return None
-    return chunks, _fresh_strings(named, texts)
+    return spine, siblings, chunks, _fresh_strings(named, texts)
+
+
+def _add_location_texts(node: dict[str, Any], named: list[dict[str, Any]], texts: set[Any]) -> None:
+    if type(node.get("id")) is str:
+        named.append(node)
+    kind = node.get("kind")
+    if type(kind) is str:
+        texts.add(kind)
+    _add_texts(texts, node.get("tags"))
+    if not _RULE_KEYS.isdisjoint(node):
+        for key in _RULE_KEYS:
+            _add_texts(texts, node.get(key))
 
 
 # Tag rule lists: most locations have none of them.
@@ -612,14 +644,22 @@ def _build(
     sources: SourceMap,
     source: str,
     chunks: Iterator[Iterator[tuple[int, LocationSpec]]] | None = None,
+    spine: Sequence[tuple[LocationSpec, int]] = (),
 ) -> Spec:
-    """`chunks`: the inventory's roots, validated a chunk at a time (else the document's)."""
+    """`chunks`: the inventory's roots, validated a chunk at a time (else the document's);
+    or, with a `spine` (single locations, each the only child of the one before, validated
+    without their children), the children of the spine's last."""
     problems: list[Problem] = []
     out = Collector(sources, problems)
     seen: dict[str, Path] = {}
     capacities = _Capacities()
 
+    # A spine location's children, as (how many, (index, spec) each), in place of its own.
+    given: dict[int, tuple[int, Iterable[tuple[int, LocationSpec]]]] = {}
+
     def location(spec: LocationSpec, path: Path) -> Location:
+        found = given.get(id(spec)) if given else None
+        count, children_specs = found or (len(spec.children), enumerate(spec.children))
         first = seen.get(spec.id)
         if first is not None:
             line = sources.value((*first, "id"))
@@ -634,20 +674,21 @@ def _build(
             )
         else:
             seen[spec.id] = path
-        if spec.capacity is not None and spec.children:
+        if spec.capacity is not None and count:
             problems.append(
                 Problem(
                     "capacity belongs on targets (locations without children); "
-                    f"{spec.id!r} has {len(spec.children)} children",
+                    f"{spec.id!r} has {count} children",
                     dotted((*path, "capacity")),
                     sources.value((*path, "capacity")),
                 )
             )
-        if spec.capacity:
-            _check_amounts(spec.capacity, "capacity", (*path, "capacity"), out)
-        children = tuple(
-            location(child, (*path, "children", i)) for i, child in enumerate(spec.children)
+        capacity = (
+            capacities.get(spec.capacity, (*path, "capacity"), out)
+            if spec.capacity is not None
+            else None
         )
+        children = tuple(location(child, (*path, "children", i)) for i, child in children_specs)
         # Most locations have no tag rules: one shared empty value saves five sets each.
         rules = (
             TagRules(
@@ -675,14 +716,21 @@ def _build(
             ),
             agent=openhorizon.agent(spec, path, out),
             rules=rules,
-            capacity=capacities.get(spec.capacity) if spec.capacity is not None else None,
+            capacity=capacity,
             status=spec.status,
             children=children,
         )
 
     if chunks is None:
         chunks = iter([enumerate(document.inventory)])
-    roots = tuple(location(root, ("inventory", i)) for chunk in chunks for i, root in chunk)
+    if spine:
+        for (outer, _), (inner, _) in itertools.pairwise(spine):
+            given[id(outer)] = (1, ((0, inner),))
+        last, count = spine[-1]
+        given[id(last)] = (count, itertools.chain.from_iterable(chunks))
+        roots: tuple[Location, ...] = (location(spine[0][0], ("inventory", 0)),)
+    else:
+        roots = tuple(location(root, ("inventory", i)) for chunk in chunks for i, root in chunk)
     kinds = {node.kind for root in roots for node in root.walk()}
     settings = Settings(
         default_mode=document.settings.default_mode,
@@ -772,11 +820,17 @@ class _Capacities:
     def __init__(self) -> None:
         self._shared: dict[tuple[tuple[str, float], ...], dict[str, float]] = {}
 
-    def get(self, capacity: dict[str, float]) -> dict[str, float]:
+    def get(self, capacity: dict[str, float], path: Path, out: Collector) -> dict[str, float]:
+        """The shared dict of `capacity`'s shape, its amounts checked once per shape
+        (a shape with a problem is checked, and reported, wherever it stands)."""
         key = tuple(capacity.items())
         found = self._shared.get(key)
         if found is None:
-            found = self._shared[key] = dict(capacity)
+            found = dict(capacity)
+            problems = len(out.problems)
+            _check_amounts(capacity, "capacity", path, out)
+            if len(out.problems) == problems:
+                self._shared[key] = found
         return found
 
 

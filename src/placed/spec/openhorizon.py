@@ -38,10 +38,23 @@ def _kind(value: Any) -> str:
 def properties(raw: Any, path: Path, owner: str, out: Collector) -> dict[str, Property]:
     """A mapping {name: value} or the list form [{name, value, type}], strictly typed."""
     entries: list[tuple[Any, Any, Any, Path]] = []
+    whole: tuple[Any, ...] | None = None
+    if type(raw) is dict:
+        # The same mapping as an earlier one gives the same properties: a fleet has a few
+        # hundred sets of them. Types are part of the key (True == 1) and floats are left
+        # out (0.0 == -0.0, and each is shown as written).
+        kinds = tuple(map(type, raw.values()))
+        if _WHOLE_TYPES.issuperset(kinds):
+            whole = ("mapping", owner, kinds, tuple(raw.items()))
+            same: dict[str, Property] | None = _SHARED.get(whole)
+            if same is not None:
+                return same
     if isinstance(raw, Mapping):
         if all(type(v) in _SCALAR_TYPES for v in raw.values()):
             fast = _plain_scalars(raw, owner)
             if fast is not None:
+                if whole is not None:
+                    _share_mapping(whole, fast)
                 return fast
         for name, value in raw.items():
             entries.append((name, value, None, (*path, name)))
@@ -102,6 +115,17 @@ def properties(raw: Any, path: Path, owner: str, out: Collector) -> dict[str, Pr
 
 
 _SCALAR_TYPES = (str, bool, int, float)
+_WHOLE_TYPES = frozenset({str, bool, int})
+
+
+def _share_mapping(whole: tuple[Any, ...], result: dict[str, Property]) -> None:
+    """Keep `result` for the mapping `whole` was made from, keyed by the kept properties'
+    own names and values (equal to the mapping's), not by the texts just read: those are
+    garbage once the spec is built, and a kept one would hold its page of the read."""
+    tag, owner, kinds, _ = whole
+    if len(_SHARED) >= _SHARED_KEPT:
+        _SHARED.clear()
+    _SHARED[(tag, owner, kinds, tuple((p.name, p.value) for p in result.values()))] = result
 
 
 def _plain_scalars(raw: Mapping[Any, Any], owner: str) -> dict[str, Property] | None:

@@ -1,9 +1,10 @@
 """YAML (and JSON, its subset) read into plain data, bounded, with every place in the file
 found again when an error needs it.
 
-Speed: JSON goes through the C JSON parser and YAML through libyaml's events (PyYAML's C
-loader), each straight to plain data with no node tree and no position. Either fast path
-gives up on anything unusual (a duplicate key, an alias, a tag...), and the careful path
+Speed: JSON goes through the C JSON parser; YAML in plain block style (as inventory
+scripts write it) through a reader of its lines, and other YAML through libyaml's events
+(PyYAML's C loader); each straight to plain data with no node tree and no position. Each
+fast path gives up on anything unusual (a duplicate key, an alias, a tag...), and the careful path
 reads the text again as a node tree, with positions, and reports it. A `SourceMap`
 composes the tree from the text only when a problem first asks, and walks it to a path,
 so a valid spec pays nothing for positions.
@@ -16,6 +17,7 @@ stops here), and integers (at most 18 digits: larger ones are no real amount).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -340,6 +342,9 @@ def _fast_yaml(text: str) -> list[Any] | None:
     anything that path refuses or treats apart (a YAML error, an anchor or alias, a tag,
     a duplicate or non-text key, a merge key, a long integer, deep nesting, too many
     values), which it then reads again, with positions, and reports as before."""
+    block = _block_yaml(text)
+    if block is not None:
+        return block
     if _BASE_LOADER is yaml.SafeLoader:
         return None  # no libyaml: its events would come from the pure-Python parser
     loader = _BASE_LOADER(text)
@@ -421,6 +426,278 @@ def _read_events(get_event: Callable[[], Any]) -> list[Any]:
 
 
 _MAPPING_ITEMS = object()  # the first item of an open mapping's list
+
+
+# -- the block reader: plain block YAML, a line at a time ---------------------------------
+#
+# libyaml's events cost more than the data they carry (an object and two marks for each
+# scalar: most of a large YAML file's read). A file as an inventory script writes it,
+# block mappings and sequences of one-line values, is read here a line at a time with
+# a few regular expressions instead. It reads a small part of YAML, and gives up on
+# anything else, for the events to read: a tab, a carriage return, a character that is
+# not ASCII or is a control character, several documents, a comment after a value, a
+# value over several lines, an empty value, an anchor, alias or tag, a key that is
+# quoted or not text, a duplicate key, an escape other than \\ \" \n \t, a plain
+# value with a space, a colon, a # or a quote in it, a flow collection over several lines
+# or with a trailing comma, nesting past _BLOCK_DEPTH, too many values. Plain values are
+# resolved by PyYAML's own resolver and constructors (_plain_scalar), so 017, yes, ~ and
+# 2024-01-01 read as the events read them.
+
+_BLOCK_DEPTH = 100  # deeper files go to the events, which check MAX_DEPTH
+# What the reader refuses anywhere in the text (tabs and control characters among them).
+_BLOCK_UNUSUAL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
+# YAML takes a key of one line of at most 1024 characters (libyaml refuses longer ones).
+_KEY_TEXT = r"[A-Za-z_][A-Za-z0-9_.\-/]{0,127}"
+# A plain value: no space, colon, #, quote, comma or bracket, and no indicator first.
+_PLAIN_TEXT = r"(?:[A-Za-z0-9_.~+]|-(?=[0-9.]))[A-Za-z0-9_.~+\-/]*"
+_SIMPLE_DOUBLE = r'"[^"\\]*"'  # double-quoted without an escape
+_DOUBLE_QUOTED = r'"(?:[^"\\]|\\[\\"nt])*"'
+_SINGLE_QUOTED = r"'(?:[^']|'')*'"
+# A mapping's line: its key, then a simple double-quoted value's text, a plain value,
+# any other value, or nothing (the value starts on the next line).
+_KEY_LINE = re.compile(f'({_KEY_TEXT}):(?: +(?:"([^"\\\\]*)"|({_PLAIN_TEXT})|([^ ].*)))?')
+_BLOCK_PLAIN = re.compile(_PLAIN_TEXT)
+_QUOTED_VALUE = re.compile(f"({_DOUBLE_QUOTED})|({_SINGLE_QUOTED})")
+# Flow collections of one level, read by two expressions each: most of an inventory's.
+_FLAT_ITEM = f"(?:{_SIMPLE_DOUBLE}|{_PLAIN_TEXT})"
+_QUOTED_LIST = re.compile(rf"\[ *(?:{_SIMPLE_DOUBLE} *(?:, *{_SIMPLE_DOUBLE} *)*)?\]")
+_QUOTED_TEXTS = re.compile(r'"([^"\\]*)"')
+_FLAT_LIST = re.compile(rf"\[ *(?:{_FLAT_ITEM} *(?:, *{_FLAT_ITEM} *)*)?\]")
+_FLAT_ITEMS = re.compile(f"({_SIMPLE_DOUBLE})|({_PLAIN_TEXT})")
+_FLAT_MAP = re.compile(
+    rf"\{{ *(?:{_KEY_TEXT}: +{_FLAT_ITEM} *(?:, *{_KEY_TEXT}: +{_FLAT_ITEM} *)*)?\}}"
+)
+_FLAT_PAIRS = re.compile(f"({_KEY_TEXT}): +(?:({_SIMPLE_DOUBLE})|({_PLAIN_TEXT}))")
+_FLOW_KEY = re.compile(f"({_KEY_TEXT}): +")
+_FLOW_SCALAR = re.compile(f"({_DOUBLE_QUOTED})|({_SINGLE_QUOTED})|({_PLAIN_TEXT})")
+
+
+def _block_yaml(text: str) -> list[Any] | None:
+    """The one document of `text` if it is plain block YAML (above), else None."""
+    if not text.isascii() or _BLOCK_UNUSUAL.search(text) is not None:
+        return None
+    try:
+        return [_read_block(text.split("\n"), _Plain())]
+    except (_NotFast, IndexError, RecursionError):
+        return None
+
+
+class _Plain(dict[str, Any]):
+    """Plain values read so far, each read once (as _read_events keeps them)."""
+
+    def __missing__(self, text: str) -> Any:
+        if len(self) >= _PLAIN_KEPT:
+            self.clear()
+        built = self[text] = _plain_scalar(text)
+        return built
+
+
+def _read_block(lines: list[str], plain: _Plain) -> Any:
+    """One pass over the lines with the open blocks on a stack, each at its column: a
+    line less indented closes those deeper than it. IndexError where a line is less
+    indented than the first (the stack runs out)."""
+    deepest = min(_BLOCK_DEPTH, MAX_DEPTH // 2)  # past it the events count exactly
+    columns: list[int] = []
+    blocks: list[Any] = []  # the open mappings and lists, innermost last
+    pending: str | None = None  # a key whose value starts on the next line
+    pending_column = 0
+    values = 0
+    counted = [0]  # the values of flow collections
+    column = -1  # the innermost open block's
+    block: Any = None  # the innermost open block
+    for line in lines:
+        content = line.lstrip(" ")
+        if not content or content[0] == "#":
+            continue  # blank, or a comment
+        indent = len(line) - len(content)
+        if content[-1] == " ":
+            content = content.rstrip(" ")
+        dash = content[:2] == "- "
+        if pending is not None:
+            # The value of the key before: a block more indented, or a list at its column.
+            if not (indent > pending_column or (indent == pending_column and dash)):
+                raise _NotFast  # an empty value
+            opened: Any = [] if dash else {}
+            block[pending] = opened
+            columns.append(indent)
+            blocks.append(opened)
+            column, block = indent, opened
+            values += 1
+            pending = None
+            if len(blocks) > deepest:
+                raise _NotFast
+        elif not blocks:
+            if content[0] == "-" or values:
+                raise _NotFast  # a list (or ---) at the top, or a second document
+            column, block = indent, {}
+            columns.append(column)
+            blocks.append(block)
+            values += 1
+        elif indent != column or dash or type(block) is list:
+            # Not the next key of the same mapping (the most common line, which passes).
+            while columns[-1] > indent:
+                columns.pop()
+                blocks.pop()
+            if columns[-1] != indent:
+                raise _NotFast
+            if not dash and type(blocks[-1]) is list:
+                # A list under its key, at the key's column, ends at the next key.
+                columns.pop()
+                blocks.pop()
+                if columns[-1] != indent:
+                    raise _NotFast
+            column, block = indent, blocks[-1]
+        if dash:
+            if type(block) is not list:
+                raise _NotFast
+            rest = content[2:]
+            item = rest.lstrip(" ")
+            found = _KEY_LINE.fullmatch(item)
+            if found is None:
+                if item[0] == "-" and (item[:2] == "- " or item == "-"):
+                    raise _NotFast  # a list in a list
+                block.append(_inline(item, plain, counted, len(blocks)))
+                continue
+            # A mapping that starts on the item's line: its keys stand where this one does.
+            opened = {}
+            block.append(opened)
+            indent += len(content) - len(item)
+            columns.append(indent)
+            blocks.append(opened)
+            column, block = indent, opened
+            values += 1
+            if len(blocks) > deepest:
+                raise _NotFast
+        else:
+            found = _KEY_LINE.fullmatch(content)
+            if found is None or type(block) is not dict:
+                raise _NotFast
+        key_text, double, bare, rest = found.groups()
+        key = plain[key_text]
+        if type(key) is not str or key in block:
+            raise _NotFast  # a key that reads as no text, or a duplicate
+        values += 2
+        if double is not None:
+            block[key] = double
+        elif bare is not None:
+            block[key] = plain[bare]
+        elif rest is not None:
+            block[key] = _inline(rest, plain, counted, len(blocks))
+        else:
+            pending, pending_column = key, indent
+    if pending is not None or not blocks or values + counted[0] > MAX_EXPANDED:
+        raise _NotFast
+    return blocks[0]
+
+
+def _inline(text: str, plain: _Plain, counted: list[int], depth: int) -> Any:
+    """A value that stands on its line after a key or a dash, with nothing after it."""
+    first = text[0]
+    if first == "[":
+        if _QUOTED_LIST.fullmatch(text) is not None:
+            texts: list[Any] = _QUOTED_TEXTS.findall(text)
+            counted[0] += 1 + len(texts)
+            return texts
+        if _FLAT_LIST.fullmatch(text) is not None:
+            items = _FLAT_ITEMS.findall(text)
+            counted[0] += 1 + len(items)
+            return [double[1:-1] if double else plain[bare] for double, bare in items]
+    elif first == "{" and _FLAT_MAP.fullmatch(text) is not None:
+        pairs = _FLAT_PAIRS.findall(text)
+        mapping = {}
+        for key_text, double, bare in pairs:
+            key = plain[key_text]
+            if type(key) is not str:
+                raise _NotFast
+            mapping[key] = double[1:-1] if double else plain[bare]
+        if len(mapping) != len(pairs):
+            raise _NotFast  # a duplicate key
+        counted[0] += 1 + 2 * len(pairs)
+        return mapping
+    if first == "[" or first == "{":
+        value, end = _flow(text, 0, plain, counted, depth + 1)
+        if end != len(text):
+            raise _NotFast
+        return value
+    counted[0] += 1
+    if first == '"' or first == "'":
+        found = _QUOTED_VALUE.fullmatch(text)
+        if found is None:
+            raise _NotFast
+        return _quoted(found)
+    if _BLOCK_PLAIN.fullmatch(text) is None:
+        raise _NotFast
+    return plain[text]
+
+
+def _flow(text: str, at: int, plain: _Plain, counted: list[int], depth: int) -> tuple[Any, int]:
+    """The flow collection that starts at `at`, and where it ends: items on one line,
+    separated by commas, with no comma after the last."""
+    if depth > min(_BLOCK_DEPTH, MAX_DEPTH // 2):
+        raise _NotFast
+    counted[0] += 1
+    if text[at] == "[":
+        items: list[Any] = []
+        at = _after_spaces(text, at + 1)
+        if text[at] == "]":
+            return items, at + 1
+        while True:
+            value, at = _flow_item(text, at, plain, counted, depth)
+            items.append(value)
+            at = _after_spaces(text, at)
+            if text[at] == "]":
+                return items, at + 1
+            if text[at] != ",":
+                raise _NotFast
+            at = _after_spaces(text, at + 1)
+    mapping: dict[str, Any] = {}
+    at = _after_spaces(text, at + 1)
+    if text[at] == "}":
+        return mapping, at + 1
+    while True:
+        found = _FLOW_KEY.match(text, at)
+        if found is None:
+            raise _NotFast
+        key = plain[found.group(1)]
+        if type(key) is not str or key in mapping:
+            raise _NotFast
+        counted[0] += 1
+        mapping[key], at = _flow_item(text, found.end(), plain, counted, depth)
+        at = _after_spaces(text, at)
+        if text[at] == "}":
+            return mapping, at + 1
+        if text[at] != ",":
+            raise _NotFast
+        at = _after_spaces(text, at + 1)
+
+
+def _flow_item(
+    text: str, at: int, plain: _Plain, counted: list[int], depth: int
+) -> tuple[Any, int]:
+    first = text[at]
+    if first == "[" or first == "{":
+        return _flow(text, at, plain, counted, depth + 1)
+    found = _FLOW_SCALAR.match(text, at)
+    if found is None:
+        raise _NotFast
+    counted[0] += 1
+    bare = found.group(3)
+    return (plain[bare] if bare is not None else _quoted(found)), found.end()
+
+
+def _after_spaces(text: str, at: int) -> int:
+    while text[at] == " ":
+        at += 1
+    return at
+
+
+def _quoted(found: re.Match[str]) -> str:
+    """A quoted value's text: group 1 double-quoted (its escapes are JSON's too), group 2
+    single-quoted."""
+    double = found.group(1)
+    if double is not None:
+        return str(json.loads(double)) if "\\" in double else double[1:-1]
+    return found.group(2)[1:-1].replace("''", "'")
 
 
 # The resolver keeps no state for a scalar (SafeLoader has no path resolvers).
