@@ -336,11 +336,14 @@ class _TakenOver(Fault):
 
 
 def test_the_fence_before_the_commit_rolls_back_what_was_written(database: str) -> None:
-    app, _ = _world(database, conductors_spec(12))
+    # A timeout of many seconds: with 1 s, a loaded machine (CI, on PostgreSQL) took
+    # longer than that from the heartbeats to the sweep, every conductor was stale, no
+    # unit had anywhere to move, and the fault (at the second move) never came.
+    app, _ = _world(database, conductors_spec(12, interval_s=2.0, timeout_s=10.0))
     controller = _controller(app)
     controller.fault = _TakenOver("rebalance.after_moves", 2)
     _mature(controller)
-    _seen(app, {"conductor1": 5, "conductor2": 0, "conductor3": 0, "conductor4": 0})
+    _seen(app, {"conductor1": 60, "conductor2": 0, "conductor3": 0, "conductor4": 0})
     before = table_digest(app.state.database)
     with pytest.raises(Fenced):
         controller.sweep()
