@@ -164,6 +164,13 @@ def test_the_fleet_shows_the_tree_usage_and_inherited_owners(page: Any, fleet: F
     targets = page.locator("section[aria-labelledby=targets-title]")
     names = targets.locator("tbody th[scope=row]").all_inner_texts()
     assert names and all(n.split()[0] in ("H4a", "H4b") for n in names), names
+    # An account's filter finds the host it holds implicitly too (no dedication row).
+    page.get_by_label("Owner").fill("D2/U14")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url(re.compile(r"owner=D2%2FU14"))
+    names = targets.locator("tbody th[scope=row]").all_inner_texts()
+    assert [n.split()[0] for n in names] == ["H33a"], names
+    page.get_by_label("Owner").fill("D2/A13")
     page.get_by_label("Status").select_option("maintenance")
     page.get_by_role("button", name="Filter").click()
     page.wait_for_url(re.compile(r"state=maintenance"))

@@ -408,6 +408,20 @@ def test_owners_of_named_targets_match_the_dedications_and_add_implicit_ones(
     assert seen["dedications"] == sorted(theirs, key=lambda d: d["resource"])
     many = client.get("/v1/owners", params=[("target", f"x{i}") for i in range(101)])
     assert many.status_code == 422
+    # An account's implicit hosts, for the filter by owner: U14's is its VM's host; A13
+    # holds z2 explicitly, nothing implicitly; U14's own token sees its host, another
+    # account's token sees none of U14's.
+    held = client.get("/v1/owners", params={"account": "U14"}).json()
+    assert held["implicit"] == [vm["target"]]
+    assert client.get("/v1/owners", params={"account": "A13"}).json()["implicit"] == []
+    assert client.get("/v1/owners", params={"account": "U14"}, headers=mine).json()["implicit"] == [
+        vm["target"]
+    ]
+    other = client.post("/v1/tokens", json={"role": "user", "scope": "A13"}).json()
+    theirs_headers = {"Authorization": f"Bearer {other['token']}"}
+    hidden = client.get("/v1/owners", params={"account": "U14"}, headers=theirs_headers)
+    assert hidden.status_code == 200 and hidden.json()["implicit"] == []
+    assert client.get("/v1/owners", params={"account": ""}).status_code == 422
 
 
 PREFERRED = b"""

@@ -103,6 +103,12 @@ class Owners(BaseModel):
         "/v1/dedications lists them but by resource (stored rows, no plan): the location "
         "tree's badges and the filter by owner."
     )
+    implicit: list[str] = Field(
+        default_factory=list,
+        description="With `account`: the hosts that account holds by implicit "
+        "dedication (its dedicated VM runs on a host nobody dedicates), that the caller "
+        "may see: what the filter by owner adds to the account's explicit dedications.",
+    )
 
 
 class _Places:
@@ -378,6 +384,33 @@ def owners(
     return items, own
 
 
+def implicitly_held(session: Session, account: str, principal: str) -> list[str]:
+    """The hosts `account` holds by implicit dedication, as `owners` judges each (and
+    shows it to the principal). Read from the account's running units and their
+    history only: the cost follows the account's VMs, not the fleet."""
+    running = {
+        unit: target
+        for unit, target in session.execute(
+            select(Unit.name, Target.name)
+            .select_from(Placement)
+            .join(Target, Target.id == Placement.target_id)
+            .join(Unit, Unit.id == Placement.unit_id)
+            .join(Workload, Workload.id == Unit.workload_id)
+            .join(Account, Account.id == Workload.account_id)
+            .where(Account.name == account)
+        )
+    }
+    if not running:
+        return []
+    candidates = sorted(set(running.values()))
+    found, _ = owners(session, candidates, principal)
+    return [
+        row["target"]
+        for row in found
+        if row["implicit"] and row["account"] == account and row["target"] in candidates
+    ]
+
+
 def view(dedication: Dedication) -> dict[str, Any]:
     return {
         "resource": dedication.resource,
@@ -408,6 +441,14 @@ async def get_owners(
         list[str] | None,
         Query(max_length=MAX_OWNERS, description="A target's name; repeat for more."),
     ] = None,
+    account: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=255,
+            description="An account: also list the hosts it holds implicitly (`implicit`).",
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     engine = context.store(request)
     named = target or []
@@ -424,6 +465,7 @@ async def get_owners(
     def read() -> dict[str, Any]:
         with reading(engine) as session:
             items, listed = owners(session, list(dict.fromkeys(named)), principal)
-            return {"items": items, "dedications": listed}
+            held = [] if account is None else implicitly_held(session, account, principal)
+            return {"items": items, "dedications": listed, "implicit": held}
 
     return await run_in_threadpool(read)

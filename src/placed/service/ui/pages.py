@@ -247,15 +247,21 @@ async def _fleet(request: Request, token: str, with_owners: bool, name: str) -> 
     if places.problem is not None:
         return refused(request, token, places.problem)
     dedications: list[dict[str, Any]] = []
+    held: list[str] = []
     if owner:  # the filter needs the dedications: /v1/owners lists them from their rows
-        owned_answer = await call(request, token, "GET", "/v1/owners")
+        # An account's filter takes the hosts it holds implicitly too (no row says so).
+        account = owner.partition("/")[2]
+        wanted_held = {"account": account} if account else None
+        owned_answer = await call(request, token, "GET", "/v1/owners", params=wanted_held)
         if owned_answer.problem is not None:
             return refused(request, token, owned_answer.problem)
         dedications = owned_answer.data["dedications"]
+        held = [str(host) for host in owned_answer.data.get("implicit", [])]
     parents = {str(row["name"]): row.get("parent") for row in places.data["items"]}
     wanted: list[str] | None = [under] if under else []
     if owner:
         mine = [str(row["resource"]) for row in dedications if fleet.owner_key(row) == owner]
+        mine += [host for host in held if host not in mine]
         wanted = await _both(request, token, under, mine, parents)
     if wanted is not None and len(wanted) > 100:
         problem = Problem(422, "invalid-request", "Too many places", "narrow the filter")
