@@ -167,7 +167,9 @@ def test_by_default_heartbeats_are_every_10_s_and_stale_after_40(database: str) 
 def test_a_stale_conductor_s_units_go_where_simulate_says_and_come_back(
     database: str, tmp_path: Path
 ) -> None:
-    spec = conductors_spec(24)
+    # A timeout of 10 s: a loaded machine can take over a second between two steps,
+    # and with 1 s every conductor would turn stale meanwhile.
+    spec = conductors_spec(24, interval_s=2.0, timeout_s=10.0)
     app, client = _world(database, spec)
     start = _placements(app)
     controller = _controller(app)
@@ -175,7 +177,7 @@ def test_a_stale_conductor_s_units_go_where_simulate_says_and_come_back(
     _seen(app, {"conductor1": 0, "conductor2": 0, "conductor3": 0, "conductor4": 0})
     controller.sweep()
     assert _placements(app) == start  # everyone is fresh: nothing moves
-    _seen(app, {"conductor1": 5})
+    _seen(app, {"conductor1": 60})
     controller.sweep()
     expected = _simulated(tmp_path, spec, "--down", "conductor1")
     assert expected and set(expected) == {u for u, t in start.items() if t == "conductor1"}
@@ -370,7 +372,8 @@ def test_fault_and_timing_settings_are_checked() -> None:
 
 
 def test_leader_and_metrics_show_the_leading_replica(database: str) -> None:
-    app, client = _world(database, conductors_spec(12))
+    # A timeout of 10 s, so conductors 2 and 3 stay fresh however slow the machine.
+    app, client = _world(database, conductors_spec(12, interval_s=2.0, timeout_s=10.0))
     assert client.get("/v1/leader").json()["leading"] is False  # this app runs none
     controller = _controller(app)
     app.state.controller = controller
@@ -378,7 +381,7 @@ def test_leader_and_metrics_show_the_leading_replica(database: str) -> None:
     assert shown["holder"] == controller.holder == shown["this_replica"]
     assert shown["leading"] is True and shown["epoch"] == controller.epoch
     _mature(controller)
-    _seen(app, {"conductor1": 5, "conductor2": 0, "conductor3": 0})
+    _seen(app, {"conductor1": 60, "conductor2": 0, "conductor3": 0})
     controller.sweep()
     text = client.get("/metrics").text
     assert "placed_leader 1.0" in text
@@ -447,13 +450,14 @@ def test_a_timeout_under_three_intervals_is_exit_2_offline(tmp_path: Path) -> No
 
 
 def test_targets_going_quiet_together_hold_back_the_first_to_turn_stale(database: str) -> None:
-    # Interval 0.2 s, timeout 1 s: late past 0.6 s. conductor1 is stale; 2 and 3 are late
-    # (their heartbeats stopped with it, a moment later): 3 of 4 look stale.
-    app, _ = _world(database, conductors_spec(12))
+    # Interval 2 s, timeout 10 s: late past 6 s. conductor1 is stale; 2 and 3 are late
+    # (their heartbeats stopped with it, a moment later): 3 of 4 look stale. (With 1 s
+    # and 0.9 s ages, a loaded machine turned 2 and 3 stale before the sweep.)
+    app, _ = _world(database, conductors_spec(12, interval_s=2.0, timeout_s=10.0))
     start = _placements(app)
     controller = _controller(app)
     _mature(controller)
-    _seen(app, {"conductor1": 1.5, "conductor2": 0.9, "conductor3": 0.9, "conductor4": 0})
+    _seen(app, {"conductor1": 15, "conductor2": 8, "conductor3": 8, "conductor4": 0})
     controller.sweep()
     assert _placements(app) == start
     (suppressed,) = _events(app, "sweep.suppressed")
@@ -463,15 +467,16 @@ def test_targets_going_quiet_together_hold_back_the_first_to_turn_stale(database
 def test_the_next_sweep_comes_when_a_target_that_missed_a_beat_turns_stale(
     database: str,
 ) -> None:
-    """interval 0.2 s, timeout 1 s: conductor1 last beat 0.5 s ago (a beat missed), so
-    the next sweep is due in about 0.5 s; the others beat just now and set no deadline."""
-    app, _ = _world(database, conductors_spec(8))
+    """interval 2 s, timeout 10 s: conductor1 last beat 5 s ago (a beat missed), so
+    the next sweep is due in about 5 s; the others beat just now and set no deadline.
+    (Seconds, not tenths: a loaded machine takes that long between two steps.)"""
+    app, _ = _world(database, conductors_spec(8, interval_s=2.0, timeout_s=10.0))
     controller = _controller(app)
     _mature(controller)
-    _seen(app, {"conductor1": 0.5, "conductor2": 0.0, "conductor3": 0.0, "conductor4": 0.0})
+    _seen(app, {"conductor1": 5.0, "conductor2": 0.0, "conductor3": 0.0, "conductor4": 0.0})
     controller.sweep()
     assert controller.next_stale_s is not None
-    assert 0.3 < controller.next_stale_s <= 0.5
+    assert 2.0 < controller.next_stale_s <= 5.0
     _seen(app, {"conductor1": 0.0})  # it beats again: no deadline is near
     controller.sweep()
     assert controller.next_stale_s is None
