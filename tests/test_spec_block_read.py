@@ -111,6 +111,26 @@ def test_an_inventory_scripts_yaml_is_read_by_the_block_reader() -> None:
     assert assert_alike("x:\n-   a: 1\n    b: [2]\n-  c: 3\n   d:\n   - 4\n")
 
 
+def test_a_line_read_again_gives_values_of_its_own() -> None:
+    """Each distinct line is worked out once, yet every list and mapping read from a
+    repeated line is a new one: changing one host's changes no other's."""
+    text = "hosts:\n" + "".join(
+        f'  - id: "h{i}"\n    tags: ["a", "b"]\n    marks: [x, 2]\n'
+        "    capacity: {cpu: 4, memory: 16}\n    nested: [[1], {k: v}]\n"
+        for i in range(3)
+    )
+    assert assert_alike(text)
+    first, second, third = spec_source._block_yaml(text)[0]["hosts"]
+    for key in ("tags", "marks", "capacity", "nested"):
+        assert first[key] == second[key] == third[key]
+        assert first[key] is not second[key] and second[key] is not third[key]
+    first["tags"].append("c")
+    first["capacity"]["cpu"] = 8
+    first["nested"][0].append(2)
+    assert second["tags"] == ["a", "b"] and second["capacity"]["cpu"] == 4
+    assert second["nested"] == [[1], {"k": "v"}]
+
+
 def test_a_spec_loads_alike_through_either_read(monkeypatch: pytest.MonkeyPatch) -> None:
     assert spec_source._block_yaml(HAND_WRITTEN) is not None
     fast = load_specs_text(HAND_WRITTEN, "spec.yaml")

@@ -492,6 +492,76 @@ class _Plain(dict[str, Any]):
         return built
 
 
+# What a line holds, worked out once for each distinct line (an inventory repeats most of
+# its lines word for word: a host's kind, properties and capacity): (indent, dash, the
+# column its key stands at, key, value kind, value, flow values counted). The kinds:
+_SKIP, _SCALAR, _LIST, _MAP, _FLOW, _PENDING, _ITEM = range(7)
+_Line = tuple[int, bool, int, str | None, int, Any, int]
+_SKIPPED: _Line = (0, False, 0, None, _SKIP, None, 0)
+_LINES_KEPT = 65_536  # distinct lines remembered; past it the table starts again
+
+
+def _line(line: str, plain: _Plain) -> _Line:
+    """What `line` holds, as far as it does not depend on the lines around it; _NotFast
+    where any reading of it would give up (the reader would, on reaching it)."""
+    content = line.lstrip(" ")
+    if not content or content[0] == "#":
+        return _SKIPPED  # blank, or a comment
+    indent = len(line) - len(content)
+    if content[-1] == " ":
+        content = content.rstrip(" ")
+    dash = content[:2] == "- "
+    if dash:
+        item = content[2:].lstrip(" ")
+        found = _KEY_LINE.fullmatch(item)
+        if found is None:
+            if item[0] == "-" and (item[:2] == "- " or item == "-"):
+                raise _NotFast  # a list in a list
+            kind, value, counted = _value(item, plain)
+            return (indent, True, indent, None, _ITEM if kind == _SCALAR else kind, value, counted)
+        column = indent + len(content) - len(item)
+    else:
+        found = _KEY_LINE.fullmatch(content)
+        if found is None:
+            raise _NotFast
+        column = indent
+    key_text, double, bare, rest = found.groups()
+    key = plain[key_text]
+    if type(key) is not str:
+        raise _NotFast  # a key that reads as no text
+    if double is not None:
+        return (indent, dash, column, key, _SCALAR, double, 0)
+    if bare is not None:
+        return (indent, dash, column, key, _SCALAR, plain[bare], 0)
+    if rest is not None:
+        kind, value, counted = _value(rest, plain)
+        return (indent, dash, column, key, kind, value, counted)
+    return (indent, dash, column, key, _PENDING, None, 0)
+
+
+def _value(text: str, plain: _Plain) -> tuple[int, Any, int]:
+    """An inline value as the line table keeps it: a value shared by every line that
+    holds it (a scalar), one to copy for each (a flat list or mapping of scalars), or
+    the text of any other flow collection, read where it stands (its depth is bounded)."""
+    first = text[0]
+    if first == "[":
+        if _QUOTED_LIST.fullmatch(text) is not None:
+            texts = _QUOTED_TEXTS.findall(text)
+            return _LIST, tuple(texts), 1 + len(texts)
+        if _FLAT_LIST.fullmatch(text) is not None:
+            items = _FLAT_ITEMS.findall(text)
+            values = tuple(double[1:-1] if double else plain[bare] for double, bare in items)
+            return _LIST, values, 1 + len(items)
+        return _FLOW, text, 0
+    if first == "{":
+        if _FLAT_MAP.fullmatch(text) is not None:
+            counted = [0]
+            return _MAP, _inline(text, plain, counted, 0), counted[0]
+        return _FLOW, text, 0
+    counted = [0]
+    return _SCALAR, _inline(text, plain, counted, 0), counted[0]
+
+
 def _read_block(lines: list[str], plain: _Plain) -> Any:
     """One pass over the lines with the open blocks on a stack, each at its column: a
     line less indented closes those deeper than it. IndexError where a line is less
@@ -505,14 +575,18 @@ def _read_block(lines: list[str], plain: _Plain) -> Any:
     counted = [0]  # the values of flow collections
     column = -1  # the innermost open block's
     block: Any = None  # the innermost open block
+    known: dict[str, _Line] = {}
     for line in lines:
-        content = line.lstrip(" ")
-        if not content or content[0] == "#":
-            continue  # blank, or a comment
-        indent = len(line) - len(content)
-        if content[-1] == " ":
-            content = content.rstrip(" ")
-        dash = content[:2] == "- "
+        seen = known.get(line)
+        if seen is None:
+            if len(known) >= _LINES_KEPT:
+                known.clear()
+            seen = known[line] = _line(line, plain)
+        indent, dash, key_column, key, kind, value, flow_values = seen
+        if kind == _SKIP:
+            continue
+        if kind in (_LIST, _MAP) and len(blocks) >= deepest:
+            raise _NotFast  # a flow collection past the bound: the events count it
         if pending is not None:
             # The value of the key before: a block more indented, or a list at its column.
             if not (indent > pending_column or (indent == pending_column and dash)):
@@ -527,7 +601,7 @@ def _read_block(lines: list[str], plain: _Plain) -> Any:
             if len(blocks) > deepest:
                 raise _NotFast
         elif not blocks:
-            if content[0] == "-" or values:
+            if dash or values:
                 raise _NotFast  # a list (or ---) at the top, or a second document
             column, block = indent, {}
             columns.append(column)
@@ -550,39 +624,40 @@ def _read_block(lines: list[str], plain: _Plain) -> Any:
         if dash:
             if type(block) is not list:
                 raise _NotFast
-            rest = content[2:]
-            item = rest.lstrip(" ")
-            found = _KEY_LINE.fullmatch(item)
-            if found is None:
-                if item[0] == "-" and (item[:2] == "- " or item == "-"):
-                    raise _NotFast  # a list in a list
-                block.append(_inline(item, plain, counted, len(blocks)))
+            if key is None:
+                counted[0] += flow_values
+                if kind == _ITEM:
+                    block.append(value)
+                elif kind == _LIST:
+                    block.append(list(value))
+                elif kind == _MAP:
+                    block.append(dict(value))
+                else:
+                    block.append(_inline(value, plain, counted, len(blocks)))
                 continue
             # A mapping that starts on the item's line: its keys stand where this one does.
             opened = {}
             block.append(opened)
-            indent += len(content) - len(item)
-            columns.append(indent)
+            columns.append(key_column)
             blocks.append(opened)
-            column, block = indent, opened
+            column, block = key_column, opened
             values += 1
             if len(blocks) > deepest:
                 raise _NotFast
-        else:
-            found = _KEY_LINE.fullmatch(content)
-            if found is None or type(block) is not dict:
-                raise _NotFast
-        key_text, double, bare, rest = found.groups()
-        key = plain[key_text]
-        if type(key) is not str or key in block:
-            raise _NotFast  # a key that reads as no text, or a duplicate
+        elif type(block) is not dict or key is None:
+            raise _NotFast
+        if key in block:
+            raise _NotFast  # a duplicate key
         values += 2
-        if double is not None:
-            block[key] = double
-        elif bare is not None:
-            block[key] = plain[bare]
-        elif rest is not None:
-            block[key] = _inline(rest, plain, counted, len(blocks))
+        counted[0] += flow_values
+        if kind == _SCALAR:
+            block[key] = value
+        elif kind == _LIST:
+            block[key] = list(value)
+        elif kind == _MAP:
+            block[key] = dict(value)
+        elif kind == _FLOW:
+            block[key] = _inline(value, plain, counted, len(blocks))
         else:
             pending, pending_column = key, indent
     if pending is not None or not blocks or values + counted[0] > MAX_EXPANDED:
