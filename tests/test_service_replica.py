@@ -365,3 +365,51 @@ def test_claims_decided_on_a_batch_whose_commit_fails_are_decided_again(
     assert all(t.done and t.error is None and t.answer is not None for t in later)
     with reading(engine) as session:
         assert set(session.scalars(select(Workload.name))) == {"warm", "y", "z"}
+
+
+def test_claims_arriving_in_turns_during_a_commit_all_make_the_next_batch(
+    database: str,
+) -> None:
+    """While a batch commits, each claim that arrives is decided on the world the ones
+    before it leave, however late it comes, and all of them are committed together next:
+    one revision for the lot, names taken earlier in the lineage refused."""
+    app, replica = applied(database)
+    engine = app.state.database
+    with reading(engine) as session:
+        before = revision.current(session)
+    first = [ticket("a", 1)]
+    waves = [[ticket("b", 1)], [ticket("c", 1), ticket("a", 1)], [ticket("b", 1), ticket("d", 2)]]
+    decide = replica._decide
+    calls: list[bool] = []
+
+    def deciding(cached: Any, batch: list[Ticket], on: Any = None) -> Any:
+        calls.append(on is not None)
+        decided = decide(cached, batch, on)
+        if len(calls) <= len(waves):
+            # The next turn arrives while this one is decided.
+            with replica._arrived:
+                replica._waiting.extend(waves[len(calls) - 1])
+                replica._arrived.notify_all()
+        return decided
+
+    replica._decide = deciding  # type: ignore[method-assign]
+    commit = replica._commit
+
+    def slow_commit(*args: Any) -> Any:
+        time.sleep(0.5)  # long enough for every turn to come before it ends
+        return commit(*args)
+
+    replica._commit = slow_commit  # type: ignore[method-assign,assignment]
+    replica._waiting = list(first)
+    with replica._lock:
+        replica._serve_waiting(engine)
+    assert calls == [False, True, True, True]
+    (b,), (c, a_again), (b_again, d) = waves
+    assert kind_of(a_again.error) == kind_of(b_again.error) == "exists"
+    # a, b and c took 3 of the 4 cpu: d's 2 fit nowhere.
+    assert kind_of(d.error) == "unplaceable"
+    committed = [t.answer["revision"] for t in (b, c) if t.answer is not None]
+    assert committed == [before + 2, before + 2]  # one batch after the first
+    with reading(engine) as session:
+        assert revision.current(session) == before + 2
+        assert set(session.scalars(select(Workload.name))) == {"a", "b", "c"}

@@ -131,6 +131,22 @@ class Decided:
     accepted: list[Accepted] = field(default_factory=list)
     refused: list[tuple[Ticket, problems.ProblemException]] = field(default_factory=list)
     general: list[Ticket] = field(default_factory=list)
+    # The names accepted here and in every decision this one was made on: taken, though
+    # not stored yet.
+    names: set[str] = field(default_factory=set)
+
+    def followed_by(self, later: Decided) -> Decided:
+        """This decision and `later`, made on the world this one leaves, as one."""
+        return Decided(
+            self.explainer,
+            later.state,
+            later.spec,
+            self.base,
+            self.accepted + later.accepted,
+            self.refused + later.refused,
+            self.general + later.general,
+            later.names,
+        )
 
     def refuse(self, ticket: Ticket, kind: str, detail: str) -> None:
         self.refused.append((ticket, problems.ProblemException(409, kind, detail)))
@@ -469,20 +485,41 @@ class ReplicaWorld:
         future = self._committer.submit(self._commit, engine, cached, decided.accepted)
         speculated: Speculated | None = None
         if attempt == 0 and not self._taken:
-            with self._waiting_lock:
-                self._taken, self._waiting = self._waiting, []
-            # Nothing of this may raise before the commit's outcome is known (its
-            # claims would be answered with an error though stored): a decision that
-            # fails is made again, on its own, once this batch is served.
-            with contextlib.suppress(Exception):
-                if self._taken:
-                    speculated = Speculated(
-                        self._decide(cached, self._taken, decided), cached, decided.state
-                    )
+            # Every claim that arrives before the commit ends is taken and decided, in
+            # turn, on the world the ones before it leave: the next batch is then all
+            # that came meanwhile, its commit's cost shared by as many as it can be.
+            future.add_done_callback(self._commit_ended)
+            lineage: Decided | None = None
+            failed = False
+            while True:
+                with self._arrived:
+                    while not self._waiting and not future.done():
+                        self._arrived.wait(IDLE_SECONDS)
+                    arrived, self._waiting = self._waiting, []
+                if arrived:
+                    self._taken += arrived
+                if arrived and not failed:
+                    # Nothing of this may raise before the commit's outcome is known
+                    # (its claims would be answered with an error though stored): a
+                    # decision that fails is made again, on its own, once this batch
+                    # is served, and so are the ones taken after it.
+                    try:
+                        wave = self._decide(cached, arrived, lineage or decided)
+                        lineage = wave if lineage is None else lineage.followed_by(wave)
+                    except Exception:
+                        failed, lineage = True, None
+                if future.done():
+                    break
+            if lineage is not None:
+                speculated = Speculated(lineage, cached, decided.state)
         number, ids, rows = future.result()
         if speculated is not None:
             speculated.revision = number
         return number, ids, rows, speculated
+
+    def _commit_ended(self, _: concurrent.futures.Future[Any]) -> None:
+        with self._arrived:
+            self._arrived.notify_all()
 
     def _decide(self, cached: Cached, batch: list[Ticket], on: Decided | None = None) -> Decided:
         """What the cached world says of each claim; `on`: on the world that decision
@@ -492,7 +529,7 @@ class ReplicaWorld:
             taken: set[str] = set()
         else:
             decided = Decided(cached.explainer, on.state, on.spec, on.state)
-            taken = {claim.workload.name for claim in on.accepted}
+            taken = set(on.names)
         for ticket in batch:
             name = ticket.spec.name
             if name in cached.snapshot.workloads or name in taken:
@@ -530,6 +567,7 @@ class ReplicaWorld:
             decided.accepted.append(Accepted(ticket, workload, result, moves, stored))
             taken.add(name)
             decided.state, decided.spec = after, new_spec
+        decided.names = taken
         return decided
 
     def _plan(
