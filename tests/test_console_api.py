@@ -487,3 +487,26 @@ def test_targets_down_and_up_preview_for_anyone_and_confirm_for_root_only(databa
     unknown = console.post("/ui/whatif", data={**fields, "up": hostile})
     assert unknown.status_code == 404 and hostile not in unknown.text
     assert table_digest(engine) == before
+
+
+def test_a_what_if_confirmed_without_its_previews_revision_changes_nothing(
+    database: str,
+) -> None:
+    """A confirmation is of a preview at the revision it saw: a form that carries none
+    (or one that is no number) is refused, whatever the action, and nothing changes."""
+    app, client = applied(database)
+    root = client.headers["Authorization"].split()[1]
+    console = signed_in_console(app, root)
+    before = table_digest(app.state.database)
+    for action in ("down", "up", "drain"):
+        for revision in (None, "", "x1", "-1"):
+            fields = {"targets": "H1a", "action": action, "confirm": "yes", "csrf": csrf_of(root)}
+            if revision is not None:
+                fields["revision"] = revision
+            refused = console.post("/ui/whatif", data=fields)
+            assert refused.status_code == 422, (action, revision)
+            assert "confirm a preview: preview it first" in refused.text
+    also = {"targets": "H1a", "up": "H2a", "action": "down", "confirm": "yes"}
+    refused = console.post("/ui/whatif", data={**also, "csrf": csrf_of(root)})
+    assert refused.status_code == 422 and "preview it first" in refused.text
+    assert table_digest(app.state.database) == before

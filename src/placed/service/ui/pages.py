@@ -679,7 +679,9 @@ async def whatif_targets(request: Request) -> Response:
         wrong = "a target's name is at most 255 characters"
     elif action == "drain" and also_up:
         wrong = "a drain is previewed alone: leave the targets to bring up empty"
-    elif action == "drain" and fields.get("confirm") == "yes" and not seen_revision(fields):
+    elif fields.get("confirm") == "yes" and seen_revision(fields) is None:
+        # A confirmation is of what a preview showed, at the revision it saw: without
+        # one, nothing says the world is still the one shown.
         wrong = "confirm a preview: preview it first"
     if wrong:
         problem = Problem(422, "invalid-request", "Unprocessable", wrong)
