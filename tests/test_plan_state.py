@@ -130,6 +130,31 @@ def test_a_fork_changes_without_touching_the_original() -> None:
     assert state.size == 5 and fork.size == 6 and not state.created
 
 
+def test_a_fork_shares_the_unit_tables_until_either_side_changes_them() -> None:
+    """A replica forks its world for every claim: a fork copies no table of units (it
+    shares them, persistent), and a change on either side after it is that side's."""
+    state = PlanState(index())
+    for i in range(3):
+        state.place(f"w/{i}", "w", i)
+    state.place("v/0", "v", 4)
+    fork = state.fork()
+    assert fork.units is state.units and fork.placed("w") is state.placed("w")
+    fork.remove("w/1")
+    fork.place("w/3", "w", 1)
+    state.place("v/1", "v", 0)
+    assert dict(state.units) == {
+        "w/0": ("w", 0),
+        "w/1": ("w", 1),
+        "w/2": ("w", 2),
+        "v/0": ("v", 4),
+        "v/1": ("v", 0),
+    }
+    assert dict(fork.units) == {"w/0": ("w", 0), "w/2": ("w", 2), "w/3": ("w", 1), "v/0": ("v", 4)}
+    assert state.placed("w") == ["w/0", "w/1", "w/2"] and fork.placed("w") == ["w/0", "w/2", "w/3"]
+    assert state.placed("v") == ["v/0", "v/1"] and fork.placed("v") == ["v/0"]
+    assert state.where("w/1") == 1 and fork.where("w/1") is None
+
+
 def test_created_targets_grow_every_column_and_join_their_parents_values() -> None:
     state = PlanState(index())
     state.counts("w", "rack")

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import numpy as np
+from immutables import Map
 from numpy.typing import NDArray
 
 from placed.engine.index import TARGET_LEVEL, TargetIndex
@@ -96,10 +97,13 @@ class PlanState:
         self._extra_index: dict[str, dict[str, int]] = {}  # level -> id -> code
         self._columns: dict[str, NDArray[np.intp]] = {}
         # unit -> (group, position), and each group's units in the order they landed.
-        self.units: dict[str, tuple[str, int]] = {}
-        self._by_group: dict[str, list[str]] = {}
+        # Persistent maps: a fork shares them, and a change makes a new one that shares
+        # all but a path with the old, so a replica that forks its world for each claim
+        # pays O(log units) for it, not a copy of every unit it holds.
+        self.units: Map[str, tuple[str, int]] = Map()
+        self._by_group: Map[str, list[str]] = Map()
         # The groups whose list this state owns: fork() shares the lists, and the first
-        # change of one in either state copies it (a fork costs O(groups), not O(units)).
+        # change of one in either state copies it (that group's alone).
         self._own_groups: set[str] = set()
         self._counts: dict[tuple[str, str], NDArray[np.int32]] = {}
         self._first: dict[tuple[str, str], dict[int, str]] = {}
@@ -260,7 +264,7 @@ class PlanState:
     def place(self, unit: str, group: str, position: int) -> None:
         """Record that `unit` of `group` landed at `position` (capacity is the capacity
         family's to take, through the pipeline's reserve)."""
-        self.units[unit] = (group, position)
+        self.units = self.units.set(unit, (group, position))
         self._group_to_change(group).append(unit)
         for level in self._tracked.get(group, ()):
             code = int(self.level_column(level)[position])
@@ -272,13 +276,14 @@ class PlanState:
 
     def _group_to_change(self, group: str) -> list[str]:
         if group not in self._own_groups:
-            self._by_group[group] = list(self._by_group.get(group, ()))
+            self._by_group = self._by_group.set(group, list(self._by_group.get(group, ())))
             self._own_groups.add(group)
         return self._by_group[group]
 
     def remove(self, unit: str) -> int:
         """Forget where `unit` is; returns the position it had."""
-        group, position = self.units.pop(unit)
+        group, position = self.units[unit]
+        self.units = self.units.delete(unit)
         self._group_to_change(group).remove(unit)
         for level in self._tracked.get(group, ()):
             code = int(self.level_column(level)[position])
@@ -388,8 +393,8 @@ class PlanState:
         other._extra_ids = {k: list(v) for k, v in self._extra_ids.items()}
         other._extra_index = {k: dict(v) for k, v in self._extra_index.items()}
         other._columns = dict(self._columns)
-        other.units = dict(self.units)
-        other._by_group = dict(self._by_group)
+        other.units = self.units  # persistent: shared until either changes it
+        other._by_group = self._by_group
         other._own_groups = set()
         self._own_groups = set()
         other._counts = {k: v.copy() for k, v in self._counts.items()}
