@@ -126,7 +126,7 @@ class Decided:
 
     explainer: Explainer
     state: PlanState  # the world with every accepted claim in it
-    spec: Spec
+    spec: Spec  # the world's, without the accepted claims (the cache grows it once stored)
     base: PlanState | None = None  # the world it was decided on (`state` before any claim)
     accepted: list[Accepted] = field(default_factory=list)
     refused: list[tuple[Ticket, problems.ProblemException]] = field(default_factory=list)
@@ -457,7 +457,7 @@ class ReplicaWorld:
                 for ticket in batch:
                     ticket.finish()  # the general path plans them on fresh rows
                 return self._pending()
-            self._advance(cached, number, decided.accepted, decided.spec, decided.state, ids)
+            self._advance(cached, number, decided.accepted, decided.state, ids)
             decided.finish(number, rows)
             return self._pending(next_one)
         for ticket in batch:
@@ -549,7 +549,7 @@ class ReplicaWorld:
             if planned is None:
                 decided.general.append(ticket)
                 continue
-            result, after, new_spec = planned
+            result, after = planned
             unplaced = result.unplaced
             if unplaced:
                 decided.refuse(
@@ -566,21 +566,23 @@ class ReplicaWorld:
             stored = ticket.spec.model_dump(mode="json", exclude_defaults=True)
             decided.accepted.append(Accepted(ticket, workload, result, moves, stored))
             taken.add(name)
-            decided.state, decided.spec = after, new_spec
+            decided.state = after
         decided.names = taken
         return decided
 
     def _plan(
         self, cached: Cached, spec_now: Spec, state: PlanState, workload: Workload
-    ) -> tuple[PlanResult, PlanState, Spec] | None:
-        new_spec = dataclasses.replace(spec_now, workloads=(*spec_now.workloads, workload))
+    ) -> tuple[PlanResult, PlanState] | None:
+        # The result's spec is the world's without the batch's workloads: a claim's plan
+        # and its document read the workloads from the planner and the explainer, and the
+        # spec is grown once a batch is stored (_advance), not copied for every claim.
         after = state.fork()
-        result = PlanResult(new_spec, cached.planner.families)
+        result = PlanResult(spec_now, cached.planner.families)
         context = loop.Context(cached.planner.judge, after, result)
         result.outcomes = loop.run(context, [workload])
         if after.created or result.events or result.dedications_created:
             return None  # what the general path writes (new targets, dedications)
-        return result, after, new_spec
+        return result, after
 
     def _commit(
         self, engine: Engine, cached: Cached, accepted: list[Accepted]
@@ -652,7 +654,6 @@ class ReplicaWorld:
         cached: Cached,
         number: int,
         accepted: list[Accepted],
-        new_spec: Spec,
         state: PlanState,
         ids: dict[str, int],
     ) -> None:
@@ -685,8 +686,10 @@ class ReplicaWorld:
             snapshot.targets[name] = dataclasses.replace(
                 row, generation=row.generation + 1, used=used
             )
-        cached.planner.spec = new_spec
-        cached.spec = new_spec
+        cached.spec = dataclasses.replace(
+            cached.spec, workloads=(*cached.spec.workloads, *(c.workload for c in accepted))
+        )
+        cached.planner.spec = cached.spec
         cached.state = state
         cached.revision = number
 
