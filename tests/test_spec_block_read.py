@@ -144,6 +144,8 @@ LEFT_TO_THE_EVENTS = {
     "comment after a value": "a: 1 # one\n",
     "tab": "a:\n\tb: 1\n",
     "carriage return": "a: 1\r\nb: 2\r\n",
+    "control character in a comment": "a: 1\n# \x01\nb: 2\n",
+    "delete character in a comment": "a: 1 \n#\x7f\n",
     "not ascii": "a: café\n",
     "two documents": "a: 1\n---\nb: 2\n",
     "document start": "---\na: 1\n",

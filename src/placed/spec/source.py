@@ -444,8 +444,10 @@ _MAPPING_ITEMS = object()  # the first item of an open mapping's list
 # 2024-01-01 read as the events read them.
 
 _BLOCK_DEPTH = 100  # deeper files go to the events, which check MAX_DEPTH
-# What the reader refuses anywhere in the text (tabs and control characters among them).
-_BLOCK_UNUSUAL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
+# What the reader refuses anywhere in the text (tabs and control characters among them),
+# as the bytes that are not: deleting these from an ASCII text leaves only the unusual
+# ones, three times as fast as a search for them.
+_BLOCK_USUAL = bytes(b for b in range(128) if b == 0x0A or 0x20 <= b <= 0x7E)
 # YAML takes a key of one line of at most 1024 characters (libyaml refuses longer ones).
 _KEY_TEXT = r"[A-Za-z_][A-Za-z0-9_.\-/]{0,127}"
 # A plain value: no space, colon, #, quote, comma or bracket, and no indicator first.
@@ -474,7 +476,7 @@ _FLOW_SCALAR = re.compile(f"({_DOUBLE_QUOTED})|({_SINGLE_QUOTED})|({_PLAIN_TEXT}
 
 def _block_yaml(text: str) -> list[Any] | None:
     """The one document of `text` if it is plain block YAML (above), else None."""
-    if not text.isascii() or _BLOCK_UNUSUAL.search(text) is not None:
+    if not text.isascii() or text.encode("ascii").translate(None, _BLOCK_USUAL):
         return None
     try:
         return [_read_block(text.split("\n"), _Plain())]
