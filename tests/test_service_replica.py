@@ -413,3 +413,35 @@ def test_claims_arriving_in_turns_during_a_commit_all_make_the_next_batch(
     with reading(engine) as session:
         assert revision.current(session) == before + 2
         assert set(session.scalars(select(Workload.name))) == {"a", "b", "c"}
+
+
+def test_the_cycle_collector_rests_while_the_world_is_built_planned_and_written(
+    database: str, monkeypatch: Any
+) -> None:
+    """Reading, planning and writing the whole world (an apply), and building the
+    replica's world, make objects by the million that live on: each pass of the cycle
+    collector meanwhile would walk them all. It is on again afterwards."""
+    import gc
+
+    seen: dict[str, list[bool]] = {"write": [], "build": []}
+    write, world_spec = placing._write, placing.world_spec
+
+    def watched_write(*args: Any, **kwargs: Any) -> Any:
+        seen["write"].append(gc.isenabled())
+        return write(*args, **kwargs)
+
+    def watched_world_spec(*args: Any, **kwargs: Any) -> Any:
+        seen["build"].append(gc.isenabled())
+        return world_spec(*args, **kwargs)
+
+    monkeypatch.setattr(placing, "_write", watched_write)
+    monkeypatch.setattr(placing, "world_spec", watched_world_spec)
+    assert gc.isenabled()
+    app, replica = applied(database)
+    claim = ticket("a", 1)
+    replica._serve(app.state.database, [claim])
+    assert claim.answer is not None
+    # The apply writes once; the world is built for its plan and for the replica.
+    assert seen["write"] == [False]
+    assert len(seen["build"]) >= 2 and not any(seen["build"])
+    assert gc.isenabled()

@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session
 
 from placed.engine import loop
 from placed.engine.outcomes import Placement, PlanResult
-from placed.engine.planner import Planner
+from placed.engine.planner import Planner, without_cycle_collection
 from placed.engine.report import Explainer, plan_document
 from placed.engine.state import PlanState
 from placed.model import Spec, Workload
@@ -205,6 +205,12 @@ class ReplicaWorld:
         self._taken: list[Ticket] = []
 
     def _fresh(self, engine: Engine) -> Cached:
+        # Building the world makes millions of objects that live until the next build:
+        # the cycle collector would walk them all, again and again, while they are made.
+        with without_cycle_collection():
+            return self._brought_up_to_date(engine)
+
+    def _brought_up_to_date(self, engine: Engine) -> Cached:
         with reading(engine) as session:
             current = revision.current(session)
             cached = self._cached
