@@ -86,6 +86,9 @@ def create_app(
         version=__version__,
         description="Decide where each unit of work goes, under policy, and explain why.",
         lifespan=lifespan,
+        # placed's metrics are its own (/metrics); FastAPI's OpenTelemetry hooks would
+        # otherwise look for configured providers on every request.
+        telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
     )
     app.state.event_bell = bell
     app.state.database = database
