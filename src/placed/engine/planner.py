@@ -3,15 +3,14 @@ the fast judge (the pipeline, and rendezvous selection over arrays)."""
 
 from __future__ import annotations
 
-import contextlib
-import gc
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from placed.collector import without_cycle_collection
 from placed.engine import balance, block, heap, loop
 from placed.engine.block import Following
 from placed.engine.explain import counted_rejections, filtered_counted, summarize_counted
@@ -35,20 +34,6 @@ _COMPILED_KEPT = 16
 # Told of each running unit just before it lands in the initial state (engine/fit.py
 # judges it there): the unit, its workload, its target's position, the state so far.
 Landing = Callable[[Running, Workload, int, PlanState], None]
-
-
-@contextlib.contextmanager
-def without_cycle_collection() -> Iterator[None]:
-    """A plan makes short-lived records and arrays per unit, none in reference cycles,
-    and past each allocation threshold the cycle collector would walk every object of the
-    spec (10,000 workloads of their own on 5,000 targets: a tenth of the plan)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class FastJudge:

@@ -25,7 +25,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from placed.engine.planner import Planner, without_cycle_collection
+from placed.collector import without_cycle_collection
+from placed.engine.planner import Planner
 from placed.engine.trace import UnknownUnitError, trace, trace_document
 from placed.model import Spec
 from placed.model.spec import Running

@@ -26,9 +26,10 @@ from typing import Any, Protocol
 from sqlalchemy import Engine, exc
 from sqlalchemy.orm import Session
 
+from placed.collector import without_cycle_collection
 from placed.engine import fit
 from placed.engine.outcomes import Placement, PlanResult
-from placed.engine.planner import Planner, without_cycle_collection
+from placed.engine.planner import Planner
 from placed.engine.rebalance import Simulation
 from placed.engine.report import Explainer
 from placed.engine.state import PlanState

@@ -29,9 +29,10 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
+from placed.collector import without_cycle_collection
 from placed.engine import loop
 from placed.engine.outcomes import Placement, PlanResult
-from placed.engine.planner import Planner, without_cycle_collection
+from placed.engine.planner import Planner
 from placed.engine.report import Explainer, plan_document
 from placed.engine.state import PlanState
 from placed.model import Spec, Workload

@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 
-from placed.engine.planner import without_cycle_collection
+from placed.collector import without_cycle_collection
 from placed.service.auth import public
 from placed.service.ui import charts, fleet, picture, whatif
 from placed.service.ui.session import (
