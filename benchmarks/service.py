@@ -46,6 +46,7 @@ import pstats
 import random
 import secrets
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -63,6 +64,7 @@ from sqlalchemy import create_engine, func, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
+import compare
 import placed
 from harness import SEED, HotSpot, progress, table
 
@@ -70,6 +72,7 @@ from harness import SEED, HotSpot, progress, table
 # benchmark against older trees, which have neither, and this section then says so.
 
 BIN = Path(sys.executable).parent
+BENCHMARKS_CHECKOUT_SRC = Path(__file__).resolve().parent.parent / "src"
 POSTGRES_URL = os.environ.get(
     "PLACED_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
@@ -285,9 +288,10 @@ class Server:
 
 
 @contextmanager
-def serving(url: str) -> Iterator[Server]:
-    """One `placed serve` on loopback. Its stderr goes to a file, never a pipe nobody
-    reads (a server that logs enough would block on a full pipe)."""
+def serving(url: str, tree: Path | None = None) -> Iterator[Server]:
+    """One `placed serve` on loopback (`tree`: the `placed` of that source tree, else
+    this checkout's). Its stderr goes to a file, never a pipe nobody reads (a server
+    that logs enough would block on a full pipe)."""
     port = free_port()
     with tempfile.TemporaryFile(mode="w+") as log:
         server = subprocess.Popen(
@@ -298,6 +302,7 @@ def serving(url: str) -> Iterator[Server]:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,
+            env=tree_environment(tree),
         )
         base = f"http://127.0.0.1:{port}"
         try:
@@ -325,6 +330,28 @@ def serving(url: str) -> Iterator[Server]:
             logged = log.read()
             if "Traceback" in logged:
                 progress(f"placed serve logged a traceback:\n{logged[-4000:]}")
+
+
+def tree_environment(tree: Path | None) -> dict[str, str] | None:
+    """The environment a process of `tree`'s `placed` runs in (None: this one's)."""
+    return None if tree is None else compare.environment(tree)
+
+
+def upgrade_with(url: str, tree: Path) -> str:
+    """`placed db upgrade` of `tree`'s `placed`, in a process of its own (its schema may
+    not be this checkout's); the first root token it prints."""
+    done = subprocess.run(
+        [str(BIN / "placed"), "db", "upgrade", "--database", url],
+        capture_output=True,
+        text=True,
+        env=tree_environment(tree),
+        timeout=APPLY_TIMEOUT,
+        check=False,
+    )
+    token = next((w for w in done.stdout.split() if w.startswith("plc_")), None)
+    if done.returncode != 0 or token is None:
+        raise RuntimeError(f"placed db upgrade ({tree}): {(done.stderr or done.stdout)[-500:]}")
+    return token
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -390,9 +417,15 @@ def claim_for(base: str, token: str, client_number: int, deadline: float, tally:
 
 
 def measure(
-    database: str, url: str, targets: int, window: float, seed: int, running: int = 0
+    database: str,
+    url: str,
+    targets: int,
+    window: float,
+    seed: int,
+    running: int = 0,
+    tree: Path | None = None,
 ) -> ClaimRun:
-    token = upgrade(url)
+    token = upgrade(url) if tree is None else upgrade_with(url, tree)
     document = inventory_document(targets, random.Random(seed + targets))
     running_workloads = running // RUNNING_PER_WORKLOAD
     document["workloads"] = [
@@ -401,7 +434,7 @@ def measure(
     ]
     body = json.dumps(document)
     headers = {"authorization": f"Bearer {token}", "content-type": "application/json"}
-    with serving(url) as server:
+    with serving(url, tree) as server:
         base = server.base
         start = time.perf_counter()
         applied = httpx.post(
@@ -740,6 +773,87 @@ def run(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """One window of claims on one tree, in an interleaved comparison."""
+
+    round: int
+    side: str  # "old" or "new"
+    run: ClaimRun
+
+
+def against(
+    old: Path,
+    new: Path,
+    database: str,
+    targets: int,
+    window: float,
+    rounds: int,
+    seed: int = SEED,
+    postgres_url: str = POSTGRES_URL,
+) -> list[Pair]:
+    """Claims through the API of two source trees' `placed serve`, one window each per
+    round, alternating (old new, new old, ...) so that the machine's drift weighs on both
+    alike; each window on a fresh database and server, set up by that tree's own
+    `placed db upgrade`. The rate moves by a third between minutes on a shared machine:
+    only pairs taken side by side compare two trees."""
+    pairs: list[Pair] = []
+    for number in range(1, rounds + 1):
+        sides = [("old", old), ("new", new)]
+        for side, tree in sides if number % 2 else reversed(sides):
+            fresh = sqlite_database() if database == "sqlite" else postgres_database(postgres_url)
+            with fresh as url:
+                label = "SQLite" if database == "sqlite" else "PostgreSQL"
+                pairs.append(
+                    Pair(number, side, measure(label, url, targets, window, seed, 0, tree))
+                )
+    return pairs
+
+
+def against_section(pairs: list[Pair], old: Path, new: Path) -> list[str]:
+    rows = [
+        [
+            str(p.round),
+            f"{p.side} ({old if p.side == 'old' else new})",
+            f"{p.run.rate:.1f}",
+            "n/a" if p.run.cpu_per_claim is None else f"{p.run.cpu_per_claim * 1000:.2f} ms",
+            f"{p.run.conflicts:,}",
+            str(len(p.run.errors)),
+        ]
+        for p in pairs
+    ]
+
+    def median(side: str, measure: Callable[[ClaimRun], float | None]) -> float | None:
+        found = [v for p in pairs if p.side == side and (v := measure(p.run)) is not None]
+        return statistics.median(found) if found else None
+
+    lines = [
+        f"## Claims on two trees, interleaved ({pairs[0].run.database}, "
+        f"{pairs[0].run.targets:,} targets, {CLIENTS} clients)",
+        "",
+        *table(
+            ["round", "tree", "committed/s", "server CPU per claim", "conflicts", "errors"], rows
+        ),
+        "",
+    ]
+    rates = median("old", lambda r: r.rate), median("new", lambda r: r.rate)
+    cpus = median("old", lambda r: r.cpu_per_claim), median("new", lambda r: r.cpu_per_claim)
+    if rates[0] and rates[1]:
+        lines.append(
+            f"Median committed/s: old {rates[0]:.1f}, new {rates[1]:.1f} "
+            f"(new/old {rates[1] / rates[0]:.2f})."
+        )
+    if cpus[0] and cpus[1]:
+        lines.append(
+            f"Median server CPU per claim: old {cpus[0] * 1000:.2f} ms, new "
+            f"{cpus[1] * 1000:.2f} ms (new/old {cpus[1] / cpus[0]:.2f})."
+        )
+    for p in pairs:
+        for error in p.run.errors[:3]:
+            lines.append(f"- round {p.round}, {p.side}: {error}")
+    return [*lines, ""]
+
+
 # -- the report --------------------------------------------------------------------------------
 
 
@@ -998,7 +1112,59 @@ def main(argv: list[str] | None = None) -> int:
         choices=["claims"],
         help="claims: the claims through the API alone (no re-evaluation)",
     )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="DIR",
+        help="compare claims with the placed of another source tree (a checkout or its "
+        "src), in interleaved windows: the rest of the benchmark does not run",
+    )
+    parser.add_argument(
+        "--tree",
+        type=Path,
+        metavar="DIR",
+        help="with --against: the new tree (default: this checkout's src)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=4, help="with --against: windows per tree (default 4)"
+    )
+    parser.add_argument(
+        "--database",
+        choices=["sqlite", "postgresql"],
+        default="postgresql",
+        help="with --against: the database (default postgresql)",
+    )
+    parser.add_argument(
+        "--targets", type=int, default=GOAL_TARGETS, help="with --against: inventory size"
+    )
+    parser.add_argument(
+        "--window", type=float, default=WINDOW_SECONDS, help="with --against: seconds a window"
+    )
     args = parser.parse_args(argv)
+    if args.against is not None:
+        try:
+            old = compare.source_tree(args.against)
+            new = compare.source_tree(args.tree or BENCHMARKS_CHECKOUT_SRC)
+            for tree in (old, new):
+                compare.imported_from(sys.executable, tree)
+        except compare.CompareError as error:
+            print(f"service.py: {error}", file=sys.stderr)
+            return 2
+        if args.rounds < 1 or args.targets < 1 or args.window <= 0:
+            print("service.py: --rounds, --targets and --window must be positive", file=sys.stderr)
+            return 2
+        pairs = against(
+            old,
+            new,
+            args.database,
+            args.targets,
+            args.window,
+            args.rounds,
+            args.seed,
+            args.postgres,
+        )
+        print("\n".join(against_section(pairs, old, new)), end="")
+        return 0 if all(not p.run.errors for p in pairs) else 1
     result = run(args.quick, args.profile, args.seed, args.postgres, args.only == "claims")
     lines = section(result)
     # Alone, the section says what produced it (run.py's preamble does that for the report).

@@ -9,6 +9,7 @@ import contextlib
 import importlib.util
 import io
 import re
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -405,3 +406,45 @@ def test_loading_runs_alone_with_its_goals() -> None:
     assert "## Loading goals" in report
     assert "## Kubernetes shapes" not in report
     assert "| loading: 100,000 targets" in report
+
+
+SERVICE_PY = BENCHMARKS / "service.py"
+CHECKOUT_SRC = BENCHMARKS.parent / "src"
+
+
+def test_claims_on_two_trees_alternate_and_are_summed_up() -> None:
+    """`service.py --against DIR`: the checkout against its own tree, one round, so each
+    side has its window and the medians their ratio."""
+    done = subprocess.run(
+        [
+            *(sys.executable, str(SERVICE_PY), "--against", str(CHECKOUT_SRC)),
+            *("--database", "sqlite", "--targets", "40", "--window", "0.5", "--rounds", "2"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line for line in done.stdout.splitlines() if re.match(r"\| \d \| (old|new) ", line)]
+    # Round 1 old then new, round 2 new then old: the machine's drift weighs on both.
+    assert [row.split("|")[1:3] for row in rows] == [
+        [" 1 ", f" old ({CHECKOUT_SRC.resolve()}) "],
+        [" 1 ", f" new ({CHECKOUT_SRC.resolve()}) "],
+        [" 2 ", f" new ({CHECKOUT_SRC.resolve()}) "],
+        [" 2 ", f" old ({CHECKOUT_SRC.resolve()}) "],
+    ]
+    assert all(row.rstrip().endswith("| 0 |") for row in rows), rows  # no errors
+    assert re.search(r"Median committed/s: old [\d.]+, new [\d.]+ \(new/old [\d.]+\)", done.stdout)
+
+
+def test_claims_against_a_tree_without_placed_is_refused(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(SERVICE_PY), "--against", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert f"{tmp_path}: no placed/__init__.py" in done.stderr
