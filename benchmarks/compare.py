@@ -139,10 +139,10 @@ def timings(report: str) -> list[Timing]:
                 match = DURATION.match(text)
                 if match is None or column.startswith("per ") or " per " in column:
                     continue
-                number, unit = match.group(1).replace(",", ""), UNITS[match.group(2)]
-                decimals = len(number.partition(".")[2])
+                digits, unit = match.group(1).replace(",", ""), UNITS[match.group(2)]
+                decimals = len(digits.partition(".")[2])
                 rounding = 0.5 * 10.0**-decimals * unit
-                timing = Timing(section, row[0], column, float(number) * unit, rounding, text)
+                timing = Timing(section, row[0], column, float(digits) * unit, rounding, text)
                 found.setdefault(timing.key, timing)
     return list(found.values())
 

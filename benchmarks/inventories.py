@@ -91,8 +91,9 @@ def tag_names(rng: np.random.Generator, size: int) -> list[str]:
 
 
 def zipf_weights(size: int, exponent: float) -> FloatArray:
-    weights = 1.0 / np.arange(1, size + 1, dtype=np.float64) ** exponent
-    return weights / weights.sum()
+    weights: FloatArray = 1.0 / np.arange(1, size + 1, dtype=np.float64) ** exponent
+    shares: FloatArray = weights / weights.sum()
+    return shares
 
 
 def draw_without_replacement(

@@ -164,6 +164,8 @@ def parse(argv: list[str]) -> Config:
         parser.error("--kubernetes-only large needs the large shape (--kubernetes-large N)")
     if args.kubernetes_large is not None and 0 < args.kubernetes_large < 3:
         parser.error("--kubernetes-large must be 0 or at least 3 (one host per zone)")
+    sizes: tuple[int, ...]
+    constraint_sizes: tuple[int, ...]
     if args.quick:
         sizes, units, reference, mapping, names, repeat = (1000,), 500, 50, 10_000, 3, 2
         constraint_sizes, check_targets = (2_000,), 1_000

@@ -183,7 +183,9 @@ class ServiceResult:
 
     @property
     def ok(self) -> bool:
-        return not any(run.errors for run in [*self.runs, *self.reevaluations])
+        return not any(run.errors for run in self.runs) and not any(
+            run.errors for run in self.reevaluations
+        )
 
 
 # -- the inventory -----------------------------------------------------------------------------

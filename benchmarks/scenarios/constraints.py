@@ -4,6 +4,7 @@ property set at a time (the reference), which must give the same booleans."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -114,7 +115,7 @@ def measure_constraint(
         TermCost(
             str(term),
             int(columns.holds(term).sum()),
-            best_of(lambda term=term: columns.holds(term), 5, number),
+            best_of(functools.partial(columns.holds, term), 5, number),
         )
         for term in terms
     ]

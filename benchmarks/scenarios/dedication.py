@@ -69,7 +69,9 @@ def world(rng: np.random.Generator, side: int, units: int) -> str:
         accounts[f"{domain}a0"] = domain
         accounts[f"{domain}a1"] = domain
     inventory = []
-    pods, clusters, hosts = [], [], []
+    pods: list[str] = []
+    clusters: list[tuple[str, str]] = []
+    hosts: list[tuple[str, str]] = []
     for z in range(side):
         zone: dict[str, Any] = {"id": f"z{z}", "kind": "zone", "children": []}
         for p in range(side):
@@ -97,21 +99,23 @@ def world(rng: np.random.Generator, side: int, units: int) -> str:
     tops = [d for d, depth in names if depth == 1][:-1]
     dedications: list[dict[str, Any]] = []
     owner_of_pod: dict[str, str] = {}
-    for pod in rng.choice(pods, size=len(pods) // 4, replace=False).tolist():
-        owner_of_pod[pod] = str(rng.choice(tops))
-        dedications.append({"resource": pod, "domain": owner_of_pod[pod]})
+    for pod_id in rng.choice(pods, size=len(pods) // 4, replace=False).tolist():
+        owner_of_pod[pod_id] = str(rng.choice(tops))
+        dedications.append({"resource": pod_id, "domain": owner_of_pod[pod_id]})
     owner_of_cluster: dict[str, str] = {}
     for index in rng.choice(len(clusters), size=len(clusters) // 8, replace=False).tolist():
-        pod, cluster = clusters[index]
-        top = owner_of_pod.get(pod)
+        pod_id, cluster = clusters[index]
+        pod_owner = owner_of_pod.get(pod_id)
         # Inside a dedicated pod, only the pod's domain or below (the rules refuse the rest).
-        choices = [d for d, depth in names if depth == 2 and (top is None or d.startswith(top))]
+        choices = [
+            d for d, depth in names if depth == 2 and (pod_owner is None or d.startswith(pod_owner))
+        ]
         owner_of_cluster[cluster] = str(rng.choice(choices))
         dedications.append({"resource": cluster, "domain": owner_of_cluster[cluster]})
     for index in rng.choice(len(hosts), size=len(hosts) // 20, replace=False).tolist():
         cluster, host = hosts[index]
-        pod = cluster.rsplit("c", 1)[0]
-        above = owner_of_cluster.get(cluster) or owner_of_pod.get(pod)
+        pod_id = cluster.rsplit("c", 1)[0]
+        above = owner_of_cluster.get(cluster) or owner_of_pod.get(pod_id)
         choices = [a for a, d in accounts.items() if above is None or d.startswith(above)]
         account = str(rng.choice(choices))
         dedications.append({"resource": host, "domain": accounts[account], "account": account})
