@@ -16,6 +16,7 @@ from placed.model import (
     Workload,
     validate_properties,
 )
+from placed.model.inventory import Scope
 from placed.policy.deployment import Deployment
 from placed.policy.distinct import Distinct
 from placed.policy.tags import Tagged
@@ -48,7 +49,8 @@ constraint_lists = st.lists(st.sampled_from(CONSTRAINTS), max_size=2).map(tuple)
 
 @st.composite
 def agents(draw: st.DrawFn) -> Agent:
-    scope = draw(st.sampled_from(["device", "device", "cluster", "namespace"]))
+    scopes: list[Scope] = ["device", "device", "cluster", "namespace"]
+    scope = draw(st.sampled_from(scopes))
     namespace = None if scope == "device" else draw(st.sampled_from(NAMESPACES))
     return Agent(scope=scope, namespace=namespace, arch=draw(st.sampled_from([None, "amd64"])))
 

@@ -289,7 +289,8 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "balanced-conduc
 def _cli_json(*args: str) -> dict[str, Any]:
     result = CliRunner().invoke(app, [*args, "--format", "json"])
     assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+    found: dict[str, Any] = json.loads(result.stdout)
+    return found
 
 
 def _per_target(placements: list[dict[str, Any]], workload: str) -> dict[str, int]:

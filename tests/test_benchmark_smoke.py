@@ -212,7 +212,7 @@ def test_service_reevaluation_counts_the_moves_its_rule_makes(
     _, report, _ = quick_run
     section = report.split("### Re-evaluation: a policy change on every-mode units", 1)[1]
     section = section.split("\n## ", 1)[0]
-    steps = {}
+    steps: dict[str, list[int | None]] = {}
     for line in section.splitlines():
         match = re.match(r"\| SQLite 200: (.+?) \| ([\d.]+) s \|(.*)\|$", line)
         if match:
@@ -225,7 +225,9 @@ def test_service_reevaluation_counts_the_moves_its_rule_makes(
         "widen back to every target",
     }, section
     assert steps["place on every target"] == [200, 0, 0, 200]
-    placed, removed, moved, kept = steps["narrow to tier == gold"]
+    narrowed = steps["narrow to tier == gold"]
+    assert None not in narrowed, narrowed
+    placed, removed, moved, kept = (count or 0 for count in narrowed)
     assert placed == 0 and moved == 0 and 0 < removed < 200 and removed + kept == 200
     assert steps["widen back to every target"] == [removed, 0, 0, 200]
     assert (

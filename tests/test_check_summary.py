@@ -6,6 +6,7 @@ mode, and the summary's counts agreeing with the full matrix on random specs."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -13,7 +14,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
@@ -288,7 +289,7 @@ def test_each_workload_is_printed_before_the_next_is_checked(
     def watched(*args: Any) -> Iterator[Checked]:
         for checked in real(*args):
             sys.stdout.flush()
-            printed.append(sys.stdout.buffer.getvalue().decode())  # type: ignore[attr-defined]
+            printed.append(cast(io.BytesIO, sys.stdout.buffer).getvalue().decode())
             yield checked
 
     monkeypatch.setattr(cli, name, watched)

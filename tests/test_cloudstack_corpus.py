@@ -69,7 +69,8 @@ def spec_of(world: dict[str, Any]) -> str:
         {"name": name, **{k: v for k, v in o.items() if k != "implicit" or o.get("dedicated")}}
         for name, o in world["offerings"].items()
     ]
-    workloads, running = [], []
+    workloads: list[dict[str, Any]] = []
+    running: list[dict[str, Any]] = []
     for host_id, vms in (world.get("vms") or {}).items():
         for vm in vms:
             vm = {"name": f"pre-{len(workloads)}", **vm}

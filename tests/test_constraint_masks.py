@@ -44,7 +44,7 @@ def expected(inventory: Inventory, texts: tuple[str, ...]) -> list[bool]:
 def parses(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
     """Every constraint the masks parse, as they ask for it."""
     seen: list[tuple[str, ...]] = []
-    real = masks.parse_constraint
+    real = parse_constraint  # what the masks module imported
 
     def counting(texts: Any) -> Any:
         seen.append(tuple(texts))
@@ -56,7 +56,8 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
 
 def constraint_mask(planner: Planner, workload: Workload) -> list[bool]:
     position = [f.name for f in planner.pipeline.filters].index("constraint")
-    return planner.request(workload).static_masks[position].tolist()
+    mask: list[bool] = planner.request(workload).static_masks[position].tolist()
+    return mask
 
 
 INVENTORY = hosts([{"gen": g, "disk": d} for g in (1, 2, 3) for d in ("ssd", "hdd")])

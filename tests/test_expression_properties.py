@@ -60,8 +60,8 @@ def _entries() -> list[tuple[Any, str | None]]:
     entries: list[tuple[Any, str | None]] = []
     for number in [-3, -1, 0, 1, 2, 4, 5, 6]:
         entries += [(number, None), (number, "int"), (number, "float")]
-    for number in [0.5, 2.5, -1.5, 4.0, 1.25]:
-        entries += [(number, None), (number, "float")]
+    for fraction in [0.5, 2.5, -1.5, 4.0, 1.25]:
+        entries += [(fraction, None), (fraction, "float")]
     for flag in (True, False):
         entries += [(flag, None), (flag, "boolean")]
     for text in STRING_VALUES:
@@ -195,7 +195,9 @@ def constraint_texts(draw: st.DrawFn) -> str | list[str]:
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(constraint_texts(), batches)
-def test_columns_agree_with_reference(text: str | list[str], sets: list[dict[str, Property]]):
+def test_columns_agree_with_reference(
+    text: str | list[str], sets: list[dict[str, Property]]
+) -> None:
     constraint = parse_constraint(text)  # generated text is valid: this must not raise
     assert constraint.tree is not None
     fast = PropertyColumns(sets).satisfied(constraint)
@@ -213,7 +215,7 @@ def test_single_comparisons_agree(text: str, sets: list[dict[str, Property]]) ->
 
 @settings(max_examples=100, deadline=None)
 @given(constraint_texts(), batches)
-def test_operator_spellings_agree(text: str | list[str], sets: list[dict[str, Property]]):
+def test_operator_spellings_agree(text: str | list[str], sets: list[dict[str, Property]]) -> None:
     # = is ==, && is AND, || is OR: respelling gives the same answers. (No generated
     # quoted value holds =, & or |.)
     def respell(one: str) -> str:

@@ -1006,7 +1006,7 @@ def _with_every_ignored_key(keys: hzn_keys.Keys, document: dict[str, Any]) -> di
 
 
 def test_every_key_hzn_knows_is_accepted_and_ignored(tmp_path: Path) -> None:
-    documents = {
+    documents: dict[str, tuple[str, dict[str, Any]]] = {
         "nodes.json": ("nodes", {"myorg/a": node(), "myorg/gw": node(arch="arm64")}),
         "a.node.policy.json": (
             "node-policy",

@@ -104,7 +104,7 @@ def test_counts_kept_as_units_land_equal_a_recount(
         for code, count in enumerate(state.counts(group, level)):
             first = state.first_unit(group, level, code)
             if count:
-                assert first in state.placed(group)
+                assert first is not None and first in state.placed(group)
                 assert int(column[state.units[first][1]]) == code
             else:
                 assert first is None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from placed.engine.planner import Planner
 from placed.engine.reference import ReferenceJudge
+from placed.policy.base import Filter, Scorer
 from placed.policy.registry import FAMILIES, markdown_table
 from placed.spec import load_spec_text
 
@@ -36,9 +37,13 @@ def test_pipeline_and_reference_run_the_registry_in_order() -> None:
 
 
 def test_names_are_unique_and_every_filter_explains_itself() -> None:
-    names = [f.name for family in FAMILIES for f in (*family.filter_types, *family.scorer_types)]
+    kinds: list[type[Filter] | type[Scorer]] = []
+    for family in FAMILIES:
+        kinds += [*family.filter_types, *family.scorer_types]
+    names = [kind.name for kind in kinds]
     assert len(names) == len(set(names))
     assert len({family.name for family in FAMILIES}) == len(FAMILIES)
     for family in FAMILIES:
-        for kind in (*family.filter_types, *family.scorer_types):
+        own: list[type[Filter] | type[Scorer]] = [*family.filter_types, *family.scorer_types]
+        for kind in own:
             assert kind.summary and not kind.summary.endswith(".")

@@ -15,10 +15,11 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from placed.service import create_app
-from placed.service.auth import ROLES, Public, Rule, route_rules
+from placed.service.auth import Public, Rule, route_rules
 from placed.store import accounts, domains, targets
 from placed.store.credentials import parse
 from placed.store.database import writing
+from placed.store.tables import ROLES
 
 from .service_support import bearer, issue, served, table_digest
 

@@ -36,7 +36,8 @@ class Setup:
     root: str
 
     def create(self, token: str, **body: Any) -> httpx.Response:
-        return self.client.post("/v1/tokens", json=body, headers=bearer(token))
+        answer: httpx.Response = self.client.post("/v1/tokens", json=body, headers=bearer(token))
+        return answer
 
     def listed(self, token: str) -> list[dict[str, Any]]:
         answer = self.client.get("/v1/tokens", headers=bearer(token))
@@ -110,7 +111,10 @@ def test_every_way_a_token_fails_is_the_same_401(setup: Setup) -> None:
 def test_the_token_is_checked_before_a_malformed_body_is_answered(setup: Setup) -> None:
     def send(token: str | None) -> httpx.Response:
         headers = {"content-type": "application/json", **(bearer(token) if token else {})}
-        return setup.client.post("/v1/tokens", content=b"{not json", headers=headers)
+        answer: httpx.Response = setup.client.post(
+            "/v1/tokens", content=b"{not json", headers=headers
+        )
+        return answer
 
     answer = send(None)
     assert_problem(answer, 401, "unauthenticated")
@@ -226,13 +230,13 @@ def test_a_scope_that_does_not_fit_is_a_422_at_scope(setup: Setup) -> None:
         found = assert_problem(setup.create(setup.root, **body), 422, "invalid-scope")
         assert found["errors"][0]["pointer"] == "/scope"
         assert detail in found["errors"][0]["detail"], found
-    for body, pointer in (
+    for bad, pointer in (
         ({"role": "admin"}, "/role"),
         ({"role": "user", "scope": "acme", "expires_in_s": 11 * 366 * 86400}, "/expires_in_s"),
         ({"role": "user", "scope": "acme", "expires_in_s": 0}, "/expires_in_s"),
         ({"role": "user", "scope": "acme", "secret": "mine"}, "/secret"),
     ):
-        found = assert_problem(setup.create(setup.root, **body), 422, "invalid-request")
+        found = assert_problem(setup.create(setup.root, **bad), 422, "invalid-request")
         assert pointer in [e.get("pointer") for e in found["errors"]], found
     assert setup.digest() == before
 

@@ -107,11 +107,13 @@ class World:
         body = {"resource": resource, "domain": domain}
         if account is not None:
             body["account"] = account
-        return self.client.post("/v1/dedications", json=body)
+        answer: Response = self.client.post("/v1/dedications", json=body)
+        return answer
 
     def vm(self, name: str, account: str, offering: str, units: int = 1) -> Response:
         body = {"name": name, "account": account, "offering": offering, "units": units}
-        return self.client.post("/v1/workloads", json=body)
+        answer: Response = self.client.post("/v1/workloads", json=body)
+        return answer
 
 
 def assert_problem(answer: Response, status: int, kind: str) -> None:
@@ -168,7 +170,7 @@ def test_a_host_dedicated_to_an_account_takes_only_that_accounts_vms(world: Worl
     # Its shared VMs go to shared hosts only: h2 and h3, never h1.
     shared = world.vm("a2-shared", "A2", "shared", units=4)
     assert shared.status_code == 201, shared.text
-    assert sorted(hosts_of(shared).values()) == ["h2", "h2", "h3", "h3"]
+    assert sorted(map(str, hosts_of(shared).values())) == ["h2", "h2", "h3", "h3"]
     # The owning account's dedicated VM lands on its host.
     own = world.vm("a1-dedicated", "A1", "dedicated")
     assert own.status_code == 201, own.text

@@ -182,7 +182,7 @@ def test_a_bad_drain_is_a_problem_and_changes_nothing(world: tuple[TestClient, E
     missing = client.post("/v1/targets:drain", json={"targets": ["h1", "nope", "nah"]})
     assert missing.status_code == 404
     assert "'nope' (and 1 more)" in missing.json()["detail"]
-    for body in (
+    bodies: list[dict[str, Any]] = [
         {},
         {"targets": []},
         {"targets": ["x" * 256]},
@@ -191,7 +191,8 @@ def test_a_bad_drain_is_a_problem_and_changes_nothing(world: tuple[TestClient, E
         {"targets": ["h1"], "reason": "r" * 256},
         {"targets": [f"h{i}" for i in range(1001)]},
         {"targets": "h1"},
-    ):
+    ]
+    for body in bodies:
         refused = client.post("/v1/targets:drain", json=body)
         assert refused.status_code == 422, (body, refused.text)
         assert refused.headers["content-type"].startswith("application/problem+json")

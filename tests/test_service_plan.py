@@ -116,7 +116,7 @@ def test_a_body_past_the_limit_is_a_413_problem(store: tuple[str, str]) -> None:
         for _ in range(20):
             yield b" " * 100  # no Content-Length: counted as it arrives
 
-    streamed = client.post("/v1/plan", content=chunks())  # type: ignore[arg-type]
+    streamed = client.post("/v1/plan", content=chunks())
     assert streamed.status_code == 413
     assert client.post("/v1/plan", content='{"inventory": [{"id": "h1"}]}').status_code == 200
 

@@ -187,7 +187,7 @@ def test_an_allocation_unit_that_no_longer_fits_stays_until_replaced(
     client, engine = world
     apply(client, HOSTS.replace("TIER", "gold"))
     placed = where(client)
-    assert sorted(placed.values()) == ["h1", "h2"]
+    assert sorted(map(str, placed.values())) == ["h1", "h2"]
     unit = next(u for u, t in placed.items() if t == "h1")
     silver = HOSTS.replace("TIER", "silver")
     rows = table_digest(engine)
@@ -269,9 +269,9 @@ def test_a_dedication_released_under_dedicated_vms_flags_them_and_replace_moves_
         assert made.status_code == 201, made.text
     vms = {"name": "a1-vm", "account": "A1", "offering": "dedicated", "units": 2}
     assert client.post("/v1/workloads", json=vms).status_code == 201
-    [host] = set(where(client).values())
-    other = "h2" if host == "h1" else "h1"
-    released = client.delete(f"/v1/dedications/{host}")
+    [taken] = set(where(client).values())
+    other = "h2" if taken == "h1" else "h1"
+    released = client.delete(f"/v1/dedications/{taken}")
     assert released.status_code == 200, released.text
     assert {m["unit"] for m in released.json()["incompatible"]} == {"a1-vm/0", "a1-vm/1"}
     flagged = events(client, "unit.incompatible")
@@ -280,7 +280,7 @@ def test_a_dedication_released_under_dedicated_vms_flags_them_and_replace_moves_
         ("a1-vm/1", "dedication"),
     }
     assert all(e["account"] == "A1" for e in flagged)
-    assert set(where(client).values()) == {host}  # they stay
+    assert set(where(client).values()) == {taken}  # they stay
     replaced = client.post("/v1/workloads/a1-vm/replace").json()
     assert {c["to"] for c in replaced["changes"]} == {other}
     assert set(where(client).values()) == {other}

@@ -160,7 +160,7 @@ def test_tenants_claims_on_the_cache_place_as_the_whole_world_plan_does(
 
     def on_cache(spec: WorkloadSpec) -> dict[str, Any]:
         engine = fast_app.state.database
-        answer = fast_app.state.replica.claim(engine, spec, actor)
+        answer: dict[str, Any] | None = fast_app.state.replica.claim(engine, spec, actor)
         if answer is None:
             general.append(spec.name)
             answer = workloads.claim(engine, spec, actor, None)
@@ -171,7 +171,7 @@ def test_tenants_claims_on_the_cache_place_as_the_whole_world_plan_does(
 
     for body in TENANT_CLAIMS:
         spec = WorkloadSpec.model_validate(body)
-        outcomes = []
+        outcomes: list[list[tuple[Any, ...]]] = []
         for way in (on_cache, planned_whole):
             try:
                 answer = way(spec)

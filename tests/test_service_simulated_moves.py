@@ -95,7 +95,9 @@ def test_a_waiting_unit_keeps_its_name_while_others_of_its_workload_run(database
 
     start = where()
     assert sorted(start) == [f"w/{i}" for i in range(4)] and None not in start.values()
-    change(client, start["w/0"], "down")  # its two units wait: the other host is full
+    first = start["w/0"]
+    assert first is not None
+    change(client, first, "down")  # its two units wait: the other host is full
     units = where()
     assert sorted(units) == sorted(start)
     waiting = sorted(unit for unit, target in units.items() if target is None)
@@ -117,7 +119,7 @@ def test_a_waiting_unit_keeps_its_name_while_others_of_its_workload_run(database
     for unit in (*waiting, *running):
         shown = client.get(f"/v1/units/{unit}").json()
         assert shown["explanation"] is not None and shown["explanation"]["unit"] == unit
-    change(client, start["w/0"], "up")
+    change(client, first, "up")
     assert where().keys() == start.keys() and None not in where().values()
     assert row_invariants.broken_rows(row_invariants.read_rows(app.state.database)) == []
 

@@ -120,7 +120,9 @@ def test_a_line_read_again_gives_values_of_its_own() -> None:
         for i in range(3)
     )
     assert assert_alike(text)
-    first, second, third = spec_source._block_yaml(text)[0]["hosts"]
+    read = spec_source._block_yaml(text)
+    assert read is not None
+    first, second, third = read[0]["hosts"]
     for key in ("tags", "marks", "capacity", "nested"):
         assert first[key] == second[key] == third[key]
         assert first[key] is not second[key] and second[key] is not third[key]

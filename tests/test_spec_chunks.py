@@ -13,6 +13,7 @@ import yaml
 
 from placed.spec import SpecError, load_specs_text
 from placed.spec import load as spec_load
+from placed.spec.source import SourceMap
 
 CASES_FILE = Path(__file__).parent / "data" / "spec_errors.yaml"
 
@@ -158,7 +159,7 @@ def test_a_chunk_is_dropped_once_built(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(spec_load, "_CHUNK_LOCATIONS", 1)
     monkeypatch.setattr(spec_load._LOCATIONS, "validate_python", watching)
     read = [root["id"] for root in data["inventory"]]
-    spec = spec_load._document(data, spec_load.SourceMap(), "spec.yaml", owned=True)
+    spec = spec_load._document(data, SourceMap(), "spec.yaml", owned=True)
     assert [t.id for t in spec.inventory.targets] == ["h0", "h1", "h2"]
     # The ids kept are copies made before the read was let go, not the strings read.
     assert not any(t.id is r for t, r in zip(spec.inventory.targets, read, strict=True))
@@ -179,7 +180,7 @@ def test_a_fleet_under_one_root_is_chunked_below_it(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(spec_load, "_CHUNK_LOCATIONS", 1)
     monkeypatch.setattr(spec_load._LOCATIONS, "validate_python", watching)
-    spec = spec_load._document(data, spec_load.SourceMap(), "spec.yaml", owned=True)
+    spec = spec_load._document(data, SourceMap(), "spec.yaml", owned=True)
     assert [t.id for t in spec.inventory.targets] == ["h0", "h1", "h2"]
     assert all([name for _, name in t.ancestors] == ["w", "r"] for t in spec.inventory.targets)
     assert seen == [["h0", "h1", "h2"], ["placeholder", "h1", "h2"], ["placeholder"] * 2 + ["h2"]]

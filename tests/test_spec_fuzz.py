@@ -4,6 +4,7 @@ and every problem has a position inside the text."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import yaml
 from hypothesis import given, settings
@@ -53,7 +54,9 @@ documents = st.fixed_dictionaries(
 
 @settings(max_examples=400, deadline=None)
 @given(documents, st.booleans())
-def test_random_documents_load_cleanly_or_fail_cleanly(document: dict, as_json: bool) -> None:
+def test_random_documents_load_cleanly_or_fail_cleanly(
+    document: dict[str, Any], as_json: bool
+) -> None:
     text = json.dumps(document) if as_json else yaml.safe_dump(document)
     lines = text.count("\n") + 1
     try:

@@ -4,6 +4,8 @@ held to the one-target-at-a-time reference on random inventories."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import given, settings
@@ -13,7 +15,7 @@ from placed.engine.explain import first_rejections
 from placed.engine.pipeline import StateWorld
 from placed.engine.planner import Placement, Planner
 from placed.engine.reference import ReferenceJudge, reference_plan
-from placed.model import Spec
+from placed.model import Spec, Target, Workload
 from placed.policy.deployment import Deployment
 from placed.spec.load import load_spec_data
 
@@ -94,6 +96,12 @@ def specs(draw: st.DrawFn) -> Spec:
     return load_spec_data(document)
 
 
+def statically_kept(
+    oracle: ReferenceJudge, bare: StateWorld, workload: Workload
+) -> Sequence[Target]:
+    return oracle.statically_kept(workload, bare)
+
+
 def fast_outcomes(spec: Spec) -> list[tuple[str, str | None, float | None, str | None]]:
     return [
         (o.unit, o.target, o.score, None)
@@ -129,7 +137,7 @@ def test_fast_path_gives_the_reference_reasons_midway(spec: Spec, data: st.DataO
         fast = {r.position: r.reason for r in rejections}
         # Static filters read nothing of the world they are given.
         bare = StateWorld(state)
-        world = StateWorld(state, lambda w, bare=bare: oracle.statically_kept(w, bare))
+        world = StateWorld(state, functools.partial(statically_kept, oracle, bare))
         reference = {}
         for position, target in enumerate(spec.inventory.targets):
             reason, _ = oracle.judge(workload, target, world)

@@ -96,7 +96,7 @@ def between(meanwhile: Callable[[], None]) -> Iterator[list[bool]]:
 
     def run_meanwhile() -> None:
         ran[0] = True
-        placing.transact = real_transact  # type: ignore[assignment]
+        placing.transact = real_transact
         ReplicaWorld._commit = real_commit  # type: ignore[method-assign]
         meanwhile()
 
@@ -114,12 +114,12 @@ def between(meanwhile: Callable[[], None]) -> Iterator[list[bool]]:
             run_meanwhile()
         return real_commit(self, engine, cached, accepted)
 
-    placing.transact = transact  # type: ignore[assignment]
+    placing.transact = transact
     ReplicaWorld._commit = commit  # type: ignore[method-assign]
     try:
         yield ran
     finally:
-        placing.transact = real_transact  # type: ignore[assignment]
+        placing.transact = real_transact
         ReplicaWorld._commit = real_commit  # type: ignore[method-assign]
 
 
@@ -271,12 +271,11 @@ def test_a_host_dedicated_meanwhile_takes_no_foreign_unit(database: str) -> None
 
         def dedicate_both() -> None:
             for host in ("H1", "H2"):
-                dedications.change(
-                    engine,
-                    "root-admin",
-                    Actor(),
-                    lambda cloud, who, host=host: cloud.dedicate(who, host, "D1", None),
-                )
+
+                def dedicate(cloud: Any, who: Any, host: str = host) -> Any:
+                    return cloud.dedicate(who, host, "D1", None)
+
+                dedications.change(engine, "root-admin", Actor(), dedicate)
 
         claim = {"name": "vm", "account": "U2", "resources": {"cpu": 1}}
         with between(dedicate_both) as ran, pytest.raises(problems.ProblemException) as refused:
