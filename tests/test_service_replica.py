@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import select
@@ -132,6 +133,47 @@ def test_a_change_landing_after_the_caches_revision_is_seen_before_the_commit(
     assert [p["target"] for p in group[0].answer["placements"]] == ["h2"]
     with reading(engine) as session:
         assert group[0].answer["revision"] == revision.current(session)
+
+
+@pytest.mark.postgres
+def test_a_batch_overtaken_by_another_replica_is_decided_under_the_revisions_lock(
+    postgres_database: str,
+) -> None:
+    """Before each optimistic commit of this replica, another replica commits a claim of
+    its own (as two replicas under load do, a hundred times a second): the batch is not
+    judged again and again until it goes to the general path (which plans the whole
+    world per claim), but decided once more under the revision's lock, on the cache
+    brought up to date there, and answered from the cache."""
+    app, replica = applied(postgres_database, SPEC.replace("cpu: 1}", "cpu: 3}"))
+    engine = app.state.database
+    replica._serve(engine, [ticket("warm", 1)])
+    other = ReplicaWorld()
+    other._serve(engine, [ticket("other-warm", 1)])
+    real_commit = replica._commit
+    overtaken: list[str] = []
+
+    def overtaken_first(engine: Any, cached: Any, accepted: Any) -> Any:
+        name = f"other-{len(overtaken)}"
+        other._serve(engine, [ticket(name, 1)])
+        overtaken.append(name)
+        return real_commit(engine, cached, accepted)
+
+    replica._commit = overtaken_first  # type: ignore[method-assign]
+    group = [ticket("mine", 1), ticket("also-mine", 1)]
+    replica._serve(engine, group)
+    assert overtaken == ["other-0"]  # one optimistic try, then the lock
+    assert all(t.done and t.error is None and t.answer is not None for t in group)
+    answers = [t.answer for t in group if t.answer is not None]
+    with reading(engine) as session:
+        now = revision.current(session)
+        stored = set(session.scalars(select(Workload.name)))
+    assert {answer["revision"] for answer in answers} == {now}
+    assert stored == {"warm", "other-warm", "other-0", "mine", "also-mine"}
+    # The cache holds the other replica's claims too: 6 cpu left of 6, 5 of them taken.
+    assert replica._cached is not None and replica._cached.revision == now
+    full = [ticket("too-much", 2)]
+    replica._serve(engine, full)
+    assert kind_of(full[0].error) == "unplaceable"
 
 
 TENANT_CLAIMS = [

@@ -8,7 +8,9 @@ offering are read against the cached world's tenancy and offerings, and its dedi
 are in the cached index and state, as in a whole plan. When the write transaction
 starts right after the cached revision (its lock is the revision row's), nothing else
 can have changed, and the cache moves to the new revision with the claim in it;
-otherwise the batch is judged again on fresh rows. A plan that would write more than
+otherwise (another replica committed first) the batch is decided again: on PostgreSQL in a
+transaction that takes the revision's lock before the cache is brought up to date, and so
+cannot be overtaken; on SQLite on fresh rows. A plan that would write more than
 placements (an implicit dedication, a dedication's event, a new target) and anything
 else the fast path cannot take returns None, and the caller takes the general path
 (placing.py), which plans the whole world.
@@ -62,8 +64,10 @@ API_DOCUMENT = "api"  # the document a workload made through the API belongs to
 # The thread that serves the requests' claims ends after this long without one (a new
 # claim starts another).
 IDLE_SECONDS = 5.0
-# How often a batch is judged again when other replicas' changes keep landing first,
-# before it goes to the general path (which plans under the revision's lock at last).
+# How often a batch is judged again when the world it was decided on moved before it was
+# answered, before it goes to the general path (which plans under the revision's lock at
+# last); on PostgreSQL a batch whose commit another replica's came before is decided
+# under the revision's lock at once.
 TRIES = 3
 Answer = TypeVar("Answer")
 
@@ -458,6 +462,13 @@ class ReplicaWorld:
                 number, ids, rows, next_one = self._overlapped(engine, cached, decided, attempt)
             except Behind:
                 cached = self._fresh(engine)
+                if engine.dialect.name == "postgresql":
+                    # Another replica committed first. Judged again optimistically, the
+                    # batch would meet the next of its commits, and the next, while they
+                    # keep coming: decided under the revision's lock instead, it cannot be
+                    # overtaken. (PostgreSQL grants a row's lock to its waiters in turn;
+                    # SQLite's busy handler would let writers that wait starve behind it.)
+                    return self._serve_locked(engine, batch)
                 continue
             except Stale:
                 self._cached = None
@@ -469,6 +480,42 @@ class ReplicaWorld:
             return self._pending(next_one)
         for ticket in batch:
             ticket.finish()  # the world keeps moving under this replica: plan in full
+        return self._pending()
+
+    def _serve_locked(
+        self, engine: Engine, tickets: list[Ticket]
+    ) -> tuple[list[Ticket], Speculated | None]:
+        """`tickets` decided and committed in one transaction that holds the revision
+        row's lock from its start (PostgreSQL): the cache is brought up to the revision
+        under the lock (the claims committed since, read as `_fresh` reads them), so the
+        decision is on the world as it stands and the commit cannot find another change
+        first. The lock is
+        held while the batch is decided (a millisecond or two), where another replica's
+        general path holds it while it plans the whole world."""
+        try:
+            with engine.begin() as connection:
+                revision.lock(connection)
+                # The cache was just brought up to date: under the lock it reads the
+                # claims committed since (a whole world only if something else changed
+                # in between).
+                cached = self._fresh(engine)
+                decided = self._decide(cached, tickets)
+                if decided.accepted:
+                    stored = batch.write(
+                        connection, cached.revision, *_rows(cached, decided.accepted)
+                    )
+        except (Stale, Behind):
+            # Under the lock only a row the cache misread can be stale: plan it in full.
+            self._cached = None
+            for ticket in tickets:
+                ticket.finish()
+            return self._pending()
+        if not decided.accepted:
+            decided.finish(cached.revision, {})
+            return self._pending()
+        number, ids, rows = _committed(stored)
+        self._advance(cached, number, decided.accepted, decided.state, ids)
+        decided.finish(number, rows)
         return self._pending()
 
     def _pending(
@@ -591,70 +638,14 @@ class ReplicaWorld:
             return None  # what the general path writes (new targets, dedications)
         return result, after
 
-    def _commit(
-        self, engine: Engine, cached: Cached, accepted: list[Accepted]
-    ) -> tuple[int, dict[str, int], dict[str, list[events.Written]]]:
+    def _commit(self, engine: Engine, cached: Cached, accepted: list[Accepted]) -> Committed:
         """One transaction for the batch (store/batch.py): each target's usage raised by
         what the batch puts there, guarded by the generation the cache saw; the
         workloads, units, placements, events and history."""
-        deltas: dict[str, dict[str, float]] = {}
-        units: list[batch.NewUnit] = []
-        targets = cached.snapshot.targets
-        for claim in accepted:
-            ticket = claim.ticket
-            for move in claim.moves:
-                assert move.destination is not None
-                found = deltas.setdefault(move.destination, {})
-                for name, amount in claim.workload.resources.items():
-                    found[name] = found.get(name, 0.0) + amount
-                units.append(
-                    batch.NewUnit(
-                        move.unit,
-                        move.workload,
-                        int(move.unit.rpartition("/")[2]),
-                        targets[move.destination].id,
-                        move.why,
-                        events.Pending(
-                            move.kind,
-                            move.unit,
-                            actor_accessor=ticket.actor.accessor,
-                            actor_role=ticket.actor.role,
-                            target=move.destination,
-                            workload=move.workload,
-                            account=ticket.spec.account,
-                            request_id=ticket.actor.request_id,
-                            details={"from": None, "to": move.destination, "why": move.why},
-                        ),
-                    )
-                )
         # A Core connection, no ORM session: the batch's statements are the driver's.
         with engine.begin() as connection:
-            stored = batch.write(
-                connection,
-                cached.revision,
-                [(targets[name].id, targets[name].generation) for name in deltas],
-                [
-                    (targets[name].id, resource, amount)
-                    for name in deltas
-                    for resource, amount in sorted(deltas[name].items())
-                ],
-                [
-                    batch.NewWorkload(
-                        c.workload.name,
-                        c.ticket.spec.account,
-                        c.stored_spec,
-                        API_DOCUMENT,
-                    )
-                    for c in accepted
-                ],
-                units,
-            )
-        ids = {f"workload:{name}": id_ for name, id_ in stored.workload_ids.items()}
-        ids.update(stored.unit_ids)
-        rows: dict[str, list[events.Written]] = {}
-        for event in stored.events:
-            rows.setdefault(event.workload or "", []).append(event)
-        return stored.revision, ids, rows
+            stored = batch.write(connection, cached.revision, *_rows(cached, accepted))
+        return _committed(stored)
 
     def _advance(
         self,
@@ -711,6 +702,74 @@ class ReplicaWorld:
     def forget(self) -> None:
         with self._lock:
             self._cached = None
+
+
+# What a batch's commit answers: the new revision, the ids of what it made (a workload's
+# as "workload:NAME", a unit's by its name), and each workload's events.
+Committed = tuple[int, dict[str, int], dict[str, list[events.Written]]]
+Rows = tuple[
+    list[tuple[int, int]],
+    list[tuple[int, str, float]],
+    list[batch.NewWorkload],
+    list[batch.NewUnit],
+]
+
+
+def _rows(cached: Cached, accepted: list[Accepted]) -> Rows:
+    """What `batch.write` takes for the accepted claims: each target's guard (the
+    generation the cache saw) and its usage raised, the workloads, the units."""
+    deltas: dict[str, dict[str, float]] = {}
+    units: list[batch.NewUnit] = []
+    targets = cached.snapshot.targets
+    for claim in accepted:
+        ticket = claim.ticket
+        for move in claim.moves:
+            assert move.destination is not None
+            found = deltas.setdefault(move.destination, {})
+            for name, amount in claim.workload.resources.items():
+                found[name] = found.get(name, 0.0) + amount
+            units.append(
+                batch.NewUnit(
+                    move.unit,
+                    move.workload,
+                    int(move.unit.rpartition("/")[2]),
+                    targets[move.destination].id,
+                    move.why,
+                    events.Pending(
+                        move.kind,
+                        move.unit,
+                        actor_accessor=ticket.actor.accessor,
+                        actor_role=ticket.actor.role,
+                        target=move.destination,
+                        workload=move.workload,
+                        account=ticket.spec.account,
+                        request_id=ticket.actor.request_id,
+                        details={"from": None, "to": move.destination, "why": move.why},
+                    ),
+                )
+            )
+    return (
+        [(targets[name].id, targets[name].generation) for name in deltas],
+        [
+            (targets[name].id, resource, amount)
+            for name in deltas
+            for resource, amount in sorted(deltas[name].items())
+        ],
+        [
+            batch.NewWorkload(c.workload.name, c.ticket.spec.account, c.stored_spec, API_DOCUMENT)
+            for c in accepted
+        ],
+        units,
+    )
+
+
+def _committed(stored: batch.Stored) -> Committed:
+    ids = {f"workload:{name}": id_ for name, id_ in stored.workload_ids.items()}
+    ids.update(stored.unit_ids)
+    rows: dict[str, list[events.Written]] = {}
+    for event in stored.events:
+        rows.setdefault(event.workload or "", []).append(event)
+    return stored.revision, ids, rows
 
 
 def _simple(spec: WorkloadSpec) -> bool:

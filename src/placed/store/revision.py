@@ -29,6 +29,16 @@ def next_event_id(session: Session) -> int:
     return _increment(session, Revision.last_event_id)
 
 
+def lock(connection: Connection) -> None:
+    """Take the revision row's lock for the rest of the transaction, before reading what
+    the change is decided on: no other writer commits meanwhile (on SQLite, BEGIN
+    IMMEDIATE already holds the whole database)."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(
+            select(table_of(Revision).c.value).where(table_of(Revision).c.id == 1).with_for_update()
+        )
+
+
 def bump_with_events(connection: Connection, events: int) -> tuple[int, range]:
     """`bump` and `events` consecutive event ids, in one statement."""
     row = table_of(Revision).c
