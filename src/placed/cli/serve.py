@@ -112,6 +112,7 @@ def serve(
         log_json=log_format is LogFormat.json,
         controlling=controlling,
         fault=fault,
+        commit_process=True,
     )
     # uvicorn writes its access lines at info: below that level they are never shown,
     # and skipping them spares each request the formatting.

@@ -37,6 +37,7 @@ from placed.service import (
 )
 from placed.service.auth import TrustedTokens
 from placed.service.bell import EventBell
+from placed.service.commit_process import CommitProcess, shareable
 from placed.service.health import Readiness, always_ready
 from placed.service.middleware import RequestContext
 from placed.service.replica import ReplicaWorld
@@ -54,12 +55,16 @@ def create_app(
     log_json: bool = False,
     controlling: controller.Options | None = None,
     fault: controller.Fault | None = None,
+    commit_process: bool = False,
 ) -> FastAPI:
     """`database`: the store's engine (None: only the routes that keep no state answer).
     `readiness`: None when the service can serve, else why not (GET /readyz answers
     503 with it). `max_body_bytes`: a larger request body gets a 413 problem.
     `controlling`: run a controller (service/controller.py) while the app runs, with
-    these timings; `fault`: its fault hook (tests only)."""
+    these timings; `fault`: its fault hook (tests only). `commit_process`: while the app
+    runs, claims' batches are committed by a process of its own
+    (service/commit_process.py; not for an in-memory SQLite database, which another
+    process cannot open)."""
     bell = EventBell()
 
     @asynccontextmanager
@@ -73,9 +78,17 @@ def create_app(
         running: controller.Controller | None = app.state.controller
         if running is not None:
             running.start()
+        committing = None
+        if commit_process and database is not None and shareable(database.url):
+            committing = CommitProcess(database.url)
+            committing.start()
+            app.state.replica.commit_process = committing
         try:
             yield
         finally:
+            if committing is not None:
+                app.state.replica.commit_process = None
+                committing.close()
             if running is not None:
                 running.stop()
             if listener is not None:

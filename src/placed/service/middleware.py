@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from placed.service import problems
+from placed.service.commit_process import Lost
 from placed.service.metrics import UNMATCHED, HttpMetrics
 
 HEADER = "X-Request-Id"
@@ -43,8 +44,9 @@ def _has_nul(scope: Scope) -> bool:
     return "\x00" in str(scope.get("path", "")) or b"%00" in query or b"\x00" in query
 
 
-def _lost_database(error: exc.DBAPIError, scope: Scope, rid: str) -> JSONResponse:
-    first = str(error.orig or error).strip().splitlines()
+def _lost_database(error: exc.DBAPIError | Lost, scope: Scope, rid: str) -> JSONResponse:
+    original = error.orig if isinstance(error, exc.DBAPIError) else None
+    first = str(original or error).strip().splitlines()
     log.warning(
         "request %s: %s %s: the connection to the database was lost: %s",
         *(rid, scope["method"], scope["path"], first[0] if first else "?"),
@@ -107,7 +109,9 @@ class RequestContext:
             if response_started:
                 log.exception("request %s: %s %s failed", rid, scope["method"], scope["path"])
                 raise  # cut off mid-way: nothing more can be sent; the server closes it
-            if isinstance(error, exc.DBAPIError) and error.connection_invalidated:
+            if (isinstance(error, exc.DBAPIError) and error.connection_invalidated) or isinstance(
+                error, Lost
+            ):
                 answer = _lost_database(error, scope, rid)
             elif isinstance(error, exc.DataError) and _is_nul(error):
                 # A body's text with a NUL no model refused: PostgreSQL stores none (and

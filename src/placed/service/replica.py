@@ -39,6 +39,7 @@ from placed.engine.report import Explainer, plan_document
 from placed.engine.state import PlanState
 from placed.model import Spec, Workload
 from placed.service import placing, problems
+from placed.service.commit_process import CommitProcess
 from placed.spec import SpecError
 from placed.spec.load import load_workload
 from placed.spec.schema import WorkloadSpec
@@ -208,6 +209,9 @@ class ReplicaWorld:
         self._committer: concurrent.futures.ThreadPoolExecutor | None = None
         # Claims taken from the waiting ones while a batch commits: put back if it fails.
         self._taken: list[Ticket] = []
+        # A served app's process for the commits (service/commit_process.py); None: in
+        # this one.
+        self.commit_process: CommitProcess | None = None
 
     def _fresh(self, engine: Engine) -> Cached:
         # Building the world makes millions of objects that live until the next build:
@@ -642,9 +646,13 @@ class ReplicaWorld:
         """One transaction for the batch (store/batch.py): each target's usage raised by
         what the batch puts there, guarded by the generation the cache saw; the
         workloads, units, placements, events and history."""
+        rows = _rows(cached, accepted)
+        committing = self.commit_process
+        if committing is not None and committing.ready():
+            return _committed(committing.write(cached.revision, rows))
         # A Core connection, no ORM session: the batch's statements are the driver's.
         with engine.begin() as connection:
-            stored = batch.write(connection, cached.revision, *_rows(cached, accepted))
+            stored = batch.write(connection, cached.revision, *rows)
         return _committed(stored)
 
     def _advance(
