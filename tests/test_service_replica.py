@@ -5,6 +5,7 @@ twice in one group is refused once."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import json
 import time
@@ -381,6 +382,47 @@ def test_claims_arriving_while_a_batch_commits_are_decided_on_the_world_it_leave
         assert set(session.scalars(select(Workload.name))) == {"a", "c"}
         used = sorted(session.scalars(select(TargetResource.used)))
         assert sum(used) == 3.0 and all(u <= 3.0 for u in used)
+
+
+def test_a_batchs_answers_go_once_the_next_batchs_commit_is_under_way(database: str) -> None:
+    """Building a batch's answers (a plan document each, events logged) waits until the
+    next batch's commit has started, so it does not sit between two commits; a batch
+    with none after it is answered at once."""
+    app, replica = applied(database)
+    engine = app.state.database
+    first = [ticket("a", 1), ticket("b", 1)]
+    later = [ticket("c", 1)]
+    arriving_during_the_commit(replica, later)
+    order: list[str] = []
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+
+    class Committer:
+        """The replica's committing thread, noting each batch as it is handed over."""
+
+        def submit(self, commit: Any, engine: Any, cached: Any, accepted: list[Any]) -> Any:
+            order.append("commit " + ",".join(a.ticket.spec.name for a in accepted))
+            return pool.submit(commit, engine, cached, accepted)
+
+    replica._committer = Committer()  # type: ignore[assignment]
+    for each in first + later:
+        finish = each.finish
+
+        def finished(
+            answer: Any = None,
+            error: Any = None,
+            _name: str = each.spec.name,
+            _finish: Any = finish,
+        ) -> None:
+            order.append("answer " + _name)
+            _finish(answer, error)
+
+        each.finish = finished  # type: ignore[method-assign]
+    replica._waiting = list(first)
+    with replica._lock:
+        replica._serve_waiting(engine)
+    pool.shutdown()
+    assert order == ["commit a,b", "commit c", "answer a", "answer b", "answer c"]
+    assert all(t.answer is not None for t in first + later)
 
 
 def test_claims_decided_on_a_batch_whose_commit_fails_are_decided_again(

@@ -177,6 +177,20 @@ class Decided:
 
 
 @dataclass
+class Answers:
+    """A committed batch's answers, to be sent once (`send`)."""
+
+    decided: Decided | None = None
+    number: int = 0
+    rows: dict[str, list[events.Written]] = field(default_factory=dict)
+
+    def send(self) -> None:
+        decided, self.decided = self.decided, None
+        if decided is not None:
+            decided.finish(self.number, self.rows)
+
+
+@dataclass
 class Speculated:
     """A batch decided while the one before it committed, on the world that one leaves."""
 
@@ -415,16 +429,22 @@ class ReplicaWorld:
         with self._waiting_lock:
             batch, self._waiting = self._waiting, []
         speculated: Speculated | None = None
-        while batch:
-            try:
-                batch, speculated = self._serve(engine, batch, speculated)
-            except BaseException as error:
-                self._cached = None
-                for waiting in batch:
-                    if not waiting.done:
-                        waiting.finish(error=error)
-                self._put_back()
-                raise
+        answers = Answers()
+        try:
+            while batch:
+                try:
+                    batch, speculated, answers = self._serve_batch(
+                        engine, batch, speculated, answers
+                    )
+                except BaseException as error:
+                    self._cached = None
+                    for waiting in batch:
+                        if not waiting.done:
+                            waiting.finish(error=error)
+                    self._put_back()
+                    raise
+        finally:
+            answers.send()
 
     def _put_back(self) -> None:
         """The claims taken while a batch committed wait again, first in line."""
@@ -436,6 +456,18 @@ class ReplicaWorld:
     def _serve(
         self, engine: Engine, batch: list[Ticket], speculated: Speculated | None = None
     ) -> tuple[list[Ticket], Speculated | None]:
+        """`_serve_batch`, its answers sent before it returns."""
+        taken, speculated, answers = self._serve_batch(engine, batch, speculated, Answers())
+        answers.send()
+        return taken, speculated
+
+    def _serve_batch(
+        self,
+        engine: Engine,
+        batch: list[Ticket],
+        speculated: Speculated | None,
+        earlier: Answers,
+    ) -> tuple[list[Ticket], Speculated | None, Answers]:
         """Plan each claim of `batch` on the world the ones before it leave, then commit
         every placed one in one transaction. Every answer waits until the world it was
         decided on is known to be the current one: the commit proves it (no revision
@@ -447,7 +479,24 @@ class ReplicaWorld:
         it leaves (`speculated`), and returned, to be served next: that decision holds
         only if the commit succeeded and the cache moved to exactly that world (the
         same state, at the revision the commit made); otherwise they are decided again.
-        Either way they are committed after this batch, on their own revision."""
+        Either way they are committed after this batch, on their own revision.
+
+        `earlier`: the batch before's answers, sent once this batch's commit is under way
+        (or at once, if it gets no commit): building them (a plan document a claim, its
+        events logged and counted) then no longer holds up the chain of commits. This
+        batch's come back, for the next to send."""
+        try:
+            return self._served(engine, batch, speculated, earlier)
+        finally:
+            earlier.send()
+
+    def _served(
+        self,
+        engine: Engine,
+        batch: list[Ticket],
+        speculated: Speculated | None,
+        earlier: Answers,
+    ) -> tuple[list[Ticket], Speculated | None, Answers]:
         cached = self._cached or self._fresh(engine)
         for attempt in range(TRIES):
             if attempt == 0 and speculated is not None and speculated.holds(cached):
@@ -461,9 +510,11 @@ class ReplicaWorld:
                     cached = current  # the world moved: decide again on the new one
                     continue
                 decided.finish(cached.revision, {})
-                return self._pending()
+                return (*self._pending(), Answers())
             try:
-                number, ids, rows, next_one = self._overlapped(engine, cached, decided, attempt)
+                number, ids, rows, next_one = self._overlapped(
+                    engine, cached, decided, attempt, earlier
+                )
             except Behind:
                 cached = self._fresh(engine)
                 if engine.dialect.name == "postgresql":
@@ -472,19 +523,18 @@ class ReplicaWorld:
                     # keep coming: decided under the revision's lock instead, it cannot be
                     # overtaken. (PostgreSQL grants a row's lock to its waiters in turn;
                     # SQLite's busy handler would let writers that wait starve behind it.)
-                    return self._serve_locked(engine, batch)
+                    return (*self._serve_locked(engine, batch), Answers())
                 continue
             except Stale:
                 self._cached = None
                 for ticket in batch:
                     ticket.finish()  # the general path plans them on fresh rows
-                return self._pending()
+                return (*self._pending(), Answers())
             self._advance(cached, number, decided.accepted, decided.state, ids)
-            decided.finish(number, rows)
-            return self._pending(next_one)
+            return (*self._pending(next_one), Answers(decided, number, rows))
         for ticket in batch:
             ticket.finish()  # the world keeps moving under this replica: plan in full
-        return self._pending()
+        return (*self._pending(), Answers())
 
     def _serve_locked(
         self, engine: Engine, tickets: list[Ticket]
@@ -531,7 +581,12 @@ class ReplicaWorld:
         return taken, speculated
 
     def _overlapped(
-        self, engine: Engine, cached: Cached, decided: Decided, attempt: int
+        self,
+        engine: Engine,
+        cached: Cached,
+        decided: Decided,
+        attempt: int,
+        earlier: Answers,
     ) -> tuple[int, dict[str, int], dict[str, list[events.Written]], Speculated | None]:
         """`_commit` in the committer thread; meanwhile (on a batch's first try) the
         claims that wait are taken and decided on the world this batch leaves. The
@@ -541,6 +596,7 @@ class ReplicaWorld:
                 max_workers=1, thread_name_prefix="placed-commit"
             )
         future = self._committer.submit(self._commit, engine, cached, decided.accepted)
+        earlier.send()
         speculated: Speculated | None = None
         if attempt == 0 and not self._taken:
             # Every claim that arrives before the commit ends is taken and decided, in
