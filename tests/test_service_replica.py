@@ -529,3 +529,48 @@ def test_the_cycle_collector_rests_while_the_world_is_built_planned_and_written(
     assert seen["write"] == [False]
     assert len(seen["build"]) >= 2 and not any(seen["build"])
     assert gc.isenabled()
+
+
+def test_the_replicas_world_is_set_aside_from_the_collector_once_built(database: str) -> None:
+    """A new cached world is frozen out of the cycle collector's sight (its full passes
+    would walk all of it, every thread held), once per build: a claim that moves the
+    cache along freezes nothing more."""
+    import gc
+
+    gc.unfreeze()
+    try:
+        app, replica = applied(database)
+        engine = app.state.database
+        replica._serve(engine, [ticket("warm", 1)])  # builds the world
+        frozen = gc.get_freeze_count()
+        assert frozen > 10_000  # the world and everything else alive then
+        claim = ticket("next", 1)
+        replica._serve(engine, [claim])
+        assert claim.answer is not None
+        assert gc.get_freeze_count() == frozen  # the cache moved on, nothing rebuilt
+    finally:
+        gc.unfreeze()
+
+
+def test_what_was_set_aside_and_became_garbage_is_freed_by_the_next() -> None:
+    import gc
+    import weakref
+
+    from placed.collector import set_aside
+
+    class Node:
+        partner: Any = None
+
+    gc.unfreeze()
+    try:
+        first, second = Node(), Node()
+        first.partner, second.partner = second, first  # a cycle: refcounts never free it
+        watched = weakref.ref(first)
+        set_aside()  # the old world, frozen while alive
+        del first, second
+        gc.collect()
+        assert watched() is not None  # frozen: no collection sees it
+        set_aside()  # the next world replaces it
+        assert watched() is None
+    finally:
+        gc.unfreeze()

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from placed.collector import without_cycle_collection
+from placed.collector import set_aside, without_cycle_collection
 from placed.engine import loop
 from placed.engine.outcomes import Placement, PlanResult
 from placed.engine.planner import Planner
@@ -230,8 +230,12 @@ class ReplicaWorld:
     def _fresh(self, engine: Engine) -> Cached:
         # Building the world makes millions of objects that live until the next build:
         # the cycle collector would walk them all, again and again, while they are made.
+        built = self.rebuilds
         with without_cycle_collection():
-            return self._brought_up_to_date(engine)
+            cached = self._brought_up_to_date(engine)
+        if self.rebuilds != built:
+            set_aside()  # the new world, out of the collector's sight until the next
+        return cached
 
     def _brought_up_to_date(self, engine: Engine) -> Cached:
         with reading(engine) as session:
