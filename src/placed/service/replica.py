@@ -547,9 +547,8 @@ class ReplicaWorld:
         row's lock from its start (PostgreSQL): the cache is brought up to the revision
         under the lock (the claims committed since, read as `_fresh` reads them), so the
         decision is on the world as it stands and the commit cannot find another change
-        first. The lock is
-        held while the batch is decided (a millisecond or two), where another replica's
-        general path holds it while it plans the whole world."""
+        first. The lock is held while the batch is decided (a millisecond or two), where
+        another replica's general path holds it while it plans the whole world."""
         try:
             with engine.begin() as connection:
                 revision.lock(connection)
