@@ -199,9 +199,11 @@ def test_a_leader_dying_mid_sweep_leaves_nothing_and_the_other_moves_each_unit_o
             else:
                 assert first.process.wait(timeout=30) == -signal.SIGKILL
             died = time.monotonic()
-            # Mid-transaction, N moves written: none of them committed.
+            # Mid-transaction, N moves written: none of them committed. A sweep before it
+            # may have held back (a loaded machine's heartbeats all late at once): that
+            # sweep moved nothing and its event is all it committed.
             assert rows.placements() == start
-            assert rows.events(seen) == []
+            assert [e for e in rows.events(seen) if e[1] != "sweep.suppressed"] == []
             assert rows.history() == history
             took = _wait(
                 lambda: _leader(second.base, token)["leading"] and time.monotonic() - died,
