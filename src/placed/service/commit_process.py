@@ -152,24 +152,23 @@ class CommitProcess:
 
     def _forget(self) -> None:
         """The child is gone: the next `ready` starts another."""
-        with self._lock:
-            process, pipe = self._process, self._pipe
-            self._process, self._pipe, self._ready = None, None, False
-        if pipe is not None:
-            pipe.close()
-        if process is not None:
-            process.join(timeout=STOP_SECONDS)
+        self._detach(closing=False)
 
     def close(self) -> None:
         """Stop the child: its pipe closed, it ends after the batch it holds."""
+        self._detach(closing=True)
+
+    def _detach(self, closing: bool) -> None:
         with self._lock:
-            self._closed = True
+            self._closed = self._closed or closing
             process, pipe = self._process, self._pipe
             self._process, self._pipe, self._ready = None, None, False
         if pipe is not None:
             pipe.close()
-        if process is not None:
+        if process is None:
+            return
+        process.join(timeout=STOP_SECONDS)
+        # A child that died needs only the join; one held in a batch at close is ended.
+        if process.is_alive():
+            process.kill()
             process.join(timeout=STOP_SECONDS)
-            if process.is_alive():
-                process.kill()
-                process.join(timeout=STOP_SECONDS)
