@@ -57,6 +57,11 @@ offerings:
 PROBLEM = "application/problem+json"
 
 
+# What a failed deploy may change: its events, and the event counter on the revision row
+# (whose value the caller checks apart).
+RECORDED = frozenset({"events", "revision"})
+
+
 @dataclass
 class World:
     client: TestClient
@@ -102,6 +107,28 @@ class World:
         assert_problem(answer, status, kind)
         assert self.digest() == before, f"{method} {path} changed the database"
         return dict(answer.json())
+
+    def deploy_fails(self, body: dict[str, Any], **options: Any) -> list[dict[str, Any]]:
+        """The claim is refused as unplaceable and changes nothing but the events: one
+        `placement.failed` per unit (CloudStack: "event generated"); they are returned."""
+        before, revision = self.digest(without=RECORDED), self.revision()
+        seen = max((e["id"] for e in self.events()), default=0)
+        answer = self.client.post("/v1/workloads", json=body, **options)
+        assert_problem(answer, 409, "unplaceable")
+        assert self.digest(without=RECORDED) == before, "a failed deploy changed the world"
+        assert self.revision() == revision
+        found = [e for e in self.events() if e["id"] > seen]
+        assert [e["kind"] for e in found] == ["placement.failed"] * len(found), found
+        assert [e["subject"] for e in found] == [
+            f"{body['name']}/{k}" for k in range(int(body.get("units", 1)))
+        ]
+        for event in found:
+            assert event["workload"] == body["name"]
+            assert event["details"]["why"] and event["details"]["cause"] in (
+                "placement-failed",
+                "zone-closed",
+            )
+        return found
 
     def dedicate(self, resource: str, domain: str, account: str | None = None) -> Response:
         body = {"resource": resource, "domain": domain}
@@ -158,15 +185,13 @@ def test_a_host_dedicated_to_an_account_takes_only_that_accounts_vms(world: Worl
     assert (event["subject"], event["domain"], event["account"]) == ("h1", "D1", "A1")
     # Another account's dedicated VM: nothing is dedicated to A2 and implicit dedication
     # is off, so it has nowhere to go (the design: the deploy fails).
-    refusal = world.refused(
-        409,
-        "unplaceable",
-        "POST",
-        "/v1/workloads",
-        json={"name": "a2-dedicated", "account": "A2", "offering": "dedicated"},
+    [failed] = world.deploy_fails(
+        {"name": "a2-dedicated", "account": "A2", "offering": "dedicated"}
     )
+    assert (failed["account"], failed["actor"]["role"]) == ("A2", "root-admin")
+    assert failed["details"]["cause"] == "placement-failed"
+    assert failed["details"]["offering"] == "dedicated"
     assert "a2-dedicated" not in str(world.client.get("/v1/workloads").json())
-    assert refusal["detail"]
     # Its shared VMs go to shared hosts only: h2 and h3, never h1.
     shared = world.vm("a2-shared", "A2", "shared", units=4)
     assert shared.status_code == 201, shared.text
@@ -439,7 +464,7 @@ def test_migrations_and_maintenance_log_each_event_they_store(
 def test_implicit_dedication_is_a_setting_plans_obey(world: World) -> None:
     assert world.dedicate("h1", "D1", "A1").status_code == 201
     body = {"name": "a2-dedicated", "account": "A2", "offering": "dedicated"}
-    world.refused(409, "unplaceable", "POST", "/v1/workloads", json=body)
+    world.deploy_fails(body)
     turned = world.client.put("/v1/settings/implicit_dedication", json={"value": True})
     assert turned.status_code == 200, turned.text
     assert turned.json()["changed"] is True
@@ -507,7 +532,7 @@ def test_an_offerings_dedicated_flag_is_the_root_admins_to_change(world: World) 
     assert listed["shared"]["dedicated"] is True
     # The plans obey it: B1 has nothing dedicated and implicit dedication is off.
     world.client.delete("/v1/workloads/b1-vm")
-    world.refused(409, "unplaceable", "POST", "/v1/workloads", json=body)
+    world.deploy_fails(body)
     revision = world.revision()
     same = world.client.patch("/v1/offerings/shared", json={"dedicated": True})
     assert same.json()["changed"] is False and same.json()["revision"] == revision
@@ -584,6 +609,33 @@ def test_the_cloudstack_example_over_the_api(database: str) -> None:
             ("z2", "zone", "D2", "A13"),
             ("ps-c1", "pool", "D1", None),
         }
+        # As README's walk through it: with implicit dedication off, a user of U14 (D2)
+        # finds no host for a dedicated VM (z2 is A13's): a 409 and a placement.failed
+        # event; that user dedicating is a 403 and writes nothing.
+        turned = client.put("/v1/settings/implicit_dedication", json={"value": False})
+        assert turned.status_code == 200, turned.text
+        with writing(engine) as session:
+            _, secret = tokens.create(session, "user", "U14")
+        user = {"authorization": f"Bearer {secret}"}
+        deploy = client.post(
+            "/v1/workloads", json={"name": "u14-vm", "offering": "dedicated-small"}, headers=user
+        )
+        assert_problem(deploy, 409, "unplaceable")
+        assert "dedicated to account A13 and closed to account U14" in deploy.json()["detail"]
+        [failed] = client.get("/v1/events?kind=placement.failed", headers=user).json()["items"]
+        assert (failed["subject"], failed["account"], failed["details"]["cause"]) == (
+            "u14-vm/0",
+            "U14",
+            "placement-failed",
+        )
+        last = client.get("/v1/events?limit=1&latest=true").json()["items"]
+        dedicate = client.post(
+            "/v1/dedications",
+            json={"resource": "H33b", "domain": "D2", "account": "U14"},
+            headers=user,
+        )
+        assert_problem(dedicate, 403, "forbidden")
+        assert client.get("/v1/events?limit=1&latest=true").json()["items"] == last
         # As `placed simulate --migrate dedicated-a1/0=H2a` says: SD1's pod is not A1's.
         answer = client.post("/v1/units/dedicated-a1/0/migrate", json={"target": "H2a"})
         assert_problem(answer, 409, "migration-refused")
@@ -616,20 +668,15 @@ def test_an_update_absorbs_what_a_dedication_would(world: World) -> None:
 def test_the_admin_dedicates_and_users_of_other_accounts_are_kept_off(world: World) -> None:
     """The issue's scenario, each caller with a token of its own: the root-admin
     dedicates a host to an account; a user of another account deploys and is kept off
-    it; that user trying to dedicate is a 403; each step is an event."""
+    it; that user trying to dedicate is a 403; each step is an event (the failed deploy
+    too, as the design asks), the 403 none."""
     made = world.dedicate("h1", "D1", "A1")
     assert made.status_code == 201, made.text
     other = world.as_("user:A2")
     # The user's VM needs a dedicated host and none is A2's: refused, nothing stored.
-    refused = world.refused(
-        409,
-        "unplaceable",
-        "POST",
-        "/v1/workloads",
-        json={"name": "a2-vm", "offering": "dedicated"},
-        headers=other,
-    )
-    assert refused["detail"].startswith("1 of the units cannot be placed: 0/3 targets")
+    [failed] = world.deploy_fails({"name": "a2-vm", "offering": "dedicated"}, headers=other)
+    assert failed["details"]["why"].startswith("0/3 targets"), failed
+    assert (failed["account"], failed["actor"]["role"]) == ("A2", "user")
     # A shared VM of that user: placed, never on A1's host; its account is the user's.
     shared = world.client.post(
         "/v1/workloads", json={"name": "a2-web", "offering": "shared"}, headers=other
@@ -658,6 +705,9 @@ def test_the_admin_dedicates_and_users_of_other_accounts_are_kept_off(world: Wor
     assert ("dedication.created", "h1", "root-admin") in kinds
     assert ("unit.placed", "a2-web/0", "user") in kinds
     assert ("unit.placed", "a1-vm/0", "user") in kinds
+    assert ("placement.failed", "a2-vm/0", "user") in kinds
+    # The refused dedication wrote nothing: the last event is A1's VM placed.
+    assert kinds[-1] == ("unit.placed", "a1-vm/0", "user")
     # A user sees its own account's events only.
     seen = world.client.get("/v1/events", headers=other).json()["items"]
     assert {e["account"] for e in seen} == {"A2"}

@@ -463,6 +463,9 @@ def _event_row(e: dict[str, Any], wide: bool) -> list[str]:
         detail = f"on {details.get('target')}: {details['rule']}"
         if wide and details.get("why"):
             detail += f": {details['why']}"
+    elif e["kind"] == "placement.failed":
+        # Why no host took it: the deploy's own 409 said the same.
+        detail = str(details.get("why") or details.get("cause") or "")
     elif e["kind"] == "migration.refused" and details.get("operation") == "drain":
         detail = f"stays on {details.get('from')}: {details.get('error')}"
         if wide and details.get("why"):

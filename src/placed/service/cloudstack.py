@@ -6,7 +6,9 @@ the rules themselves live only in the model.
 A refusal becomes a problem of the rule's own kind (`urn:placed:problem:<kind>`): 403
 when the principal may not act at all, 409 otherwise. A refused migration or maintenance
 is also recorded, as CloudStack's design asks of a failed placement ("an event
-generated"): one `migration.refused` event, and nothing else changes.
+generated"): one `migration.refused` event, and nothing else changes. So is a tenant's
+deploy (a claim) that finds no host: one `placement.failed` event per unit that found
+none, the rules' own `placement-failed` or `zone-closed` as its cause.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from sqlalchemy import Engine
 from placed.engine.cloud import Cloud
 from placed.model.dedications import PERMISSION_DENIED, DedicationError, Event
 from placed.model.tenancy import Principal
+from placed.policy.dedication import PLACEMENT_FAILED, ZONE_CLOSED_EVENT
 from placed.service import placing
 from placed.service.problems import ProblemException
 from placed.store import events
@@ -28,6 +31,7 @@ from placed.store.database import writing
 from placed.store.world import Snapshot
 
 MIGRATION_REFUSED_EVENT = "migration.refused"
+PLACEMENT_FAILED_EVENT = "placement.failed"
 
 # The rules' event kinds as the service's events name them.
 _EVENT_KINDS = {
@@ -106,6 +110,65 @@ def record(
         )
     report(0, [written], time.perf_counter() - started, False)
     return problem(refusal.error)
+
+
+class Unplaceable(Exception):
+    """A claim some unit of which found no place: the failures the rules recorded for
+    its units, written once the claim's transaction is rolled back, then the problem."""
+
+    def __init__(self, answer: ProblemException, failures: Sequence[Extra]) -> None:
+        super().__init__(answer.detail)
+        self.answer = answer
+        self.failures = failures
+
+
+def placement_failures(found: Sequence[Event], workload: str) -> list[Extra]:
+    """The rules' failed-placement events of `workload`'s units (a plan of the whole
+    world records those of other workloads that stay unplaced too)."""
+    failures = []
+    for event in found:
+        if event.kind not in (PLACEMENT_FAILED, ZONE_CLOSED_EVENT):
+            continue
+        if event.subject.rpartition("/")[0] != workload:
+            continue
+        details = dict(event.details)
+        failures.append(
+            Extra(
+                PLACEMENT_FAILED_EVENT,
+                event.subject,
+                workload=workload,
+                account=details.get("account"),
+                details={**details, "cause": event.kind},
+            )
+        )
+    return failures
+
+
+def record_unplaceable(
+    engine: Engine, refused: Unplaceable, actor: Actor, report: placing.Reporter = placing.silent
+) -> ProblemException:
+    """Write the claim's failure events (no row of the world changes: the revision
+    stays), report them as any change's events are reported, and return the problem."""
+    if not refused.failures:
+        return refused.answer
+    started = time.perf_counter()
+    with writing(engine) as session:
+        written = [
+            events.append(
+                session,
+                failure.kind,
+                failure.subject,
+                actor_accessor=actor.accessor,
+                actor_role=actor.role,
+                workload=failure.workload,
+                account=failure.account,
+                request_id=actor.request_id,
+                details=failure.details,
+            )
+            for failure in refused.failures
+        ]
+    report(0, written, time.perf_counter() - started, False)
+    return refused.answer
 
 
 def dedication_events(found: Sequence[Event]) -> list[Extra]:

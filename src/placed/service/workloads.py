@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from placed.engine.documents import only_workloads
 from placed.engine.report import plan_document
-from placed.service import context, documents, placing, problems
+from placed.service import cloudstack, context, documents, placing, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.bodies import bounded_units
 from placed.service.metrics import HttpMetrics
@@ -200,14 +200,21 @@ def claim(
         prepared = placing.plan(snapshot, _with(snapshot, spec, API_DOCUMENT))
         unplaced = [o for o in prepared.result.unplaced if o.workload == spec.name]
         if unplaced:
-            raise problems.ProblemException(
-                409,
-                "unplaceable",
-                f"{len(unplaced)} of the units cannot be placed: {unplaced[0].summary}",
+            raise cloudstack.Unplaceable(
+                problems.ProblemException(
+                    409,
+                    "unplaceable",
+                    f"{len(unplaced)} of the units cannot be placed: {unplaced[0].summary}",
+                ),
+                cloudstack.placement_failures(prepared.result.events, spec.name),
             )
         return prepared
 
-    return _answer(placing.transact(engine, prepare, actor, report=report), spec.name)
+    try:
+        committed = placing.transact(engine, prepare, actor, report=report)
+    except cloudstack.Unplaceable as refused:
+        raise cloudstack.record_unplaceable(engine, refused, actor, report) from None
+    return _answer(committed, spec.name)
 
 
 @router.post(
