@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from httpx import Response
 from sqlalchemy import Engine, select
 
+from placed.service import targets as targets_route
 from placed.service.app import create_app
 from placed.service.auth import Caller
 from placed.service.context import principal
@@ -716,3 +717,63 @@ def test_the_admin_dedicates_and_users_of_other_accounts_are_kept_off(world: Wor
 def test_a_path_naming_no_resource_is_a_404(world: World) -> None:
     world.refused(404, "not-found", "DELETE", "/v1/dedications/nowhere")
     world.refused(404, "not-found", "PATCH", "/v1/dedications/nowhere", json={"domain": "D1"})
+
+
+def _listed(world: World, who: str, **params: Any) -> list[str]:
+    answer = world.client.get("/v1/targets", params=params, headers=world.as_(who))
+    assert answer.status_code == 200, answer.text
+    return [t["name"] for t in answer.json()["items"]]
+
+
+def _paged(world: World, who: str, limit: int) -> list[str]:
+    found: list[str] = []
+    after: str | None = None
+    for _ in range(10):
+        params: dict[str, Any] = {"limit": limit}
+        if after is not None:
+            params["after"] = after
+        answer = world.client.get("/v1/targets", params=params, headers=world.as_(who)).json()
+        found += [t["name"] for t in answer["items"]]
+        after = answer["next_cursor"]
+        if after is None:
+            return found
+    raise AssertionError(f"more than 10 pages for {who}")
+
+
+def test_domain_admins_and_users_see_the_targets_they_may_use(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SERVICE.md: GET /v1/targets is "R; D, U: what they may use", by the dedication in
+    force (the target's own, its location's, or an implicit one), judged by the rules'
+    own `covers`; another tenant's target is a 404, as if it were not there."""
+    assert world.dedicate("h1", "D1", "A1").status_code == 201
+    assert world.dedicate("h2", "SD1").status_code == 201
+    assert _listed(world, "root-admin") == ["h1", "h2", "h3"]
+    assert _listed(world, "user:A1") == ["h1", "h3"]  # SD1's h2 is below A1's domain
+    assert _listed(world, "user:S1") == ["h2", "h3"]  # D1's subdomain, not account A1
+    assert _listed(world, "user:A2") == ["h3"]
+    assert _listed(world, "domain-admin:D1") == ["h1", "h2", "h3"]  # A1, A2, S1 between them
+    assert _listed(world, "domain-admin:SD1") == ["h2", "h3"]
+    assert _listed(world, "domain-admin:D2") == ["h3"]
+    assert _listed(world, "user:A2", under="c1") == ["h3"]
+    for who, name, status in [
+        ("user:A2", "h1", 404),
+        ("user:A1", "h1", 200),
+        ("domain-admin:D2", "h2", 404),
+        ("domain-admin:D1", "h2", 200),
+    ]:
+        answer = world.client.get(f"/v1/targets/{name}", headers=world.as_(who))
+        assert answer.status_code == status, (who, name, answer.text)
+    # Judged a chunk at a time: pages stay whole when most of a chunk is another's.
+    monkeypatch.setattr(targets_route, "USABLE_CHUNK", 1)
+    assert _paged(world, "user:A2", 1) == ["h3"]
+    assert _paged(world, "user:S1", 1) == ["h2", "h3"]
+    assert _paged(world, "domain-admin:D1", 2) == ["h1", "h2", "h3"]
+    # An implicit dedication holds the host for its account alone.
+    assert world.client.put("/v1/settings/implicit_dedication", json={"value": True}).is_success
+    taken = world.vm("b1-vm", "B1", "dedicated")
+    assert taken.status_code == 201, taken.text
+    assert hosts_of(taken) == {"b1-vm/0": "h3"}
+    assert _listed(world, "user:B1") == ["h3"]
+    assert _listed(world, "user:A2") == []
+    assert _listed(world, "domain-admin:D1") == ["h1", "h2"]

@@ -9,12 +9,14 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Engine
+from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from placed.engine.planner import Planner
 from placed.engine.rebalance import simulate
 from placed.service import context, placing, problems
 from placed.service.auth import AGENT, DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
+from placed.service.usage import Holdings
 from placed.store import settings, targets
 from placed.store.claims import Actor, Extra
 from placed.store.database import reading, writing
@@ -72,6 +74,9 @@ class AdminChange(BaseModel):
 @router.get(
     "/targets",
     summary="List targets",
+    description="Targets by name. A domain-admin or user sees those it may use: none holds "
+    "it, or the dedication in force on it (its own, its location's, or an implicit one) "
+    "covers one of its accounts.",
     response_model=TargetPage,
     responses=problems.responses(422),
 )
@@ -108,8 +113,12 @@ async def list_targets(
             )
 
     def page() -> dict[str, Any]:
+        reach = context.accounts_of(engine, caller)
         with reading(engine) as session:
-            items = targets.views(session, after, limit + 1, under=wanted, state=state)
+            if reach is None:
+                items = targets.views(session, after, limit + 1, under=wanted, state=state)
+            else:
+                items = _usable_page(session, reach, after, limit + 1, wanted, state)
         more = len(items) > limit
         items = items[:limit]
         return {"items": items, "next_cursor": items[-1]["name"] if more and items else None}
@@ -117,9 +126,42 @@ async def list_targets(
     return await run_in_threadpool(page)
 
 
+# Targets judged at a time for a scoped listing: a page's worth at least, so a caller who
+# may use most of the fleet pays one read, and one who may use little pays a read a chunk.
+USABLE_CHUNK = 500
+
+
+def _usable_page(
+    session: Session,
+    reach: set[str],
+    after: str | None,
+    wanted: int,
+    under: list[str],
+    state: str | None,
+) -> list[dict[str, Any]]:
+    """The next `wanted` targets after `after` that some account of `reach` may use
+    (SERVICE.md: domain admins and users see "what they may use"), read in chunks by
+    name and each chunk judged by the dedication in force on it."""
+    holdings = Holdings(session)
+    found: list[dict[str, Any]] = []
+    chunk = max(wanted, USABLE_CHUNK)
+    while len(found) < wanted:
+        views = targets.views(session, after, chunk, under=under, state=state)
+        if not views:
+            break
+        kept = holdings.usable([view["name"] for view in views], reach)
+        found.extend(view for view in views if view["name"] in kept)
+        if len(views) < chunk:
+            break
+        after = views[-1]["name"]
+    return found[:wanted]
+
+
 @router.get(
     "/targets/{name:path}",
     summary="One target",
+    description="A target another tenant's dedication holds is a 404 to a domain-admin or "
+    "user, as if it were not there.",
     response_model=TargetView,
     responses=problems.responses(404),
 )
@@ -131,8 +173,11 @@ async def get_target(
     engine = context.store(request)
 
     def one() -> dict[str, Any]:
+        reach = context.accounts_of(engine, caller)
         with reading(engine) as session:
             found = targets.views(session, names=[name], limit=1)
+            if found and reach is not None and not Holdings(session).usable([name], reach):
+                found = []  # as if it were not there: another tenant's is none of its business
         if not found:
             raise problems.ProblemException(404, "not-found", f"no target {name!r}")
         return found[0]

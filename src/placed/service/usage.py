@@ -5,6 +5,7 @@ owner of just the targets named (GET /v1/owners), implicit dedications included.
 
 from __future__ import annotations
 
+from collections.abc import Sequence, Set
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
@@ -304,37 +305,46 @@ async def get_spread(
     return found
 
 
-def owners(
-    session: Session, names: list[str], principal: str
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The dedication in force on each named target, as GET /v1/dedications would list
-    it (and only what that lists to the principal), or its implicit one: a host that no
-    dedication covers, where a VM runs that implicit dedication put there (its
-    placement's reason says so), is that VM's account's. Implicit dedications are not
-    rows (plans derive them again), so the placements' history is what says so; it is
-    read for the named targets only."""
-    tenancy = Tenancy(domains.parents(session), accounts.domains_of(session))
-    who = tenancy.principal(principal)
-    if who is None:
-        return [], []
-    places = _Places(session)
-    explicit = {d.resource: d for d in dedications.listed(session) if not d.owner.implicit}
-    located: dict[str, int | None] = {
-        name: location
-        for name, location in session.execute(
-            select(Target.name, Target.location_id).where(Target.name.in_(names))
-        )
-    }
-    found: dict[str, tuple[Dedication, str | None]] = {}
-    bare: list[str] = []
-    for target, location in located.items():
-        chain = places.chain(location)
-        hit = next(((d, p) for p in [target, *chain] if (d := explicit.get(p)) is not None), None)
-        if hit is None:
-            bare.append(target)
-        else:
-            found[target] = (hit[0], None if hit[1] == target else hit[1])
-    if bare:
+class Holdings:
+    """The dedication in force on targets (their own, their nearest dedicated location's,
+    or the implicit one of a VM running there), the rows it rests on read once and each
+    batch of targets judged apart: GET /v1/owners names a few, a scoped target listing
+    judges a page at a time."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.domains = accounts.domains_of(session)
+        self.tenancy = Tenancy(domains.parents(session), self.domains)
+        self.places = _Places(session)
+        self.explicit = {d.resource: d for d in dedications.listed(session) if not d.owner.implicit}
+
+    def of(self, names: Sequence[str]) -> dict[str, tuple[Dedication, str | None]]:
+        """Each named target a dedication holds, and where it is inherited from (None:
+        its own). A host that no dedication covers, where a VM runs that implicit
+        dedication put there (its placement's reason says so), is that VM's account's.
+        Implicit dedications are not rows (plans derive them again), so the placements'
+        history is what says so; it is read for the named targets only."""
+        session, tenancy = self.session, self.tenancy
+        located: dict[str, int | None] = {
+            name: location
+            for name, location in session.execute(
+                select(Target.name, Target.location_id).where(Target.name.in_(list(names)))
+            )
+        }
+        found: dict[str, tuple[Dedication, str | None]] = {}
+        bare: list[str] = []
+        for target, location in located.items():
+            chain = self.places.chain(location)
+            hit = next(
+                ((d, p) for p in [target, *chain] if (d := self.explicit.get(p)) is not None),
+                None,
+            )
+            if hit is None:
+                bare.append(target)
+            else:
+                found[target] = (hit[0], None if hit[1] == target else hit[1])
+        if not bare or not self.domains:
+            return found  # no account, no VM of one: nothing implicit
         # Which unit runs where now, and the last arrival of each there: an implicit
         # dedication is a placement whose reason says implicit dedication gave it the
         # host (a preferred-mode VM that fell back to a shared host took nothing).
@@ -350,6 +360,8 @@ def owners(
                 .where(Target.name.in_(bare))
             )
         }
+        if not running:
+            return found
         arrivals: dict[str, str] = {}
         for unit, arrived, reason in session.execute(
             select(PlacementHistory.unit_name, PlacementHistory.to_target, PlacementHistory.reason)
@@ -366,10 +378,43 @@ def owners(
             if arrivals[unit].startswith(IMPLICIT_REASON + ":"):
                 implicit = Dedication(target, "host", Owner(domain, account, implicit=True))
                 found[target] = (implicit, None)
+        return found
+
+    def usable(self, names: Sequence[str], reach: Set[str]) -> set[str]:
+        """Of the named targets, those some account of `reach` may use, by the rules'
+        own `covers`: none holds it, or what holds it covers one of them."""
+        found = self.of(names)
+        rules = Dedications(self.tenancy, Topology.of([]))
+        verdicts: dict[Owner, bool] = {}
+        kept = set()
+        for name in names:
+            hit = found.get(name)
+            if hit is not None:
+                owner = hit[0].owner
+                if owner not in verdicts:
+                    verdicts[owner] = any(rules.covers(owner, account) for account in reach)
+                if not verdicts[owner]:
+                    continue
+            kept.add(name)
+        return kept
+
+
+def owners(
+    session: Session, names: list[str], principal: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The dedication in force on each named target (`Holdings.of`), as GET
+    /v1/dedications would list it (and only what that lists to the principal)."""
+    holdings = Holdings(session)
+    who = holdings.tenancy.principal(principal)
+    if who is None:
+        return [], []
+    found = holdings.of(names)
     # What GET /v1/dedications would list to the principal, by the same rule.
-    rules = Dedications(tenancy, Topology.of([]))
-    rules.items.update(explicit)  # by resource
-    rules.items.update({d.resource: d for d, _ in found.values() if d.resource not in explicit})
+    rules = Dedications(holdings.tenancy, Topology.of([]))
+    rules.items.update(holdings.explicit)  # by resource
+    rules.items.update(
+        {d.resource: d for d, _ in found.values() if d.resource not in holdings.explicit}
+    )
     shown = rules.list(who)
     seen = {(d.resource, d.owner) for d in shown}
     items = []
