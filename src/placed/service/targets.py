@@ -126,9 +126,10 @@ async def list_targets(
     return await run_in_threadpool(page)
 
 
-# Targets judged at a time for a scoped listing: a page's worth at least, so a caller who
-# may use most of the fleet pays one read, and one who may use little pays a read a chunk.
-USABLE_CHUNK = 500
+# Targets judged at a time for a scoped listing: names and locations only, so a caller
+# who may use little of the fleet pays a light read per chunk, and views are built only
+# for the targets kept.
+USABLE_CHUNK = 2000
 
 
 def _usable_page(
@@ -140,21 +141,22 @@ def _usable_page(
     state: str | None,
 ) -> list[dict[str, Any]]:
     """The next `wanted` targets after `after` that some account of `reach` may use
-    (SERVICE.md: domain admins and users see "what they may use"), read in chunks by
-    name and each chunk judged by the dedication in force on it."""
+    (SERVICE.md: domain admins and users see "what they may use"), judged in chunks by
+    name by the dedication in force on each."""
     holdings = Holdings(session)
-    found: list[dict[str, Any]] = []
+    kept: list[str] = []
     chunk = max(wanted, USABLE_CHUNK)
-    while len(found) < wanted:
-        views = targets.views(session, after, chunk, under=under, state=state)
-        if not views:
+    while len(kept) < wanted:
+        located = targets.placed_names(session, after, chunk, under=under, state=state)
+        if not located:
             break
-        kept = holdings.usable([view["name"] for view in views], reach)
-        found.extend(view for view in views if view["name"] in kept)
-        if len(views) < chunk:
+        usable = holdings.usable([name for name, _ in located], reach, dict(located))
+        kept.extend(name for name, _ in located if name in usable)
+        if len(located) < chunk:
             break
-        after = views[-1]["name"]
-    return found[:wanted]
+        after = located[-1][0]
+    kept = kept[:wanted]
+    return targets.views(session, names=kept, limit=len(kept)) if kept else []
 
 
 @router.get(

@@ -5,7 +5,7 @@ owner of just the targets named (GET /v1/owners), implicit dedications included.
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections.abc import Mapping, Sequence, Set
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
@@ -318,19 +318,22 @@ class Holdings:
         self.places = _Places(session)
         self.explicit = {d.resource: d for d in dedications.listed(session) if not d.owner.implicit}
 
-    def of(self, names: Sequence[str]) -> dict[str, tuple[Dedication, str | None]]:
+    def of(
+        self, names: Sequence[str], located: Mapping[str, int | None] | None = None
+    ) -> dict[str, tuple[Dedication, str | None]]:
         """Each named target a dedication holds, and where it is inherited from (None:
         its own). A host that no dedication covers, where a VM runs that implicit
         dedication put there (its placement's reason says so), is that VM's account's.
         Implicit dedications are not rows (plans derive them again), so the placements'
         history is what says so; it is read for the named targets only."""
         session, tenancy = self.session, self.tenancy
-        located: dict[str, int | None] = {
-            name: location
-            for name, location in session.execute(
-                select(Target.name, Target.location_id).where(Target.name.in_(list(names)))
-            )
-        }
+        if located is None:
+            located = {
+                name: location
+                for name, location in session.execute(
+                    select(Target.name, Target.location_id).where(Target.name.in_(list(names)))
+                )
+            }
         found: dict[str, tuple[Dedication, str | None]] = {}
         bare: list[str] = []
         for target, location in located.items():
@@ -380,10 +383,16 @@ class Holdings:
                 found[target] = (implicit, None)
         return found
 
-    def usable(self, names: Sequence[str], reach: Set[str]) -> set[str]:
-        """Of the named targets, those some account of `reach` may use, by the rules'
-        own `covers`: none holds it, or what holds it covers one of them."""
-        found = self.of(names)
+    def usable(
+        self,
+        names: Sequence[str],
+        reach: Set[str],
+        located: Mapping[str, int | None] | None = None,
+    ) -> set[str]:
+        """Of the named targets (`located`: each one's location, when the caller read
+        it), those some account of `reach` may use, by the rules' own `covers`: none
+        holds it, or what holds it covers one of them."""
+        found = self.of(names, located)
         rules = Dedications(self.tenancy, Topology.of([]))
         verdicts: dict[Owner, bool] = {}
         kept = set()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import exc, func, select, update
+from sqlalchemy import ColumnElement, exc, func, select, update
 from sqlalchemy.orm import Session
 
 from placed.store import locations, revision
@@ -227,24 +227,8 @@ def views(
     is a resource a dedication names too). `state`: only targets whose admin state is
     this (up, down, maintenance), or with `stale`/`unknown`, whose liveness is down or
     not known."""
-    query = select(Target).order_by(Target.name).limit(limit)
-    if after is not None:
-        query = query.where(Target.name > after)
-    if names:
-        query = query.where(Target.name.in_(list(names)))
-    if under:
-        places = locations.beneath(session, under)
-        query = query.where(Target.location_id.in_(sorted(places)) | Target.name.in_(list(under)))
-    if state in ADMIN_STATES:
-        query = query.where(Target.admin_state == state)
-    elif state is not None:
-        heard = select(TargetLiveness.target_id).where(TargetLiveness.liveness != "unknown")
-        query = query.where(
-            Target.id.in_(select(TargetLiveness.target_id).where(TargetLiveness.liveness == "down"))
-            if state == "stale"
-            else Target.id.not_in(heard)
-        )
-    rows = session.scalars(query).all()
+    query = select(Target).where(*_listed(session, after, names, under, state))
+    rows = session.scalars(query.order_by(Target.name).limit(limit)).all()
     ids = [row.id for row in rows]
     capacity: dict[int, dict[str, float]] = {i: {} for i in ids}
     used: dict[int, dict[str, float]] = {i: {} for i in ids}
@@ -290,6 +274,51 @@ def views(
         }
         for row in rows
     ]
+
+
+def placed_names(
+    session: Session,
+    after: str | None = None,
+    limit: int = 100,
+    under: Sequence[str] = (),
+    state: str | None = None,
+) -> list[tuple[str, int | None]]:
+    """The names `views` would page through, each with its location: what a scoped
+    listing judges before it builds the views it keeps."""
+    query = select(Target.name, Target.location_id).where(
+        *_listed(session, after, (), under, state)
+    )
+    query = query.order_by(Target.name).limit(limit)
+    return [(name, location) for name, location in session.execute(query)]
+
+
+def _listed(
+    session: Session,
+    after: str | None,
+    names: Sequence[str],
+    under: Sequence[str],
+    state: str | None,
+) -> list[ColumnElement[bool]]:
+    """What a listing's page keeps: after a name, among names, under locations, in a
+    state (see `views`)."""
+    kept: list[ColumnElement[bool]] = []
+    if after is not None:
+        kept.append(Target.name > after)
+    if names:
+        kept.append(Target.name.in_(list(names)))
+    if under:
+        places = locations.beneath(session, under)
+        kept.append(Target.location_id.in_(sorted(places)) | Target.name.in_(list(under)))
+    if state in ADMIN_STATES:
+        kept.append(Target.admin_state == state)
+    elif state is not None:
+        heard = select(TargetLiveness.target_id).where(TargetLiveness.liveness != "unknown")
+        kept.append(
+            Target.id.in_(select(TargetLiveness.target_id).where(TargetLiveness.liveness == "down"))
+            if state == "stale"
+            else Target.id.not_in(heard)
+        )
+    return kept
 
 
 def _iso(moment: datetime | None) -> str | None:
