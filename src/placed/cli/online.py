@@ -589,7 +589,7 @@ def describe_workload(
     fmt = _begin(format_choice)
     with connected(server, token) as client:
         data = client.workload(name)
-        data["units"] = client.listed("/v1/placements", {"workload": name}, MOST)
+        data["placements"] = client.listed("/v1/placements", {"workload": name}, MOST)
 
     def table(found: dict[str, Any], wide: bool) -> None:
         _fields(
@@ -602,7 +602,7 @@ def describe_workload(
                 ("document", found["document"]),
             ]
         )
-        rows: list[Sequence[Cell]] = [(u["unit"], _text(u["target"])) for u in found["units"]]
+        rows: list[Sequence[Cell]] = [(u["unit"], _text(u["target"])) for u in found["placements"]]
         if rows:
             show(out, Grid(("unit", "target"), rows))
 
