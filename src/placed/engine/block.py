@@ -35,7 +35,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placed.engine.outcomes import Placement
-from placed.engine.selection import U64, rendezvous_weights_into, stable_hashes, top_candidates
+from placed.engine.selection import (
+    U64,
+    premixed,
+    premixed_weights_into,
+    stable_hashes,
+    top_candidates,
+)
 from placed.engine.state import PlanState
 from placed.model import CONTAINER_KINDS, Workload
 from placed.policy.base import UNCHANGED, BoolArray, FloatArray, Tracker
@@ -103,10 +109,11 @@ class _Tier:
         return max(self._last + 1, 0) + 4 * _NAMED
 
     def seen(self) -> tuple[Positions, U64]:
-        """The open targets' tier indices and hashes (kept until a target closes)."""
+        """The open targets' tier indices and `premixed` hashes (kept until a target
+        closes)."""
         if self._seen is None:
             seen = np.flatnonzero(self.open)
-            self._seen = (seen, self.hashes[seen])
+            self._seen = (seen, premixed(self.hashes[seen]))
         return self._seen
 
     def close(self, index: int) -> None:
@@ -141,7 +148,7 @@ def place(
     first = next(tiers)
     feasible = int(candidates.size)
     total = state.size
-    unit_hashes = stable_hashes(keys)
+    unit_hashes = premixed(stable_hashes(keys))
     name = workload.name
     landed: list[int] = []
     out: list[Placement] = []
@@ -159,7 +166,7 @@ def place(
             width = int(seen.size)
             rows = min(units - done, _MAX_BATCH, max(1, buffer.size // width))
             shape = (rows, width)
-            weights = rendezvous_weights_into(
+            weights = premixed_weights_into(
                 unit_hashes[done : done + rows],
                 seen_hashes,
                 buffer[: rows * width].reshape(shape),
