@@ -13,6 +13,7 @@ from placed.engine.selection import (
     premixed_weights_into,
     rendezvous_weight,
     rendezvous_weights,
+    stable_hash64,
     stable_hashes,
 )
 
@@ -38,3 +39,10 @@ def test_weights_by_name_are_the_blocks() -> None:
     units, targets = ["node1/0", "web/12"], ["conductor1", "conductor2", "h-0007"]
     block = rendezvous_weights(stable_hashes(units), stable_hashes(targets))
     assert block.tolist() == [[rendezvous_weight(u, t) for t in targets] for u in units]
+
+
+@given(st.lists(st.text(max_size=40), max_size=20))
+def test_hashes_of_many_keys_are_each_keys_hash(keys: list[str]) -> None:
+    found = stable_hashes(keys)
+    assert found.dtype == np.uint64 and found.flags.writeable
+    assert found.tolist() == [stable_hash64(key) for key in keys]

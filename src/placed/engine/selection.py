@@ -31,8 +31,14 @@ def stable_hash64(key: str) -> int:
     return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little")
 
 
+_UINT64_LE = np.dtype("<u8")
+
+
 def stable_hashes(keys: list[str]) -> U64:
-    return np.array([stable_hash64(key) for key in keys], dtype=np.uint64)
+    """`stable_hash64` of each key: the digests joined and read as little-endian words at
+    once, rather than an int made of each and the ints made into an array."""
+    digests = b"".join([hashlib.blake2b(key.encode(), digest_size=8).digest() for key in keys])
+    return np.frombuffer(digests, dtype=_UINT64_LE).astype(np.uint64)
 
 
 def mix64(values: U64) -> U64:
