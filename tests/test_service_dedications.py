@@ -20,6 +20,7 @@ from sqlalchemy import Engine, select
 from placed.service import targets as targets_route
 from placed.service.app import create_app
 from placed.service.auth import Caller
+from placed.service.cloudstack import MAX_FAILURE_EVENTS
 from placed.service.context import principal
 from placed.store import schema, tokens
 from placed.store.database import make_engine, reading, writing
@@ -170,6 +171,24 @@ def world(database: str) -> Iterator[World]:
             yield World(client, engine)
     finally:
         engine.dispose()
+
+
+def test_a_big_failed_deploy_records_a_bounded_number_of_events(world: World) -> None:
+    """A claim may ask for 100,000 units: its refusal writes at most MAX_FAILURE_EVENTS
+    failure events, the last counting the units left unrecorded, and nothing else."""
+    units = MAX_FAILURE_EVENTS + 7
+    before, revision = world.digest(without=RECORDED), world.revision()
+    seen = max((e["id"] for e in world.events()), default=0)
+    answer = world.vm("a2-many", "A2", "dedicated", units=units)
+    assert_problem(answer, 409, "unplaceable")
+    assert f"{units} of the units cannot be placed" in answer.json()["detail"]
+    assert world.digest(without=RECORDED) == before
+    assert world.revision() == revision
+    found = [e for e in world.events() if e["id"] > seen]
+    assert [e["subject"] for e in found] == [f"a2-many/{k}" for k in range(MAX_FAILURE_EVENTS)]
+    assert {e["kind"] for e in found} == {"placement.failed"}
+    assert found[-1]["details"]["not_recorded"] == 7
+    assert all("not_recorded" not in e["details"] for e in found[:-1])
 
 
 def test_a_host_dedicated_to_an_account_takes_only_that_accounts_vms(world: World) -> None:

@@ -8,7 +8,8 @@ when the principal may not act at all, 409 otherwise. A refused migration or mai
 is also recorded, as CloudStack's design asks of a failed placement ("an event
 generated"): one `migration.refused` event, and nothing else changes. So is a tenant's
 deploy (a claim) that finds no host: one `placement.failed` event per unit that found
-none, the rules' own `placement-failed` or `zone-closed` as its cause.
+none (at most `MAX_FAILURE_EVENTS`), the rules' own `placement-failed` or `zone-closed`
+as its cause.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ from placed.store.world import Snapshot
 
 MIGRATION_REFUSED_EVENT = "migration.refused"
 PLACEMENT_FAILED_EVENT = "placement.failed"
+# Failure events one refused claim writes at most: a claim may ask for 100,000 units, and
+# a refusal should not cost a row each; the last one counts the units left unrecorded.
+MAX_FAILURE_EVENTS = 100
 
 # The rules' event kinds as the service's events name them.
 _EVENT_KINDS = {
@@ -125,20 +129,24 @@ class Unplaceable(Exception):
 def placement_failures(found: Sequence[Event], workload: str) -> list[Extra]:
     """The rules' failed-placement events of `workload`'s units (a plan of the whole
     world records those of other workloads that stay unplaced too)."""
+    failed = [
+        event
+        for event in found
+        if event.kind in (PLACEMENT_FAILED, ZONE_CLOSED_EVENT)
+        and event.subject.rpartition("/")[0] == workload
+    ]
     failures = []
-    for event in found:
-        if event.kind not in (PLACEMENT_FAILED, ZONE_CLOSED_EVENT):
-            continue
-        if event.subject.rpartition("/")[0] != workload:
-            continue
-        details = dict(event.details)
+    for number, event in enumerate(failed[:MAX_FAILURE_EVENTS], start=1):
+        details = {**dict(event.details), "cause": event.kind}
+        if number == MAX_FAILURE_EVENTS and len(failed) > number:
+            details["not_recorded"] = len(failed) - number
         failures.append(
             Extra(
                 PLACEMENT_FAILED_EVENT,
                 event.subject,
                 workload=workload,
                 account=details.get("account"),
-                details={**details, "cause": event.kind},
+                details=details,
             )
         )
     return failures
