@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from httpx import Response
 from sqlalchemy import Engine, select
 
+from placed.service import locations as locations_route
 from placed.service import targets as targets_route
 from placed.service.app import create_app
 from placed.service.auth import Caller
@@ -796,3 +797,41 @@ def test_domain_admins_and_users_see_the_targets_they_may_use(
     assert _listed(world, "user:B1") == ["h3"]
     assert _listed(world, "user:A2") == []
     assert _listed(world, "domain-admin:D1") == ["h1", "h2"]
+
+
+def _locations(world: World, who: str, **params: Any) -> list[str]:
+    answer = world.client.get("/v1/locations", params=params, headers=world.as_(who))
+    assert answer.status_code == 200, answer.text
+    return [row["name"] for row in answer.json()["items"]]
+
+
+def test_domain_admins_and_users_see_the_locations_they_may_use(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As for targets: a location another tenant's dedication holds (its own, or its
+    nearest dedicated ancestor's) is listed to nobody else, in GET /v1/locations and in
+    GET /v1/usage (CloudStack lists a dedicated zone to its domain's users only)."""
+    assert world.dedicate("p1", "D1", "A1").status_code == 201
+    assert _locations(world, "root-admin") == ["c1", "p1", "z1"]
+    assert _locations(world, "user:A1") == ["c1", "p1", "z1"]
+    assert _locations(world, "domain-admin:D1") == ["c1", "p1", "z1"]
+    assert _locations(world, "user:A2") == ["z1"]  # p1 and the cluster below it are A1's
+    assert _locations(world, "domain-admin:SD1") == ["z1"]
+    assert _locations(world, "domain-admin:D2") == ["z1"]
+    # Read a chunk at a time, pages stay whole.
+    monkeypatch.setattr(locations_route, "SCOPED_CHUNK", 1)
+    first = world.client.get(
+        "/v1/locations", params={"limit": 1}, headers=world.as_("user:A1")
+    ).json()
+    assert [row["name"] for row in first["items"]] == ["c1"]
+    assert _locations(world, "user:A1", after=first["next_cursor"]) == ["p1", "z1"]
+    assert _locations(world, "user:A2", limit=1) == ["z1"]
+
+    def pods(who: str) -> list[str | None]:
+        answer = world.client.get("/v1/usage", params={"level": "pod"}, headers=world.as_(who))
+        assert answer.status_code == 200, answer.text
+        return [row["name"] for row in answer.json()["items"]]
+
+    assert pods("root-admin") == ["p1"]
+    assert pods("user:A1") == ["p1"]
+    assert pods("user:A2") == []

@@ -1,5 +1,6 @@
 """GET /v1/locations: the inventory tree above the targets (zones, pods, clusters,
-racks), each with its parent, so a reader can draw the tree and filter targets by it."""
+racks), each with its parent, so a reader can draw the tree and filter targets by it. A
+domain-admin or user sees the locations it may use, as it sees the targets."""
 
 from __future__ import annotations
 
@@ -7,16 +8,20 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from placed.service import context, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
+from placed.service.usage import Holdings
 from placed.store import locations
 from placed.store.database import reading
 
 router = APIRouter(prefix="/v1")
 
 MAX_PAGE = 1000
+# Locations read at a time for a scoped listing (a fleet has a few thousand at most).
+SCOPED_CHUNK = 1000
 
 
 class LocationView(BaseModel):
@@ -34,7 +39,9 @@ class LocationPage(BaseModel):
 @router.get(
     "/locations",
     summary="List locations",
-    description="The locations (zones, pods, clusters, racks) by name, each with its parent.",
+    description="The locations (zones, pods, clusters, racks) by name, each with its parent. "
+    "A domain-admin or user sees those it may use: none holds it, or the dedication in "
+    "force on it (its own or its nearest dedicated ancestor's) covers one of its accounts.",
     response_model=LocationPage,
     responses=problems.responses(422),
 )
@@ -47,10 +54,29 @@ async def list_locations(
     engine = context.store(request)
 
     def page() -> dict[str, Any]:
+        reach = context.accounts_of(engine, caller)
         with reading(engine) as session:
-            items = locations.views(session, after, limit + 1)
+            if reach is None:
+                items = locations.views(session, after, limit + 1)
+            else:
+                items = _usable_page(session, reach, after, limit + 1)
         more = len(items) > limit
         items = items[:limit]
         return {"items": items, "next_cursor": items[-1]["name"] if more and items else None}
 
     return await run_in_threadpool(page)
+
+
+def _usable_page(
+    session: Session, reach: set[str], after: str | None, wanted: int
+) -> list[dict[str, Any]]:
+    """The next `wanted` locations after `after` that some account of `reach` may use."""
+    usable = Holdings(session).usable_locations(reach)
+    kept: list[dict[str, Any]] = []
+    while len(kept) < wanted:
+        views = locations.views(session, after, SCOPED_CHUNK)
+        kept += [view for view in views if view["name"] in usable]
+        if len(views) < SCOPED_CHUNK:
+            break
+        after = views[-1]["name"]
+    return kept[:wanted]

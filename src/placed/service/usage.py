@@ -212,8 +212,9 @@ def usage(session: Session, level: str) -> dict[str, Any]:
     summary="Capacity and use per location of one level",
     description="Per location of the level (a zone by default): per resource, capacity "
     "and use summed over its targets in service, and its targets down or in maintenance "
-    "counted and summed apart. One grouped query, whatever the fleet's size; targets are "
-    "listed to the same callers as GET /v1/targets.",
+    "counted and summed apart. One grouped query, whatever the fleet's size. A "
+    "domain-admin or user gets the locations GET /v1/locations lists to it (each summed "
+    "over all its targets).",
     response_model=Usage,
     responses=problems.responses(422),
 )
@@ -225,8 +226,17 @@ async def get_usage(
     engine = context.store(request)
 
     def read() -> dict[str, Any]:
+        reach = context.accounts_of(engine, caller)
         with reading(engine) as session:
-            return usage(session, level)
+            found = usage(session, level)
+            if reach is not None:
+                # Another tenant's zone is not named (GET /v1/locations lists it to
+                # nobody else); a location shown sums all its targets.
+                shown = Holdings(session).usable_locations(reach)
+                found["items"] = [
+                    row for row in found["items"] if row["name"] is None or row["name"] in shown
+                ]
+            return found
 
     return await run_in_threadpool(read)
 
@@ -400,6 +410,28 @@ class Holdings:
             hit = found.get(name)
             if hit is not None:
                 owner = hit[0].owner
+                if owner not in verdicts:
+                    verdicts[owner] = any(rules.covers(owner, account) for account in reach)
+                if not verdicts[owner]:
+                    continue
+            kept.add(name)
+        return kept
+
+    def usable_locations(self, reach: Set[str]) -> set[str]:
+        """The locations some account of `reach` may use: none holds it, or the
+        dedication in force on it (its own, or its nearest dedicated ancestor's) covers
+        one of them. Below a location another tenant holds, none is (CloudStack lists a
+        zone dedicated to a domain to that domain's users only)."""
+        rules = Dedications(self.tenancy, Topology.of([]))
+        verdicts: dict[Owner, bool] = {}
+        kept = set()
+        for location, name in self.places.name.items():
+            held = next(
+                (d for p in self.places.chain(location) if (d := self.explicit.get(p)) is not None),
+                None,
+            )
+            if held is not None:
+                owner = held.owner
                 if owner not in verdicts:
                     verdicts[owner] = any(rules.covers(owner, account) for account in reach)
                 if not verdicts[owner]:
