@@ -403,35 +403,30 @@ class Holdings:
         it), those some account of `reach` may use, by the rules' own `covers`: none
         holds it, or what holds it covers one of them."""
         found = self.of(names, located)
-        rules = Dedications(self.tenancy, Topology.of([]))
-        verdicts: dict[Owner, bool] = {}
-        kept = set()
-        for name in names:
-            hit = found.get(name)
-            if hit is not None:
-                owner = hit[0].owner
-                if owner not in verdicts:
-                    verdicts[owner] = any(rules.covers(owner, account) for account in reach)
-                if not verdicts[owner]:
-                    continue
-            kept.add(name)
-        return kept
+        return self._kept(
+            [(name, found[name][0].owner if name in found else None) for name in names], reach
+        )
 
     def usable_locations(self, reach: Set[str]) -> set[str]:
         """The locations some account of `reach` may use: none holds it, or the
         dedication in force on it (its own, or its nearest dedicated ancestor's) covers
         one of them. Below a location another tenant holds, none is (CloudStack lists a
         zone dedicated to a domain to that domain's users only)."""
+        held: list[tuple[str, Owner | None]] = []
+        for location, name in self.places.name.items():
+            chain = self.places.chain(location)
+            found = next((d for p in chain if (d := self.explicit.get(p)) is not None), None)
+            held.append((name, found.owner if found is not None else None))
+        return self._kept(held, reach)
+
+    def _kept(self, held: Sequence[tuple[str, Owner | None]], reach: Set[str]) -> set[str]:
+        """The names nothing holds, or whose holder covers an account of `reach` (the
+        rules' own `covers`, judged once per holder)."""
         rules = Dedications(self.tenancy, Topology.of([]))
         verdicts: dict[Owner, bool] = {}
         kept = set()
-        for location, name in self.places.name.items():
-            held = next(
-                (d for p in self.places.chain(location) if (d := self.explicit.get(p)) is not None),
-                None,
-            )
-            if held is not None:
-                owner = held.owner
+        for name, owner in held:
+            if owner is not None:
                 if owner not in verdicts:
                     verdicts[owner] = any(rules.covers(owner, account) for account in reach)
                 if not verdicts[owner]:
