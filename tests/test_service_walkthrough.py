@@ -87,3 +87,49 @@ def test_open_horizon_files_apply_as_placed_plan_reads_them(tmp_path: Path) -> N
         assert done.returncode == 0, done.stderr
         answer = json.loads(done.stdout)
         assert {p["unit"]: p["target"] for p in answer["placements"]} == expected
+
+
+ZONES = """
+name: zones
+inventory:
+  - id: z1
+    kind: zone
+    children:
+      - id: r1
+        kind: rack
+        tags: [fast]
+        children:
+          - {id: h1, kind: host, capacity: {cpu: 2}}
+"""
+
+
+def test_get_locations_prints_the_tree_as_a_table_and_as_json(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'placed.db'}"
+    token = upgrade(url)
+    (tmp_path / "zones.yaml").write_text(ZONES)
+    env = {**os.environ, "PLACED_TOKEN": token, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    with serving(url) as (base,):
+        env["PLACED_URL"] = base
+
+        def placed(*arguments: str) -> str:
+            done = subprocess.run(
+                ["placed", *arguments], cwd=tmp_path, env=env, capture_output=True, text=True
+            )
+            assert done.returncode == 0, (arguments, done.stderr)
+            return done.stdout
+
+        placed("apply", "zones.yaml")
+        assert [line.split() for line in placed("get", "locations").splitlines()] == [
+            ["name", "kind", "parent"],
+            ["r1", "rack", "z1"],
+            ["z1", "zone", "-"],
+        ]
+        assert [line.split() for line in placed("get", "locations", "-o", "wide").splitlines()][
+            1
+        ] == ["r1", "rack", "z1", "fast"]
+        assert json.loads(placed("get", "locations", "-o", "json")) == {
+            "items": [
+                {"name": "r1", "kind": "rack", "parent": "z1", "tags": ["fast"]},
+                {"name": "z1", "kind": "zone", "parent": None, "tags": []},
+            ]
+        }

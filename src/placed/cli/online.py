@@ -265,7 +265,8 @@ def apply(
 
 
 get_app = typer.Typer(
-    help="List what a running placed serve holds: targets, workloads, placements, events. "
+    help="List what a running placed serve holds: targets, locations, workloads, "
+    "placements, events. "
     "-o wide adds columns; json and yaml print {items: [...]} with every page.\n\n"
     "\b\n"
     "Examples:\n"
@@ -332,6 +333,39 @@ def get_targets(
         show(out, Grid(columns, rows))
 
     _listing("/v1/targets", {}, server, token, _begin(format_choice), table)
+
+
+@get_app.command(name="locations")
+def get_locations(
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: GetFormatOption = GetFormat.table,
+) -> None:
+    """The locations above the targets (zones, pods, clusters, racks), each with its
+    parent (a domain-admin or user sees those it may use).
+
+    \b
+    Examples:
+      # exit code 2: nothing listens on port 9
+      placed get locations -o wide --server http://127.0.0.1:9
+    """
+
+    def table(items: list[dict[str, Any]], wide: bool) -> None:
+        if not items:
+            write("no locations\n")
+            return
+        columns: tuple[str, ...] = ("name", "kind", "parent")
+        if wide:
+            columns += ("tags",)
+        rows: list[Sequence[Cell]] = []
+        for place in items:
+            row = [place["name"], place["kind"], _text(place["parent"])]
+            if wide:
+                row.append(",".join(place["tags"]) or "-")
+            rows.append(row)
+        show(out, Grid(columns, rows))
+
+    _listing("/v1/locations", {}, server, token, _begin(format_choice), table)
 
 
 @get_app.command(name="workloads")

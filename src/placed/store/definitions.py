@@ -143,6 +143,7 @@ def _inventory(
         values: dict[str, Any] = {
             "parent_id": location_ids[parent] if parent else None,
             "kind": str(after.nodes[node].get("kind", "host")),
+            "tags": list(after.nodes[node].get("tags", [])),
             "spec": after.nodes[node],
             "document": after.node_documents.get(node),
             "revision": revision,

@@ -61,7 +61,13 @@ def views(session: Session, after: str | None = None, limit: int = 100) -> list[
     if after is not None:
         query = query.where(Location.name > after)
     return [
-        {"name": row.name, "kind": row.kind, "parent": above, "tags": list(row.tags)}
+        # A row applied before its tags were written has them in its spec only.
+        {
+            "name": row.name,
+            "kind": row.kind,
+            "parent": above,
+            "tags": list(row.tags or (row.spec or {}).get("tags", [])),
+        }
         for row, above in session.execute(query)
     ]
 
