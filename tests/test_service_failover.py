@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -292,12 +293,24 @@ def test_all_heartbeats_stopping_at_once_moves_nothing(database: str, tmp_path: 
 
 def _cli(*args: str, token: str, base: str, out: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [str(BIN / "placed"), *args, "--server", base],
+        [*INTERRUPTIBLE, str(BIN / "placed"), *args, "--server", base],
         stdout=out.open("w"),
         stderr=subprocess.STDOUT,
         text=True,
         env={"PLACED_TOKEN": token, "PATH": str(BIN)},
     )
+
+
+# Ctrl-C as at a terminal, even when the suite runs in the background of a shell without
+# job control, whose children start with SIGINT ignored (and an exec keeps it ignored):
+# the default restored, then placed exec'd in the same process. Not a preexec_fn, which
+# is not safe in a process with threads.
+INTERRUPTIBLE = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])",
+]
 
 
 def test_a_conductor_that_stops_and_returns_moves_only_its_units_and_back(
