@@ -168,6 +168,20 @@ def test_refusals_change_nothing(world: tuple[TestClient, Engine]) -> None:
     wrong_type = client.post("/v1/workloads", json={"name": "w", "units": "three"})
     assert wrong_type.status_code == 422
     assert wrong_type.json()["errors"][0]["pointer"] == "/units"
+    # An expression the schema takes and the engine refuses: pointed at in the body sent,
+    # not at the world document the store builds from every workload.
+    bad_constraint = client.post("/v1/workloads", json={"name": "w", "constraints": ["cpu >= "]})
+    assert bad_constraint.status_code == 422
+    problem = bad_constraint.json()
+    assert problem["errors"][0]["pointer"] == "/constraints/0", problem
+    assert ": constraints[0]: invalid constraint" in problem["detail"]
+    assert "workloads[" not in problem["detail"]
+    generation = client.get("/v1/workloads/node1").json()["generation"]
+    spec = {"name": "node1", "tags": ["rack10"], "constraints": ["cpu >= "]}
+    changed = client.put("/v1/workloads/node1", json={"generation": generation, "spec": spec})
+    assert changed.status_code == 422
+    assert changed.json()["errors"][0]["pointer"] == "/spec/constraints/0"
+    assert ": spec.constraints[0]: invalid constraint" in changed.json()["detail"]
     assert digest(engine) == before
 
 

@@ -75,22 +75,55 @@ class Committed:
     conflicts: int
 
 
-def world_spec(snapshot: Snapshot) -> Spec:
+@dataclass(frozen=True)
+class Focus:
+    """The workload a request carries (`name`) and where its body holds it (`pointer`):
+    a problem of that workload in the world is reported against the request's body, not
+    against the world document the request never sent."""
+
+    name: str
+    pointer: str = ""
+
+
+def world_spec(snapshot: Snapshot, focus: Focus | None = None) -> Spec:
     """The snapshot as the engine's spec, read through the spec's own schema."""
     document = snapshot.document(WORLD)
     try:
         return load_spec_data(document, WORLD)
     except SpecError as error:
-        # Pointers into the stored world (the documents applied so far, as one).
+        errors = problems.spec_errors(error, document)[:50]
+        keys = [p.key for p in error.problems[:5]]
+        if focus is not None and focus.name in snapshot.workloads:
+            at = list(snapshot.workloads).index(focus.name)
+            errors = [_refocused(e, at, focus) for e in errors]
+            keys = [_refocused_key(key, at, focus) for key in keys]
         raise ProblemException(
             422,
             "invalid-world",
             "the change would leave a world placed cannot plan: "
             + "; ".join(
-                f"{p.key}: {p.message}" if p.key else p.message for p in error.problems[:5]
+                f"{key}: {p.message}" if key else p.message
+                for key, p in zip(keys, error.problems, strict=False)
             ),
-            problems.spec_errors(error, document)[:50],
+            errors,
         ) from None
+
+
+def _refocused(error: dict[str, Any], at: int, focus: Focus) -> dict[str, Any]:
+    own = f"/workloads/{at}"
+    pointer = str(error["pointer"])
+    if pointer == own or pointer.startswith(own + "/"):
+        return {**error, "pointer": focus.pointer + pointer[len(own) :]}
+    return error
+
+
+def _refocused_key(key: str, at: int, focus: Focus) -> str:
+    own = f"workloads[{at}]"
+    if key != own and not key.startswith((own + ".", own + "[")):
+        return key
+    rest = key[len(own) :].lstrip(".")
+    head = focus.pointer.strip("/").replace("/", ".")
+    return ".".join(part for part in (head, rest) if part) or "(the workload)"
 
 
 def usage(planner: Planner, state: PlanState, after: Snapshot) -> dict[str, dict[str, float]]:
@@ -113,7 +146,10 @@ def usage(planner: Planner, state: PlanState, after: Snapshot) -> dict[str, dict
 
 
 def plan(
-    before: Snapshot, after: Snapshot, again: Mapping[str, list[str]] | None = None
+    before: Snapshot,
+    after: Snapshot,
+    again: Mapping[str, list[str]] | None = None,
+    focus: Focus | None = None,
 ) -> Prepared:
     """Plan `after` from scratch (what runs stays; mapping and every-mode units are
     derived again) and diff it against `before`. The change is re-evaluated in the same
@@ -122,7 +158,7 @@ def plan(
     runs there differently (an edge cluster's namespace) is moved in place, and an
     allocation unit that no longer fits stays, with a `unit.incompatible` event naming
     the rule. `again`: units (by workload) to place again (`replace`)."""
-    spec = world_spec(after)
+    spec = world_spec(after, focus)
     planner = Planner(spec)
     misfits: list[fit.Misfit] = []
     leaving = frozenset(unit for units in (again or {}).values() for unit in units)

@@ -197,7 +197,9 @@ def claim(
             raise problems.ProblemException(
                 409, "exists", f"workload {spec.name!r} exists: PUT changes it"
             )
-        prepared = placing.plan(snapshot, _with(snapshot, spec, API_DOCUMENT))
+        prepared = placing.plan(
+            snapshot, _with(snapshot, spec, API_DOCUMENT), focus=placing.Focus(spec.name)
+        )
         unplaced = [o for o in prepared.result.unplaced if o.workload == spec.name]
         if unplaced:
             raise cloudstack.Unplaceable(
@@ -310,7 +312,9 @@ def update(
                 f"{change.generation}: read it again and redo the change",
                 extensions={"current_generation": row.generation},
             )
-        return placing.plan(snapshot, _with(snapshot, spec, row.document))
+        return placing.plan(
+            snapshot, _with(snapshot, spec, row.document), focus=placing.Focus(name, "/spec")
+        )
 
     return _answer(placing.transact(engine, prepare, actor, report=report), name)
 
