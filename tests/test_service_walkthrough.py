@@ -133,3 +133,51 @@ def test_get_locations_prints_the_tree_as_a_table_and_as_json(tmp_path: Path) ->
                 {"name": "z1", "kind": "zone", "parent": None, "tags": []},
             ]
         }
+
+
+BROKEN = """name: broken
+inventory:
+  - {id: h9, kind: host, capacity: {cpu: 2}}
+workloads:
+  - name: w
+    constraints: ["cpu >>= 2"]
+"""
+
+
+def test_apply_of_several_files_says_which_were_applied_and_where_one_is_wrong(
+    tmp_path: Path,
+) -> None:
+    """Each file is its own transaction: when the second is refused, the first is in the
+    store, and the user is told so (its plan, and a note), with the refused file's error
+    at FILE:LINE:COLUMN as placed plan gives it."""
+    url = f"sqlite:///{tmp_path / 'placed.db'}"
+    token = upgrade(url)
+    (tmp_path / "zones.yaml").write_text(ZONES)
+    (tmp_path / "broken.yaml").write_text(BROKEN)
+    env = {**os.environ, "PLACED_TOKEN": token, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    with serving(url) as (base,):
+        env["PLACED_URL"] = base
+
+        def placed(*arguments: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                ["placed", *arguments], cwd=tmp_path, env=env, capture_output=True, text=True
+            )
+
+        offline = placed("plan", "broken.yaml")
+        assert offline.returncode == 2 and "broken.yaml:6:24:" in offline.stderr
+        done = placed("apply", "zones.yaml", "broken.yaml", "zones.yaml")
+        assert done.returncode == 2, done.stderr
+        shown = re.search(r"^revision (\d+)$", done.stdout, re.MULTILINE)  # zones.yaml's plan
+        assert shown is not None, done.stdout
+        note = (
+            f"zones.yaml applied at revision {shown[1]}; "
+            "broken.yaml and the files after it not applied"
+        )
+        assert note in done.stderr, done.stderr
+        assert "broken.yaml:6:24: /workloads/0/constraints/0: invalid constraint" in done.stderr
+        assert (
+            "h1" in placed("get", "targets").stdout and "h9" not in placed("get", "targets").stdout
+        )
+        data = placed("apply", "zones.yaml", "broken.yaml", "-o", "json")
+        assert data.returncode == 2
+        assert json.loads(data.stdout)["valid"] is False  # stdout stays one document

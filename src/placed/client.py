@@ -86,8 +86,11 @@ class Client:
         params: dict[str, Any] | None = None,
         content: bytes | str | None = None,
         headers: dict[str, str] | None = None,
+        source: str | None = None,
     ) -> dict[str, Any]:
-        """One request; the answer's JSON document (an empty dict for an empty body)."""
+        """One request; the answer's JSON document (an empty dict for an empty body).
+        `source`: the file the body was read from, which a problem's line and column are
+        of (its errors then read FILE:LINE:COLUMN, as placed plan prints them)."""
         try:
             answer = self._http.request(
                 method, path, json=json, params=params, content=content, headers=headers
@@ -100,7 +103,7 @@ class Client:
             raise ClientError(
                 None, "unreachable", f"cannot reach placed at {self.server}: {_reason(error)}"
             ) from None
-        return _document(answer, self.server)
+        return _document(answer, self.server, source)
 
     # Tokens
 
@@ -131,8 +134,10 @@ class Client:
         dry_run: bool = False,
         prune: bool = False,
         expected_revision: int | None = None,
+        shown_as: str | None = None,
     ) -> dict[str, Any]:
-        """Apply a spec file's text (native, or a Juju file): the plan and the changes."""
+        """Apply a spec file's text (native, or a Juju file): the plan and the changes.
+        `shown_as`: the file as the user named it, in the errors' FILE:LINE:COLUMN."""
         params: dict[str, Any] = {"source": source}
         if dry_run:
             params["dry_run"] = "true"
@@ -146,6 +151,7 @@ class Client:
             content=text.encode(),
             params=params,
             headers={"Content-Type": "application/yaml"},
+            source=shown_as or source,
         )
 
     def listed(
@@ -248,14 +254,17 @@ def _reason(error: httpx.TransportError) -> str:
     return text[:1].lower() + text[1:].rstrip(".")
 
 
-def _where(error: Any) -> str:
+def _where(error: Any, source: str | None = None) -> str:
     if not isinstance(error, dict):
         return ""
     place = error.get("pointer") or error.get("parameter") or ""
+    line, column = error.get("line"), error.get("column")
+    if source is not None and isinstance(line, int) and isinstance(column, int):
+        place = f"{source}:{line}:{column}: {place}" if place else f"{source}:{line}:{column}"
     return f"{place}: {error.get('detail', '')}" if place else str(error.get("detail", ""))
 
 
-def _document(answer: httpx.Response, server: str) -> dict[str, Any]:
+def _document(answer: httpx.Response, server: str, source: str | None = None) -> dict[str, Any]:
     try:
         data = answer.json() if answer.content else {}
     except ValueError:
@@ -274,7 +283,7 @@ def _document(answer: httpx.Response, server: str) -> dict[str, Any]:
         detail = str(data.get("detail") or data.get("title") or kind)
         errors = data.get("errors")
         listed = [e for e in errors if isinstance(e, dict)] if isinstance(errors, list) else []
-        where = "; ".join(_where(e) for e in listed)
+        where = "; ".join(_where(e, source) for e in listed)
         if listed and all(e.get("detail") == detail for e in listed):
             detail = where  # the detail again, at its place: say it once
         elif where:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.text import Text
 
 from placed.cli.grid import Cell, Grid, printable, show
 from placed.cli.output import (
@@ -234,10 +235,6 @@ def apply(
             fail_option("FILE", f"{path}: {error.strerror or error}")
         except UnicodeDecodeError:
             fail_option("FILE", f"{path}: not UTF-8 text")
-    answers = []
-    with connected(server, token) as client:
-        for path, text in texts:
-            answers.append(client.apply(text, path.name, dry_run, prune, expected_revision))
 
     def table(found: list[dict[str, Any]], wide: bool) -> None:
         for answer in found:
@@ -257,11 +254,40 @@ def apply(
                 )
             write(f"revision {answer['revision']}\n")
 
-    _emit(
-        answers[0] if len(answers) == 1 else answers,
-        fmt,
-        lambda d, w: table([d] if isinstance(d, dict) else d, w),
-    )
+    def show_answers(found: list[dict[str, Any]]) -> None:
+        _emit(
+            found[0] if len(found) == 1 else found,
+            fmt,
+            lambda d, w: table([d] if isinstance(d, dict) else d, w),
+        )
+
+    from placed.client import ClientError  # as connected() does: httpx only when online
+
+    answers: list[dict[str, Any]] = []
+    with connected(server, token) as client:
+        for done, (path, text) in enumerate(texts):
+            try:
+                answers.append(
+                    client.apply(text, path.name, dry_run, prune, expected_revision, str(path))
+                )
+            except ClientError:
+                if answers:
+                    # Each file is its own transaction: what went before this one is in
+                    # the store. A table shows it before the error; json and yaml keep
+                    # stdout one document (the error's), and the note says it either way.
+                    if not fmt.data:
+                        show_answers(answers)
+                    before = ", ".join(str(p) for p, _ in texts[:done])
+                    rest = " and the files after it" if done + 1 < len(texts) else ""
+                    verb = "checked (dry run)" if dry_run else "applied"
+                    note = (
+                        f"{before} {verb} at revision {answers[-1].get('revision')}; "
+                        f"{path}{rest} not {verb}"
+                    )
+                    err.print(Text(printable(note)), soft_wrap=True)
+                raise
+
+    show_answers(answers)
 
 
 get_app = typer.Typer(
