@@ -180,4 +180,17 @@ def test_apply_of_several_files_says_which_were_applied_and_where_one_is_wrong(
         )
         data = placed("apply", "zones.yaml", "broken.yaml", "-o", "json")
         assert data.returncode == 2
-        assert json.loads(data.stdout)["valid"] is False  # stdout stays one document
+        # stdout stays one document: the error's, located as placed validate locates one.
+        assert json.loads(data.stdout) == {
+            "valid": False,
+            "errors": [
+                {
+                    "file": "broken.yaml",
+                    "line": 6,
+                    "column": 24,
+                    "key": "/workloads/0/constraints/0",
+                    "message": json.loads(data.stdout)["errors"][0]["message"],
+                }
+            ],
+        }
+        assert "unknown operator '>>='" in json.loads(data.stdout)["errors"][0]["message"]

@@ -27,13 +27,19 @@ class ClientError(Exception):
     kind (`forbidden`, ...) or a kind of our own (`unreachable`, `bad-answer`)."""
 
     def __init__(
-        self, status: int | None, kind: str, detail: str, problem: dict[str, Any] | None = None
+        self,
+        status: int | None,
+        kind: str,
+        detail: str,
+        problem: dict[str, Any] | None = None,
+        source: str | None = None,
     ) -> None:
         super().__init__(detail)
         self.status = status
         self.kind = kind
         self.detail = detail
         self.problem = problem
+        self.source = source  # the file the request's body was read from, if any
 
     def __str__(self) -> str:
         return self.detail
@@ -288,7 +294,7 @@ def _document(answer: httpx.Response, server: str, source: str | None = None) ->
             detail = where  # the detail again, at its place: say it once
         elif where:
             detail = f"{detail}: {where}"
-        raise ClientError(answer.status_code, kind, detail, data)
+        raise ClientError(answer.status_code, kind, detail, data, source)
     raise ClientError(
         answer.status_code,
         "bad-answer",

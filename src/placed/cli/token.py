@@ -11,7 +11,17 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from placed.cli.grid import Cell, Grid, show
-from placed.cli.output import Format, dump, error_format, fail, fail_option, guarded, out, write
+from placed.cli.output import (
+    Error,
+    Format,
+    dump,
+    error_format,
+    fail,
+    fail_option,
+    guarded,
+    out,
+    write,
+)
 
 if TYPE_CHECKING:
     from placed.client import Client, ClientError
@@ -120,7 +130,32 @@ def refused(error: ClientError, client: Client) -> NoReturn:
     text = f"placed at {client.server} answered {error.status} ({error.kind}): {error.detail}"
     if error.kind == "unauthenticated" and not client.token:
         text += f" (give --token or set ${TOKEN_ENVIRONMENT})"
-    fail(text)
+    fail(text, _problem_errors(error))
+
+
+def _problem_errors(error: ClientError) -> list[Error] | None:
+    """The problem's errors as `placed validate -o json` gives a spec's: each at its file,
+    line and column (where the body came from a file), its pointer as the key."""
+    listed = (error.problem or {}).get("errors")
+    if not isinstance(listed, list) or not listed:
+        return None
+    found = []
+    for each in listed[:100]:
+        if not isinstance(each, dict):
+            continue
+        line, column = each.get("line"), each.get("column")
+        located = isinstance(line, int) and isinstance(column, int)
+        key = each.get("pointer") or each.get("parameter")
+        found.append(
+            Error(
+                str(each.get("detail", "")),
+                error.source if located else None,
+                line if located else None,
+                column if located else None,
+                str(key) if key else None,
+            )
+        )
+    return found or None
 
 
 def _emit(data: dict[str, Any], fmt: Format, table: Callable[[dict[str, Any]], None]) -> None:
