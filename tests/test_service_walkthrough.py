@@ -158,9 +158,14 @@ def test_apply_of_several_files_says_which_were_applied_and_where_one_is_wrong(
     with serving(url) as (base,):
         env["PLACED_URL"] = base
 
-        def placed(*arguments: str) -> subprocess.CompletedProcess[str]:
+        def placed(*arguments: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
             return subprocess.run(
-                ["placed", *arguments], cwd=tmp_path, env=env, capture_output=True, text=True
+                ["placed", *arguments],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                input=stdin,
             )
 
         offline = placed("plan", "broken.yaml")
@@ -194,3 +199,11 @@ def test_apply_of_several_files_says_which_were_applied_and_where_one_is_wrong(
             ],
         }
         assert "unknown operator '>>='" in json.loads(data.stdout)["errors"][0]["message"]
+        # `-` is standard input, as placed plan reads it; its errors are at <stdin>.
+        piped = placed("apply", "-", stdin=BROKEN)
+        assert piped.returncode == 2 and "<stdin>:6:24: /workloads/0/constraints" in piped.stderr
+        fixed = placed("apply", "-", stdin=BROKEN.replace(">>=", ">="))
+        assert fixed.returncode == 0, fixed.stderr
+        assert "h9" in placed("get", "targets").stdout
+        twice = placed("apply", "-", "-")
+        assert twice.returncode == 2 and "read once" in twice.stderr

@@ -18,6 +18,7 @@ import typer
 from rich.text import Text
 
 from placed.cli.grid import Cell, Grid, printable, show
+from placed.cli.inputs import STDIN_SOURCE, is_stdin, read_stdin
 from placed.cli.output import (
     Format,
     dump,
@@ -33,6 +34,7 @@ from placed.cli.render import explain_table, plan_table
 from placed.cli.token import DataFormat, ServerOption, TokenOption, connected, refused
 from placed.spec import SpecError
 from placed.spec.hzn import convert_openhorizon, dump_native, looks_like_openhorizon
+from placed.spec.source import read_bounded
 
 MOST = 10_000  # items a get lists at most (the server pages; this bounds the client)
 
@@ -210,6 +212,9 @@ def apply(
     prints the whole answer (changes, incompatible, the plan).
 
     \b
+    FILE - reads standard input.
+
+    \b
     Examples:
       # exit code 2: it needs a running placed serve; nothing listens on port 9
       placed apply examples/ironic-service.yaml --server http://127.0.0.1:9
@@ -228,13 +233,19 @@ def apply(
         except SpecError as error:
             fail_spec(error)
         files = []
+    if sum(is_stdin(path) for path in files) > 1:
+        fail_option("FILE", "standard input (-) is read once: name it once")
     for path in files:
+        # Read as placed plan reads a spec: bounded, UTF-8 checked where it is not.
         try:
-            texts.append((path, path.read_text(encoding="utf-8")))
+            if is_stdin(path):
+                texts.append((path, read_stdin()))
+            else:
+                texts.append((path, read_bounded(str(path), str(path))))
+        except SpecError as error:
+            fail_spec(error)
         except OSError as error:
             fail_option("FILE", f"{path}: {error.strerror or error}")
-        except UnicodeDecodeError:
-            fail_option("FILE", f"{path}: not UTF-8 text")
 
     def table(found: list[dict[str, Any]], wide: bool) -> None:
         for answer in found:
@@ -267,9 +278,12 @@ def apply(
     with connected(server, token) as client:
         for done, (path, text) in enumerate(texts):
             try:
-                answers.append(
-                    client.apply(text, path.name, dry_run, prune, expected_revision, str(path))
+                # A document without a name is named after its file; one from standard
+                # input after "stdin".
+                source, shown = (
+                    ("stdin", STDIN_SOURCE) if is_stdin(path) else (path.name, str(path))
                 )
+                answers.append(client.apply(text, source, dry_run, prune, expected_revision, shown))
             except ClientError:
                 if answers:
                     # Each file is its own transaction: what went before this one is in
@@ -277,17 +291,21 @@ def apply(
                     # stdout one document (the error's), and the note says it either way.
                     if not fmt.data:
                         show_answers(answers)
-                    before = ", ".join(str(p) for p, _ in texts[:done])
+                    before = ", ".join(_named(p) for p, _ in texts[:done])
                     rest = " and the files after it" if done + 1 < len(texts) else ""
                     verb = "checked (dry run)" if dry_run else "applied"
                     note = (
                         f"{before} {verb} at revision {answers[-1].get('revision')}; "
-                        f"{path}{rest} not {verb}"
+                        f"{_named(path)}{rest} not {verb}"
                     )
                     err.print(Text(printable(note)), soft_wrap=True)
                 raise
 
     show_answers(answers)
+
+
+def _named(path: Path) -> str:
+    return "standard input" if is_stdin(path) else str(path)
 
 
 get_app = typer.Typer(
