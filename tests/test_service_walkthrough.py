@@ -207,3 +207,35 @@ def test_apply_of_several_files_says_which_were_applied_and_where_one_is_wrong(
         assert "h9" in placed("get", "targets").stdout
         twice = placed("apply", "-", "-")
         assert twice.returncode == 2 and "read once" in twice.stderr
+
+
+def test_get_dedications_and_offerings_list_what_the_api_lists(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'placed.db'}"
+    token = upgrade(url)
+    env = {**os.environ, "PLACED_TOKEN": token, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    with serving(url) as (base,):
+        env["PLACED_URL"] = base
+
+        def placed(*arguments: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                ["placed", *arguments], cwd=tmp_path, env=env, capture_output=True, text=True
+            )
+
+        assert (
+            placed("apply", str(ROOT / "examples" / "cloudstack-dedication.yaml")).returncode == 0
+        )
+        rows = [line.split() for line in placed("get", "dedications").stdout.splitlines()]
+        assert rows[0] == ["resource", "kind", "domain", "account", "dedication"]
+        assert ["z2", "zone", "D2", "A13", "explicit"] in rows[1:]
+        assert ["p1", "pod", "D1", "-", "explicit"] in rows[1:]
+        pods = json.loads(placed("get", "dedications", "--kind", "pod", "-o", "json").stdout)
+        assert {d["resource"] for d in pods["items"]} == {"p1", "p2"}
+        # The filters are the API's: its refusal of a bad one is the CLI's, exit 2.
+        bad = placed("get", "dedications", "--kind", "nope")
+        assert bad.returncode == 2 and "query.kind: no resources of kind 'nope'" in bad.stderr
+        offerings = [line.split() for line in placed("get", "offerings").stdout.splitlines()]
+        assert offerings == [
+            ["name", "cpu", "memory", "disk", "dedicated"],
+            ["dedicated-small", "1", "2", "20", "yes", "(strict)"],
+            ["shared-small", "1", "2", "20", "no"],
+        ]

@@ -310,7 +310,7 @@ def _named(path: Path) -> str:
 
 get_app = typer.Typer(
     help="List what a running placed serve holds: targets, locations, workloads, "
-    "placements, events. "
+    "placements, events, dedications, offerings. "
     "-o wide adds columns; json and yaml print {items: [...]} with every page.\n\n"
     "\b\n"
     "Examples:\n"
@@ -410,6 +410,89 @@ def get_locations(
         show(out, Grid(columns, rows))
 
     _listing("/v1/locations", {}, server, token, _begin(format_choice), table)
+
+
+@get_app.command(name="dedications")
+def get_dedications(
+    kind: Annotated[
+        str | None,
+        typer.Option("--kind", help="Only this kind: zone, pod, cluster, host or pool."),
+    ] = None,
+    domain: Annotated[
+        str | None, typer.Option("--domain", help="Only this domain's (and its accounts').")
+    ] = None,
+    account: Annotated[
+        str | None,
+        typer.Option("--account", help="Only this account's (an account of --domain)."),
+    ] = None,
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: GetFormatOption = GetFormat.table,
+) -> None:
+    """The dedications, as CloudStack's listDedicatedZones, Pods, Clusters and Hosts
+    list them: a root-admin sees every one, a domain-admin those of its domain's chain
+    and accounts, a user those that apply to its account.
+
+    \b
+    Examples:
+      # exit code 2: nothing listens on port 9
+      placed get dedications --kind host --domain D1 --server http://127.0.0.1:9
+    """
+
+    def table(items: list[dict[str, Any]], wide: bool) -> None:
+        if not items:
+            write("no dedications\n")
+            return
+        rows: list[Sequence[Cell]] = [
+            (
+                d["resource"],
+                d["kind"],
+                d["domain"],
+                _text(d["account"]),
+                "implicit" if d["implicit"] else "explicit",
+            )
+            for d in items
+        ]
+        show(out, Grid(("resource", "kind", "domain", "account", "dedication"), rows))
+
+    params = {
+        k: v for k, v in (("kind", kind), ("domain", domain), ("account", account)) if v is not None
+    }
+    _listing("/v1/dedications", params, server, token, _begin(format_choice), table)
+
+
+@get_app.command(name="offerings")
+def get_offerings(
+    server: ServerOption = None,
+    token: TokenOption = None,
+    format_choice: GetFormatOption = GetFormat.table,
+) -> None:
+    """The service offerings: what a VM of each asks for, and whether it asks for
+    dedicated resources (strict, or preferred: it may fall back to shared hosts).
+
+    \b
+    Examples:
+      # exit code 2: nothing listens on port 9
+      placed get offerings -o yaml --server http://127.0.0.1:9
+    """
+
+    def table(items: list[dict[str, Any]], wide: bool) -> None:
+        if not items:
+            write("no offerings\n")
+            return
+        rows: list[Sequence[Cell]] = [
+            (
+                o["name"],
+                _text(o["cpu"]),
+                _text(o["memory"]),
+                _text(o["disk"]),
+                f"yes ({o['implicit']})" if o["dedicated"] else "no",
+            )
+            for o in items
+        ]
+        show(out, Grid(("name", "cpu", "memory", "disk", "dedicated"), rows))
+
+    _listing("/v1/offerings", {}, server, token, _begin(format_choice), table)
 
 
 @get_app.command(name="workloads")

@@ -20,7 +20,7 @@ from placed.spec.juju.convert import native_document
 from placed.spec.juju.files import looks_like_juju_text
 from placed.spec.load import load_changes_text, parse_documents
 from placed.spec.schema import SpecDocument
-from placed.spec.source import decode
+from placed.spec.source import decode, parse
 from placed.store import merge
 from placed.store.claims import Actor, Extra
 from placed.store.world import Snapshot
@@ -49,6 +49,44 @@ def documents_of(body: bytes, source: str, snapshot: Snapshot | None = None) -> 
         document if document.name else document.model_copy(update={"name": spec.name})
         for document, spec in zip(found, specs, strict=True)
     ]
+
+
+def focus_of(documents: list[SpecDocument], body: bytes, source: str) -> placing.Focus:
+    """Where the body holds each workload it names, for a problem the world finds in one:
+    a pointer as the body's own errors have (`/1/workloads/0` in the second of several
+    documents), with its line and column in a native body. A Juju file's workloads are
+    its applications, which no pointer of the world names: their problems keep the
+    world's pointers."""
+    try:
+        text = decode(body, source)
+    except SpecError:
+        return placing.Focus({})
+    if looks_like_juju_text(text):
+        return placing.Focus({})
+    several = len(documents) > 1
+    carried = {
+        w.name: (f"/{index}" if several else "") + f"/workloads/{i}"
+        for index, document in enumerate(documents)
+        for i, w in enumerate(document.workloads)
+    }
+
+    def locate(pointer: str) -> tuple[int, int] | None:
+        # Only on the error path: the body is parsed again for its positions.
+        try:
+            maps = [found for _, found in parse(text, source)]
+        except SpecError:
+            return None
+        parts = [int(p) if p.isdigit() else p for p in pointer.split("/")[1:]]
+        index = 0
+        if several:
+            first = parts.pop(0)
+            index = first if isinstance(first, int) else 0
+        if index >= len(maps):
+            return None
+        position = maps[index].value(tuple(parts))
+        return (position.line, position.column) if position is not None else None
+
+    return placing.Focus(carried, locate)
 
 
 # What only a root-admin's document may hold: everything but workloads.
@@ -134,7 +172,7 @@ def apply(
                 ),
                 [{"pointer": c.pointer, "detail": c.message} for c in applied.conflicts[:100]],
             )
-        prepared = placing.plan(snapshot, applied.after)
+        prepared = placing.plan(snapshot, applied.after, focus=focus_of(documents, body, source))
         prepared.extra.extend(
             Extra(
                 "dedication.created",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -77,12 +78,20 @@ class Committed:
 
 @dataclass(frozen=True)
 class Focus:
-    """The workload a request carries (`name`) and where its body holds it (`pointer`):
-    a problem of that workload in the world is reported against the request's body, not
-    against the world document the request never sent."""
+    """Where the request's body holds the workloads it carries (name -> JSON pointer), and
+    how to find a pointer's line and column in the body (a YAML file's): a problem of such
+    a workload in the world is reported against the body, not against the world document
+    the request never sent."""
 
-    name: str
-    pointer: str = ""
+    workloads: Mapping[str, str]
+    locate: Callable[[str], tuple[int, int] | None] | None = None
+
+    @classmethod
+    def one(cls, name: str, pointer: str = "") -> Focus:
+        return cls({name: pointer})
+
+
+_WORLD_WORKLOAD = re.compile(r"/workloads/(\d+)(?=/|$)")
 
 
 def world_spec(snapshot: Snapshot, focus: Focus | None = None) -> Spec:
@@ -92,38 +101,32 @@ def world_spec(snapshot: Snapshot, focus: Focus | None = None) -> Spec:
         return load_spec_data(document, WORLD)
     except SpecError as error:
         errors = problems.spec_errors(error, document)[:50]
-        keys = [p.key for p in error.problems[:5]]
-        if focus is not None and focus.name in snapshot.workloads:
-            at = list(snapshot.workloads).index(focus.name)
-            errors = [_refocused(e, at, focus) for e in errors]
-            keys = [_refocused_key(key, at, focus) for key in keys]
+        if focus is not None:
+            errors = [_refocused(e, list(snapshot.workloads), focus) for e in errors]
+        count = len(error.problems)
+        # The problems are the errors' (each with its pointer), as a spec's are: the
+        # detail counts them rather than saying each twice.
         raise ProblemException(
             422,
             "invalid-world",
-            "the change would leave a world placed cannot plan: "
-            + "; ".join(
-                f"{key}: {p.message}" if key else p.message
-                for key, p in zip(keys, error.problems, strict=False)
-            ),
+            f"the change would leave a world placed cannot plan: {count} problem"
+            + ("s" if count != 1 else ""),
             errors,
         ) from None
 
 
-def _refocused(error: dict[str, Any], at: int, focus: Focus) -> dict[str, Any]:
-    own = f"/workloads/{at}"
-    pointer = str(error["pointer"])
-    if pointer == own or pointer.startswith(own + "/"):
-        return {**error, "pointer": focus.pointer + pointer[len(own) :]}
-    return error
-
-
-def _refocused_key(key: str, at: int, focus: Focus) -> str:
-    own = f"workloads[{at}]"
-    if key != own and not key.startswith((own + ".", own + "[")):
-        return key
-    rest = key[len(own) :].lstrip(".")
-    head = focus.pointer.strip("/").replace("/", ".")
-    return ".".join(part for part in (head, rest) if part) or "(the workload)"
+def _refocused(error: dict[str, Any], names: list[str], focus: Focus) -> dict[str, Any]:
+    found = _WORLD_WORKLOAD.match(str(error["pointer"]))
+    if found is None or int(found[1]) >= len(names):
+        return error
+    carried = focus.workloads.get(names[int(found[1])])
+    if carried is None:
+        return error  # a workload the request did not send: the world's pointer stays
+    pointer = carried + str(error["pointer"])[found.end() :]
+    where = focus.locate(pointer) if focus.locate is not None else None
+    if where is None:
+        return {**error, "pointer": pointer}
+    return {**error, "pointer": pointer, "line": where[0], "column": where[1]}
 
 
 def usage(planner: Planner, state: PlanState, after: Snapshot) -> dict[str, dict[str, float]]:

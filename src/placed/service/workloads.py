@@ -198,7 +198,7 @@ def claim(
                 409, "exists", f"workload {spec.name!r} exists: PUT changes it"
             )
         prepared = placing.plan(
-            snapshot, _with(snapshot, spec, API_DOCUMENT), focus=placing.Focus(spec.name)
+            snapshot, _with(snapshot, spec, API_DOCUMENT), focus=placing.Focus.one(spec.name)
         )
         unplaced = [o for o in prepared.result.unplaced if o.workload == spec.name]
         if unplaced:
@@ -313,7 +313,7 @@ def update(
                 extensions={"current_generation": row.generation},
             )
         return placing.plan(
-            snapshot, _with(snapshot, spec, row.document), focus=placing.Focus(name, "/spec")
+            snapshot, _with(snapshot, spec, row.document), focus=placing.Focus.one(name, "/spec")
         )
 
     return _answer(placing.transact(engine, prepare, actor, report=report), name)
