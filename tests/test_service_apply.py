@@ -223,6 +223,46 @@ def test_a_world_problem_of_an_applied_workload_points_into_the_file(
     assert digest(engine) == before
 
 
+INFRA_AND_APPS = """name: infra
+tenancy:
+  domains:
+    D9:
+      accounts: [A90]
+      children: {SD9: {accounts: [A91]}}
+offerings:
+  - {name: tiny9, cpu: 1, memory: 1, disk: 1}
+inventory:
+  - {id: h90, kind: host, capacity: {cpu: 4, memory: 8, disk: 100}}
+---
+name: more-infra
+tenancy:
+  domains:
+    D9:
+      children: {SD9: {accounts: [A92]}}
+---
+name: apps
+workloads:
+  - {name: app90, account: A90, offering: tiny9}
+  - {name: app92, account: A92, offering: tiny9}
+"""
+
+
+def test_a_document_sees_the_tenancy_and_offerings_of_those_before_it(
+    world: tuple[TestClient, Engine],
+) -> None:
+    """The documents of one body are applied in order, so the accounts and offerings an
+    earlier one defines are there for a later one's workloads (merged: D9's SD9 has A91
+    from the first and A92 from the second), as they would be in two applies."""
+    client, _ = world
+    answer = apply(client, INFRA_AND_APPS)
+    assert answer.status_code == 200, answer.text
+    assert where(client) == {"app90/0": "h90", "app92/0": "h90"}
+    refused = apply(client, INFRA_AND_APPS.replace("account: A92", "account: A93"))
+    assert refused.status_code == 422
+    assert refused.json()["errors"][0]["line"] == 21
+    assert "no account 'A93'" in refused.json()["errors"][0]["detail"]
+
+
 def test_a_nul_in_a_bodys_text_is_a_422_that_changes_nothing(
     world: tuple[TestClient, Engine],
 ) -> None:

@@ -10,7 +10,7 @@ import re
 import sys
 import types
 import typing
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path as FilePath
 from typing import Any, Literal
 
@@ -169,15 +169,74 @@ def load_changes_text(
         return _load_specs_text(text, source, need_inventory=False, world=world)
 
 
+def _joined_tenancy(before: Any, added: Any) -> Any:
+    """Two tenancy sections as one (domains and accounts of both; what is not a
+    mapping is the later document's own problem, left to its own check)."""
+    if not isinstance(before, dict) or not isinstance(added, dict):
+        return added
+    joined = {**before, **added}
+    for key, join in (("accounts", _joined_names), ("domains", _joined_domains)):
+        if key in before and key in added:
+            joined[key] = join(before[key], added[key])
+    return joined
+
+
+def _joined_domains(before: Any, added: Any) -> Any:
+    if not isinstance(before, dict) or not isinstance(added, dict):
+        return added
+    joined = dict(before)
+    for name, domain in added.items():
+        earlier = joined.get(name)
+        if isinstance(earlier, dict) and isinstance(domain, dict):
+            both = {**earlier, **domain}
+            for key, join in (("accounts", _joined_names), ("children", _joined_domains)):
+                if key in earlier and key in domain:
+                    both[key] = join(earlier[key], domain[key])
+            domain = both
+        joined[name] = domain
+    return joined
+
+
+def _joined_names(before: Any, added: Any) -> Any:
+    if not isinstance(before, list) or not isinstance(added, list):
+        return added
+    try:
+        return list(dict.fromkeys([*before, *added]))
+    except TypeError:  # a name that is not one (a mapping): the document's check says so
+        return added
+
+
+def _joined_offerings(before: Any, added: Any) -> Any:
+    """The offerings of both, a later one replacing an earlier one of its name."""
+    if not isinstance(before, list) or not isinstance(added, list):
+        return added
+    names = {o.get("name") for o in added if isinstance(o, dict)}
+    return [o for o in before if not (isinstance(o, dict) and o.get("name") in names)] + added
+
+
+# The world's sections a change's document may leave out, and how two documents' join.
+_WORLD_SECTIONS: dict[str, Callable[[Any, Any], Any]] = {
+    "tenancy": _joined_tenancy,
+    "offerings": _joined_offerings,
+}
+
+
 def _load_specs_text(
     text: str, source: str, need_inventory: bool = True, world: dict[str, Any] | None = None
 ) -> list[Spec]:
     documents = parse(text, source)
-    if world:
+    if world is not None:
+        # A document stands on the world as the documents before it in the body leave it
+        # (the service applies them in order): a tenancy or offering one defines is
+        # there for the next, as merging them into the stored world makes it.
+        seen = dict(world)
         for data, _ in documents:
             if isinstance(data, dict):
-                for key, value in world.items():
+                own = {key: data[key] for key in _WORLD_SECTIONS if key in data}
+                for key, value in seen.items():
                     data.setdefault(key, value)
+                for key, value in own.items():
+                    seen[key] = _WORLD_SECTIONS[key](seen.get(key), value)
     # The data was read here, for this load alone (the world's sections hold no inventory).
     owned = "inventory" not in (world or {})
     specs = [_document(data, sources, source, need_inventory, owned) for data, sources in documents]
