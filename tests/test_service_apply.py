@@ -261,6 +261,17 @@ def test_a_document_sees_the_tenancy_and_offerings_of_those_before_it(
     assert refused.status_code == 422
     assert refused.json()["errors"][0]["line"] == 21
     assert "no account 'A93'" in refused.json()["errors"][0]["detail"]
+    # A document with a tenancy of its own stands on the world's too: A90 is stored.
+    own = "name: own\ntenancy:\n  domains:\n    D8: {accounts: [A80]}\nworkloads:\n"
+    mixed = apply(client, own + "  - {name: mixed, account: A90, offering: tiny9}\n")
+    assert mixed.status_code == 200, mixed.text
+    # An account the world has in another domain is refused where the document says it.
+    moved = apply(client, "name: own\ntenancy:\n  domains:\n    D8: {accounts: [A91]}\n")
+    assert moved.status_code == 422
+    assert (moved.json()["errors"][0]["line"], moved.json()["errors"][0]["pointer"]) == (
+        4,
+        "/tenancy/domains/D8/accounts/0",
+    )
 
 
 def test_a_nul_in_a_bodys_text_is_a_422_that_changes_nothing(
@@ -507,4 +518,22 @@ def test_juju_files_apply_as_the_cli_plans_them(
     before = digest(engine)
     again = apply(client, path.read_text(), source=name)
     assert again.status_code == 200 and again.json()["changes"] == [], again.text
+    assert digest(engine) == before
+
+
+def test_a_document_may_name_a_stored_domain_again_but_not_move_it(
+    world: tuple[TestClient, Engine],
+) -> None:
+    client, engine = world
+    assert apply(client, INFRA_AND_APPS).status_code == 200
+    # D9 again under ROOT, with one more account: merged, as a second apply adds it.
+    again = "name: again\ntenancy:\n  domains:\n    D9: {accounts: [A95]}\n"
+    assert apply(client, again).status_code == 200, apply(client, again).text
+    before = digest(engine)
+    # SD9 under D8 where the world has it under D9: refused at its line, nothing changed.
+    moved = apply(client, "name: moved\ntenancy:\n  domains:\n    D8:\n      children: {SD9: {}}\n")
+    assert moved.status_code == 422
+    error = moved.json()["errors"][0]
+    assert (error["pointer"], error["line"]) == ("/tenancy/domains/D8/children/SD9", 5)
+    assert "already under D9" in error["detail"]
     assert digest(engine) == before

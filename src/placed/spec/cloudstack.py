@@ -34,16 +34,21 @@ def uses_tenancy(document: SpecDocument) -> bool:
     )
 
 
-def tenancy(document: SpecDocument, out: Collector) -> Tenancy:
-    parents: dict[str, str | None] = {ROOT: None}
-    accounts: dict[str, str] = {}
+def tenancy(document: SpecDocument, out: Collector, known: Tenancy | None = None) -> Tenancy:
+    """The document's domain tree and accounts. `known`: the tree the document adds to (a
+    stored world's, for the service's apply): a domain may be named again under its own
+    parent and an account again in its own domain, as merging them changes nothing."""
+    parents: dict[str, str | None] = dict(known.parents) if known is not None else {ROOT: None}
+    accounts: dict[str, str] = dict(known.accounts) if known is not None else {}
     section = document.tenancy
     if section is None:
-        return Tenancy(parents, accounts)
+        return known if known is not None else Tenancy(parents, accounts)
+    declared: set[str] = set()  # the domains this document names
+    listed: set[str] = set()  # the accounts it names
 
     def add_accounts(names: list[str], domain: str, path: Path) -> None:
         for i, account in enumerate(names):
-            if account in accounts:
+            if account in listed or accounts.get(account, domain) != domain:
                 out.add(
                     f"account {account} is already in domain {accounts[account]}; an account "
                     "belongs to exactly one domain",
@@ -51,6 +56,7 @@ def tenancy(document: SpecDocument, out: Collector) -> Tenancy:
                 )
             else:
                 accounts[account] = domain
+                listed.add(account)
 
     add_accounts(section.accounts, ROOT, ("tenancy", "accounts"))
     # Breadth first, without recursion: a domain tree may be deep.
@@ -59,11 +65,20 @@ def tenancy(document: SpecDocument, out: Collector) -> Tenancy:
     ]
     while pending:
         name, parent, spec, path = pending.pop(0)
-        if name in parents:
+        if name in declared or name == ROOT:
             out.add(
                 f"domain {name} appears twice in the tree; domain names are unique", path, key=True
             )
             continue
+        if name in parents and parents[name] != parent:
+            out.add(
+                f"domain {name} is already under {parents[name]}, not {parent}; a domain has "
+                "one parent",
+                path,
+                key=True,
+            )
+            continue
+        declared.add(name)
         parents[name] = parent
         add_accounts(spec.accounts, name, (*path, "accounts"))
         pending.extend(

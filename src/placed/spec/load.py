@@ -10,7 +10,7 @@ import re
 import sys
 import types
 import typing
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path as FilePath
 from typing import Any, Literal
 
@@ -169,77 +169,57 @@ def load_changes_text(
         return _load_specs_text(text, source, need_inventory=False, world=world)
 
 
-def _joined_tenancy(before: Any, added: Any) -> Any:
-    """Two tenancy sections as one (domains and accounts of both; what is not a
-    mapping is the later document's own problem, left to its own check)."""
-    if not isinstance(before, dict) or not isinstance(added, dict):
-        return added
-    joined = {**before, **added}
-    for key, join in (("accounts", _joined_names), ("domains", _joined_domains)):
-        if key in before and key in added:
-            joined[key] = join(before[key], added[key])
-    return joined
-
-
-def _joined_domains(before: Any, added: Any) -> Any:
-    if not isinstance(before, dict) or not isinstance(added, dict):
-        return added
-    joined = dict(before)
-    for name, domain in added.items():
-        earlier = joined.get(name)
-        if isinstance(earlier, dict) and isinstance(domain, dict):
-            both = {**earlier, **domain}
-            for key, join in (("accounts", _joined_names), ("children", _joined_domains)):
-                if key in earlier and key in domain:
-                    both[key] = join(earlier[key], domain[key])
-            domain = both
-        joined[name] = domain
-    return joined
-
-
-def _joined_names(before: Any, added: Any) -> Any:
-    if not isinstance(before, list) or not isinstance(added, list):
-        return added
+def _stored_tenancy(section: Any) -> Tenancy | None:
+    """The stored world's tenancy section as a tree (the store wrote it valid; anything
+    else counts as none, and the documents' own checks stand alone)."""
+    if section is None:
+        return None
     try:
-        return list(dict.fromkeys([*before, *added]))
-    except TypeError:  # a name that is not one (a mapping): the document's check says so
-        return added
+        document = SpecDocument.model_validate({"tenancy": section})
+    except ValidationError:
+        return None
+    return cloudstack.tenancy(document, Collector(SourceMap(), []))
 
 
 def _joined_offerings(before: Any, added: Any) -> Any:
-    """The offerings of both, a later one replacing an earlier one of its name."""
+    """The offerings of both, a later one replacing an earlier one of its name (the later
+    document's first, at their own indexes)."""
     if not isinstance(before, list) or not isinstance(added, list):
         return added
-    names = {o.get("name") for o in added if isinstance(o, dict)}
-    return [o for o in before if not (isinstance(o, dict) and o.get("name") in names)] + added
-
-
-# The world's sections a change's document may leave out, and how two documents' join.
-_WORLD_SECTIONS: dict[str, Callable[[Any, Any], Any]] = {
-    "tenancy": _joined_tenancy,
-    "offerings": _joined_offerings,
-}
+    try:
+        names = {o.get("name") for o in added if isinstance(o, dict)}
+    except TypeError:  # a name that is not one: the document's check says so
+        return added
+    return added + [o for o in before if not (isinstance(o, dict) and o.get("name") in names)]
 
 
 def _load_specs_text(
     text: str, source: str, need_inventory: bool = True, world: dict[str, Any] | None = None
 ) -> list[Spec]:
     documents = parse(text, source)
+    # A change's document stands on the world as the documents before it in the body leave
+    # it (the service applies them in order): the tenancy and offerings of the stored
+    # world and of those documents are there for its workloads, as merging makes them.
+    known: Tenancy | None = None
     if world is not None:
-        # A document stands on the world as the documents before it in the body leave it
-        # (the service applies them in order): a tenancy or offering one defines is
-        # there for the next, as merging them into the stored world makes it.
-        seen = dict(world)
+        known = _stored_tenancy(world.get("tenancy"))
+        offerings = world.get("offerings")
         for data, _ in documents:
-            if isinstance(data, dict):
-                own = {key: data[key] for key in _WORLD_SECTIONS if key in data}
-                for key, value in seen.items():
-                    data.setdefault(key, value)
-                for key, value in own.items():
-                    seen[key] = _WORLD_SECTIONS[key](seen.get(key), value)
+            if not isinstance(data, dict):
+                continue
+            if "offerings" in data:
+                # Its own offerings first, at the indexes its lines are found by.
+                offerings = data["offerings"] = _joined_offerings(offerings, data["offerings"])
+            elif offerings is not None:
+                data["offerings"] = offerings
     # The data was read here, for this load alone (the world's sections hold no inventory).
     owned = "inventory" not in (world or {})
-    specs = [_document(data, sources, source, need_inventory, owned) for data, sources in documents]
+    specs = []
+    for data, sources in documents:
+        spec = _document(data, sources, source, need_inventory, owned, known)
+        if world is not None and spec.tenancy is not None:
+            known = spec.tenancy
+        specs.append(spec)
     problems = []
     first: dict[str, SourceMap] = {}
     for spec, (data, sources) in zip(specs, documents, strict=True):
@@ -267,10 +247,15 @@ def _load_specs_text(
 
 
 def _document(
-    data: Any, sources: SourceMap, source: str, need_inventory: bool = True, owned: bool = False
+    data: Any,
+    sources: SourceMap,
+    source: str,
+    need_inventory: bool = True,
+    owned: bool = False,
+    known: Tenancy | None = None,
 ) -> Spec:
     """`owned`: the data was read for this load alone, and its inventory may be dropped
-    as it is built."""
+    as it is built. `known`: the tenancy the document adds to (`cloudstack.tenancy`)."""
     if not isinstance(data, dict):
         position = sources.value(())
         raise SpecError(
@@ -311,7 +296,7 @@ def _document(
         else:
             try:
                 return _build(
-                    head, sources, source, _validated_chunks(siblings, chunks), spine_specs
+                    head, sources, source, _validated_chunks(siblings, chunks), spine_specs, known
                 )
             except _ChunkInvalid:
                 pass  # its locations are left as placeholders: the others' errors, as below
@@ -322,7 +307,7 @@ def _document(
         raise SpecError(source, [*missing, *(_problem(e, sources) for e in errors)]) from None
     if missing:
         raise SpecError(source, missing)
-    return _build(document, sources, source)
+    return _build(document, sources, source, known=known)
 
 
 # Reading a large inventory, the plain data the file was read into and the schema's
@@ -689,6 +674,7 @@ def _build(
     source: str,
     chunks: Iterator[Iterator[tuple[int, LocationSpec]]] | None = None,
     spine: Sequence[tuple[LocationSpec, int]] = (),
+    known: Tenancy | None = None,
 ) -> Spec:
     """`chunks`: the inventory's roots, validated a chunk at a time (else the document's);
     or, with a `spine` (single locations, each the only child of the one before, validated
@@ -806,7 +792,7 @@ def _build(
         )
     tenants = None
     if cloudstack.uses_tenancy(document):
-        tenants = cloudstack.tenancy(document, out)
+        tenants = cloudstack.tenancy(document, out, known)
         workloads = cloudstack.tenant_workloads(document, workloads, tenants, settings, out)
     inventory = Inventory.from_roots(roots)
     if document.running or any(
