@@ -100,6 +100,10 @@ inventory:
         tags: [fast]
         children:
           - {id: h1, kind: host, capacity: {cpu: 2}}
+  - id: z2
+    kind: zone
+    children:
+      - {id: h2, kind: host, capacity: {cpu: 2}}
 """
 
 
@@ -123,7 +127,20 @@ def test_get_locations_prints_the_tree_as_a_table_and_as_json(tmp_path: Path) ->
             ["name", "kind", "parent"],
             ["r1", "rack", "z1"],
             ["z1", "zone", "-"],
+            ["z2", "zone", "-"],
         ]
+
+        def names(*filters: str) -> list[str]:
+            found = json.loads(placed("get", "targets", *filters, "-o", "json"))["items"]
+            return [t["name"] for t in found]
+
+        # The API's filters, from the CLI.
+        assert names() == ["h1", "h2"]
+        assert names("--under", "r1") == ["h1"]
+        assert names("--under", "r1", "--under", "z2") == ["h1", "h2"]
+        placed("target", "down", "h2")
+        assert names("--state", "down") == ["h2"]
+        assert names("--under", "z1", "--state", "down") == []
         assert [line.split() for line in placed("get", "locations", "-o", "wide").splitlines()][
             1
         ] == ["r1", "rack", "z1", "fast"]
@@ -131,6 +148,7 @@ def test_get_locations_prints_the_tree_as_a_table_and_as_json(tmp_path: Path) ->
             "items": [
                 {"name": "r1", "kind": "rack", "parent": "z1", "tags": ["fast"]},
                 {"name": "z1", "kind": "zone", "parent": None, "tags": []},
+                {"name": "z2", "kind": "zone", "parent": None, "tags": []},
             ]
         }
 

@@ -62,6 +62,14 @@ FormatOption = Annotated[
 ]
 
 
+class TargetState(StrEnum):
+    up = "up"
+    down = "down"
+    maintenance = "maintenance"
+    stale = "stale"
+    unknown = "unknown"
+
+
 def _begin(chosen: StrEnum) -> Format:
     fmt = Format(chosen.value)
     error_format.set(fmt)
@@ -337,6 +345,23 @@ def _listing(
 
 @get_app.command(name="targets")
 def get_targets(
+    under: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--under",
+            help="Only the targets below this location (or so named); repeat it for several.",
+            show_default=False,
+        ),
+    ] = None,
+    state: Annotated[
+        TargetState | None,
+        typer.Option(
+            "--state",
+            help="Only targets in this admin state (up, down, maintenance) or liveness (stale: "
+            "down for want of heartbeats; unknown: never heard from).",
+            show_default=False,
+        ),
+    ] = None,
     server: ServerOption = None,
     token: TokenOption = None,
     format_choice: GetFormatOption = GetFormat.table,
@@ -347,6 +372,8 @@ def get_targets(
     Examples:
       # exit code 2: nothing listens on port 9
       placed get targets -o wide --server http://127.0.0.1:9
+      # exit code 2: nothing listens on port 9
+      placed get targets --under z1 --state down --server http://127.0.0.1:9
     """
 
     def table(items: list[dict[str, Any]], wide: bool) -> None:
@@ -376,7 +403,12 @@ def get_targets(
             rows.append(row)
         show(out, Grid(columns, rows))
 
-    _listing("/v1/targets", {}, server, token, _begin(format_choice), table)
+    params: dict[str, Any] = {}
+    if under:
+        params["under"] = under
+    if state is not None:
+        params["state"] = state.value
+    _listing("/v1/targets", params, server, token, _begin(format_choice), table)
 
 
 @get_app.command(name="locations")
