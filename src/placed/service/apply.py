@@ -20,7 +20,7 @@ from placed.spec.juju.convert import native_document
 from placed.spec.juju.files import looks_like_juju_text
 from placed.spec.load import load_changes_text, parse_documents
 from placed.spec.schema import SpecDocument
-from placed.spec.source import decode, parse
+from placed.spec.source import SourceMap, decode, parse
 from placed.store import merge
 from placed.store.claims import Actor, Extra
 from placed.store.world import Snapshot
@@ -70,12 +70,16 @@ def focus_of(documents: list[SpecDocument], body: bytes, source: str) -> placing
         for i, w in enumerate(document.workloads)
     }
 
+    parsed: list[list[SourceMap]] = []  # the body's positions, read once if ever asked
+
     def locate(pointer: str) -> tuple[int, int] | None:
-        # Only on the error path: the body is parsed again for its positions.
-        try:
-            maps = [found for _, found in parse(text, source)]
-        except SpecError:
-            return None
+        # Only on the error path: the body is parsed again for its positions, once.
+        if not parsed:
+            try:
+                parsed.append([found for _, found in parse(text, source)])
+            except SpecError:
+                parsed.append([])
+        maps = parsed[0]
         parts = [int(p) if p.isdigit() else p for p in pointer.split("/")[1:]]
         index = 0
         if several:
