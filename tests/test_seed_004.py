@@ -359,6 +359,8 @@ def test_requirement_7_migration_off_the_accounts_resources_fails(tmp_path: Path
     assert data["migrated"] == [{"unit": "web/0", "from": "H1a", "to": "H1b"}]
     refused = {(r["unit"], r["to"]): r for r in data["refused"]}
     assert refused[("web/0", "H2b")]["kind"] == "migration-refused"
+    # Refused, web/0 stays where the move before took it: `from` says so.
+    assert refused[("web/0", "H2b")]["from"] == "H1b"
     assert "not dedicated to A3's domain chain" in refused[("web/0", "H2b")]["why"]
     assert "db/0 is not a dedicated VM" in refused[("db/0", "H1a")]["why"]
     assert [e["kind"] for e in data["events"]] == ["migration-refused"] * 2

@@ -369,7 +369,12 @@ def migrations_table(console: Console, documents: Documents, view: View = View()
             for move in data["migrated"]
         ]
         rows += [
-            (no["unit"], "-", no["to"] or "-", Styled(f"refused: {no['why']}", "red"))
+            (
+                no["unit"],
+                no.get("from") or "-",
+                no["to"] or "-",
+                Styled(f"refused: {no['why']}", "red"),
+            )
             for no in data["refused"]
         ]
         if rows:

@@ -87,6 +87,7 @@ def migration_document(
     refused: list[dict[str, str | None]] = []
     notes: list[str] = []
     for name, host in migrate:
+        was: str | None = None
         try:
             was = cloud.where(name)
             cloud.migrate(ROOT_ADMIN, name, host)
@@ -94,7 +95,10 @@ def migration_document(
         except DedicationError as error:
             if error.kind == "invalid-parameter":
                 raise ArgumentError("migrate", error.message) from None
-            refused.append({"unit": name, "to": host, "kind": error.kind, "why": error.message})
+            # It stays where it runs: `from` says where that is.
+            refused.append(
+                {"unit": name, "from": was, "to": host, "kind": error.kind, "why": error.message}
+            )
     for host in maintenance:
         try:
             evacuated = cloud.evacuate(ROOT_ADMIN, host)
@@ -105,7 +109,9 @@ def migration_document(
         except DedicationError as error:
             if error.kind == "invalid-parameter" and "no host" in error.message:
                 raise ArgumentError("maintenance", error.message) from None
-            refused.append({"unit": host, "to": None, "kind": error.kind, "why": error.message})
+            refused.append(
+                {"unit": host, "from": host, "to": None, "kind": error.kind, "why": error.message}
+            )
     where: dict[str, list[str]] = {}
     for name in targets:
         try:
