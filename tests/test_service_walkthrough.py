@@ -251,6 +251,10 @@ def test_get_dedications_and_offerings_list_what_the_api_lists(tmp_path: Path) -
         # The filters are the API's: its refusal of a bad one is the CLI's, exit 2.
         bad = placed("get", "dedications", "--kind", "nope")
         assert bad.returncode == 2 and "query.kind: no resources of kind 'nope'" in bad.stderr
+        # Times to the second in every table, as the events table shows them.
+        wide = placed("get", "placements", "-o", "wide").stdout.splitlines()
+        assert wide[0].split()[3:5] == ["placed", "at"]
+        assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", r.split()[3]) for r in wide[1:])
         offerings = [line.split() for line in placed("get", "offerings").stdout.splitlines()]
         assert offerings == [
             ["name", "cpu", "memory", "disk", "dedicated"],

@@ -84,6 +84,14 @@ def _emit(data: Any, fmt: Format, table: Callable[[Any, bool], None]) -> None:
             table(data, fmt is Format.wide)
 
 
+def _second(moment: Any) -> str:
+    """A server time to the second, as the events table shows times (the server keeps
+    microseconds and the offset; a table row has no room for them)."""
+    if moment is None:
+        return "-"
+    return str(moment).split(".")[0].split("+")[0]
+
+
 def _text(value: Any) -> str:
     if value is None:
         return "-"
@@ -396,7 +404,7 @@ def get_targets(
                 row += [
                     _text(t["parent"]),
                     ",".join(t["tags"]) or "-",
-                    _text(t["last_seen"]),
+                    _second(t["last_seen"]),
                     str(t["generation"]),
                     _text(t["document"]),
                 ]
@@ -590,7 +598,7 @@ def get_placements(
         for p in items:
             row = [p["unit"], p["workload"], _text(p["target"])]
             if wide:
-                row += [_text(p["placed_at"]), _text(p["account"])]
+                row += [_second(p["placed_at"]), _text(p["account"])]
             rows.append(row)
         show(out, Grid(columns, rows))
 
@@ -663,7 +671,7 @@ def _event_row(e: dict[str, Any], wide: bool) -> list[str]:
         detail = f"stays on {details.get('from')}: {details.get('error')}"
         if wide and details.get("why"):
             detail += f": {details['why']}"
-    row = [str(e["id"]), str(e["time"]).split(".")[0], e["kind"], e["subject"], detail]
+    row = [str(e["id"]), _second(e["time"]), e["kind"], e["subject"], detail]
     if wide:
         actor = e.get("actor") or {}
         row += [_text(actor.get("role")), _text(e.get("request_id"))]
