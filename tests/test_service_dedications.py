@@ -233,6 +233,10 @@ def test_only_a_root_admin_dedicates_releases_updates_and_migrates(world: World,
     body = {"resource": "h1", "domain": "D1", "account": "A1"}
     refusal = world.refused(403, "forbidden", "POST", "/v1/dedications", json=body, headers=headers)
     assert "is for root-admin" in refusal["detail"]
+    drain = world.refused(
+        403, "forbidden", "POST", "/v1/targets/h1/drain", json={}, headers=headers
+    )
+    assert drain["detail"].startswith("POST /v1/targets/{name}/drain is for root-admin"), drain
     world.refused(
         403,
         "forbidden",

@@ -164,7 +164,7 @@ class Rule:
             raise problems.ProblemException(
                 403,
                 "forbidden",
-                f"{request.method} {route_path(request)} is for {allowed}; "
+                f"{request.method} {_shown(route_path(request))} is for {allowed}; "
                 f"this token is a {caller.role} token",
             )
         return caller
@@ -198,6 +198,14 @@ def public() -> Any:
 def route_path(request: Request) -> str:
     """The route's template (never the raw path, which is the caller's text)."""
     return str(getattr(request.scope.get("route"), "path", "") or request.url.path)
+
+
+_CONVERTER = re.compile(r"\{(\w+):\w+\}")
+
+
+def _shown(template: str) -> str:
+    """A route template as the API documents it: `{name}`, not Starlette's `{name:path}`."""
+    return _CONVERTER.sub(r"{\1}", template)
 
 
 def _rules(dependant: Dependant) -> Iterable[Rule | Public]:
