@@ -76,7 +76,9 @@ def test_serve_answers_health_and_stops_on_sigterm(tmp_path: Path) -> None:
             raise
     # uvicorn shuts down cleanly, then ends by the signal it got, as a shell expects.
     assert server.returncode in (0, -signal.SIGTERM), stderr
-    assert f"listening on http://127.0.0.1:{port}" in stderr
+    assert (
+        f"listening on http://127.0.0.1:{port} (the console: http://127.0.0.1:{port}/ui)" in stderr
+    )
     assert "Traceback" not in stderr
 
 

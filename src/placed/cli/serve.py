@@ -53,7 +53,8 @@ def serve(
     GET /healthz and /readyz for probes, /metrics for Prometheus, POST /v1/plan plans a
     spec as placed plan does and answers its JSON document, /v1/tokens manages tokens
     (placed token); every /v1 route needs a token (Authorization: Bearer plc_...).
-    Errors are RFC 9457 problem documents. The OpenAPI schema is at /openapi.json.
+    Errors are RFC 9457 problem documents. The OpenAPI schema is at /openapi.json, and
+    the web console at /ui (sign in with a token).
     Every server runs a controller; the one holding the lease (GET /v1/leader) takes
     down targets whose heartbeats stopped and moves their units (README: "Heartbeats,
     the controller and the lease"). It
@@ -90,7 +91,12 @@ def serve(
     listening = _listen(host, port)
     bound, bound_port = listening.getsockname()[:2]
     shown = f"[{bound}]" if ":" in bound else bound
-    err.print(f"placed serve: listening on http://{shown}:{bound_port}", markup=False)
+    err.print(
+        f"placed serve: listening on http://{shown}:{bound_port} "
+        f"(the console: http://{shown}:{bound_port}/ui)",
+        markup=False,
+        soft_wrap=True,
+    )
     import uvicorn
 
     from placed.service.app import create_app
