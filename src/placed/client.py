@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -21,6 +22,24 @@ TIMEOUT_S = 30.0
 PROBLEM_PREFIX = "urn:placed:problem:"
 
 
+@dataclass(frozen=True, slots=True)
+class ProblemError:
+    """One entry of a problem document's `errors`: where (a JSON pointer or a query
+    parameter; a line and column in the file the body was read from, if known) and what."""
+
+    detail: str
+    key: str | None = None
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        place = self.key or ""
+        if self.file is not None:
+            place = f"{self.file}:{self.line}:{self.column}" + (f": {place}" if place else "")
+        return f"{place}: {self.detail}" if place else self.detail
+
+
 class ClientError(Exception):
     """A request that did not succeed. `status` is None when no answer came (the server
     cannot be reached, or answered something that is not HTTP); `kind` is the problem's
@@ -32,14 +51,14 @@ class ClientError(Exception):
         kind: str,
         detail: str,
         problem: dict[str, Any] | None = None,
-        source: str | None = None,
+        errors: Sequence[ProblemError] = (),
     ) -> None:
         super().__init__(detail)
         self.status = status
         self.kind = kind
         self.detail = detail
         self.problem = problem
-        self.source = source  # the file the request's body was read from, if any
+        self.errors = errors  # the problem's `errors`, each at its place
 
     def __str__(self) -> str:
         return self.detail
@@ -92,11 +111,11 @@ class Client:
         params: dict[str, Any] | None = None,
         content: bytes | str | None = None,
         headers: dict[str, str] | None = None,
-        source: str | None = None,
+        body_file: str | None = None,
     ) -> dict[str, Any]:
         """One request; the answer's JSON document (an empty dict for an empty body).
-        `source`: the file the body was read from, which a problem's line and column are
-        of (its errors then read FILE:LINE:COLUMN, as placed plan prints them)."""
+        `body_file`: the file the body was read from, which a problem's line and column
+        are of (its errors then read FILE:LINE:COLUMN, as placed plan prints them)."""
         try:
             answer = self._http.request(
                 method, path, json=json, params=params, content=content, headers=headers
@@ -109,7 +128,7 @@ class Client:
             raise ClientError(
                 None, "unreachable", f"cannot reach placed at {self.server}: {_reason(error)}"
             ) from None
-        return _document(answer, self.server, source)
+        return _document(answer, self.server, body_file)
 
     # Tokens
 
@@ -157,7 +176,7 @@ class Client:
             content=text.encode(),
             params=params,
             headers={"Content-Type": "application/yaml"},
-            source=shown_as or source,
+            body_file=shown_as or source,
         )
 
     def listed(
@@ -260,17 +279,20 @@ def _reason(error: httpx.TransportError) -> str:
     return text[:1].lower() + text[1:].rstrip(".")
 
 
-def _where(error: Any, source: str | None = None) -> str:
-    if not isinstance(error, dict):
-        return ""
-    place = error.get("pointer") or error.get("parameter") or ""
+def _problem_error(error: dict[str, Any], body_file: str | None) -> ProblemError:
     line, column = error.get("line"), error.get("column")
-    if source is not None and isinstance(line, int) and isinstance(column, int):
-        place = f"{source}:{line}:{column}: {place}" if place else f"{source}:{line}:{column}"
-    return f"{place}: {error.get('detail', '')}" if place else str(error.get("detail", ""))
+    located = body_file is not None and isinstance(line, int) and isinstance(column, int)
+    key = error.get("pointer") or error.get("parameter")
+    return ProblemError(
+        str(error.get("detail", "")),
+        str(key) if key else None,
+        body_file if located else None,
+        line if located else None,
+        column if located else None,
+    )
 
 
-def _document(answer: httpx.Response, server: str, source: str | None = None) -> dict[str, Any]:
+def _document(answer: httpx.Response, server: str, body_file: str | None = None) -> dict[str, Any]:
     try:
         data = answer.json() if answer.content else {}
     except ValueError:
@@ -288,13 +310,17 @@ def _document(answer: httpx.Response, server: str, source: str | None = None) ->
         kind = str(data["type"]).removeprefix(PROBLEM_PREFIX)
         detail = str(data.get("detail") or data.get("title") or kind)
         errors = data.get("errors")
-        listed = [e for e in errors if isinstance(e, dict)] if isinstance(errors, list) else []
-        where = "; ".join(_where(e, source) for e in listed)
-        if listed and all(e.get("detail") == detail for e in listed):
+        listed = [
+            _problem_error(e, body_file)
+            for e in (errors if isinstance(errors, list) else [])
+            if isinstance(e, dict)
+        ]
+        where = "; ".join(str(e) for e in listed)
+        if listed and all(e.detail == detail for e in listed):
             detail = where  # the detail again, at its place: say it once
         elif where:
             detail = f"{detail}: {where}"
-        raise ClientError(answer.status_code, kind, detail, data, source)
+        raise ClientError(answer.status_code, kind, detail, data, listed)
     raise ClientError(
         answer.status_code,
         "bad-answer",

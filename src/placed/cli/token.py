@@ -136,25 +136,7 @@ def refused(error: ClientError, client: Client) -> NoReturn:
 def _problem_errors(error: ClientError) -> list[Error] | None:
     """The problem's errors as `placed validate -o json` gives a spec's: each at its file,
     line and column (where the body came from a file), its pointer as the key."""
-    listed = (error.problem or {}).get("errors")
-    if not isinstance(listed, list) or not listed:
-        return None
-    found = []
-    for each in listed[:100]:
-        if not isinstance(each, dict):
-            continue
-        line, column = each.get("line"), each.get("column")
-        located = isinstance(line, int) and isinstance(column, int)
-        key = each.get("pointer") or each.get("parameter")
-        found.append(
-            Error(
-                str(each.get("detail", "")),
-                error.source if located else None,
-                line if located else None,
-                column if located else None,
-                str(key) if key else None,
-            )
-        )
+    found = [Error(e.detail, e.file, e.line, e.column, e.key) for e in error.errors]
     return found or None
 
 
