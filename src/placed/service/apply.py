@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from placed.engine.documents import only_workloads
 from placed.engine.report import plan_document
-from placed.service import context, documents, placing, problems
+from placed.service import change_scope, context, documents, placing, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.bodies import read_body
 from placed.service.plan import invalid_spec
@@ -156,13 +156,10 @@ def apply(
         named.clear()
         named.update(w.name for document in documents for w in document.workloads)
         titles[:] = [str(document.name) for document in documents]
-        if reach is not None:
-            for name in named:
-                known = snapshot.workloads.get(name)
-                if known is not None and known.account not in reach:
-                    raise problems.ProblemException(
-                        403, "forbidden", f"workload {name!r} is another account's"
-                    )
+        for name in sorted(named):
+            # Answered as POST /v1/workloads answers it: nothing of whose it is.
+            if change_scope.hidden(actor, snapshot, name):
+                raise change_scope.name_taken(name)
         applied = merge.apply(snapshot, documents, prune)
         if applied.conflicts:
             raise problems.ProblemException(

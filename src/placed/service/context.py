@@ -75,7 +75,7 @@ def reporter_of(found: HttpMetrics, as_json: bool, bell: EventBell | None = None
 
 def actor(request: Request, caller: Caller) -> Actor:
     """The caller as events record it."""
-    return Actor(caller.accessor, caller.role, request_id_of(request))
+    return Actor(caller.accessor, caller.role, request_id_of(request), caller.scope)
 
 
 def accounts_of(engine: Engine, caller: Caller) -> set[str] | None:

@@ -35,7 +35,7 @@ from placed.engine.rebalance import Simulation
 from placed.engine.report import Explainer
 from placed.engine.state import PlanState
 from placed.model import Spec, Target
-from placed.service import problems
+from placed.service import change_scope, problems
 from placed.service.problems import ProblemException
 from placed.spec import SpecError
 from placed.spec.load import load_spec_data
@@ -66,6 +66,9 @@ class Prepared:
     extra: list[Extra] = field(default_factory=list)
     simulation: Simulation | None = None
     data: dict[str, Any] = field(default_factory=dict)  # what the change's caller needs
+    # The targets the plan made (Juju's new machines), each with the workload it was
+    # made for: the scope rule counts them as that workload's.
+    made_for: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -177,13 +180,13 @@ def plan(
             final[outcome.unit] = (outcome.workload, outcome.target, explainer.reason(outcome))
         else:
             final[outcome.unit] = (outcome.workload, None, outcome.summary)
-    _keep_created(after, state)
+    made_for = _keep_created(after, state)
     earlier = _Earlier(before)
     moves = [_explained(move, planner, state) for move in diff(before, final)]
     moves.extend(_redeployed(before, after, final, planner, earlier))
     used = usage(planner, state, after)
     _within_capacity(after, used)
-    prepared = Prepared(after, spec, planner, result, moves, used)
+    prepared = Prepared(after, spec, planner, result, moves, used, made_for=made_for)
     fresh = _new_misfits(misfits, earlier)
     prepared.extra.extend(
         Extra(
@@ -327,12 +330,15 @@ def _new_misfits(found: list[fit.Misfit], earlier: _Earlier) -> list[fit.Misfit]
     return [m for m in found if (m.unit, m.target, m.rule) not in old]
 
 
-def _keep_created(after: Snapshot, state: PlanState) -> None:
+def _keep_created(after: Snapshot, state: PlanState) -> dict[str, str]:
     """The targets a plan made (Juju's new machines and containers) become targets of
-    the world, belonging to the document of the workload they were made for."""
+    the world, belonging to the document of the workload they were made for; the
+    answer: each made target's workload."""
+    made_for: dict[str, str] = {}
     for made in state.created:
         target = made.target
-        workload = after.workloads.get(made.unit.rpartition("/")[0])
+        made_for[target.id] = made.unit.rpartition("/")[0]
+        workload = after.workloads.get(made_for[target.id])
         document = workload.document if workload is not None else None
         own: dict[str, Any] = {"kind": target.kind}
         if target.properties:
@@ -341,6 +347,7 @@ def _keep_created(after: Snapshot, state: PlanState) -> None:
         after.parents[target.id] = None
         after.node_documents[target.id] = document
         after.targets[target.id] = TargetRow(0, 0, "up", document, {}, {})
+    return made_for
 
 
 def stored_names(
@@ -507,7 +514,9 @@ def transact(
     guard: Guard | None = None,
 ) -> Committed:
     """Plan with `prepare` on a snapshot and commit what it says, trying again on fresh
-    rows when someone else changed them first."""
+    rows when someone else changed them first. Whatever `prepare` says, a change that
+    touches anything out of `actor`'s scope is a 403 and commits nothing
+    (service/change_scope.py)."""
     # The whole world is read, planned and written as rows here: millions of objects at
     # 10,000 targets, and past each allocation threshold the cycle collector would walk
     # all of them (a third of applying 10,000 targets, measured).
@@ -535,6 +544,7 @@ def _transact(
                 snapshot = world.read(session)
             _expected(snapshot, expected_revision)
             prepared = prepare(snapshot)
+            change_scope.check(actor, snapshot, prepared.after, prepared.made_for)
             if dry_run or _nothing(snapshot, prepared):
                 return Committed(prepared, snapshot.revision, [], conflicts)
         try:
@@ -546,6 +556,7 @@ def _transact(
                     snapshot = world.read(session)
                     _expected(snapshot, expected_revision, seen=number - 1)
                     prepared = prepare(snapshot)
+                    change_scope.check(actor, snapshot, prepared.after, prepared.made_for)
                 rows = _write(session, snapshot, prepared, number, actor, guard)
                 final = revision.current(session)  # one change may raise it more than once
                 if guard is not None:

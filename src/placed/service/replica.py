@@ -38,7 +38,8 @@ from placed.engine.planner import Planner
 from placed.engine.report import Explainer, plan_document
 from placed.engine.state import PlanState
 from placed.model import Spec, Workload
-from placed.service import placing, problems
+from placed.service import change_scope, placing, problems
+from placed.service.change_scope import CREATED, Touched
 from placed.service.commit_process import CommitProcess
 from placed.spec import SpecError
 from placed.spec.load import load_workload
@@ -650,7 +651,22 @@ class ReplicaWorld:
         for ticket in batch:
             name = ticket.spec.name
             if name in cached.snapshot.workloads or name in taken:
-                decided.refuse(ticket, "exists", f"workload {name!r} exists: PUT changes it")
+                if change_scope.hidden(ticket.actor, cached.snapshot, name) or (
+                    name in taken and not _taken_in_view(decided, on, ticket, cached.snapshot)
+                ):
+                    decided.refused.append((ticket, change_scope.name_taken(name)))
+                else:
+                    decided.refuse(ticket, "exists", f"workload {name!r} exists: PUT changes it")
+                continue
+            try:
+                # The same rule as every other change's, on the one object a claim makes.
+                change_scope.check_items(
+                    ticket.actor,
+                    cached.snapshot,
+                    [Touched("workload", name, CREATED, (ticket.spec.account,))],
+                )
+            except problems.ProblemException as refusal:
+                decided.refused.append((ticket, refusal))
                 continue
             try:
                 workload = self._load(cached, ticket.spec)
@@ -837,6 +853,18 @@ def _committed(stored: batch.Stored) -> Committed:
     for event in stored.events:
         rows.setdefault(event.workload or "", []).append(event)
     return stored.revision, ids, rows
+
+
+def _taken_in_view(decided: Decided, on: Decided | None, ticket: Ticket, world: Snapshot) -> bool:
+    """Whether the claim of the batch that took the name (not stored yet) belongs to an
+    account the ticket's caller sees."""
+    reach = change_scope.reach_of(ticket.actor, world)
+    if reach is None:
+        return True
+    for accepted in (*(on.accepted if on is not None else ()), *decided.accepted):
+        if accepted.workload.name == ticket.spec.name:
+            return accepted.ticket.spec.account in reach
+    return False
 
 
 def _simple(spec: WorkloadSpec) -> bool:

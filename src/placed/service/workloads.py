@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from placed.engine.documents import only_workloads
 from placed.engine.report import plan_document
-from placed.service import cloudstack, context, documents, placing, problems
+from placed.service import change_scope, cloudstack, context, documents, placing, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.bodies import bounded_units
 from placed.service.metrics import HttpMetrics
@@ -193,6 +193,8 @@ def claim(
         return fast
 
     def prepare(snapshot: Snapshot) -> placing.Prepared:
+        if change_scope.hidden(actor, snapshot, spec.name):
+            raise change_scope.name_taken(spec.name)
         if spec.name in snapshot.workloads:
             raise problems.ProblemException(
                 409, "exists", f"workload {spec.name!r} exists: PUT changes it"

@@ -63,11 +63,14 @@ class Move:
 
 @dataclass(frozen=True, slots=True)
 class Actor:
-    """Who asks, for the events: a token's accessor and role, and the request's id."""
+    """Who asks, for the events and for the scope rule (service/change_scope.py): a
+    token's accessor, role and scope (a domain-admin's domain, a user's account), and
+    the request's id."""
 
     accessor: str | None = None
     role: str | None = None
     request_id: str | None = None
+    scope: str | None = None
 
 
 @dataclass
