@@ -361,3 +361,91 @@ def test_a_claim_of_ones_own_name_still_says_it_exists(database: str) -> None:
     )
     assert answer.status_code == 409
     assert answer.json()["type"] == "urn:placed:problem:exists"
+
+
+def _events_since(found: Fleet, after: int) -> list[dict[str, Any]]:
+    answer = found.client.get(
+        "/v1/events", params={"after": after, "limit": 1000}, headers=found.headers["root-admin"]
+    )
+    assert answer.status_code == 200, answer.text
+    items: list[dict[str, Any]] = answer.json()["items"]
+    return items
+
+
+def _last_event(found: Fleet) -> int:
+    items = _events_since(found, 0)
+    return max((int(item["id"]) for item in items), default=0)
+
+
+def test_every_change_leaves_an_audit_event_with_its_actor_and_request_id(database: str) -> None:
+    found = fleet(database)
+    root = found.headers["root-admin"]
+    start = _last_event(found)
+    # An apply that creates two targets, and the prune that deletes them.
+    lab = {"name": "lab", "inventory": [{"id": "lab1"}, {"id": "lab2", "capacity": {"cpu": 2}}]}
+    made = found.client.post("/v1/apply", json=lab, headers={**root, "X-Request-Id": "made-lab"})
+    assert made.status_code == 200, made.text
+    pruned = found.client.post(
+        "/v1/apply",
+        json={"name": "lab", "inventory": []},
+        params={"prune": "true"},
+        headers={**root, "X-Request-Id": "pruned-lab"},
+    )
+    assert pruned.status_code == 200, pruned.text
+    # A workload's spec created (the claim's fast path), changed and deleted by a user.
+    user = found.headers["user"]
+    claim = found.client.post(
+        "/v1/workloads", json={"name": "w1", "resources": {"cpu": 1}}, headers=user
+    )
+    assert claim.status_code == 201, claim.text
+    changed = found.client.put(
+        "/v1/workloads/w1",
+        json={"generation": 0, "spec": {"name": "w1", "resources": {"cpu": 2}}},
+        headers=user,
+    )
+    assert changed.status_code == 200, changed.text
+    assert found.client.delete("/v1/workloads/w1", headers=user).status_code == 200
+    setting = found.client.post(
+        "/v1/apply", json={"name": "knobs", "settings": {"implicit_dedication": True}}, headers=root
+    )
+    assert setting.status_code == 200, setting.text
+    # Applying the same again changes nothing and records nothing.
+    again = found.client.post("/v1/apply", json=lab | {"inventory": []}, headers=root)
+    assert again.status_code == 200
+
+    events = _events_since(found, start)
+    seen = {(e["kind"], e["subject"]): e for e in events}
+    for kind, subject, request_id in (
+        ("target.created", "lab1", "made-lab"),
+        ("target.created", "lab2", "made-lab"),
+        ("document.applied", "lab", "made-lab"),
+        ("target.deleted", "lab1", "pruned-lab"),
+        ("target.deleted", "lab2", "pruned-lab"),
+        ("document.pruned", "lab", "pruned-lab"),
+    ):
+        event = next(
+            (
+                e
+                for e in events
+                if (e["kind"], e["subject"], e["request_id"]) == (kind, subject, request_id)
+            ),
+            None,
+        )
+        assert event is not None, (kind, subject, request_id, sorted(seen))
+        assert event["actor"]["role"] == "root-admin", event
+        assert event["actor"]["accessor"], event
+    assert seen[("target.created", "lab2")]["details"]["capacity"] == {"cpu": 2}
+    assert sorted(seen[("document.pruned", "lab")]["details"]["deleted"]) == [
+        "target lab1",
+        "target lab2",
+    ]
+    kinds = [e["kind"] for e in events if e["subject"] == "w1"]
+    assert kinds == ["workload.created", "workload.changed", "workload.deleted"], kinds
+    for event in (e for e in events if e["subject"] == "w1"):
+        assert event["actor"]["role"] == "user" and event["account"] == "acme", event
+    created = next(e for e in events if e["kind"] == "workload.created")
+    # The claim's own units follow its workload's event, in id order.
+    placed = [e for e in events if e["kind"] == "unit.placed" and e["workload"] == "w1"]
+    assert placed and int(placed[0]["id"]) > int(created["id"])
+    assert ("setting.changed", "implicit_dedication") in seen
+    assert sum(1 for e in events if e["subject"] == "lab" and e["kind"] == "document.applied") == 2

@@ -37,7 +37,14 @@ def test_each_event_is_one_json_log_line_and_counted(
     stored = client.get("/v1/events", params={"after": 1}).json()["items"]
     # One line per committed event, the same fields as GET /v1/events; none for the 404.
     assert lines == stored
-    assert {line["kind"] for line in lines} == {"unit.placed", "target.down", "unit.moved"}
+    kinds = {line["kind"] for line in lines}
+    # The units' moves, and the audit trail of what the apply created (service/audit.py).
+    assert kinds - {"unit.placed", "target.down", "unit.moved"} == {
+        "target.created",
+        "workload.created",
+        "setting.changed",
+        "document.applied",
+    }, kinds
     assert all(line["request_id"] for line in lines)
     metrics = client.get("/metrics").text
     assert 'placed_rebalance_moves_total{reason="unit.moved"} 3.0' in metrics

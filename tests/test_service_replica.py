@@ -90,7 +90,8 @@ def test_a_group_is_planned_in_turn_and_committed_under_one_revision(database: s
         used = {(r.target_id, r.name): r.used for r in session.scalars(select(TargetResource))}
         assert sorted(used.values()) == [1.0, 3.0]
         ids = list(session.scalars(select(EventRow.id).where(EventRow.id > (last_event or 0))))
-    assert ids == list(range((last_event or 0) + 1, (last_event or 0) + 4))
+    # Each workload's workload.created, then each unit's unit.placed: ids in a row.
+    assert ids == list(range((last_event or 0) + 1, (last_event or 0) + 7))
     # The cache moved with the commit: the next claim sees the full hosts.
     follow = [ticket("d", 1)]
     replica._serve(engine, follow)

@@ -135,6 +135,38 @@ def scoped(
     return out
 
 
+def _document_events(
+    before: Snapshot, prepared: placing.Prepared, documents: list[SpecDocument], prune: bool
+) -> list[Extra]:
+    """A `document.applied` event per document, and a `document.pruned` one for each
+    whose prune deleted something, naming what (each object has its own event too)."""
+    changed = list(change_scope.touched(before, prepared.after, prepared.made_for))
+    if not changed and not prepared.moves and not prepared.extra:
+        return []  # an apply that changes nothing records nothing, as it stores nothing
+    deleted: dict[str, list[str]] = {}
+    if prune:
+        for item in changed:
+            if item.how != change_scope.DELETED:
+                continue
+            row = before.workloads.get(item.name) if item.kind == "workload" else None
+            owner = row.document if row is not None else before.node_documents.get(item.name)
+            if owner is not None:
+                deleted.setdefault(owner, []).append(f"{item.kind} {item.name}")
+    found: list[Extra] = []
+    for document in documents:
+        name = str(document.name)
+        found.append(
+            Extra(
+                "document.applied",
+                name,
+                details={"prune": prune, "workloads": [w.name for w in document.workloads]},
+            )
+        )
+        if deleted.get(name):
+            found.append(Extra("document.pruned", name, details={"deleted": deleted[name]}))
+    return found
+
+
 def apply(
     request_engine: Any,
     body: bytes,
@@ -174,6 +206,7 @@ def apply(
                 [{"pointer": c.pointer, "detail": c.message} for c in applied.conflicts[:100]],
             )
         prepared = placing.plan(snapshot, applied.after, focus=focus_of(documents, body, source))
+        prepared.extra.extend(_document_events(snapshot, prepared, documents, prune))
         prepared.extra.extend(
             Extra(
                 "dedication.created",

@@ -35,7 +35,7 @@ from placed.engine.rebalance import Simulation
 from placed.engine.report import Explainer
 from placed.engine.state import PlanState
 from placed.model import Spec, Target
-from placed.service import change_scope, problems
+from placed.service import audit, change_scope, problems
 from placed.service.problems import ProblemException
 from placed.spec import SpecError
 from placed.spec.load import load_spec_data
@@ -617,6 +617,8 @@ def _write(
     except definitions.Refused as error:
         raise ProblemException(409, error.kind, str(error)) from None
     accounts = {name: row.account for name, row in prepared.after.workloads.items()}
+    # The change's own objects first (a workload created, then its units placed).
+    trail = audit.events(snapshot, prepared.after, prepared.made_for, prepared.extra)
     written: list[Recorded] = []
     written += claims.commit(
         session,
@@ -625,7 +627,7 @@ def _write(
         prepared.used,
         actor,
         wrote.targets,
-        prepared.extra,
+        trail + prepared.extra,
         accounts,
         guard.moved if guard is not None else None,
         rewritten=wrote.workloads,

@@ -839,7 +839,22 @@ def _rows(cached: Cached, accepted: list[Accepted]) -> Rows:
             for resource, amount in sorted(deltas[name].items())
         ],
         [
-            batch.NewWorkload(c.workload.name, c.ticket.spec.account, c.stored_spec, API_DOCUMENT)
+            batch.NewWorkload(
+                c.workload.name,
+                c.ticket.spec.account,
+                c.stored_spec,
+                API_DOCUMENT,
+                events.Pending(
+                    "workload.created",
+                    c.workload.name,
+                    actor_accessor=c.ticket.actor.accessor,
+                    actor_role=c.ticket.actor.role,
+                    workload=c.workload.name,
+                    account=c.ticket.spec.account,
+                    request_id=c.ticket.actor.request_id,
+                    details={"how": "created", "spec": c.stored_spec, "document": API_DOCUMENT},
+                ),
+            )
             for c in accepted
         ],
         units,

@@ -47,6 +47,7 @@ class NewWorkload:
     account: str | None
     spec: dict[str, Any]
     document: str | None
+    event: events.Pending | None = None  # its workload.created, for the audit trail
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +162,7 @@ def _plan(
             "UPDATE revision SET value = value + 1, last_event_id = last_event_id + ? "
             "WHERE id = 1 RETURNING value, last_event_id"
         ),
-        (len(units),),
+        (len(_events(workloads, units)),),
         returns=True,
     )
     # The revision row's lock, taken first by every writer, orders the writers: no two
@@ -209,14 +210,17 @@ def _plan(
         for part in _chunks(units)
     ]
     rest: list[_Statement] = []
-    if units:
+    written = _events(workloads, units)
+    if written:
         placed_at, event_at, history_at = (
             types.placed_at(at),
             types.event_at(at),
             types.history_at(at),
         )
-        # Event k of n takes id last - (n - 1 - k): the ids the revision handed out.
-        offsets = range(len(units) - 1, -1, -1)
+        # Event k of n takes id last - (n - 1 - k): the ids the revision handed out. The
+        # workloads' events come first, then the units', whose offsets history reads.
+        offsets = range(len(written) - 1, -1, -1)
+        unit_offsets = range(len(units) - 1, -1, -1)
         rest += [
             _Statement(
                 sql(
@@ -246,7 +250,7 @@ def _plan(
                         e.request_id,
                         types.details(dict(e.details)),
                     )
-                    for offset, e in zip(offsets, (u.event for u in units), strict=True)
+                    for offset, e in zip(offsets, written, strict=True)
                 ],
             ),
             _Statement(
@@ -256,7 +260,7 @@ def _plan(
                 ),
                 [
                     (u.name, u.event.target, history_at, u.reason[:HISTORY_REASON], offset)
-                    for offset, u in zip(offsets, units, strict=True)
+                    for offset, u in zip(unit_offsets, units, strict=True)
                 ],
             ),
         ]
@@ -297,7 +301,8 @@ def write(
         _stale(statement)
     workload_ids = {name: int(id_) for s in plan.workloads for id_, name in s.rows}
     unit_ids = {name: int(id_) for s in plan.units for id_, name in s.rows}
-    first = last - len(units) + 1
+    pending = _events(workloads, units)
+    first = last - len(pending) + 1
     written = [
         events.Written(
             first + k,
@@ -313,7 +318,7 @@ def write(
             p.request_id,
             dict(p.details),
         )
-        for k, p in enumerate(u.event for u in units)
+        for k, p in enumerate(pending)
     ]
     return Stored(
         number,
@@ -321,6 +326,11 @@ def write(
         {u.name: unit_ids[u.name] for u in units},
         written,
     )
+
+
+def _events(workloads: Sequence[NewWorkload], units: Sequence[NewUnit]) -> list[events.Pending]:
+    """The batch's events in id order: each new workload's, then each unit's."""
+    return [w.event for w in workloads if w.event is not None] + [u.event for u in units]
 
 
 def _behind(seen: int, revision: _Statement) -> tuple[int, int]:
