@@ -667,6 +667,13 @@ def _event_row(e: dict[str, Any], wide: bool) -> list[str]:
     elif e["kind"] == "placement.failed":
         # Why no host took it: the deploy's own 409 said the same.
         detail = str(details.get("why") or details.get("cause") or "")
+    elif e["kind"] == "setting.changed":
+        detail = f"{_text(details.get('was'))} -> {_text(details.get('value'))}"
+    elif e["kind"] == "document.pruned":
+        detail = "deleted " + ", ".join(str(d) for d in details.get("deleted") or [])
+    elif details.get("document") and e["kind"].endswith((".created", ".changed", ".deleted")):
+        # An audit event (service/audit.py): which document the object belongs to.
+        detail = f"document {details['document']}"
     elif e["kind"] == "migration.refused" and details.get("operation") == "drain":
         detail = f"stays on {details.get('from')}: {details.get('error')}"
         if wide and details.get("why"):
