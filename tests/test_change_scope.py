@@ -449,3 +449,25 @@ def test_every_change_leaves_an_audit_event_with_its_actor_and_request_id(databa
     assert placed and int(placed[0]["id"]) > int(created["id"])
     assert ("setting.changed", "implicit_dedication") in seen
     assert sum(1 for e in events if e["subject"] == "lab" and e["kind"] == "document.applied") == 2
+
+
+def test_a_root_prune_of_targets_that_run_units_leaves_them_waiting(database: str) -> None:
+    """The targets go, and their units with them to wherever the plan puts them (here
+    nowhere): before, the targets' rows were deleted under their placements, a 500."""
+    from .row_invariants import broken_rows, read_rows
+
+    found = fleet(database)
+    answer = found.client.post(
+        "/v1/apply",
+        json={"name": "infra", "inventory": []},
+        params={"prune": "true"},
+        headers=found.headers["root-admin"],
+    )
+    assert answer.status_code == 200, answer.text
+    changes = {c["unit"]: (c["from"], c["to"], c["kind"]) for c in answer.json()["changes"]}
+    assert sorted(changes) == ["acme-web/0", "globex-web/0"], changes
+    for source, destination, kind in changes.values():
+        assert source in ("h1", "h2") and destination is None and kind == "unit.unplaced"
+    assert not broken_rows(read_rows(found.engine))
+    targets = found.client.get("/v1/targets", headers=found.headers["root-admin"]).json()
+    assert targets["items"] == []

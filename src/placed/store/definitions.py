@@ -21,6 +21,7 @@ from placed.store.tables import (
     Domain,
     Location,
     OfferingRow,
+    Placement,
     Target,
     TargetLiveness,
     TargetResource,
@@ -214,6 +215,9 @@ def _inventory(
     _insert_targets(session, new_targets)
     gone_targets = [before.targets[n].id for n in before.targets if n not in after.targets]
     if gone_targets:
+        # Units running there leave with it (the change's moves record each one, from
+        # the target to wherever its plan puts them): no placement may outlive its row.
+        session.execute(delete(Placement).where(Placement.target_id.in_(gone_targets)))
         session.execute(delete(Target).where(Target.id.in_(gone_targets)))
     gone = [location_ids[n] for n in location_ids if n not in after.nodes or n in after.targets]
     if gone:
