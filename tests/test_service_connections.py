@@ -126,6 +126,9 @@ def test_connections_past_an_address_cap_are_answered_429(tmp_path: Path) -> Non
         assert refused.json()["type"] == "urn:placed:problem:too-many-connections"
         assert refused.headers["retry-after"] == "1"
         assert refused.headers["connection"] == "close"
+        assert httpx.get(f"{base}/healthz", timeout=5).status_code == 429
+        # One warning while the address stays at the cap, not one per connection.
+        assert served.log.read_text().count("connections open") == 1
         first.close()
         second.close()
         time.sleep(0.2)

@@ -43,6 +43,8 @@ class Limits:
     header_timeout: float = HEADER_TIMEOUT_S
     max_per_client: int = MAX_CONNS_PER_CLIENT
     open: Counter[str] = field(default_factory=Counter)
+    # Addresses at the cap whose refusal was logged: one line until they drop below it.
+    warned: set[str] = field(default_factory=set)
 
 
 async def too_many_connections(scope: Scope, receive: Receive, send: Send) -> None:
@@ -76,11 +78,13 @@ def protocol(limits: Limits) -> type[HttpToolsProtocol]:
                     # 429, not a reset), from an app of its own, as uvicorn answers
                     # past its limit_concurrency; the header deadline bounds the wait.
                     self.app = too_many_connections
-                    log.warning(
-                        "%s has %d connections open, the most one address may have: "
-                        "a new one is answered 429 and closed",
-                        *(host, limits.open[host]),
-                    )
+                    if host not in limits.warned:  # once, not once per connection
+                        limits.warned.add(host)
+                        log.warning(
+                            "%s has %d connections open, the most one address may have: "
+                            "new ones are answered 429 and closed",
+                            *(host, limits.open[host]),
+                        )
                 else:
                     self.address = host
                     limits.open[host] += 1
@@ -90,6 +94,7 @@ def protocol(limits: Limits) -> type[HttpToolsProtocol]:
             self._disarm()
             if self.address is not None:
                 limits.open[self.address] -= 1
+                limits.warned.discard(self.address)
                 if limits.open[self.address] <= 0:
                     del limits.open[self.address]
                 self.address = None
