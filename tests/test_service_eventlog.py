@@ -10,9 +10,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from placed.service import create_app
+from placed.service.logs import JsonFormatter
 from placed.store import schema
 from placed.store.database import make_engine
 
+# What the log adds to an event's own fields on its line.
+LOG_KEYS = {"level", "logger", "message"}
 IRONIC = Path(__file__).resolve().parent.parent / "examples" / "ironic-service.yaml"
 
 
@@ -33,7 +36,11 @@ def test_each_event_is_one_json_log_line_and_counted(
         assert down.status_code == 200
         refused = client.post("/v1/targets/nowhere/down")
         assert refused.status_code == 404
-    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "placed.events"]
+    lines = [
+        json.loads(JsonFormatter().format(r)) for r in caplog.records if r.name == "placed.events"
+    ]
+    assert all(line["level"] == "info" and line["logger"] == "placed.events" for line in lines)
+    lines = [{k: v for k, v in line.items() if k not in LOG_KEYS} for line in lines]
     stored = client.get("/v1/events", params={"after": 1}).json()["items"]
     # One line per committed event, the same fields as GET /v1/events; none for the 404.
     assert lines == stored

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import logging
 import socket
 from enum import StrEnum
 from typing import Annotated
@@ -27,6 +28,49 @@ class LogLevel(StrEnum):
     trace = "trace"
 
 
+# Connections and authentication (README: "Connections and timeouts"); defaults as the
+# service modules hold them (service/connections.py, service/lockout.py).
+HeaderTimeout = Annotated[
+    float,
+    typer.Option(
+        "--header-timeout",
+        min=0.1,
+        help="Seconds a request's headers may take to arrive, from its first byte (a "
+        "connection's opening, for its first request); a client still sending them is "
+        "disconnected (slowloris).",
+    ),
+]
+MaxConnsPerClient = Annotated[
+    int,
+    typer.Option(
+        "--max-conns-per-client",
+        min=0,
+        help="Connections one client address may hold open at once (as Nomad's "
+        "http_max_conns_per_client); one more is answered 429 too-many-connections and "
+        "closed. 0: no limit (behind a proxy, every client has the proxy's address).",
+    ),
+]
+GracefulTimeout = Annotated[
+    float,
+    typer.Option(
+        "--graceful-timeout",
+        min=0,
+        help="Seconds a stop (SIGTERM, Ctrl-C) waits for requests in flight before it "
+        "cancels them; long polls (GET /v1/events?wait=) answer at once.",
+    ),
+]
+AuthFailuresPerMinute = Annotated[
+    int,
+    typer.Option(
+        "--auth-failures-per-minute",
+        min=0,
+        help="An address that presents more tokens that are not live within a minute gets "
+        "429 too-many-auth-failures with Retry-After on every request that needs a token, "
+        "a valid one included, until a minute after those failures. 0: never.",
+    ),
+]
+
+
 def serve(
     host: Annotated[
         str, typer.Option("--host", help="The address to listen on (0.0.0.0 for every one).")
@@ -41,11 +85,16 @@ def serve(
         LogFormat,
         typer.Option(
             "--log-format",
-            help="Events as readable lines, or as one JSON object per line for a log "
-            "pipeline (every field: id, time, actor, kind, subject, target, workload, "
-            "domain, account, request id, details).",
+            help="Readable lines, or every line one JSON object for a log pipeline "
+            "(time, level, logger, message and each line's own fields: an event's id, "
+            "kind, subject, actor, request id, details...; a request's method, route, "
+            "status, duration_ms, request id, accessor; a traceback as exception).",
         ),
     ] = LogFormat.text,
+    header_timeout: HeaderTimeout = 10.0,
+    max_conns_per_client: MaxConnsPerClient = 100,
+    graceful_timeout: GracefulTimeout = 10.0,
+    auth_failures_per_minute: AuthFailuresPerMinute = 30,
     database: DatabaseOption = None,
 ) -> None:
     """Serve placed's HTTP API until stopped (Ctrl-C or SIGTERM).
@@ -91,12 +140,17 @@ def serve(
     listening = _listen(host, port)
     bound, bound_port = listening.getsockname()[:2]
     shown = f"[{bound}]" if ":" in bound else bound
-    err.print(
-        f"placed serve: listening on http://{shown}:{bound_port} "
-        f"(the console: http://{shown}:{bound_port}/ui)",
-        markup=False,
-        soft_wrap=True,
-    )
+    _log_events(log_level, log_format)
+    where = f"http://{shown}:{bound_port}"
+    if log_format is LogFormat.json:
+        started = logging.getLogger("placed.serve")
+        started.info("listening on %s", where, extra={"url": where, "console": f"{where}/ui"})
+    else:
+        err.print(
+            f"placed serve: listening on {where} (the console: {where}/ui)",
+            markup=False,
+            soft_wrap=True,
+        )
     import uvicorn
 
     from placed.service.app import create_app
@@ -109,34 +163,52 @@ def serve(
             return str(error)
         return None
 
+    from placed.service import connections
     from placed.store.database import make_engine
 
-    _log_events(log_level, log_format)
+    # Access lines are written at info: below that level they are never shown, and
+    # skipping them spares each request the formatting. In JSON, placed writes its own
+    # (service/middleware.py: the route, request id and accessor uvicorn does not know).
+    shown_access = log_level in (LogLevel.info, LogLevel.debug, LogLevel.trace)
+    as_json = log_format is LogFormat.json
     app = create_app(
         database=make_engine(url),
         readiness=ready,
-        log_json=log_format is LogFormat.json,
+        log_json=as_json,
         controlling=controlling,
         fault=fault,
         commit_process=True,
+        auth_failures_per_minute=auth_failures_per_minute,
+        access_log=as_json and shown_access,
     )
-    # uvicorn writes its access lines at info: below that level they are never shown,
-    # and skipping them spares each request the formatting.
-    shown_access = log_level in (LogLevel.info, LogLevel.debug, LogLevel.trace)
-    config = uvicorn.Config(app, log_level=log_level.value, access_log=shown_access)
-    uvicorn.Server(config).run(sockets=[listening])
+    limits = connections.Limits(header_timeout, max_conns_per_client)
+    config = uvicorn.Config(
+        app,
+        http=connections.protocol(limits),
+        log_level=log_level.value,
+        access_log=shown_access and not as_json,
+        timeout_graceful_shutdown=graceful_timeout,  # type: ignore[arg-type]
+        # JSON: logging is configured already (_log_events), and uvicorn's default
+        # configuration would bring back its text lines.
+        log_config=None if as_json else uvicorn.config.LOGGING_CONFIG,
+    )
+    connections.Server(config, app.state.event_bell).run(sockets=[listening])
 
 
 def _log_events(level: LogLevel, form: LogFormat) -> None:
-    """placed's own log lines (an event per line) on stderr, beside uvicorn's."""
-    import logging
+    """placed's own log lines (an event per line) on stderr, beside uvicorn's; in JSON,
+    every line of the process (service/logs.py)."""
+    shown = logging.DEBUG if level in (LogLevel.debug, LogLevel.trace) else level.upper()
+    if form is LogFormat.json:
+        from placed.service.logs import use_json
 
+        use_json(logging.getLevelName(shown) if isinstance(shown, str) else shown)
+        return
     handler = logging.StreamHandler()
-    shape = "%(message)s" if form is LogFormat.json else "%(levelname)s:     %(message)s"
-    handler.setFormatter(logging.Formatter(shape))
+    handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
     logger = logging.getLogger("placed")
     logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG if level in (LogLevel.debug, LogLevel.trace) else level.upper())
+    logger.setLevel(shown)
     logger.propagate = False
 
 

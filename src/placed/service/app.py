@@ -39,6 +39,7 @@ from placed.service.auth import TrustedTokens
 from placed.service.bell import EventBell
 from placed.service.commit_process import CommitProcess, shareable
 from placed.service.health import Readiness, always_ready
+from placed.service.lockout import AuthFailures
 from placed.service.middleware import RequestContext
 from placed.service.replica import ReplicaWorld
 from placed.service.ui import pages as console
@@ -56,6 +57,8 @@ def create_app(
     controlling: controller.Options | None = None,
     fault: controller.Fault | None = None,
     commit_process: bool = False,
+    auth_failures_per_minute: int = 0,
+    access_log: bool = False,
 ) -> FastAPI:
     """`database`: the store's engine (None: only the routes that keep no state answer).
     `readiness`: None when the service can serve, else why not (GET /readyz answers
@@ -64,7 +67,11 @@ def create_app(
     these timings; `fault`: its fault hook (tests only). `commit_process`: while the app
     runs, claims' batches are committed by a process of its own
     (service/commit_process.py; not for an in-memory SQLite database, which another
-    process cannot open)."""
+    process cannot open). `auth_failures_per_minute`: an address that presents more
+    tokens that are not live within a minute is answered 429 (service/lockout.py; 0, as
+    the tests' apps have it, for never; `placed serve` holds off past 30). `access_log`:
+    a log line per request from the request context middleware (`placed serve
+    --log-format json`, in place of uvicorn's)."""
     bell = EventBell()
 
     @asynccontextmanager
@@ -109,6 +116,7 @@ def create_app(
     # The world in memory at one revision, for claims (service/replica.py).
     app.state.replica = ReplicaWorld()
     app.state.trusted_tokens = TrustedTokens()
+    app.state.auth_failures = AuthFailures(auth_failures_per_minute)
     app.state.metrics = found = metrics.HttpMetrics()
     app.state.readiness = readiness
     app.state.controller = (
@@ -119,7 +127,7 @@ def create_app(
     app.state.max_body_bytes = max_body_bytes
     problems.install(app)
     auth.install(app)
-    app.add_middleware(RequestContext, metrics=found)
+    app.add_middleware(RequestContext, metrics=found, access_log=access_log)
     for router in (
         health.router,
         metrics.router,
@@ -222,6 +230,9 @@ def _schema(app: FastAPI) -> dict[str, Any]:
             found.setdefault("500", internal)
             # And a database connection lost under it (the middleware answers that too).
             found.setdefault("503", problems.responses(503)[503])
+            # A connection past its address's cap (service/connections.py), or an
+            # address held off after failing to authenticate (auth.describe).
+            found.setdefault("429", problems.responses(429)[429])
             # A request that cannot be read at all (a body that is not UTF-8, a NUL in
             # the path or query) is a 400.
             found.setdefault("400", problems.responses(400)[400])

@@ -39,6 +39,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
 from placed.service import problems
+from placed.service.lockout import AuthFailures
 from placed.store import tokens
 from placed.store.database import reading
 from placed.store.tables import ROLES, now
@@ -117,13 +118,30 @@ def unauthenticated() -> problems.ProblemException:
     return problems.ProblemException(401, "unauthenticated", UNAUTHENTICATED, headers=CHALLENGE)
 
 
+def held_off(seconds: int) -> problems.ProblemException:
+    return problems.ProblemException(
+        429,
+        "too-many-auth-failures",
+        "too many requests from this address presented a token that is not live; no "
+        f"token from it is checked for {seconds} s",
+        headers={"Retry-After": str(seconds)},
+    )
+
+
 async def authenticate(request: Request, text: str | None) -> Caller:
-    """The caller a token's text names; a 401 problem when it names no live token."""
+    """The caller a token's text names; a 401 problem when it names no live token, a
+    429 while the client's address is held off for failing too often (lockout.py)."""
+    failures: AuthFailures = request.app.state.auth_failures
+    address = request.client.host if request.client else ""
+    wait = failures.retry_after(address)
+    if wait is not None:
+        raise held_off(wait)
     if not text:
         raise unauthenticated()
     trusted: TrustedTokens = request.app.state.trusted_tokens
     caller = trusted.get(text)
     if caller is not None:
+        request.state.accessor = caller.accessor  # for the access log (middleware.py)
         return caller
     database = request.app.state.database
     if database is None:
@@ -132,9 +150,12 @@ async def authenticate(request: Request, text: str | None) -> Caller:
         )
     found = await run_in_threadpool(_look_up, database, text)
     if found is None:
+        request.app.state.metrics.auth_failures.inc()
+        failures.failed(address)
         raise unauthenticated()
     caller, expires = found
     trusted.keep(text, caller, expires)
+    request.state.accessor = caller.accessor
     return caller
 
 
@@ -270,7 +291,7 @@ def install(app: FastAPI) -> None:
 
 
 def describe(schema: dict[str, Any], app: FastAPI) -> None:
-    """Each operation's roles, and the 401 and 403 problems its rule may answer, in the
+    """Each operation's roles, and the 401, 403 and 429 problems its rule may answer, in the
     OpenAPI schema (so no router has to repeat them)."""
     paths = schema.get("paths", {})
     for (method, path), rule in route_rules(app).items():
@@ -288,6 +309,11 @@ def describe(schema: dict[str, Any], app: FastAPI) -> None:
         found = problems.responses(*statuses)
         found[401]["headers"] = {
             "WWW-Authenticate": {"description": "Bearer", "schema": {"type": "string"}}
+        }
+        # An address held off for failing to authenticate too often (lockout.py).
+        found.update(problems.responses(429))
+        found[429]["headers"] = {
+            "Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}
         }
         operation.setdefault("responses", {}).update({str(k): v for k, v in found.items()})
         note = f"Roles: {', '.join(roles)}."

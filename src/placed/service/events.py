@@ -60,7 +60,8 @@ class EventPage(BaseModel):
     description="Events in commit order. Filter by kind (`unit.` for every unit event), "
     "subject, target, workload, actor (a token's accessor), since (a time); page with "
     "after (the next_cursor of the page before). wait=N answers as soon as there is an "
-    "event, or after N seconds with none.",
+    "event, or after N seconds with none (at once, with what it has, when the "
+    "server stops).",
     response_model=EventPage,
     responses=problems.responses(422),
 )
@@ -112,7 +113,8 @@ async def list_events(
     deadline = time.monotonic() + wait
     rung = bell.rings
     items = await run_in_threadpool(page)
-    while not items and time.monotonic() < deadline:
+    # A closed bell: the server is stopping, and the poll answers what it has at once.
+    while not items and time.monotonic() < deadline and not bell.closed:
         poll = HEARD_POLL_S if bell.heard.is_set() else POLL_S
         await bell.wait(min(poll, deadline - time.monotonic()), rung)
         rung = bell.rings

@@ -73,6 +73,11 @@ class HttpMetrics:
             ["filter"],
             registry=self.registry,
         )
+        self.auth_failures = Counter(
+            "placed_auth_failures",
+            "Requests that presented a token that is not live (answered 401).",
+            registry=self.registry,
+        )
         self.leader = Gauge(
             "placed_leader",
             "1 while this replica holds the controller's lease, else 0.",

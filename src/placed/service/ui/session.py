@@ -112,7 +112,10 @@ async def call(
 ) -> Answer:
     """The app's own API, in process, as the signed-in token; `content`: a body as it is
     (a spec document), of `media_type`."""
-    transport = httpx.ASGITransport(app=request.app)
+    # As the browser's address, not httpx's stand-in: a token that fails counts for it
+    # (service/lockout.py).
+    client = (request.client.host, request.client.port) if request.client else ("", 0)
+    transport = httpx.ASGITransport(app=request.app, client=client)
     headers = {"Authorization": f"Bearer {token}"}
     if media_type is not None:
         headers["Content-Type"] = media_type
