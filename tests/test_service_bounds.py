@@ -1,0 +1,214 @@
+"""Requests cannot exhaust the server (issue 34): every route reads at most its limit of
+body bytes, refuses a declared length past it before reading any and a chunked body once
+it passes it, and checks the caller's token before it reads a byte; JSON nested past what
+placed reads is a 422 on every route that takes a body. Each refusal leaves every table
+as it was."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Iterator, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+
+from placed.service import create_app, limits
+from placed.service.auth import UNAUTHENTICATED, Rule, route_rules
+from placed.service.ui.session import COOKIE
+
+from .service_support import issue, served, table_digest
+
+WRITES = {"POST", "PUT", "PATCH", "DELETE"}
+
+
+@dataclass
+class Exchange:
+    """One request driven straight through the app (ASGI): what it read of the body and
+    what it answered."""
+
+    read: int = 0
+    status: int = 0
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def drive(
+    app: FastAPI,
+    method: str,
+    path: str,
+    headers: dict[str, str],
+    chunks: Iterator[bytes],
+) -> Exchange:
+    """Send `method path` with `headers` and the body `chunks` (read only as the app
+    asks), and collect the answer."""
+    done = Exchange()
+
+    async def receive() -> dict[str, Any]:
+        chunk = next(chunks, None)
+        if chunk is None:
+            return {"type": "http.request", "body": b"", "more_body": False}
+        done.read += len(chunk)
+        return {"type": "http.request", "body": chunk, "more_body": True}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            done.status = message["status"]
+            done.headers = {k.decode(): v.decode() for k, v in message["headers"]}
+        elif message["type"] == "http.response.body":
+            done.body += message.get("body", b"")
+
+    path, _, query = path.partition("?")
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query.encode(),
+        "root_path": "",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+        "client": ("127.0.0.1", 1234),
+        "server": ("testserver", 80),
+    }
+    asyncio.run(app(scope, receive, send))
+    return done
+
+
+def endless(size: int = 64 * 1024) -> Iterator[bytes]:
+    while True:
+        yield b" " * size
+
+
+def nothing_read() -> Iterator[bytes]:
+    """A body the app must not read: reading it fails the test."""
+    raise AssertionError("the body was read")
+    yield b""  # pragma: no cover
+
+
+def concrete(template: str) -> str:
+    return re.sub(r"\{\w+(:\w+)?\}", "x", template)
+
+
+def body_routes(app: FastAPI) -> list[tuple[str, str]]:
+    """Every (method, path template) that may take a body."""
+    return sorted(key for key in route_rules(app) if key[0] in WRITES)
+
+
+def reads_a_body(app: FastAPI, method: str, template: str) -> bool:
+    """A route that reads its body: a FastAPI body parameter, a spec or a console form."""
+    for route in app.routes:
+        if not isinstance(route, APIRoute) or route.path != template:
+            continue
+        if method in (route.methods or set()):
+            return (
+                route.body_field is not None
+                or (method, template) in limits.LIMITS
+                or template.startswith("/ui/")
+            )
+    return False
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[FastAPI, str]:
+    url = f"sqlite:///{tmp_path_factory.mktemp('bounds') / 'placed.db'}"
+    return served(url, max_body_bytes=200_000)
+
+
+def as_root(app: FastAPI, root: str, template: str, length: int | None) -> dict[str, str]:
+    headers = {"Authorization": f"Bearer {root}", "Content-Type": "application/json"}
+    if template.startswith("/ui/"):
+        headers = {
+            "Cookie": f"{COOKIE}={root}",
+            "Content-Type": "application/x-www-form-urlencoded",
+        }
+    if length is None:
+        headers["Transfer-Encoding"] = "chunked"
+    else:
+        headers["Content-Length"] = str(length)
+    return headers
+
+
+def test_every_declared_limit_is_a_route_of_the_app() -> None:
+    app = create_app()
+    known = set(route_rules(app))
+    assert set(limits.LIMITS) <= known, set(limits.LIMITS) - known
+    assert limits.limit_of(app, "POST", "/v1/apply") == app.state.max_body_bytes
+    assert limits.limit_of(app, "POST", "/v1/workloads") == limits.JSON_BODY_BYTES
+
+
+def test_every_route_refuses_a_declared_length_past_its_limit_unread(
+    world: tuple[FastAPI, str],
+) -> None:
+    app, root = world
+    before = table_digest(app.state.database)
+    for method, template in body_routes(app):
+        limit = limits.limit_of(app, method, template)
+        headers = as_root(app, root, template, limit + 1)
+        done = drive(app, method, concrete(template), headers, nothing_read())
+        assert done.status == 413, (method, template, done.status, done.body)
+        assert done.headers["content-type"] == "application/problem+json"
+        assert done.json()["type"] == "urn:placed:problem:body-too-large"
+        assert f"{limit:,} bytes" in done.json()["detail"]
+        assert done.headers["connection"] == "close"
+    assert table_digest(app.state.database) == before
+
+
+def test_every_route_refuses_a_chunked_body_once_it_passes_its_limit(
+    world: tuple[FastAPI, str],
+) -> None:
+    app, root = world
+    before = table_digest(app.state.database)
+    checked = []
+    for method, template in body_routes(app):
+        if not reads_a_body(app, method, template):
+            continue
+        limit = limits.limit_of(app, method, template)
+        headers = as_root(app, root, template, None)
+        done = drive(app, method, concrete(template), headers, endless())
+        if done.read == 0:
+            continue  # a handler that reads no body (POST /ui/logout)
+        assert done.status == 413, (method, template, done.status, done.body[:300])
+        assert done.json()["type"] == "urn:placed:problem:body-too-large"
+        # It stopped reading at the first chunk past the limit.
+        assert limit < done.read <= limit + 64 * 1024, (template, done.read)
+        checked.append(template)
+    assert {"/v1/workloads", "/v1/apply", "/v1/tokens", "/ui/whatif/apply"} <= set(checked)
+    assert table_digest(app.state.database) == before
+
+
+def test_no_token_is_a_401_before_a_byte_of_the_body_is_read(
+    world: tuple[FastAPI, str],
+) -> None:
+    app, _ = world
+    agent = issue(app, "agent", "h1")
+    before = table_digest(app.state.database)
+    rules = route_rules(app)
+    plain = drive(app, "GET", "/v1/workloads", {}, iter(()))
+    assert plain.status == 401
+    for (method, template), rule in rules.items():
+        if method not in WRITES or not isinstance(rule, Rule):
+            continue
+        for authorization in ({}, {"Authorization": "Bearer plc_nobody_nothing"}):
+            headers = {"Content-Length": str(200 * 1024 * 1024), **authorization}
+            done = drive(app, method, concrete(template), headers, nothing_read())
+            assert done.status == 401, (method, template, done.status)
+            # The one 401 of every route: its body and challenge as without a body.
+            assert done.headers["www-authenticate"] == "Bearer"
+            answer = done.json()
+            assert answer["detail"] == UNAUTHENTICATED
+            assert {**answer, "request_id": ""} == {**plain.json(), "request_id": ""}
+    # A live token of a role the route does not serve: a 403, still unread.
+    headers = {"Content-Length": str(200 * 1024 * 1024), "Authorization": f"Bearer {agent}"}
+    done = drive(app, "POST", "/v1/workloads", headers, nothing_read())
+    assert done.status == 403 and done.json()["type"] == "urn:placed:problem:forbidden"
+    assert table_digest(app.state.database) == before
