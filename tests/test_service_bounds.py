@@ -212,3 +212,57 @@ def test_no_token_is_a_401_before_a_byte_of_the_body_is_read(
     done = drive(app, "POST", "/v1/workloads", headers, nothing_read())
     assert done.status == 403 and done.json()["type"] == "urn:placed:problem:forbidden"
     assert table_digest(app.state.database) == before
+
+
+def deep_json(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+def test_json_nested_past_what_placed_reads_is_a_422_on_every_body_route(
+    world: tuple[FastAPI, str],
+) -> None:
+    app, root = world
+    before = table_digest(app.state.database)
+    body = deep_json(100_000)
+    checked = []
+    for method, template in body_routes(app):
+        if template.startswith("/ui/") or not reads_a_body(app, method, template):
+            continue
+        headers = {**as_root(app, root, template, len(body)), "Content-Type": "application/json"}
+        done = drive(app, method, concrete(template), headers, iter([body]))
+        assert done.status == 422, (method, template, done.status, done.body[:300])
+        kind = "invalid-spec" if limits.LIMITS.get((method, template)) == limits.SPEC else None
+        answer = done.json()
+        assert answer["type"] == f"urn:placed:problem:{kind or 'invalid-request'}"
+        if kind is None:
+            assert "more than 100 levels deep" in answer["detail"]
+        else:
+            assert "nests more than 1000 levels" in answer["errors"][0]["detail"]
+        checked.append((method, template))
+    assert ("PUT", "/v1/workloads/{name}") in checked and ("POST", "/v1/plan") in checked
+    # Just past where Python's own reader gives up (the spec routes read it again for
+    # the errors' pointers: a RecursionError there was a 500).
+    for path in ("/v1/plan", "/v1/apply"):
+        body = deep_json(999)
+        headers = as_root(app, root, path, len(body))
+        assert drive(app, "POST", path, headers, iter([body])).status == 422
+    assert table_digest(app.state.database) == before
+
+
+def test_nesting_counts_brackets_outside_strings_only() -> None:
+    text = json.dumps({"a": ["[" * 300, '"{' * 300, "\\[" * 50], "b": [[[{"c": "]]]"}]]]})
+    nesting = limits.Nesting()
+    # In pieces cut anywhere, an escape or a string split across two of them included.
+    for at in range(0, len(text), 7):
+        nesting.feed(text[at : at + 7].encode())
+    assert nesting.deepest == 5 and nesting.depth == 0 and not nesting.in_string
+
+
+def test_a_json_body_at_the_depth_limit_is_read(world: tuple[FastAPI, str]) -> None:
+    app, root = world
+    inner = b"[" * (limits.MAX_JSON_DEPTH - 1) + b"]" * (limits.MAX_JSON_DEPTH - 1)
+    body = b'{"role": "user", "scope": ' + inner + b"}"
+    headers = as_root(app, root, "/v1/tokens", len(body))
+    done = drive(app, "POST", "/v1/tokens", headers, iter([body]))
+    # Read and refused by the model (a scope is a name), not by its depth.
+    assert done.status == 422 and "levels deep" not in done.json()["detail"], done.body

@@ -14,6 +14,7 @@ read.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import FastAPI
@@ -54,6 +55,12 @@ CONSOLE_FORM_BYTES = console.MAX_FORM_BYTES
 
 CLOSE = {"Connection": "close"}
 
+# How deep a JSON body of a route FastAPI parses may nest. Python's JSON reader stops at
+# about 1,000 levels with a RecursionError, and what a model keeps of a deep value cannot
+# be written back past a few hundred; no body of placed's API nests past a dozen. A spec
+# (POST /v1/apply, /v1/plan) is the spec reader's to bound (spec/source.py: MAX_DEPTH).
+MAX_JSON_DEPTH = 100
+
 
 def limit_of(app: Any, method: str, path: str) -> int:
     """The most body bytes the route (method, path template) reads."""
@@ -78,6 +85,62 @@ class BodyTooLarge(HTTPException):
 
 def too_large(limit: int) -> str:
     return f"the body is larger than {limit:,} bytes, the most this route reads"
+
+
+class TooDeep(HTTPException):
+    """Raised from `receive` once a JSON body nests past MAX_JSON_DEPTH: a 422, as a body
+    FastAPI cannot read is (`invalid-request`)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            422,
+            f"the body nests more than {MAX_JSON_DEPTH} levels deep; placed reads no deeper",
+            headers=CLOSE,
+        )
+
+
+_STRUCTURE = re.compile(rb'[\[\]{}"\\]')
+
+
+class Nesting:
+    """The depth of a JSON text read in pieces, as its brackets and braces open and
+    close outside its strings; only the bytes that can change it are looked at."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.deepest = 0
+        self.in_string = False
+        self.offset = 0  # of the piece being read, in the whole text
+        self.escaped = -1  # the offset of the byte a backslash escapes
+
+    def feed(self, piece: bytes) -> int:
+        """The deepest nesting so far."""
+        for found in _STRUCTURE.finditer(piece):
+            at = self.offset + found.start()
+            char = piece[found.start()]
+            if self.in_string:
+                if at == self.escaped:
+                    continue
+                if char == 0x5C:  # a backslash: the next byte is not the string's end
+                    self.escaped = at + 1
+                elif char == 0x22:
+                    self.in_string = False
+            elif char == 0x22:
+                self.in_string = True
+            elif char in (0x5B, 0x7B):
+                self.depth += 1
+                if self.depth > self.deepest:
+                    self.deepest = self.depth
+            elif char in (0x5D, 0x7D):
+                self.depth -= 1
+        self.offset += len(piece)
+        return self.deepest
+
+
+def _json(scope: Scope) -> bool:
+    """A body FastAPI would parse as JSON (or none said what it is)."""
+    kind = Headers(scope=scope).get("content-type", "").split(";")[0].strip().lower()
+    return kind == "" or kind == "application/json" or kind.endswith("+json")
 
 
 def _has_body(scope: Scope) -> bool:
@@ -153,21 +216,31 @@ class BodyLimits:
             await _answer(scope, send, 413, "body-too-large", too_large(limit))
             return
         read = 0
+        # A spec route's body is the spec reader's to bound; a console form is no JSON.
+        nesting = (
+            Nesting()
+            if LIMITS.get((method, path)) != SPEC and not path.startswith("/ui/") and _json(scope)
+            else None
+        )
 
         async def counted() -> Message:
             nonlocal read
             message = await receive()
             if message["type"] == "http.request":
-                read += len(message.get("body", b""))
+                piece = message.get("body", b"")
+                read += len(piece)
                 if read > limit:
                     raise BodyTooLarge(limit)
+                if nesting is not None and nesting.feed(piece) > MAX_JSON_DEPTH:
+                    raise TooDeep()
             return message
 
         try:
             await self.app(scope, counted, send)
-        except BodyTooLarge:
+        except (BodyTooLarge, TooDeep) as error:
             # Raised where no handler of the app answered it: it is still ours.
-            await _answer(scope, send, 413, "body-too-large", too_large(limit))
+            kind = problems.kind_for(error.status_code)
+            await _answer(scope, send, error.status_code, kind, error.detail)
 
     async def _check(self, rule: auth.Rule, scope: Scope, close: dict[str, str]) -> Any:
         """None when the caller may call the route (kept for the route's own rule, which

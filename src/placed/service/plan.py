@@ -41,8 +41,10 @@ def plan(body: bytes) -> dict[str, Any]:
 def invalid_spec(error: SpecError, body: bytes) -> problems.ProblemException:
     try:
         data = json.loads(body)
-    except ValueError:
-        data = None  # not JSON: pointers split the keys at their dots
+    except (ValueError, RecursionError):
+        # Not JSON (pointers split the keys at their dots), or JSON nested deeper than
+        # Python reads (the spec reader refused it for that).
+        data = None
     count = len(error.problems)
     return problems.ProblemException(
         422,
