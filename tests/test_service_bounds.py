@@ -20,6 +20,9 @@ from fastapi.routing import APIRoute
 from placed.service import create_app, limits
 from placed.service.auth import UNAUTHENTICATED, Rule, route_rules
 from placed.service.ui.session import COOKIE
+from placed.spec import SpecError
+from placed.spec.errors import MAX_LISTED
+from placed.spec.load import load_spec_text
 
 from .service_support import issue, served, table_digest
 
@@ -266,3 +269,59 @@ def test_a_json_body_at_the_depth_limit_is_read(world: tuple[FastAPI, str]) -> N
     done = drive(app, "POST", "/v1/tokens", headers, iter([body]))
     # Read and refused by the model (a scope is a name), not by its depth.
     assert done.status == 422 and "levels deep" not in done.json()["detail"], done.body
+
+
+def bad_inventory(hosts: int) -> bytes:
+    """A spec with two problems in each host (a capacity that is no number, a tag that is
+    no string)."""
+    inventory = [{"id": f"h{i}", "capacity": {"cpu": "x"}, "tags": [1]} for i in range(hosts)]
+    return json.dumps({"inventory": inventory}).encode()
+
+
+def test_a_spec_with_many_problems_lists_the_first_100_and_counts_the_rest(
+    world: tuple[FastAPI, str],
+) -> None:
+    app, _ = world
+    agent = issue(app, "agent", "h1")  # any token may plan
+    before = table_digest(app.state.database)
+    app.state.max_body_bytes = 16 * 1024 * 1024
+    try:
+        body = bad_inventory(60_000)  # 3.4 MB, 120,000 problems
+        headers = {"Authorization": f"Bearer {agent}", "Content-Length": str(len(body))}
+        done = drive(app, "POST", "/v1/plan", headers, iter([body]))
+    finally:
+        app.state.max_body_bytes = 200_000
+    assert done.status == 422
+    answer = done.json()
+    assert answer["type"] == "urn:placed:problem:invalid-spec"
+    assert answer["detail"] == "the spec has 120,000 problems; the first 100 are listed"
+    assert len(answer["errors"]) == 100 and len(done.body) < 30_000
+    assert answer["errors"][0]["pointer"] == "/inventory/0/tags/0"
+    # A body this large is not read again for lines and columns: pointers say where.
+    assert answer["errors"][0]["line"] is None
+    # A small one's problems have their lines.
+    small = bad_inventory(60)
+    headers = {"Authorization": f"Bearer {agent}", "Content-Length": str(len(small))}
+    answer = drive(app, "POST", "/v1/plan", headers, iter([small])).json()
+    assert answer["detail"] == "the spec has 120 problems; the first 100 are listed"
+    assert answer["errors"][0]["line"] == 1 and len(answer["errors"]) == 100
+    assert table_digest(app.state.database) == before
+
+
+def test_the_reader_places_the_first_100_problems_and_counts_the_rest() -> None:
+    with pytest.raises(SpecError) as raised:
+        load_spec_text(bad_inventory(1000).decode(), "spec.json")
+    error = raised.value
+    assert len(error.problems) == MAX_LISTED and error.more == 1900 and error.count == 2000
+    assert all(problem.position is not None for problem in error.problems)
+    assert error.render().endswith("... and 1990 more problems")
+
+
+def test_a_request_with_many_errors_lists_100(world: tuple[FastAPI, str]) -> None:
+    app, root = world
+    body = json.dumps({"down": [""] * 500}).encode()
+    headers = as_root(app, root, "/v1/simulate", len(body))
+    done = drive(app, "POST", "/v1/simulate", headers, iter([body]))
+    assert done.status == 422
+    assert done.json()["detail"] == "the request has 500 errors; the first 100 are listed"
+    assert len(done.json()["errors"]) == 100
