@@ -11,18 +11,22 @@ import json
 import re
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
+from typer.testing import CliRunner
 
+from placed.cli.main import app as cli
 from placed.service import create_app, limits
 from placed.service.auth import UNAUTHENTICATED, Rule, route_rules
 from placed.service.ui.session import COOKIE
 from placed.spec import SpecError
 from placed.spec.errors import MAX_LISTED
 from placed.spec.load import load_spec_text
+from placed.spec.schema import MAX_NAME, MAX_UNIT_NAME, SpecDocument
 
 from .service_support import issue, served, table_digest
 
@@ -325,3 +329,131 @@ def test_a_request_with_many_errors_lists_100(world: tuple[FastAPI, str]) -> Non
     assert done.status == 422
     assert done.json()["detail"] == "the request has 500 errors; the first 100 are listed"
     assert len(done.json()["errors"]) == 100
+
+
+LONG = "n" * (MAX_NAME + 1)
+
+
+def test_every_path_parameter_refuses_a_name_past_the_bound(world: tuple[FastAPI, str]) -> None:
+    app, root = world
+    before = table_digest(app.state.database)
+    checked = 0
+    for route in app.routes:
+        if not isinstance(route, APIRoute) or not route.path.startswith("/v1/"):
+            continue
+        names = [param.name for param in route.dependant.path_params]
+        if not names:
+            continue
+        path = route.path
+        for name in names:
+            path = re.sub(r"\{" + name + r"(:\w+)?\}", "n" * (MAX_UNIT_NAME + 1), path)
+        for method in sorted(route.methods or ()):
+            body = b"{}"
+            headers = {**as_root(app, root, route.path, len(body))}
+            done = drive(app, method, path, headers, iter([body]))
+            assert done.status == 422, (method, route.path, done.status, done.body[:200])
+            parameters = {error.get("parameter") for error in done.json()["errors"]}
+            assert {f"path.{name}" for name in names} <= parameters, (route.path, parameters)
+            checked += 1
+    assert checked >= 15
+    assert table_digest(app.state.database) == before
+
+
+def post(app: FastAPI, root: str, path: str, payload: Any, method: str = "POST") -> Exchange:
+    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    return drive(app, method, path, as_root(app, root, path, len(body)), iter([body]))
+
+
+def test_a_name_past_253_characters_is_a_422_at_its_field_everywhere(
+    world: tuple[FastAPI, str],
+) -> None:
+    app, root = world
+    before = table_digest(app.state.database)
+    host = {"id": "h1", "capacity": {"cpu": 4}}
+    workload = {"name": "w", "units": 1, "resources": {"cpu": 1}}
+    refused: list[tuple[str, str, Any, str]] = [
+        ("POST", "/v1/workloads", {**workload, "name": LONG}, "/name"),
+        (
+            "PUT",
+            "/v1/workloads/w",
+            {"generation": 0, "spec": {**workload, "name": LONG}},
+            "/spec/name",
+        ),
+        ("POST", "/v1/apply", {"name": LONG, "inventory": [host]}, "/name"),
+        ("POST", "/v1/apply", {"inventory": [{**host, "id": LONG}]}, "/inventory/0/id"),
+        (
+            "POST",
+            "/v1/apply",
+            {"inventory": [{**host, "tags": [LONG]}]},
+            "/inventory/0/tags/0",
+        ),
+        (
+            "POST",
+            "/v1/apply",
+            {"inventory": [host], "workloads": [{**workload, "name": LONG}]},
+            "/workloads/0/name",
+        ),
+        (
+            "POST",
+            "/v1/apply",
+            {"inventory": [host], "tenancy": {"domains": {LONG: {}}}},
+            "/tenancy/domains",
+        ),
+        ("POST", "/v1/plan", {"inventory": [{**host, "id": LONG}]}, "/inventory/0/id"),
+        ("POST", "/v1/tokens", {"role": "user", "scope": LONG}, "/scope"),
+        ("POST", "/v1/dedications", {"resource": LONG, "domain": "d"}, "/resource"),
+        ("POST", "/v1/simulate", {"down": [LONG]}, "/down/0"),
+        ("POST", "/v1/targets:batch", {"down": [LONG]}, "/down/0"),
+        ("POST", "/v1/targets:drain", {"targets": [LONG]}, "/targets/0"),
+    ]
+    for method, path, payload, pointer in refused:
+        done = post(app, root, path, payload, method)
+        assert done.status == 422, (path, pointer, done.status, done.body[:300])
+        pointers = [error.get("pointer") for error in done.json()["errors"]]
+        assert any(p is not None and p.startswith(pointer) for p in pointers), (path, pointers)
+        # The name itself is never echoed whole.
+        assert LONG not in done.body.decode()
+    for query in (
+        f"/v1/workloads?after={LONG}",
+        f"/v1/targets?after={LONG}",
+        f"/v1/events?workload={LONG}",
+        f"/v1/placements?target={LONG}",
+    ):
+        done = drive(app, "GET", query, {"Authorization": f"Bearer {root}"}, iter(()))
+        assert done.status == 422, (query, done.status)
+    done = post(app, root, f"/v1/apply?source={LONG}", {"inventory": [host]})
+    assert done.status == 422 and done.json()["errors"][0]["parameter"] == "query.source"
+    assert table_digest(app.state.database) == before
+    # 253 is a name.
+    done = post(app, root, "/v1/apply?dry_run=true", {"inventory": [{**host, "id": "h" * 253}]})
+    assert done.status == 200, done.body[:300]
+
+
+def test_the_spec_schema_bounds_names_as_the_routes_do() -> None:
+    schema = json.dumps(SpecDocument.model_json_schema())
+    assert f'"maxLength": {MAX_NAME}' in schema
+    api = create_app().openapi()
+    parameters = [
+        parameter
+        for operations in api["paths"].values()
+        for operation in operations.values()
+        for parameter in operation.get("parameters", [])
+        if parameter["in"] == "path" and parameter["name"] != "accessor"
+    ]
+    assert parameters
+    for parameter in parameters:
+        assert parameter["schema"]["maxLength"] in (MAX_NAME, MAX_UNIT_NAME), parameter
+
+
+def test_placed_validate_points_at_a_name_past_the_bound(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "inventory:\n  - id: h1\n    capacity: {cpu: 4}\n"
+        f"workloads:\n  - name: {'w' * 300}\n    units: 1\n"
+    )
+    result = CliRunner().invoke(cli, ["validate", str(spec)])
+    assert result.exit_code == 2
+    assert f"{spec}:5:11: workloads[0].name: String should have at most 253 characters" in (
+        result.output
+    )
+    assert "Traceback" not in result.output

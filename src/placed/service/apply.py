@@ -19,7 +19,7 @@ from placed.spec import SpecError
 from placed.spec.juju.convert import native_document
 from placed.spec.juju.files import looks_like_juju_text
 from placed.spec.load import load_changes_text, parse_documents
-from placed.spec.schema import SpecDocument
+from placed.spec.schema import MAX_NAME, SpecDocument
 from placed.spec.source import SourceMap, decode, parse, placed_up_to
 from placed.store import merge
 from placed.store.claims import Actor, Extra
@@ -252,7 +252,7 @@ async def post_apply(
     source: Annotated[
         str,
         Query(
-            max_length=255,
+            max_length=MAX_NAME,
             description="The file the body came from: errors name it, and a document "
             "without a name is named after it.",
         ),
