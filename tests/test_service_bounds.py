@@ -125,10 +125,10 @@ def reads_a_body(app: FastAPI, method: str, template: str) -> bool:
     return False
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[FastAPI, str]:
-    url = f"sqlite:///{tmp_path_factory.mktemp('bounds') / 'placed.db'}"
-    return served(url, max_body_bytes=200_000)
+@pytest.fixture
+def world(database: str) -> tuple[FastAPI, str]:
+    """An app on SQLite and on PostgreSQL (a refusal writes nothing on either)."""
+    return served(database, max_body_bytes=200_000)
 
 
 def as_root(app: FastAPI, root: str, template: str, length: int | None) -> dict[str, str]:
