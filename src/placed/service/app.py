@@ -39,6 +39,7 @@ from placed.service.auth import TrustedTokens
 from placed.service.bell import EventBell
 from placed.service.commit_process import CommitProcess, shareable
 from placed.service.health import Readiness, always_ready
+from placed.service.limits import BodyLimits
 from placed.service.lockout import AuthFailures
 from placed.service.middleware import RequestContext
 from placed.service.replica import ReplicaWorld
@@ -127,6 +128,8 @@ def create_app(
     app.state.max_body_bytes = max_body_bytes
     problems.install(app)
     auth.install(app)
+    # Inside RequestContext: a refusal of a body has its request id and is counted.
+    app.add_middleware(BodyLimits)
     app.add_middleware(RequestContext, metrics=found, access_log=access_log)
     for router in (
         health.router,

@@ -14,13 +14,13 @@ from placed.engine.report import plan_document
 from placed.service import change_scope, context, documents, placing, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.bodies import read_body
-from placed.service.plan import invalid_spec
+from placed.service.plan import PLACED_BYTES, invalid_spec
 from placed.spec import SpecError
 from placed.spec.juju.convert import native_document
 from placed.spec.juju.files import looks_like_juju_text
 from placed.spec.load import load_changes_text, parse_documents
-from placed.spec.schema import SpecDocument
-from placed.spec.source import SourceMap, decode, parse
+from placed.spec.schema import MAX_NAME, SpecDocument
+from placed.spec.source import SourceMap, decode, parse, placed_up_to
 from placed.store import merge
 from placed.store.claims import Actor, Extra
 from placed.store.world import Snapshot
@@ -38,7 +38,8 @@ def documents_of(body: bytes, source: str, snapshot: Snapshot | None = None) -> 
         world = {key: found_world[key] for key in ("tenancy", "offerings") if key in found_world}
     try:
         text = decode(body, source)
-        specs = load_changes_text(text, source, world)
+        with placed_up_to(PLACED_BYTES):
+            specs = load_changes_text(text, source, world)
         if looks_like_juju_text(text):
             found = [SpecDocument.model_validate(native_document(spec)) for spec in specs]
         else:
@@ -87,7 +88,8 @@ def focus_of(documents: list[SpecDocument], body: bytes, source: str) -> placing
             index = first if isinstance(first, int) else 0
         if index >= len(maps):
             return None
-        position = maps[index].value(tuple(parts))
+        with placed_up_to(PLACED_BYTES):
+            position = maps[index].value(tuple(parts))
         return (position.line, position.column) if position is not None else None
 
     return placing.Focus(carried, locate)
@@ -280,7 +282,7 @@ async def post_apply(
     source: Annotated[
         str,
         Query(
-            max_length=255,
+            max_length=MAX_NAME,
             description="The file the body came from: errors name it, and a document "
             "without a name is named after it.",
         ),

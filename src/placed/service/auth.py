@@ -48,6 +48,8 @@ ROOT_ADMIN, DOMAIN_ADMIN, USER, AGENT = ROLES
 EVERY_ROLE = ROLES
 
 CHALLENGE = {"WWW-Authenticate": "Bearer"}
+# scope["state"][CHECKED]: (token text, Caller), a caller already checked for this request
+CHECKED = "placed.caller"
 # One message for every way a token can fail to count (see the module's docstring).
 UNAUTHENTICATED = "this route needs a valid bearer token (Authorization: Bearer plc_...)"
 
@@ -179,7 +181,14 @@ class Rule:
         request: Request,
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     ) -> Caller:
-        caller = await authenticate(request, credentials.credentials if credentials else None)
+        text = credentials.credentials if credentials else None
+        # The body limits (service/limits.py) check a request with a body before it is
+        # read: its caller is not looked up again.
+        checked = request.scope.get("state", {}).get(CHECKED)
+        if checked is not None and checked[0] == text:
+            caller: Caller = checked[1]
+        else:
+            caller = await authenticate(request, text)
         if caller.role not in self.roles:
             allowed = ", ".join(role for role in ROLES if role in self.roles)
             raise problems.ProblemException(
@@ -229,11 +238,11 @@ def _shown(template: str) -> str:
     return _CONVERTER.sub(r"{\1}", template)
 
 
-def _rules(dependant: Dependant) -> Iterable[Rule | Public]:
+def rules_of(dependant: Dependant) -> Iterable[Rule | Public]:
     if isinstance(dependant.call, Rule | Public):
         yield dependant.call
     for sub in dependant.dependencies:
-        yield from _rules(sub)
+        yield from rules_of(sub)
 
 
 def documentation_paths(app: FastAPI) -> set[str]:
@@ -248,7 +257,7 @@ def rule_of(route: RouteContext, documentation: set[str]) -> Rule | Public | Non
     """The one rule a route declares; None for none. Two is a mistake in the route."""
     if isinstance(route.original_route, APIRoute):
         dependant: Dependant | None = route.dependant
-        found = set(_rules(dependant)) if dependant is not None else set()
+        found = set(rules_of(dependant)) if dependant is not None else set()
         if len(found) > 1:
             raise ValueError(f"{route.path} declares {len(found)} rules; give it one")
         return found.pop() if found else None
@@ -280,7 +289,7 @@ def install(app: FastAPI) -> None:
     async def rule_first(request: Request, error: Exception) -> Response:
         route = request.scope.get("route")
         dependant = getattr(route, "dependant", None)
-        rules = [r for r in _rules(dependant) if isinstance(r, Rule)] if dependant else []
+        rules = [r for r in rules_of(dependant) if isinstance(r, Rule)] if dependant else []
         if rules:
             found = await bearer(request)
             await rules[0](request, found)

@@ -1,4 +1,5 @@
-"""Request bodies: bounded before they are read, and of a media type placed reads."""
+"""Request bodies: of a media type placed reads, and asking for a bounded number of units
+(their size is bounded before they are read: service/limits.py)."""
 
 from __future__ import annotations
 
@@ -17,25 +18,14 @@ MEDIA_TYPES = frozenset({"application/json", "application/yaml", "application/x-
 
 
 async def read_body(request: Request) -> bytes:
-    """The body, refused past the app's limit before more of it is read."""
-    limit: int = request.app.state.max_body_bytes
-    too_large = problems.ProblemException(
-        413, "body-too-large", f"the body is larger than {limit:,} bytes, the most placed reads"
-    )
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise too_large
+    """The body, of a media type placed reads. Its size is the body limits' to bound
+    (service/limits.py: a spec route reads at most the app's `max_body_bytes`)."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind and kind not in MEDIA_TYPES and not kind.endswith("+json"):
         raise problems.ProblemException(
             415, "unsupported-media-type", f"a spec is application/json, not {kind}"
         )
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise too_large
-        chunks.append(chunk)
+    chunks = [chunk async for chunk in request.stream()]
     return b"".join(chunks)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Annotated
 
-from fastapi import Query, Request
+from fastapi import Path, Query, Request
 from sqlalchemy import Engine
 
 from placed.service import eventlog, scopes
@@ -14,6 +14,7 @@ from placed.service.bell import EventBell
 from placed.service.metrics import HttpMetrics
 from placed.service.placing import Reporter
 from placed.service.problems import ProblemException, request_id_of
+from placed.spec.schema import MAX_NAME, MAX_UNIT_NAME
 from placed.store.claims import Actor
 from placed.store.database import reading
 from placed.store.events import Recorded
@@ -24,6 +25,12 @@ MAX_ID = 2**63 - 1
 
 # The query parameters of every route that plans a change: one wording, one bound.
 DryRun = Annotated[bool, Query(description="Plan and answer; change nothing.")]
+# Names in a path or a query, bounded as the spec bounds them (spec/schema.py): a longer
+# one is a 422 naming the parameter, never looked up.
+NamePath = Annotated[str, Path(max_length=MAX_NAME)]
+UnitPath = Annotated[str, Path(max_length=MAX_UNIT_NAME)]
+NameQuery = Annotated[str | None, Query(max_length=MAX_NAME)]
+UnitQuery = Annotated[str | None, Query(max_length=MAX_UNIT_NAME)]
 ExpectedRevision = Annotated[
     int | None,
     Query(ge=0, le=MAX_ID, description="Refuse (409) if the world changed since this revision."),

@@ -14,7 +14,7 @@ import copy
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
@@ -37,6 +37,7 @@ from placed.service.auth import (
     allow,
 )
 from placed.service.targets import MoveView
+from placed.spec.schema import MAX_NAME
 from placed.store import offerings, world
 from placed.store.claims import Actor, Extra
 from placed.store.database import reading
@@ -44,7 +45,7 @@ from placed.store.world import Snapshot
 
 router = APIRouter(prefix="/v1")
 
-Name = Annotated[str, Field(min_length=1, max_length=255)]
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
 
 # The settings PUT /v1/settings/{key} changes, and what each is.
 SETTINGS = {
@@ -251,7 +252,7 @@ async def post_dedication(
 )
 async def patch_dedication(
     request: Request,
-    resource: str,
+    resource: context.NamePath,
     body: Owner,
     caller: Annotated[Caller, allow(ROOT_ADMIN)],
 ) -> dict[str, Any]:
@@ -275,7 +276,7 @@ async def patch_dedication(
     responses=problems.responses(403, 404, 409),
 )
 async def delete_dedication(
-    request: Request, resource: str, caller: Annotated[Caller, allow(ROOT_ADMIN)]
+    request: Request, resource: context.NamePath, caller: Annotated[Caller, allow(ROOT_ADMIN)]
 ) -> dict[str, Any]:
     engine = context.store(request)
 
@@ -325,8 +326,8 @@ async def list_dedications(
     kind: Annotated[
         str | None, Query(max_length=32, description="zone, pod, cluster, host or pool")
     ] = None,
-    domain: Annotated[str | None, Query(max_length=255)] = None,
-    account: Annotated[str | None, Query(max_length=255)] = None,
+    domain: context.NameQuery = None,
+    account: context.NameQuery = None,
 ) -> dict[str, Any]:
     engine = context.store(request)
     return await run_in_threadpool(
@@ -433,7 +434,7 @@ async def post_offering(
 )
 async def patch_offering(
     request: Request,
-    name: Annotated[str, Path(max_length=255)],
+    name: context.NamePath,
     body: OfferingFlag,
     caller: Annotated[Caller, allow(ROOT_ADMIN)],
 ) -> dict[str, Any]:
@@ -513,7 +514,7 @@ def put_setting(
 )
 async def put_setting_route(
     request: Request,
-    key: str,
+    key: context.NamePath,
     body: SettingValue,
     caller: Annotated[Caller, allow(ROOT_ADMIN)],
 ) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from placed.service import context, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.usage import Holdings
+from placed.spec.schema import MAX_NAME
 from placed.store import locations
 from placed.store.database import reading
 
@@ -48,7 +49,9 @@ class LocationPage(BaseModel):
 async def list_locations(
     request: Request,
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
-    after: Annotated[str | None, Query(max_length=255, description="The last name seen.")] = None,
+    after: Annotated[
+        str | None, Query(max_length=MAX_NAME, description="The last name seen.")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
 ) -> dict[str, Any]:
     engine = context.store(request)

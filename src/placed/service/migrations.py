@@ -42,6 +42,7 @@ from placed.service.auth import (
     allow,
 )
 from placed.service.targets import AdminChange, MoveView, Reason, StateChange
+from placed.spec.schema import MAX_NAME
 from placed.store.claims import MOVED, Actor, Extra, Move
 from placed.store.world import Snapshot
 
@@ -53,7 +54,7 @@ DRAIN = "drain"
 
 class MigrateTo(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    target: str = Field(min_length=1, max_length=255, description="The host to move to.")
+    target: str = Field(min_length=1, max_length=MAX_NAME, description="The host to move to.")
 
 
 class Migration(BaseModel):
@@ -129,7 +130,7 @@ def migrate(
 )
 async def post_migrate(
     request: Request,
-    unit: str,
+    unit: context.UnitPath,
     body: MigrateTo,
     caller: Annotated[Caller, allow(ROOT_ADMIN)],
 ) -> dict[str, Any]:
@@ -219,7 +220,7 @@ def evacuate(
 )
 async def post_evacuate(
     request: Request,
-    name: str,
+    name: context.NamePath,
     caller: Annotated[Caller, allow(ROOT_ADMIN)],
     body: Annotated[Reason | None, Body()] = None,
 ) -> dict[str, Any]:
@@ -386,7 +387,7 @@ class Drained(AdminChange):
 
 class DrainMany(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    targets: list[Annotated[str, Field(min_length=1, max_length=255)]] = Field(
+    targets: list[Annotated[str, Field(min_length=1, max_length=MAX_NAME)]] = Field(
         min_length=1, max_length=MAX_DRAIN, description="Targets to drain, each once."
     )
     reason: str = Field("", max_length=255, description="Why, for the events.")
@@ -425,7 +426,7 @@ DRAIN_RULES = (
 )
 async def post_drain(
     request: Request,
-    name: str,
+    name: context.NamePath,
     caller: Annotated[Caller, allow(ROOT_ADMIN)],
     body: Annotated[Reason | None, Body()] = None,
     dry_run: context.DryRun = False,

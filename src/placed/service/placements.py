@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from placed.service import context, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
+from placed.spec.schema import MAX_UNIT_NAME
 from placed.store import placements
 from placed.store.database import reading
 
@@ -55,10 +56,12 @@ class HistoryPage(BaseModel):
 async def list_placements(
     request: Request,
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
-    after: Annotated[str | None, Query(max_length=255, description="The last unit seen.")] = None,
+    after: Annotated[
+        str | None, Query(max_length=MAX_UNIT_NAME, description="The last unit seen.")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
-    workload: Annotated[str | None, Query(max_length=255)] = None,
-    target: Annotated[str | None, Query(max_length=255)] = None,
+    workload: context.NameQuery = None,
+    target: context.NameQuery = None,
 ) -> dict[str, Any]:
     engine = context.store(request)
     reach = await run_in_threadpool(context.accounts_of, engine, caller)
@@ -92,7 +95,7 @@ async def list_history(
     caller: Annotated[Caller, allow(ROOT_ADMIN)],
     after: Annotated[int, Query(ge=0, le=context.MAX_ROW_ID)] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
-    unit: Annotated[str | None, Query(max_length=255)] = None,
+    unit: context.UnitQuery = None,
 ) -> dict[str, Any]:
     engine = context.store(request)
 

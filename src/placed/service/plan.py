@@ -16,9 +16,13 @@ from placed.service.auth import EVERY_ROLE, Caller, allow
 from placed.service.bodies import bounded_units, read_body
 from placed.spec import SpecError
 from placed.spec.load import load_spec_text
-from placed.spec.source import decode
+from placed.spec.source import decode, placed_up_to
 
 SOURCE = "request"  # the spec's name in its errors, as a file's path is on the CLI
+# A body's problems get their line and column up to this size (finding them reads the
+# body again, seconds a megabyte, on the server's CPU); a larger body's have their
+# pointers only.
+PLACED_BYTES = 2 * 1024 * 1024
 
 router = APIRouter(prefix="/v1")
 
@@ -26,7 +30,8 @@ router = APIRouter(prefix="/v1")
 def plan(body: bytes) -> dict[str, Any]:
     try:
         text = decode(body, SOURCE)
-        spec = load_spec_text(text, SOURCE)
+        with placed_up_to(PLACED_BYTES):
+            spec = load_spec_text(text, SOURCE)
     except SpecError as error:
         raise invalid_spec(error, body) from None
     bounded_units(
@@ -41,13 +46,14 @@ def plan(body: bytes) -> dict[str, Any]:
 def invalid_spec(error: SpecError, body: bytes) -> problems.ProblemException:
     try:
         data = json.loads(body)
-    except ValueError:
-        data = None  # not JSON: pointers split the keys at their dots
-    count = len(error.problems)
+    except (ValueError, RecursionError):
+        # Not JSON (pointers split the keys at their dots), or JSON nested deeper than
+        # Python reads (the spec reader refused it for that).
+        data = None
     return problems.ProblemException(
         422,
         "invalid-spec",
-        f"the spec has {count} problem{'s' if count != 1 else ''}",
+        f"the spec has {problems.counted(error.count)}",
         problems.spec_errors(error, data),
     )
 

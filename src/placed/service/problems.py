@@ -184,9 +184,22 @@ def validation_errors(error: RequestValidationError) -> list[dict[str, Any]]:
     return found
 
 
+# A problem document lists at most this many errors; its detail counts them all.
+MAX_ERRORS = 100
+
+
+def counted(count: int, what: str = "problem") -> str:
+    """'3 problems', or '250 problems; the first 100 are listed' past MAX_ERRORS."""
+    text = f"{count:,} {what}{'s' if count != 1 else ''}"
+    if count > MAX_ERRORS:
+        text += f"; the first {MAX_ERRORS} are listed"
+    return text
+
+
 def spec_errors(error: SpecError, data: Any) -> list[dict[str, Any]]:
-    """A spec's problems as the body's errors: its key as a pointer (resolved against the
-    body, so a key with a dot in it stays one token), its line and column."""
+    """A spec's problems as the body's errors (the first MAX_ERRORS): its key as a pointer
+    (resolved against the body, so a key with a dot in it stays one token), its line and
+    column."""
     return [
         {
             "pointer": key_pointer(problem.key, data),
@@ -194,7 +207,7 @@ def spec_errors(error: SpecError, data: Any) -> list[dict[str, Any]]:
             "column": problem.position.column if problem.position else None,
             "detail": problem.message,
         }
-        for problem in error.problems
+        for problem in error.problems[:MAX_ERRORS]
     ]
 
 
@@ -252,9 +265,9 @@ async def _invalid_request(request: Request, error: Exception) -> JSONResponse:
     return response(
         422,
         "invalid-request",
-        f"the request has {len(errors)} error{'s' if len(errors) != 1 else ''}",
+        f"the request has {counted(len(errors), 'error')}",
         request_id_of(request),
-        errors,
+        errors[:MAX_ERRORS],
     )
 
 

@@ -24,6 +24,7 @@ from placed.engine.planner import Planner
 from placed.engine.rebalance import UnknownTargetError, simulate
 from placed.service import cloudstack, context, placing, problems, scopes
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
+from placed.spec.schema import MAX_NAME
 from placed.store import world
 from placed.store.database import reading
 from placed.store.world import Snapshot
@@ -33,7 +34,7 @@ router = APIRouter(prefix="/v1")
 MAX_NAMES = 1000  # as POST /v1/targets:batch
 MAX_MIGRATIONS = 100
 
-Name = Annotated[str, Field(min_length=1, max_length=255)]
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
 
 
 class MigrateOne(BaseModel):

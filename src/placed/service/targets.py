@@ -17,6 +17,7 @@ from placed.engine.rebalance import simulate
 from placed.service import context, placing, problems
 from placed.service.auth import AGENT, DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.usage import Holdings
+from placed.spec.schema import MAX_NAME
 from placed.store import settings, targets
 from placed.store.claims import Actor, Extra
 from placed.store.database import reading, writing
@@ -83,7 +84,9 @@ class AdminChange(BaseModel):
 async def list_targets(
     request: Request,
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
-    after: Annotated[str | None, Query(max_length=255, description="The last name seen.")] = None,
+    after: Annotated[
+        str | None, Query(max_length=MAX_NAME, description="The last name seen.")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
     under: Annotated[
         list[str] | None,
@@ -104,12 +107,17 @@ async def list_targets(
     engine = context.store(request)
     wanted = under or []
     for index, name in enumerate(wanted):
-        if not 0 < len(name) <= 255:
+        if not 0 < len(name) <= MAX_NAME:
             raise problems.ProblemException(
                 422,
                 "invalid-request",
-                "each `under` is a name of 1 to 255 characters",
-                [{"parameter": f"query.under.{index}", "detail": "not 1 to 255 characters"}],
+                f"each `under` is a name of 1 to {MAX_NAME} characters",
+                [
+                    {
+                        "parameter": f"query.under.{index}",
+                        "detail": f"not 1 to {MAX_NAME} characters",
+                    }
+                ],
             )
 
     def page() -> dict[str, Any]:
@@ -169,7 +177,7 @@ def _usable_page(
 )
 async def get_target(
     request: Request,
-    name: str,
+    name: context.NamePath,
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
 ) -> dict[str, Any]:
     engine = context.store(request)
@@ -252,10 +260,10 @@ MAX_BATCH = 1000
 
 class Batch(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    down: list[Annotated[str, Field(min_length=1, max_length=255)]] = Field(
+    down: list[Annotated[str, Field(min_length=1, max_length=MAX_NAME)]] = Field(
         default_factory=list, max_length=MAX_BATCH, description="Targets to take down."
     )
-    up: list[Annotated[str, Field(min_length=1, max_length=255)]] = Field(
+    up: list[Annotated[str, Field(min_length=1, max_length=MAX_NAME)]] = Field(
         default_factory=list, max_length=MAX_BATCH, description="Targets to bring up."
     )
     reason: str = Field("", max_length=255, description="Why, for the events.")
@@ -380,7 +388,7 @@ async def post_batch(
 def _state_route(state: str) -> Any:
     async def handler(
         request: Request,
-        name: str,
+        name: context.NamePath,
         caller: Annotated[Caller, allow(ROOT_ADMIN)],
         body: Annotated[Reason | None, Body()] = None,
         dry_run: context.DryRun = False,
@@ -425,7 +433,7 @@ class Liveness(BaseModel):
 )
 async def heartbeat(
     request: Request,
-    name: str,
+    name: context.NamePath,
     caller: Annotated[Caller, allow(ROOT_ADMIN, AGENT)],
 ) -> dict[str, Any]:
     engine = context.store(request)

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from placed.service import problems, scopes
 from placed.service.auth import AGENT, DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
+from placed.spec.schema import MAX_NAME
 from placed.store import accounts, domains, events, targets, tokens
 from placed.store.database import reading, writing
 from placed.store.tables import Token
@@ -42,7 +43,7 @@ class TokenRequest(BaseModel):
     scope: str | None = Field(
         default=None,
         min_length=1,
-        max_length=255,
+        max_length=MAX_NAME,
         pattern=NO_NUL,
         description="What the token acts for: a domain-admin's domain, a user's account, "
         "an agent's target (by name). None for a root-admin.",

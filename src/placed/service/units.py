@@ -155,7 +155,7 @@ def planned_name(snapshot: world.Snapshot, unit: str, mode: str) -> str:
 )
 async def get_unit(
     request: Request,
-    unit: str,
+    unit: context.UnitPath,
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
 ) -> dict[str, Any]:
     engine = context.store(request)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Set
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -19,6 +19,7 @@ from placed.model.tenancy import Tenancy
 from placed.policy.dedication import IMPLICIT_REASON
 from placed.service import context, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
+from placed.spec.schema import MAX_NAME
 from placed.store import accounts, dedications, domains
 from placed.store.database import reading
 from placed.store.tables import (
@@ -298,7 +299,7 @@ def spread(
 )
 async def get_spread(
     request: Request,
-    name: Annotated[str, Path(max_length=255)],
+    name: context.NamePath,
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
     level: Annotated[str, LEVEL] = "zone",
 ) -> dict[str, Any]:
@@ -526,7 +527,7 @@ async def get_owners(
         str | None,
         Query(
             min_length=1,
-            max_length=255,
+            max_length=MAX_NAME,
             description="An account: also list the hosts it holds implicitly (`implicit`).",
         ),
     ] = None,
@@ -534,12 +535,17 @@ async def get_owners(
     engine = context.store(request)
     named = target or []
     for index, name in enumerate(named):
-        if not 0 < len(name) <= 255:
+        if not 0 < len(name) <= MAX_NAME:
             raise problems.ProblemException(
                 422,
                 "invalid-request",
-                "each `target` is a name of 1 to 255 characters",
-                [{"parameter": f"query.target.{index}", "detail": "not 1 to 255 characters"}],
+                f"each `target` is a name of 1 to {MAX_NAME} characters",
+                [
+                    {
+                        "parameter": f"query.target.{index}",
+                        "detail": f"not 1 to {MAX_NAME} characters",
+                    }
+                ],
             )
     principal = context.principal(caller)
 

@@ -110,7 +110,7 @@ def _views(
 async def list_workloads(
     request: Request,
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
-    after: Annotated[str | None, Query(max_length=255)] = None,
+    after: context.NameQuery = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
 ) -> dict[str, Any]:
     engine = context.store(request)
@@ -129,7 +129,7 @@ async def list_workloads(
 )
 async def get_workload(
     request: Request,
-    name: str,
+    name: context.NamePath,
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
 ) -> dict[str, Any]:
     engine = context.store(request)
@@ -333,7 +333,7 @@ def update(
 )
 async def put_workload(
     request: Request,
-    name: str,
+    name: context.NamePath,
     change: WorkloadUpdate,
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
 ) -> dict[str, Any]:
@@ -435,7 +435,7 @@ class Replaced(BaseModel):
 )
 async def post_replace(
     request: Request,
-    name: str,
+    name: context.NamePath,
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
     dry_run: context.DryRun = False,
 ) -> dict[str, Any]:
@@ -494,7 +494,7 @@ def remove(
 )
 async def delete_workload(
     request: Request,
-    name: str,
+    name: context.NamePath,
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
     generation: Annotated[int | None, Query(ge=0, le=context.MAX_ID)] = None,
 ) -> dict[str, Any]:

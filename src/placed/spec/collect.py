@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from placed.spec.errors import Problem
+from placed.spec.errors import MAX_LISTED, Problem
 from placed.spec.source import Path, SourceMap, dotted
 
 
@@ -14,10 +14,14 @@ class Collector:
         self.problems = problems
 
     def add(self, message: str, path: Path, key: bool = False) -> None:
-        position = self.sources.key(path) if key else self.sources.value(path)
+        position = None
+        if len(self.problems) < MAX_LISTED:  # past them, a problem is counted, not placed
+            position = self.sources.key(path) if key else self.sources.value(path)
         self.problems.append(Problem(message, dotted(path), position))
 
     def add_inside(self, message: str, path: Path, offset: int) -> None:
         """A problem at character `offset` of the text value at `path`."""
-        position = self.sources.inside(path, offset) or self.sources.value(path)
+        position = None
+        if len(self.problems) < MAX_LISTED:
+            position = self.sources.inside(path, offset) or self.sources.value(path)
         self.problems.append(Problem(message, dotted(path), position))

@@ -19,13 +19,26 @@ class Problem:
     file: str = ""  # another file than the error's source (a bundle's --overlay)
 
 
-class SpecError(Exception):
-    """The spec cannot be used. Carries every problem found, each with its place."""
+# The problems of a spec listed, each with its place: finding a place costs (the file
+# is read again as a node tree), and a spec with a mistake in each of 100,000 targets
+# says no more with all of them. Past it, they are counted (SpecError.more).
+MAX_LISTED = 100
 
-    def __init__(self, source: str, problems: list[Problem]) -> None:
+
+class SpecError(Exception):
+    """The spec cannot be used. Carries the problems found, each with its place, and how
+    many more were found past those (`more`: the schema's errors past MAX_LISTED)."""
+
+    def __init__(self, source: str, problems: list[Problem], more: int = 0) -> None:
         self.source = source
         self.problems = problems
+        self.more = more
         super().__init__(self.render())
+
+    @property
+    def count(self) -> int:
+        """Every problem found, listed or not."""
+        return len(self.problems) + self.more
 
     def render(self, limit: int = 10) -> str:
         lines = []
@@ -35,7 +48,7 @@ class SpecError(Exception):
                 where += f":{problem.position.line}:{problem.position.column}"
             key = f" {problem.key}:" if problem.key else ""
             lines.append(f"{where}:{key} {problem.message}")
-        hidden = len(self.problems) - limit
+        hidden = len(self.problems[limit:]) + self.more
         if hidden > 0:
             lines.append(f"... and {hidden} more problem{'s' if hidden > 1 else ''}")
         return "\n".join(lines)

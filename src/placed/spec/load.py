@@ -25,7 +25,7 @@ from placed.policy.affinity import mirror_avoids
 from placed.policy.tags import Tagged
 from placed.spec import affinity, cloudstack, distinct, openhorizon
 from placed.spec.collect import Collector
-from placed.spec.errors import Problem, SourcePosition, SpecError, quoted
+from placed.spec.errors import MAX_LISTED, Problem, SourcePosition, SpecError, quoted
 from placed.spec.juju import native
 from placed.spec.juju.files import NotJuju, Status, looks_like_juju_text, read_juju
 from placed.spec.schema import (
@@ -304,7 +304,8 @@ def _document(
         document = SpecDocument.model_validate(data)
     except ValidationError as error:
         errors = _one_per_mistake(error.errors())
-        raise SpecError(source, [*missing, *(_problem(e, sources) for e in errors)]) from None
+        listed = [*missing, *(_problem(e, sources) for e in errors[:MAX_LISTED])]
+        raise SpecError(source, listed, max(0, len(errors) - MAX_LISTED)) from None
     if missing:
         raise SpecError(source, missing)
     return _build(document, sources, source, known=known)

@@ -40,27 +40,36 @@ def visible(text: str) -> str:
     return text
 
 
+# The longest name or identifier (a target, a workload, a domain, a tag...): a DNS name's
+# and a Kubernetes object's bound. The service's routes take the same (service/*.py).
+MAX_NAME = 253
+# A unit is named WORKLOAD/N.
+MAX_UNIT_NAME = MAX_NAME + 21
+
 Tag = Annotated[
     str,
-    StringConstraints(min_length=1, pattern=r"^[^\s,]+$"),
+    StringConstraints(min_length=1, max_length=MAX_NAME, pattern=r"^[^\s,]+$"),
     AfterValidator(visible),
     Field(description="One tag: no spaces or commas. Write several as a YAML list."),
 ]
 Identifier = Annotated[
     str,
-    StringConstraints(min_length=1, pattern=r"^[^\s/]+$"),
+    StringConstraints(min_length=1, max_length=MAX_NAME, pattern=r"^[^\s/]+$"),
     AfterValidator(visible),
     Field(description="An id: no spaces or slashes."),
 ]
 # A target's id may hold slashes: a container is named after its machine (1/lxc/0).
 TargetId = Annotated[
     str,
-    StringConstraints(min_length=1, pattern=r"^\S+$"),
+    StringConstraints(min_length=1, max_length=MAX_NAME, pattern=r"^\S+$"),
     AfterValidator(visible),
     Field(description="An id: no spaces (a container's may have slashes, as in 1/lxc/0)."),
 ]
 # A name that must say something: a kind, a resource, a namespace.
-Name = Annotated[str, StringConstraints(min_length=1), AfterValidator(visible)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME), AfterValidator(visible)]
+UnitName = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_UNIT_NAME), AfterValidator(visible)
+]
 TagList = list[Tag]
 
 _PROPERTY_VALUE = {
@@ -464,7 +473,7 @@ class SpecDocument(_Strict):
     )
 
     version: Literal[1] = 1
-    name: str | None = Field(
+    name: Annotated[str, StringConstraints(max_length=MAX_NAME)] | None = Field(
         None, description="Names this spec in output; needed when a file holds several."
     )
     inventory: list[LocationSpec] = Field(default_factory=list)
@@ -489,7 +498,7 @@ class SpecDocument(_Strict):
 class RunningSpec(_Strict):
     """A unit that already runs on a target."""
 
-    unit: Name = Field(description="WORKLOAD/N")
+    unit: UnitName = Field(description="WORKLOAD/N")
     target: TargetId
 
 

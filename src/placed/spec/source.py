@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
 
@@ -70,6 +72,23 @@ def _event_position(event: yaml.Event) -> SourcePosition | None:
     return SourcePosition(mark.line + 1, mark.column + 1) if mark is not None else None
 
 
+# The largest text whose problems are given their line and column: finding them reads the
+# text again as a node tree, some seconds a megabyte. The CLI places every file's; the
+# service (a request's body, read on a shared server) only a small body's.
+_PLACED_UP_TO: ContextVar[int] = ContextVar("placed_up_to", default=MAX_BYTES)
+
+
+@contextmanager
+def placed_up_to(size: int) -> Iterator[None]:
+    """Within it, the problems of a text longer than `size` characters have no line and
+    column (their key still says where they are)."""
+    token = _PLACED_UP_TO.set(size)
+    try:
+        yield
+    finally:
+        _PLACED_UP_TO.reset(token)
+
+
 class _Composed:
     """The node trees of a text's documents, composed on the first question: read by the
     fast path, a valid spec never asks. Shared by the documents of one file."""
@@ -82,7 +101,8 @@ class _Composed:
         if self._text is not None:
             text, self._text = self._text, None
             try:
-                self._roots = _compose(text, "<positions>")
+                if len(text) <= _PLACED_UP_TO.get():
+                    self._roots = _compose(text, "<positions>")
             except (SpecError, RecursionError):
                 self._roots = []
         return self._roots[index] if index < len(self._roots) else None
