@@ -42,6 +42,7 @@ from placed.service.health import Readiness, always_ready
 from placed.service.limits import BodyLimits
 from placed.service.lockout import AuthFailures
 from placed.service.middleware import RequestContext
+from placed.service.offload import Offload
 from placed.service.replica import ReplicaWorld
 from placed.service.ui import pages as console
 from placed.spec.schema import SpecDocument
@@ -101,6 +102,7 @@ def create_app(
                 running.stop()
             if listener is not None:
                 listener.stop()
+            app.state.offload.close()
 
     app = FastAPI(
         title="placed",
@@ -126,6 +128,8 @@ def create_app(
         else None
     )
     app.state.max_body_bytes = max_body_bytes
+    # Large specs are read in a worker process of the app's (service/offload.py).
+    app.state.offload = Offload()
     problems.install(app)
     auth.install(app)
     # Inside RequestContext: a refusal of a body has its request id and is counted.

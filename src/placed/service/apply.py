@@ -14,6 +14,7 @@ from placed.engine.report import plan_document
 from placed.service import change_scope, context, documents, placing, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.bodies import read_body
+from placed.service.offload import OFFLOAD_BYTES, Offload
 from placed.service.plan import PLACED_BYTES, invalid_spec
 from placed.spec import SpecError
 from placed.spec.juju.convert import native_document
@@ -22,20 +23,44 @@ from placed.spec.load import load_changes_text, parse_documents
 from placed.spec.schema import MAX_NAME, SpecDocument
 from placed.spec.source import SourceMap, decode, parse, placed_up_to
 from placed.store import merge
+from placed.store import world as world_rows
 from placed.store.claims import Actor, Extra
+from placed.store.database import reading
 from placed.store.world import Snapshot
 
 router = APIRouter(prefix="/v1")
+
+
+def sections_of(snapshot: Snapshot) -> dict[str, Any]:
+    """The world's sections a document may name without defining: tenancy, offerings."""
+    found: dict[str, Any] = {}
+    if len(snapshot.domains) > 1 or snapshot.accounts:
+        found["tenancy"] = snapshot.tenancy()
+    if snapshot.offerings:
+        found["offerings"] = list(snapshot.offerings)
+    return found
 
 
 def documents_of(body: bytes, source: str, snapshot: Snapshot | None = None) -> list[SpecDocument]:
     """The body's documents, each named (a document without a name is named after the
     source, as the CLI names one after its file), checked against the world's tenancy
     and offerings where they name none of their own."""
-    world: dict[str, Any] = {}
-    if snapshot is not None:
-        found_world = snapshot.document()
-        world = {key: found_world[key] for key in ("tenancy", "offerings") if key in found_world}
+    return documents_in(body, source, sections_of(snapshot) if snapshot is not None else {})
+
+
+def checked_json(body: bytes, source: str, world: dict[str, Any]) -> bytes:
+    """Read the body as `documents_in` does, in a worker process (service/offload.py):
+    its problem raised, or nothing when it reads."""
+    documents_in(body, source, world)
+    return b""
+
+
+def _world_sections(engine: Any) -> dict[str, Any]:
+    with reading(engine) as session:
+        return sections_of(world_rows.read(session))
+
+
+def documents_in(body: bytes, source: str, world: dict[str, Any]) -> list[SpecDocument]:
     try:
         text = decode(body, source)
         with placed_up_to(PLACED_BYTES):
@@ -291,6 +316,14 @@ async def post_apply(
     engine = context.store(request)
     body = await read_body(request)
     name = PurePath(source).name or "request"
+    if len(body) > OFFLOAD_BYTES:
+        # A large body is read first in a worker process (service/offload.py): a spec
+        # that does not read is refused there, without holding this process's
+        # interpreter for seconds. One that reads is read again here, with the world.
+        offload: Offload = request.app.state.offload
+        await offload.run(
+            checked_json, body, name, await run_in_threadpool(_world_sections, engine)
+        )
     return await run_in_threadpool(
         apply,
         engine,

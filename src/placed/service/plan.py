@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
+from fastapi.encoders import jsonable_encoder
 from starlette.concurrency import run_in_threadpool
 
 from placed.engine.planner import Planner
@@ -14,6 +15,7 @@ from placed.engine.report import plan_document
 from placed.service import documents, problems
 from placed.service.auth import EVERY_ROLE, Caller, allow
 from placed.service.bodies import bounded_units, read_body
+from placed.service.offload import OFFLOAD_BYTES, Offload
 from placed.spec import SpecError
 from placed.spec.load import load_spec_text
 from placed.spec.source import decode, placed_up_to
@@ -43,6 +45,22 @@ def plan(body: bytes) -> dict[str, Any]:
     return {"name": spec.name, **plan_document(Planner(spec).plan())}
 
 
+def plan_json(body: bytes) -> bytes:
+    """`plan`'s answer as the JSON FastAPI would send (in a worker process)."""
+    return encoded(plan(body))
+
+
+def encoded(document: Any) -> bytes:
+    """A document as FastAPI's JSONResponse encodes it."""
+    return json.dumps(
+        jsonable_encoder(document),
+        ensure_ascii=False,
+        allow_nan=False,
+        indent=None,
+        separators=(",", ":"),
+    ).encode("utf-8")
+
+
 def invalid_spec(error: SpecError, body: bytes) -> problems.ProblemException:
     try:
         data = json.loads(body)
@@ -64,6 +82,7 @@ def invalid_spec(error: SpecError, body: bytes) -> problems.ProblemException:
     description="The spec (the same document `placed plan` reads) in the body; the plan "
     "document `placed plan --format json` prints in the answer. Nothing is stored, but "
     "planning is work: any valid token may ask.",
+    response_model=None,
     responses={
         200: documents.documented(documents.PlanAnswer, "The plan document"),
         **problems.responses(413, 415, 422),
@@ -79,7 +98,12 @@ def invalid_spec(error: SpecError, body: bytes) -> problems.ProblemException:
 )
 async def post_plan(
     request: Request, caller: Annotated[Caller, allow(*EVERY_ROLE)]
-) -> dict[str, Any]:
+) -> dict[str, Any] | Response:
     body = await read_body(request)
+    if len(body) > OFFLOAD_BYTES:
+        # Reading it would hold the interpreter for seconds (service/offload.py).
+        offload: Offload = request.app.state.offload
+        return Response(await offload.run(plan_json, body), media_type="application/json")
     # Planning is CPU work: off the event loop, so health checks still answer.
-    return await run_in_threadpool(plan, body)
+    answer: dict[str, Any] = await run_in_threadpool(plan, body)
+    return answer
