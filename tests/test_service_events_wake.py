@@ -91,7 +91,8 @@ def test_a_commit_in_the_same_process_wakes_its_long_polls(
         assert claim.status_code == 201, claim.text
         poller.join(BOUND_S + 5)
     assert found and found[0].status_code == 200, found
-    assert [item["subject"] for item in found[0].json()["items"]] == ["vm/0"]
+    # The claim's workload.created, then its unit's unit.placed.
+    assert [item["subject"] for item in found[0].json()["items"]] == ["vm", "vm/0"]
     assert found[1], "the long-poll waited its time out: nothing woke it"
 
 
@@ -121,7 +122,8 @@ def test_a_commit_on_another_replica_wakes_a_long_poll_through_notify(
         until(lambda: app.state.event_bell.rings > rings)  # heard from the other replica
         poller.join(BOUND_S + 5)
     assert found and found[0].status_code == 200, found
-    assert [item["subject"] for item in found[0].json()["items"]] == ["vm/0"]
+    # The claim's workload.created, then its unit's unit.placed.
+    assert [item["subject"] for item in found[0].json()["items"]] == ["vm", "vm/0"]
     assert found[1], "the long-poll waited its time out: nothing woke it"
 
 
