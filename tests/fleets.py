@@ -14,6 +14,7 @@ def conductors_spec(
     on_first: bool = False,
     interval_s: float = 0.2,
     timeout_s: float = 1.0,
+    settings: dict[str, Any] | None = None,
 ) -> str:
     """`nodes` mapping units over conductor1..N: each node prefers the conductor of its
     rack (every one conductor1's when `on_first`), and all share dc1, so any live
@@ -25,6 +26,7 @@ def conductors_spec(
             "default_mode": "mapping",
             "heartbeat_interval_s": interval_s,
             "heartbeat_timeout_s": timeout_s,
+            **(settings or {}),
         },
         "inventory": [
             {"id": f"conductor{k}", "kind": "conductor", "tags": [f"rack{k}", "dc1"]}

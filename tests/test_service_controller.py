@@ -269,6 +269,40 @@ def test_all_heartbeats_stopping_at_once_moves_nothing_and_says_so_once(database
     assert _placements(app) == start
 
 
+@pytest.mark.parametrize("beating", [1, 2])
+def test_a_small_site_fails_over_where_every_heartbeating_target_went_quiet(
+    database: str, beating: int
+) -> None:
+    # An edge site where one or two targets run a heartbeat agent: all of them quiet at
+    # once is "most stale", which a bigger site would hold back; here it is the failure
+    # the guard would otherwise hide forever.
+    app, _ = _world(database, conductors_spec(12))
+    start = _placements(app)
+    controller = _controller(app)
+    _mature(controller)
+    _seen(app, {f"conductor{k}": 5 for k in range(1, beating + 1)})
+    controller.sweep()
+    assert _events(app, "sweep.suppressed") == []
+    downs = {row.subject for row in _events(app, "target.down")}
+    assert downs == {f"conductor{k}" for k in range(1, beating + 1)}
+    after = _placements(app)
+    assert not set(after.values()) & downs
+    assert {unit for unit, target in start.items() if target in downs} <= set(after)
+
+
+def test_the_guard_s_minimum_is_a_setting(database: str) -> None:
+    spec = conductors_spec(12, settings={"disruption_guard_min_targets": 1})
+    app, _ = _world(database, spec)
+    start = _placements(app)
+    controller = _controller(app)
+    _mature(controller)
+    _seen(app, {"conductor1": 5})
+    controller.sweep()
+    (suppressed,) = _events(app, "sweep.suppressed")
+    assert (suppressed.details["cause"], suppressed.details["heartbeating"]) == ("most-stale", 1)
+    assert _placements(app) == start
+
+
 def test_a_new_lease_moves_nothing_for_one_timeout(database: str) -> None:
     app, _ = _world(database, conductors_spec(12, interval_s=10, timeout_s=3600))
     start = _placements(app)

@@ -15,7 +15,10 @@ The disruption guard: when the lease is younger than one timeout (the heartbeats
 have been going to a replica that just died), or when most heartbeating targets look
 stale at once (late by more than half-way from one interval to the timeout: the
 controller's own network, not the fleet, is the likelier fault),
-nothing is taken down and `sweep.suppressed` is recorded once for the episode.
+nothing is taken down and `sweep.suppressed` is recorded once for the episode. A site
+with fewer heartbeating targets than `disruption_guard_min_targets` (3) has no majority
+to speak of: one silent target of two is half of them, and holding it back would mean a
+small edge site never fails over, so there only the lease's age holds a sweep back.
 
 Fault hooks, for tests only: `PLACED_FAULT=point:N` (or `point:N:stop`) kills this
 process with SIGKILL (or stops it with SIGSTOP) inside a controller transaction:
@@ -299,6 +302,7 @@ class Controller:
             moment = database_now(session)
             interval, timeout = settings.heartbeats(session)
             seen = targets.seen(session)
+            guard_minimum = settings.disruption_guard_min_targets(session)
         cutoff = moment - timedelta(seconds=timeout)
         beating = [t for t in seen if t.last_seen is not None]
         stale = [t for t in beating if t.last_seen is not None and t.last_seen < cutoff]
@@ -326,7 +330,7 @@ class Controller:
         why = None
         if self.since is not None and moment - self.since < timedelta(seconds=timeout):
             why = "lease-new"
-        elif len(late) >= DISRUPTION_SHARE * len(beating):
+        elif len(beating) >= guard_minimum and len(late) >= DISRUPTION_SHARE * len(beating):
             why = "most-stale"
         if why is not None:
             if self.suppressed != why:

@@ -401,6 +401,14 @@ class SettingsSpec(_Strict):
         "stale and its units move; at least 3 times heartbeat_interval_s, so one or two "
         "lost heartbeats never move anything.",
     )
+    disruption_guard_min_targets: int = Field(
+        default=3,
+        ge=1,
+        le=1_000_000,
+        description="placed serve: the disruption guard holds back a sweep in which most "
+        "heartbeating targets look stale at once only when at least this many targets "
+        "heartbeat; with fewer (a small edge site), a silent target is taken down as usual.",
+    )
 
     @model_validator(mode="after")
     def _timeout_outlasts_beats(self) -> SettingsSpec:

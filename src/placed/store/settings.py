@@ -36,3 +36,9 @@ def heartbeats(session: Session) -> tuple[float, float]:
     interval = get(session, "heartbeat_interval_s", fields["heartbeat_interval_s"].default)
     timeout = get(session, "heartbeat_timeout_s", fields["heartbeat_timeout_s"].default)
     return float(interval), float(timeout)
+
+
+def disruption_guard_min_targets(session: Session) -> int:
+    """How many targets must heartbeat before the controller's guard may hold a sweep."""
+    default = SettingsSpec.model_fields["disruption_guard_min_targets"].default
+    return int(get(session, "disruption_guard_min_targets", default))

@@ -38,6 +38,7 @@ SPEC_SETTINGS = (
     "implicit_dedication",
     "heartbeat_interval_s",
     "heartbeat_timeout_s",
+    "disruption_guard_min_targets",
 )
 STORAGE_SETTING = "storage"
 # The revision of the last change that was more than claims of new workloads: a replica
