@@ -57,9 +57,11 @@ def read_specs(
     input_format: InputFormat,
     status: Status | None = None,
     overlays: Sequence[tuple[str, str]] = (),
+    force: bool = False,
 ) -> list[Spec]:
     """The specs the inputs hold, native, Juju or Open Horizon (raises SpecError).
-    `status` is what already runs (`juju status --format yaml`)."""
+    `status` is what already runs (`juju status --format yaml`); `force` reads a Juju
+    file's unknown keys as warnings (`--force`)."""
     stdin = [p for p in paths if is_stdin(p)]
     if len(stdin) > 1:
         raise SpecError(STDIN, [Problem("standard input (-) can be read only once")])
@@ -92,9 +94,9 @@ def read_specs(
             else "auto"
         )
         found = (
-            load_specs_text(read_stdin(), STDIN_SOURCE, reader, status, overlays)
+            load_specs_text(read_stdin(), STDIN_SOURCE, reader, status, overlays, force)
             if is_stdin(path)
-            else load_specs(path, reader, status, overlays)
+            else load_specs(path, reader, status, overlays, force)
         )
         # Documents of one file have distinct names already (the loader checks).
         duplicates = []

@@ -47,6 +47,7 @@ from placed.cli.render import (
     plan_table,
     simulate_table,
     validate_table,
+    warnings_table,
 )
 from placed.cli.serve import serve
 from placed.cli.streaming import CheckWriter
@@ -202,6 +203,16 @@ OverlayOption = Annotated[
         show_default=False,
     ),
 ]
+ForceOption = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Juju files: read keys the bundle schema does not know (name:, variables:, "
+        "docs:, a misspelt key...) as `juju deploy` does: each is ignored, with a warning "
+        "at its file:line:column, and placement goes on. Without it they are errors "
+        "(exit 2), as one may be a misspelt key.",
+    ),
+]
 WorkloadOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -246,13 +257,14 @@ def _load_inputs(
     status: Path | None = None,
     portable: bool = False,
     overlays: list[Path] | None = None,
+    force: bool = False,
 ) -> list[Spec]:
     names = ", ".join("standard input" if str(p) == "-" else str(p) for p in paths[:3])
     try:
         with DelayedStatus(f"reading {names}{', ...' if len(paths) > 3 else ''}", console=err):
             running = load_status(str(status)) if status is not None else None
             merged = [(read_overlay(str(path)), str(path)) for path in overlays or ()]
-            return read_specs(paths, input_format, running, merged)
+            return read_specs(paths, input_format, running, merged, force)
     except JujuFileError as error:
         # --portable: the machines it refuses are told with every other mistake.
         fail_spec(error.with_portability() if portable else error)
@@ -288,6 +300,7 @@ def plan(
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
     overlay: OverlayOption = None,
+    force: ForceOption = False,
 ) -> None:
     """Place every unit of every workload and say why each landed where it did.
 
@@ -310,13 +323,17 @@ def plan(
       # a bundle against what runs (juju status --format yaml):
       placed plan examples/juju-bundle.yaml \\
           --status examples/juju-bundle-status.yaml
+      # a published bundle (name:, docs:...), read as juju deploy reads it:
+      placed plan --force examples/juju-bundle-published.yaml
     """
     fmt = _begin(format_choice, wide)
     documents = []
     hidden: dict[str, int] = {}
     failed = False
     steps: list[tuple[str, list[Change]]] = []
-    chosen = _chosen_workloads(_load_inputs(spec, input_format, status, overlays=overlay), workload)
+    chosen = _chosen_workloads(
+        _load_inputs(spec, input_format, status, overlays=overlay, force=force), workload
+    )
     with DelayedProgress("placing", console=err) as progress:
         for document, wanted in chosen:
             result = Planner(document).plan(progress=progress)
@@ -373,6 +390,7 @@ def check(
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
     overlay: OverlayOption = None,
+    force: ForceOption = False,
 ) -> None:
     """For each workload and each target: compatible or not, and every reason why not.
 
@@ -389,11 +407,12 @@ def check(
           web.deployment.policy.json web.service.definition.json
       placed check examples/cloudstack-dedication.yaml --summary --format json
       placed check examples/cloudstack-dedication.yaml --all > every-pair.txt
+      placed check --force examples/juju-bundle-published.yaml
     """
     fmt = _begin(format_choice, wide)
     if summary and every:
         fail("--summary and --all ask for different outputs: give one of them")
-    specs = _load_inputs(spec, input_format, status, overlays=overlay)
+    specs = _load_inputs(spec, input_format, status, overlays=overlay, force=force)
     chosen = [
         (document.name, Planner(document), wanted)
         for document, wanted in _chosen_workloads(specs, workload)
@@ -488,6 +507,7 @@ def explain(
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
     overlay: OverlayOption = None,
+    force: ForceOption = False,
 ) -> None:
     """Why one unit went where it did: every target, judged as the plan judged it.
 
@@ -505,7 +525,7 @@ def explain(
     fmt = _begin(format_choice, wide)
     documents = []
     failed = False
-    specs = _load_inputs(spec, input_format, status, overlays=overlay)
+    specs = _load_inputs(spec, input_format, status, overlays=overlay, force=force)
     for document in specs:
         planner = Planner(document)
         try:
@@ -583,6 +603,7 @@ def simulate_command(
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
     overlay: OverlayOption = None,
+    force: ForceOption = False,
     server: token.ServerOption = None,
     access: token.TokenOption = None,
 ) -> None:
@@ -615,9 +636,15 @@ def simulate_command(
     """
     fmt = _begin(format_choice, wide)
     if not spec:
-        if status or overlay or input_format is not InputFormat.auto:
+        if status or overlay or force or input_format is not InputFormat.auto:
             fail_option(
-                "--status" if status else "--overlay" if overlay else "--input-format",
+                "--status"
+                if status
+                else "--overlay"
+                if overlay
+                else "--force"
+                if force
+                else "--input-format",
                 "an option of a spec file: give one, or leave it out for the server's world",
             )
         _simulate_online(down or [], up or [], migrate or [], targets, maintenance, server, access)
@@ -631,7 +658,7 @@ def simulate_command(
                 "simulate --down/--up apart"
             )
         _migrations(
-            _load_inputs(spec, input_format, status, overlays=overlay),
+            _load_inputs(spec, input_format, status, overlays=overlay, force=force),
             migrate or [],
             targets or [],
             maintenance or [],
@@ -642,7 +669,7 @@ def simulate_command(
             "nothing to simulate: give at least one --down TARGET or --up TARGET (or "
             "--migrate VM=HOST, --targets VM)"
         )
-    specs = _load_inputs(spec, input_format, status, overlays=overlay)
+    specs = _load_inputs(spec, input_format, status, overlays=overlay, force=force)
     documents = []
     failed = False
     for document, (mine_down, mine_up) in _scope(specs, down or [], up or []):
@@ -781,6 +808,7 @@ def validate(
     ] = False,
     status: StatusOption = None,
     overlay: OverlayOption = None,
+    force: ForceOption = False,
 ) -> None:
     """Check a spec without placing anything: syntax, types, unknown keys, duplicate ids,
     and warnings for what is valid but probably unintended.
@@ -796,9 +824,13 @@ def validate(
       placed validate --dialect openhorizon examples/edge-namespaces.yaml
       # exit code 2: machines other than 0 are errors, with every other error
       placed validate --portable examples/juju-proposed.yaml
+      # exit code 2: name:, docs:, variables: are keys juju's bundle schema lacks
+      placed validate examples/juju-bundle-published.yaml
+      # each of them a warning, as juju deploy ignores them (exit code 0)
+      placed validate --force examples/juju-bundle-published.yaml
     """
     fmt = _begin(format_choice)
-    specs = _load_inputs(spec, input_format, status, portable, overlay)
+    specs = _load_inputs(spec, input_format, status, portable, overlay, force)
     if portable:
         problems = non_portable(specs)
         if problems:
@@ -1056,6 +1088,7 @@ def convert(
     input_format: InputFormatOption = InputFormat.auto,
     status: StatusOption = None,
     overlay: OverlayOption = None,
+    force: ForceOption = False,
 ) -> None:
     """Convert Open Horizon's files, or a Juju bundle or deployer file, into the
     equivalent native spec.
@@ -1074,6 +1107,7 @@ def convert(
       placed convert examples/openhorizon/ --output-file spec.yaml
       placed convert examples/juju-deployer.yaml
       placed convert examples/juju-bundle.yaml -o json
+      placed convert --force examples/juju-bundle-published.yaml
     """
     error_format.set(Format.json if spec_format is SpecFormat.json else Format.table)
     if output_file is not None:
@@ -1082,7 +1116,10 @@ def convert(
         if input_format is InputFormat.juju or (
             input_format is InputFormat.auto and _is_juju_file(paths)
         ):
-            specs = _load_inputs(paths, InputFormat.juju, status, overlays=overlay)
+            specs = _load_inputs(paths, InputFormat.juju, status, overlays=overlay, force=force)
+            # The native spec has no place for what --force let through: it is told here.
+            told = dict.fromkeys(n for spec in specs for n in spec.notices)
+            warnings_table(err, [n.to_dict() for n in told])
             documents = [native_document(spec) for spec in specs]
             text = "---\n".join(dump_juju_native(document) for document in documents)
         else:

@@ -82,6 +82,11 @@ def _heading(console: Console, name: str, several: bool) -> None:
         write(console, f"== {printable(name)} ==\n")
 
 
+def warnings_table(console: Console, warnings: list[dict[str, Any]]) -> None:
+    """Warnings on their own (convert's, on stderr: what --force let through)."""
+    _warnings(console, warnings)
+
+
 def _warnings(console: Console, warnings: list[dict[str, Any]]) -> None:
     for warning in warnings:
         subject = warning.get("unit") or warning.get("workload") or warning.get("target")

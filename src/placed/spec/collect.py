@@ -13,11 +13,11 @@ class Collector:
         self.sources = sources
         self.problems = problems
 
-    def add(self, message: str, path: Path, key: bool = False) -> None:
+    def add(self, message: str, path: Path, key: bool = False, code: str = "") -> None:
         position = None
         if len(self.problems) < MAX_LISTED:  # past them, a problem is counted, not placed
             position = self.sources.key(path) if key else self.sources.value(path)
-        self.problems.append(Problem(message, dotted(path), position))
+        self.problems.append(Problem(message, dotted(path), position, code=code))
 
     def add_inside(self, message: str, path: Path, offset: int) -> None:
         """A problem at character `offset` of the text value at `path`."""

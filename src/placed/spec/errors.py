@@ -17,6 +17,9 @@ class Problem:
     key: str = ""  # dotted path such as inventory[0].children[1].tags
     position: SourcePosition | None = None
     file: str = ""  # another file than the error's source (a bundle's --overlay)
+    # What kind of problem, where a reader treats a kind apart: "unknown-key" in a Juju
+    # file, a warning instead under --force.
+    code: str = ""
 
 
 # The problems of a spec listed, each with its place: finding a place costs (the file

@@ -53,11 +53,13 @@ def load_specs(
     reader: Reader = "auto",
     status: Status | None = None,
     overlays: Sequence[tuple[str, str]] = (),
+    force: bool = False,
 ) -> list[Spec]:
     """Every spec in a file: a file may hold several YAML documents separated by `---`,
     each a complete, independent spec (several scenarios side by side). A Juju bundle or
     deployer file is read as the specs it describes (`reader` "auto" tells them apart;
-    `status` is what already runs, from `juju status --format yaml`)."""
+    `status` is what already runs, from `juju status --format yaml`; `force`: its keys
+    the tool does not know are warnings, as `juju deploy` ignores them)."""
     source = str(path)
     try:
         text = read_bounded(str(path), source)
@@ -67,7 +69,7 @@ def load_specs(
         raise SpecError(source, [Problem("is a directory, not a spec file")]) from None
     except OSError as error:
         raise SpecError(source, [Problem(f"cannot read: {error.strerror or error}")]) from None
-    return load_specs_text(text, source, reader, status, overlays)
+    return load_specs_text(text, source, reader, status, overlays, force)
 
 
 def load_spec_text(text: str, source: str = "<spec>") -> Spec:
@@ -136,12 +138,14 @@ def load_specs_text(
     reader: Reader = "auto",
     status: Status | None = None,
     overlays: Sequence[tuple[str, str]] = (),
+    force: bool = False,
 ) -> list[Spec]:
-    """`overlays`: (text, source) of bundle overlays to merge (`--overlay`)."""
+    """`overlays`: (text, source) of bundle overlays to merge (`--overlay`); `force`: a
+    Juju file's unknown keys are warnings (`--force`)."""
     with without_cycle_collection():
         if reader == "juju" or (reader == "auto" and looks_like_juju_text(text)):
             try:
-                return read_juju(text, source, status, overlays=overlays)
+                return read_juju(text, source, status, overlays=overlays, force=force)
             except NotJuju:
                 if reader == "juju" or overlays:
                     raise

@@ -28,7 +28,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from placed.model import Inventory, Location, Property, Running, Settings, Spec, Workload
+from placed.model import (
+    Inventory,
+    Location,
+    Notice,
+    Property,
+    Running,
+    Settings,
+    Spec,
+    Workload,
+)
 from placed.model.juju_constraints import ConstraintError, JujuConstraints, parse_constraints
 from placed.policy.directives import DECLARED, DECLARED_CONSTRAINTS, Directed, UnitPlan
 from placed.spec.collect import Collector
@@ -164,6 +173,9 @@ KEY_TABLES: dict[str, tuple[KeyTable, ...]] = {
 }
 
 
+UNKNOWN_KEY = "unknown-key"
+
+
 def check_keys(
     body: dict[Any, Any],
     table: KeyTable,
@@ -190,6 +202,7 @@ def check_keys(
             f"{where}unknown {table.part} key {quoted(name)} ({table.source}){hint}",
             (*path, key),
             key=True,
+            code=UNKNOWN_KEY,
         )
 
 
@@ -340,10 +353,13 @@ def read_juju(
     status: Status | None = None,
     style: Style | None = None,
     overlays: Sequence[tuple[str, str]] = (),
+    force: bool = False,
 ) -> list[Spec]:
     """The specs a Juju file describes (one per deployment of a deployer file). A
     bundle's later documents, and the `overlays` ((text, source) of --overlay files),
-    are merged into it as `juju deploy --overlay` merges them."""
+    are merged into it as `juju deploy --overlay` merges them. `force`: keys the tool
+    does not know are warnings on the specs (`Spec.notices`), as `juju deploy` ignores
+    them, instead of errors."""
     documents = parse(text, source, any_keys=True)
     problems: list[Problem] = []
     specs: list[Spec] = []
@@ -398,10 +414,64 @@ def read_juju(
                     f"plans at most {MAX_TOTAL_UNITS:,} per file"
                 )
             )
+    unknown = list(dict.fromkeys(p for p in problems if p.code == UNKNOWN_KEY))
+    bundle = first == "bundle"
+    if force:
+        problems = [p for p in problems if p.code != UNKNOWN_KEY]
+        specs = _with_key_notices(specs, unknown, source, bundle)
+    elif unknown:
+        problems.insert(0, Problem(_refusal(len(unknown), bundle)))
     if problems:
         # A padded entry is planned for several units: its mistake is told once.
         raise JujuFileError(source, list(dict.fromkeys(problems)), non_portable(specs))
     return specs
+
+
+def _refusal(count: int, bundle: bool) -> str:
+    """What the unknown keys listed after it mean, and how to read the file anyway."""
+    keys = f"{count} key{'s' if count != 1 else ''}"
+    if not bundle:
+        return (
+            f"{keys} the file format does not know (below): one may be misspelt; --force "
+            "reads the file with each a warning"
+        )
+    return (
+        f"{keys} the bundle schema does not know (below): juju deploy ignores such keys "
+        "(juju deploy --dry-run lists them as fields it ignores), and placed refuses them, "
+        "as one may be misspelt; --force reads the file as juju deploy does, each such key "
+        "a warning"
+    )
+
+
+def _with_key_notices(
+    specs: list[Spec], unknown: list[Problem], source: str, bundle: bool
+) -> list[Spec]:
+    """Each spec with a warning for each unknown key of its part of the file (a deployer
+    file's deployment, or the whole file), at the key's file, line and column."""
+    tail = "ignored, as juju deploy ignores it" if bundle else "ignored (--force)"
+    found: list[tuple[str, Notice]] = []
+    for problem in unknown:
+        where = problem.file or source
+        if problem.position is not None:
+            where += f":{problem.position.line}:{problem.position.column}"
+        # The list of keys helps to fix a typo; a warning keeps the did-you-mean only.
+        message = _KEY_LIST.sub("", problem.message)
+        found.append(
+            (problem.key, Notice(UNKNOWN_KEY, f"{where}: {problem.key}: {message}; {tail}"))
+        )
+    names = {spec.name for spec in specs}
+
+    def mine(spec: Spec, key: str) -> bool:
+        owner = next((n for n in names if key == n or key.startswith(f"{n}.")), None)
+        return owner is None or owner == spec.name
+
+    return [
+        replace(spec, notices=(*spec.notices, *(n for key, n in found if mine(spec, key))))
+        for spec in specs
+    ]
+
+
+_KEY_LIST = re.compile(r"; [a-z ]+ keys: .*\Z", re.DOTALL)
 
 
 # -- overlays --------------------------------------------------------------------------
@@ -447,8 +517,8 @@ class _FileCollector(Collector):
         super().__init__(sources, problems)
         self.merged = sources
 
-    def add(self, message: str, path: Path, key: bool = False) -> None:
-        super().add(message, path, key)
+    def add(self, message: str, path: Path, key: bool = False, code: str = "") -> None:
+        super().add(message, path, key, code)
         self._name_file(path)
 
     def add_inside(self, message: str, path: Path, offset: int) -> None:
