@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from placed.model.dedications import Dedication, Event, Offering
 from placed.model.inventory import Inventory
+from placed.model.notice import Notice
 from placed.model.storage import Storage
 from placed.model.tenancy import Tenancy
 from placed.model.workload import Mode, Workload
@@ -42,3 +43,6 @@ class Spec:
     events: tuple[Event, ...] = ()
     offerings: tuple[Offering, ...] = ()
     storage: Storage | None = None  # primary storage pools (seed 004)
+    # What the reader of the tool's own files warns about (hzn's variables defined
+    # nowhere), shown with the other warnings.
+    notices: tuple[Notice, ...] = ()

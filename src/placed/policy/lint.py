@@ -15,7 +15,7 @@ def lint(spec: Spec, families: Sequence[Family] | None = None) -> list[Notice]:
         from placed.policy.registry import FAMILIES  # the registry imports every family
 
         families = FAMILIES
-    notices: list[Notice] = []
+    notices: list[Notice] = list(spec.notices)
     # A Juju file's units get machines made for them: no targets yet is what it means.
     if not spec.inventory.targets and not any(creates_targets(w) for w in spec.workloads):
         notices.append(Notice("no-targets", "the inventory has no targets; nothing can be placed"))
