@@ -24,7 +24,7 @@ def places() -> list[Path]:
     if named:
         found.append(Path(named))
     found.extend([ROOT.parent / "shared" / "corpora", DEFAULT])
-    return found
+    return list(dict.fromkeys(found))  # the same place once
 
 
 def corpus(name: str) -> Path:

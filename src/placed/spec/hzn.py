@@ -16,12 +16,17 @@ The documents, as hzn prints or takes them (field spellings are anax's JSON tags
 - service definitions, `hzn exchange service publish -f` (common/service_file.go: org, url,
   version, arch, deployment, clusterDeployment), and the service list,
   `hzn exchange service list -l` ({"org/id": exchange.ServiceDefinition}, exchange/service.go,
-  where deployment and clusterDeployment are JSON text).
+  where deployment and clusterDeployment are JSON text), with their requiredServices;
+- service policies, `hzn exchange service addpolicy -f` (exchangecommon/servicepolicy.go:
+  properties, constraints), each the policy of the service defined beside it;
+- accepted for their keys only: hzn.json (its variables) and user input (`hzn register
+  -f`, common/userinput_file.go).
 
-Like hzn (cli/cliutils/cliutils.go ReadJsonFile), /* */ comments are removed before
-parsing. A key the real tool does not know is an error with a did-you-mean, where hzn
-(Go's encoding/json) would ignore it; the keys it knows and placed does not use are
-accepted and ignored (placed.spec.hzn_keys, one table per document).
+Each file is read as hzn reads it, comments removed and variables substituted
+(placed.spec.hzn_files, placed.spec.hzn_config). A key the real tool does not know is an
+error with a did-you-mean, where hzn (Go's encoding/json) would ignore it; the keys it
+knows and placed does not use are accepted and ignored (placed.spec.hzn_keys, one table
+per document).
 
 Errors in these files name the hzn file and line:column. Positions come from
 placed.spec.source, computed only when a problem needs one (a big node list would
@@ -377,7 +382,7 @@ def _definition(
     key = _version(file, version, (*path, "version"))
     deployment = _json_field(file, data, "deployment", path)
     cluster = _json_field(file, data, "clusterDeployment", path)
-    requires = _dependencies(file, data, path)
+    requires = _required_services(file, data, path)
     if not url or not arch or key is None:
         return None
     # A device runs a service with a `deployment`, a cluster one with a `clusterDeployment`
@@ -399,7 +404,7 @@ def _definition(
     )
 
 
-def _dependencies(file: HznFile, data: dict[str, Any], path: KeyPath) -> list[_Dependency]:
+def _required_services(file: HznFile, data: dict[str, Any], path: KeyPath) -> list[_Dependency]:
     """A definition's requiredServices, each checked at its place."""
     found = []
     for index, item in enumerate(_list(file, data, "requiredServices", path)):
