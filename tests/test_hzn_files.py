@@ -18,7 +18,7 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from placed.cli.main import EXIT_INVALID, app
-from placed.spec import hzn, hzn_keys
+from placed.spec import hzn, hzn_files, hzn_keys
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 HZN = EXAMPLES / "openhorizon"
@@ -757,9 +757,9 @@ def test_operator_archive_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_inputs_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     nodes = write(tmp_path, "nodes.json", {"myorg/a": node()})
     write(tmp_path, "more.json", {"myorg/b": node()})
-    monkeypatch.setattr(hzn, "MAX_FILES", 1)
+    monkeypatch.setattr(hzn_files, "MAX_FILES", 1)
     assert "2 files; at most 1 are read" in invalid("plan", tmp_path)
-    monkeypatch.setattr(hzn, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(hzn_files, "MAX_FILE_BYTES", 100)
     assert f"{nodes}: is " in invalid("plan", "--input-format", "openhorizon", nodes)
 
 
@@ -832,9 +832,9 @@ def test_read_only_builtin_in_a_deployment_policy(tmp_path: Path) -> None:
     )
 
 
-def test_service_policies_are_not_read(tmp_path: Path) -> None:
+def test_a_service_policy_needs_its_service_beside_it(tmp_path: Path) -> None:
     path = write(tmp_path, "service.policy.json", {"properties": [], "constraints": []})
-    assert f"{path}: service policies are not supported yet" in invalid(
+    assert f"{path}:1:1: which service's policy is this?" in invalid(
         "plan", "--input-format", "openhorizon", tmp_path
     )
 
@@ -843,8 +843,14 @@ def test_bad_operator_archive(tmp_path: Path) -> None:
     path = write(tmp_path, "op.json", cluster_service("operator.tar.gz"))
     write(tmp_path, "op.deployment.policy.json", policy("com.example.op"))
     stderr = invalid("check", tmp_path)
-    assert f"{path}:8:28: clusterDeployment.operatorYamlArchive: 'operator.tar.gz' is neither" in (
-        stderr
+    # hzn exchange service publish reads the archive from beside the file, and fails.
+    assert (
+        f"{path}:8:28: clusterDeployment.operatorYamlArchive: no such file "
+        f"{tmp_path / 'operator.tar.gz'}: hzn exchange service publish reads"
+    ) in stderr
+    write(tmp_path, "op.json", cluster_service("not an archive"))
+    assert f"{path}:8:28: clusterDeployment.operatorYamlArchive: 'not an archive' is neither" in (
+        invalid("check", tmp_path)
     )
 
 

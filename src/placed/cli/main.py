@@ -68,7 +68,7 @@ from placed.engine.planner import Placement, Planner
 from placed.engine.rebalance import UnknownTargetError, simulate
 from placed.engine.report import plan_document
 from placed.engine.trace import UnknownUnitError, trace, trace_document
-from placed.model import PropertyError, Spec, Workload, validate_properties
+from placed.model import Notice, PropertyError, Spec, Workload, validate_properties
 from placed.policy.expressions import All, ExpressionError, parse_constraint
 from placed.policy.expressions.evaluate import holds, satisfied
 from placed.policy.namespaces import namespace_findings
@@ -1123,8 +1123,11 @@ def convert(
             documents = [native_document(spec) for spec in specs]
             text = "---\n".join(dump_juju_native(document) for document in documents)
         else:
-            documents = [convert_openhorizon(paths)]
-            text = dump_native(documents[0])
+            notices: list[Notice] = []
+            documents = [convert_openhorizon(paths, notices)]
+            text = dump_native(documents[0], notices)
+            for notice in notices:
+                err.file.write(f"warning [{notice.code}]: {notice.message}\n")
     except SpecError as error:
         fail_spec(error)
     if spec_format is SpecFormat.json:

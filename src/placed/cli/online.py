@@ -32,6 +32,7 @@ from placed.cli.output import (
 )
 from placed.cli.render import explain_table, plan_table
 from placed.cli.token import DataFormat, ServerOption, TokenOption, connected, refused
+from placed.model import Notice
 from placed.spec import SpecError
 from placed.spec.hzn import convert_openhorizon, dump_native, looks_like_openhorizon
 from placed.spec.source import read_bounded
@@ -245,7 +246,9 @@ def apply(
         # Open Horizon's files are read together (policies, services, nodes), here as
         # placed plan reads them, and applied as the native spec they make.
         try:
-            texts.append((files[0], dump_native(convert_openhorizon(files))))
+            notices: list[Notice] = []
+            document = convert_openhorizon(files, notices)
+            texts.append((files[0], dump_native(document, notices)))
         except SpecError as error:
             fail_spec(error)
         files = []

@@ -13,6 +13,17 @@ Status = Literal["up", "down"]
 # How an Open Horizon agent runs: on a device, cluster-wide, or inside one namespace.
 Scope = Literal["device", "cluster", "namespace"]
 DEFAULT_AGENT_NAMESPACE = "openhorizon-agent"
+# The architecture synonyms Open Horizon ships in its agent's and agbot's configuration
+# (anax pkg/deb/horizon/etc/horizon/anax.json and anax-in-container/config/agbot.json.tmpl,
+# `ArchSynonyms`). The agbot compares a node's and a service's architectures after mapping
+# each through them (config/archsynonyms.go GetCanonicalArch, in
+# agreementbot/agreementworker.go and consumer_protocol_handler.go), so x86_64 is amd64.
+ARCH_SYNONYMS = {"x86_64": "amd64", "armhf": "arm", "aarch64": "arm64"}
+
+
+def canonical_arch(arch: str) -> str:
+    """The architecture as Go names it (GOARCH), which agents report: amd64 for x86_64."""
+    return ARCH_SYNONYMS.get(arch, arch)
 
 
 @dataclass(frozen=True, slots=True)

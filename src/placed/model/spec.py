@@ -43,6 +43,6 @@ class Spec:
     events: tuple[Event, ...] = ()
     offerings: tuple[Offering, ...] = ()
     storage: Storage | None = None  # primary storage pools (seed 004)
-    # What its reader let through with a warning (a Juju file read with --force: each key
-    # juju deploy ignores), told with the spec's other warnings.
+    # What a reader of a tool's own files let through with a warning (a Juju file read
+    # with --force: each key juju deploy ignores; hzn's variables defined nowhere).
     notices: tuple[Notice, ...] = ()

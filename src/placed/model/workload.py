@@ -29,6 +29,20 @@ class Service:
     # Where it has a deployment: "device" (Open Horizon's `deployment`), "cluster"
     # (`clusterDeployment`).
     runs_on: tuple[str, ...] = ("device", "cluster")
+    # The services it requires (Open Horizon's requiredServices), each with its own: a
+    # device runs them beside it, so they must fit the device too.
+    requires: tuple[Service, ...] = ()
+
+    def with_requirements(self) -> tuple[Service, ...]:
+        """This service and every service it requires, directly or not, each once."""
+        found: dict[int, Service] = {}
+        stack = [self]
+        while stack:
+            service = stack.pop(0)
+            if id(service) not in found:
+                found[id(service)] = service
+                stack.extend(service.requires)
+        return tuple(found.values())
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from placed.model import Property, Target, Workload
+from placed.model.inventory import canonical_arch
 from placed.model.properties import ALLOW_PRIVILEGED, make_property
 from placed.policy.deployment import deployment_of
 from placed.policy.expressions.columns import PropertyColumns
@@ -87,7 +88,9 @@ def node_property_values(target: Target) -> dict[str, Property | str | float | b
         if resource in target.capacity:
             builtin[name] = target.capacity[resource]
     if agent.arch:
-        builtin["openhorizon.arch"] = agent.arch
+        # As the agbot gives it (agreementbot/consumer_protocol_handler.go maps the node's
+        # arch through ArchSynonyms before the policy check): x86_64 is amd64.
+        builtin["openhorizon.arch"] = canonical_arch(agent.arch)
     if agent.hardware_id:
         builtin["openhorizon.hardwareId"] = agent.hardware_id
     if agent.scope != "device":

@@ -1,8 +1,15 @@
 """What an Open Horizon service needs of the node it runs on (seed 002 and Open Horizon's
 compatibility check, anax compcheck/): a deployment for the node's kind (a device runs
 only services with a `deployment`, an edge cluster only services with a
-`clusterDeployment`), the node's architecture (or `*`), and privileged mode where the
+`clusterDeployment`), the node's architecture (or `*`; synonyms such as x86_64 for amd64
+are the same architecture, as the agbot maps them), and privileged mode where the
 service asks for it (a node whose `openhorizon.allowPrivileged` is false refuses it).
+
+On a device, the services a service requires (requiredServices) run beside it, so each
+must fit the device too: the agbot resolves them for the node's architecture, and
+privilege counts over all of them (compcheck/comp_check.go ServicesRequirePrivilege). On
+an edge cluster they are not deployed (agreementbot/agreementworker.go drops a cluster
+service's dependencies), so they ask nothing of it.
 
 The user writes none of this as a constraint: it follows from the service definition.
 """
@@ -15,6 +22,7 @@ from typing import ClassVar
 import numpy as np
 
 from placed.model import Service, Target, Workload
+from placed.model.inventory import canonical_arch
 from placed.policy.base import (
     BoolArray,
     Bound,
@@ -42,10 +50,21 @@ def service_name(service: Service) -> str:
     return f"{service.org}/{service.url}" if service.org else service.url
 
 
-def refusal(service: Service, target: Target) -> Reason | None:
-    """Why this node cannot run this service, or None: the rule in plain words."""
+def deployed(service: Service, target: Target) -> tuple[Service, ...]:
+    """What runs on the node when it takes the service: the service and, on a device,
+    what it requires."""
+    if node_kind(target) == "device" and service.requires:
+        return service.with_requirements()
+    return (service,)
+
+
+def refusal(service: Service, target: Target, top: Service | None = None) -> Reason | None:
+    """Why this node cannot run this service (one `top` requires, if given), or None: the
+    rule in plain words."""
     kind = node_kind(target)
     name = service_name(service)
+    if top is not None and top is not service:
+        name = f"{name} (which {service_name(top)} requires)"
     if kind not in service.runs_on:
         what = "deployment" if kind == "device" else "clusterDeployment"
         return Reason(
@@ -57,7 +76,11 @@ def refusal(service: Service, target: Target) -> Reason | None:
             f"{name} runs on {', '.join(service.runs_on) or 'nothing'}",
         )
     arch = target.agent.arch
-    if service.arch not in ANY_ARCH and arch and service.arch != arch:
+    if (
+        service.arch not in ANY_ARCH
+        and arch
+        and canonical_arch(service.arch) != canonical_arch(arch)
+    ):
         return Reason(
             ServiceFits.name,
             f"has another architecture than {name} ({service.arch})",
@@ -89,7 +112,9 @@ class ServiceFits(Filter):
         # Code 0: the node does not say its architecture, so no service is refused for it.
         self.arch = np.array(
             [
-                codes.setdefault(t.agent.arch, len(codes) + 1) if t.agent.arch else 0
+                codes.setdefault(canonical_arch(t.agent.arch), len(codes) + 1)
+                if t.agent.arch
+                else 0
                 for t in targets
             ],
             dtype=np.intp,
@@ -104,15 +129,23 @@ class ServiceFits(Filter):
         keep = np.ones(self.device.shape, dtype=bool)
         # A loop over the workload's services (one, or a pattern's few), never over targets.
         for service in services:
-            if "device" not in service.runs_on:
-                keep &= ~self.device
-            if "cluster" not in service.runs_on:
-                keep &= self.device
-            if service.arch not in ANY_ARCH:
-                code = self.arch_codes.get(service.arch, -1)
-                keep &= (self.arch == 0) | (self.arch == code)
-            if service.privileged:
-                keep &= self.privileged
+            keep &= self._fits(service, np.ones(self.device.shape, dtype=bool))
+            for required in service.with_requirements()[1:]:
+                # What it requires asks only of devices.
+                keep &= ~self.device | self._fits(required, self.device)
+        return keep
+
+    def _fits(self, service: Service, among: BoolArray) -> BoolArray:
+        keep = among.copy()
+        if "device" not in service.runs_on:
+            keep &= ~self.device
+        if "cluster" not in service.runs_on:
+            keep &= self.device
+        if service.arch not in ANY_ARCH:
+            code = self.arch_codes.get(canonical_arch(service.arch), -1)
+            keep &= (self.arch == 0) | (self.arch == code)
+        if service.privileged:
+            keep &= self.privileged
         return keep
 
     def keep(self, prepared: BoolArray, state: PlanView) -> BoolArray:
@@ -130,20 +163,24 @@ class ServiceFits(Filter):
         device = self.device[positions]
         arch = self.arch[positions]
         privileged = self.privileged[positions]
-        for number, service in enumerate(deployment_of(workload).services):
-            base = 4 * number
-            unset = codes < 0
-            if "device" not in service.runs_on:
-                codes[unset & device] = base
-            if "cluster" not in service.runs_on:
-                codes[unset & ~device] = base + 1
-            unset = codes < 0
-            if service.arch not in ANY_ARCH:
-                code = self.arch_codes.get(service.arch, -1)
-                codes[unset & (arch != 0) & (arch != code)] = base + 2
-                unset = codes < 0
-            if service.privileged:
-                codes[unset & ~privileged] = base + 3
+        number = 0
+        for top in deployment_of(workload).services:
+            for service in top.with_requirements():
+                base = 4 * number
+                number += 1
+                # A required service asks only of devices (see `deployed`).
+                unset = (codes < 0) & (device if service is not top else True)
+                if "device" not in service.runs_on:
+                    codes[unset & device] = base
+                if "cluster" not in service.runs_on:
+                    codes[unset & ~device] = base + 1
+                unset &= codes < 0
+                if service.arch not in ANY_ARCH:
+                    code = self.arch_codes.get(canonical_arch(service.arch), -1)
+                    codes[unset & (arch != 0) & (arch != code)] = base + 2
+                    unset &= codes < 0
+                if service.privileged:
+                    codes[unset & ~privileged] = base + 3
         return codes
 
     def judge(self, workload: Workload, target: Target, world: World) -> Reason | None:
@@ -151,11 +188,13 @@ class ServiceFits(Filter):
 
 
 def first_refusal(workload: Workload, target: Target) -> Reason | None:
-    """The first of the workload's services this node cannot run, and why."""
-    for service in deployment_of(workload).services:
-        found = refusal(service, target)
-        if found is not None:
-            return found
+    """The first of the workload's services (or of what they require) this node cannot
+    run, and why."""
+    for top in deployment_of(workload).services:
+        for service in deployed(top, target):
+            found = refusal(service, target, top)
+            if found is not None:
+                return found
     return None
 
 

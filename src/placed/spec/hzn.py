@@ -16,12 +16,17 @@ The documents, as hzn prints or takes them (field spellings are anax's JSON tags
 - service definitions, `hzn exchange service publish -f` (common/service_file.go: org, url,
   version, arch, deployment, clusterDeployment), and the service list,
   `hzn exchange service list -l` ({"org/id": exchange.ServiceDefinition}, exchange/service.go,
-  where deployment and clusterDeployment are JSON text).
+  where deployment and clusterDeployment are JSON text), with their requiredServices;
+- service policies, `hzn exchange service addpolicy -f` (exchangecommon/servicepolicy.go:
+  properties, constraints), each the policy of the service defined beside it;
+- accepted for their keys only: hzn.json (its variables) and user input (`hzn register
+  -f`, common/userinput_file.go).
 
-Like hzn (cli/cliutils/cliutils.go ReadJsonFile), /* */ comments are removed before
-parsing. A key the real tool does not know is an error with a did-you-mean, where hzn
-(Go's encoding/json) would ignore it; the keys it knows and placed does not use are
-accepted and ignored (placed.spec.hzn_keys, one table per document).
+Each file is read as hzn reads it, comments removed and variables substituted
+(placed.spec.hzn_files, placed.spec.hzn_config). A key the real tool does not know is an
+error with a did-you-mean, where hzn (Go's encoding/json) would ignore it; the keys it
+knows and placed does not use are accepted and ignored (placed.spec.hzn_keys, one table
+per document).
 
 Errors in these files name the hzn file and line:column. Positions come from
 placed.spec.source, computed only when a problem needs one (a big node list would
@@ -32,35 +37,35 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import difflib
 import io
 import json
 import re
 import tarfile
 import zlib
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from placed.model import Spec
+from placed.model import Notice, Spec
 from placed.model.inventory import DEFAULT_AGENT_NAMESPACE
 from placed.model.properties import ALLOW_PRIVILEGED, PropertyError, make_property, parse_version
-from placed.policy.builtins import read_only_reason
-from placed.spec import hzn_keys, openhorizon
-from placed.spec.collect import Collector
-from placed.spec.errors import Problem, SourcePosition, SpecError, quoted
+from placed.policy.builtins import SERVICE_BUILTINS, read_only_reason
+from placed.policy.expressions.syntax import Range
+from placed.spec import hzn_config, hzn_keys, openhorizon
+from placed.spec.errors import SpecError, quoted
+from placed.spec.hzn_files import HznFile, LongNumber, bounded_int, fail, has_documents, read_all
 from placed.spec.load import load_specs_text
-from placed.spec.source import MAX_DIGITS, SourceMap, decode, too_deep, too_long_number
+from placed.spec.source import MAX_DIGITS, dotted
 from placed.spec.source import Path as KeyPath
 
-# Bounds on what is read: hzn files are small; a node list of many thousand nodes is a few
-# megabytes, and an operator archive rarely more than one.
-MAX_FILE_BYTES = 32 * 1024 * 1024
-MAX_FILES = 1000
-MAX_TOTAL_BYTES = 256 * 1024 * 1024
+# Bounds on an operator archive: rarely more than a megabyte (the files' own are in
+# placed.spec.hzn_files).
 MAX_ARCHIVE_BYTES = 16 * 1024 * 1024  # an operator archive, compressed
 MAX_ARCHIVE_UNPACKED = 32 * 1024 * 1024
 MAX_ARCHIVE_MEMBERS = 1000
@@ -86,6 +91,7 @@ _K8S_SCOPED = "openhorizon.kubernetesNamespaceScoped"
 _NODE_FIELDS = (_CPU, _MEMORY, _ARCH, _HARDWARE_ID, _K8S_VERSION, _K8S_NAMESPACE, _K8S_SCOPED)
 _CLUSTER_FIELDS = (_K8S_VERSION, _K8S_NAMESPACE, _K8S_SCOPED)
 
+MAX_SNIFFED = 32 * 1024 * 1024  # a file looked into to tell whether it is hzn's
 _NODE_KEYS = {"nodeType", "isNamespaceScoped", "registeredServices", "publicKey", "pattern"}
 _NODE_POLICY_KEYS = set(hzn_keys.NODE_POLICY.known)
 _NODE_POLICY_SECTIONS = {"properties", "constraints", "deployment", "management"}
@@ -95,117 +101,39 @@ _SHAPES = (
     "pattern publish), a service definition (hzn exchange service publish) or the "
     "service list (hzn exchange service list -l)"
 )
-_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
 _MANIFEST_KIND = re.compile(r"""kind["']?\s*:\s*["']?(Namespace|Deployment)\b""")
 _YAML_SEPARATOR = re.compile(r"^---.*$", re.MULTILINE)
-
-
-# -- reading -----------------------------------------------------------------------------
-
-
-@dataclass
-class _File:
-    path: Path
-    data: Any
-    sources: SourceMap
-    problems: list[Problem] = field(default_factory=list)
-
-    @property
-    def source(self) -> str:
-        return str(self.path)
-
-    @property
-    def out(self) -> Collector:
-        return Collector(self.sources, self.problems)
-
-    def add(self, message: str, path: KeyPath = (), key: bool = False) -> None:
-        self.out.add(message, path, key)
-
-    def at(self, path: KeyPath) -> SourcePosition | None:
-        return self.sources.value(path)
-
-
-def _fail(source: str, message: str, position: SourcePosition | None = None) -> SpecError:
-    return SpecError(source, [Problem(message, position=position)])
-
-
-def _files(paths: list[Path]) -> list[Path]:
-    """The files to read: the given files, or the .json files of one directory."""
-    if not paths:
-        raise _fail("<openhorizon>", "no files given")
-    directories = [path for path in paths if path.is_dir()]
-    if directories and len(paths) > 1:
-        raise _fail(str(directories[0]), "give one directory, or files, not both")
-    if directories:
-        try:
-            found = sorted(
-                p for p in directories[0].iterdir() if p.suffix == ".json" and p.is_file()
-            )
-        except OSError as error:
-            raise _fail(str(directories[0]), f"cannot read: {error}") from None
-        # hzn's project configuration (cli/cliconfig/config.go) sits beside the files it
-        # configures; it describes none of the documents read here.
-        found = [p for p in found if p.name != "hzn.json"]
-        if not found:
-            raise _fail(str(directories[0]), f"holds no .json file; expected {_SHAPES}")
-    else:
-        found = list(paths)
-    if len(found) > MAX_FILES:
-        raise _fail(str(paths[0]), f"{len(found)} files; at most {MAX_FILES} are read")
-    return found
-
-
-class _LongNumber(Exception):
-    def __init__(self, number: str) -> None:
-        self.number = number
-
-
-def _bounded_int(number: str) -> int:
-    if len(number.lstrip("-")) > MAX_DIGITS:
-        raise _LongNumber(number)
-    return int(number)
-
-
-def _read(path: Path, budget: list[int]) -> _File:
-    source = str(path)
-    try:
-        # Read, not stat: a device or a pipe has no size until it is read (/dev/zero).
-        with path.open("rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise _fail(source, "no such file") from None
-    except IsADirectoryError:
-        raise _fail(source, "is a directory; give one directory, or files") from None
-    except OSError as error:
-        raise _fail(source, f"cannot read: {error.strerror or error}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise _fail(source, f"is larger than {MAX_FILE_BYTES} bytes, the most read from one file")
-    budget[0] -= len(data)
-    if budget[0] < 0:
-        raise _fail(source, f"the files together exceed {MAX_TOTAL_BYTES} bytes")
-    text = decode(data, source)
-    # Blanking comments rather than deleting them keeps every line and column.
-    text = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
-    try:
-        data = json.loads(text, parse_int=_bounded_int)
-    except json.JSONDecodeError as error:
-        position = SourcePosition(error.lineno, error.colno)
-        raise _fail(source, f"not valid JSON: {error.msg}", position) from None
-    except _LongNumber as error:
-        raise too_long_number(text, error.number, source) from None
-    except RecursionError:
-        raise too_deep(text, source) from None
-    # Positions are found only when a problem asks for one.
-    return _File(path, data, SourceMap(text=text))
 
 
 # -- what each document is ---------------------------------------------------------------
 
 
 def _shape(data: Any, name: str) -> str | None:
-    """Which hzn document `data` is, by its keys (and for policies, the file's name)."""
+    """Which hzn document `data` is, by its keys (and for policies, user input and hzn.json,
+    the file's name)."""
+    lowered = name.lower()
+    if isinstance(data, list):
+        # The registration input file in its list form (common/userinput_file.go).
+        if lowered.endswith("userinput.json") or (
+            data and all(isinstance(item, dict) and "serviceUrl" in item for item in data)
+        ):
+            return "user-inputs"
+        return None
     if not isinstance(data, dict):
         return None
+    if lowered == hzn_config.CONFIG_NAME:
+        return "config"
+    if "workloadUrl" in data:
+        return "old-workload" if "workloadVersions" not in data else "old-pattern-entry"
+    if "specRef" in data and "workloads" in data:
+        return "old-microservice"
+    workloads = data.get("workloads")
+    if (
+        "services" not in data
+        and isinstance(workloads, list)
+        and any(isinstance(w, dict) and "workloadUrl" in w for w in workloads)
+    ):
+        return "old-pattern"
     if isinstance(data.get("service"), dict):
         return "deployment-policy"
     services = data.get("services")
@@ -213,8 +141,15 @@ def _shape(data: Any, name: str) -> str | None:
         isinstance(services, list)
         and "url" not in data
         and all(isinstance(s, dict) and "serviceUrl" in s for s in services)
+        and not lowered.endswith("userinput.json")
     ):
         return "pattern"
+    if lowered.endswith("userinput.json") or (
+        set(data) <= {"global", "services"}
+        and isinstance(services, list)
+        and all(isinstance(s, dict) and "variables" in s for s in services)
+    ):
+        return "user-input"
     if "url" in data and "version" in data:
         return "service"
     if data and all(isinstance(value, dict) for value in data.values()):
@@ -223,7 +158,6 @@ def _shape(data: Any, name: str) -> str | None:
             return "nodes"
         if all("url" in value and "version" in value for value in values):
             return "services"
-    lowered = name.lower()
     if lowered.endswith("service.policy.json"):
         return "service-policy"
     # A node policy is one by its file's name, or by its keys (a misspelt one among them is
@@ -236,23 +170,39 @@ def _shape(data: Any, name: str) -> str | None:
     return None
 
 
+# Documents hzn has not read since anax e7fbc8d0 (2018-10-10, "Issue 683 - remove workloads
+# and microservices"): `hzn exchange microservice publish` and `hzn exchange workload
+# publish` are gone, and `hzn exchange service publish` has no specRef, workloadUrl,
+# apiSpec or workloads.
+_OLD_FORMATS = {
+    "old-microservice": "a microservice definition (specRef, workloads)",
+    "old-workload": "a workload definition (workloadUrl, apiSpec, workloads)",
+    "old-pattern": "a pattern of workloads (workloads[].workloadUrl)",
+    "old-pattern-entry": "a pattern's workload (workloadUrl, workloadVersions)",
+}
+# Documents read for nothing but their keys: user input does not decide where a service
+# goes, and hzn.json gives the other files their variables.
+_ACCEPTED = {"config", "user-input", "user-inputs"}
+
+
 def looks_like_openhorizon(paths: list[Path]) -> bool:
     """Whether `paths` are Open Horizon documents: a directory is when it holds .json
-    files, files are when one of them has the shape of an hzn document."""
-    if len(paths) == 1 and paths[0].is_dir():
-        try:
-            return any(
-                p.suffix == ".json" and p.name != "hzn.json" and p.is_file()
-                for p in paths[0].iterdir()
-            )
-        except OSError:
-            return False  # the native reader says what is wrong with the directory
+    files or hzn projects beneath, files are when one of them has the shape of an hzn
+    document."""
+    if all(path.is_dir() for path in paths):
+        return bool(paths) and all(has_documents(path) for path in paths)
     for path in paths:
-        try:
-            found = _read(path, [MAX_TOTAL_BYTES])
-        except SpecError:
+        if path.is_dir():
             continue
-        if _shape(found.data, path.name) not in (None, "service-policy"):
+        try:
+            with path.open("rb") as handle:
+                raw = handle.read(MAX_SNIFFED + 1)
+            if len(raw) > MAX_SNIFFED:
+                continue
+            data = json.loads(hzn_config.blank_comments(raw.decode("utf-8-sig")))
+        except (OSError, ValueError, RecursionError):
+            continue
+        if _shape(data, path.name) not in (None, "service-policy", *_ACCEPTED):
             return True
     return False
 
@@ -261,7 +211,7 @@ def looks_like_openhorizon(paths: list[Path]) -> bool:
 
 
 def _text(
-    file: _File, owner: dict[str, Any], key: str, path: KeyPath, required: bool = False
+    file: HznFile, owner: dict[str, Any], key: str, path: KeyPath, required: bool = False
 ) -> str:
     value = owner.get(key)
     if value is None:
@@ -276,7 +226,7 @@ def _text(
     return value
 
 
-def _mapping(file: _File, owner: dict[str, Any], key: str, path: KeyPath) -> dict[str, Any]:
+def _mapping(file: HznFile, owner: dict[str, Any], key: str, path: KeyPath) -> dict[str, Any]:
     value = owner.get(key)
     if value is None:
         return {}
@@ -286,7 +236,7 @@ def _mapping(file: _File, owner: dict[str, Any], key: str, path: KeyPath) -> dic
     return value
 
 
-def _list(file: _File, owner: dict[str, Any], key: str, path: KeyPath) -> list[Any]:
+def _list(file: HznFile, owner: dict[str, Any], key: str, path: KeyPath) -> list[Any]:
     value = owner.get(key)
     if value is None:
         return []
@@ -319,7 +269,7 @@ class _Properties:
     builtins: dict[str, tuple[Any, KeyPath]] = field(default_factory=dict)
 
 
-def _properties(file: _File, owner: dict[str, Any], path: KeyPath, who: str) -> _Properties:
+def _properties(file: HznFile, owner: dict[str, Any], path: KeyPath, who: str) -> _Properties:
     found = _Properties()
     for index, item in enumerate(_list(file, owner, "properties", path)):
         where = (*path, "properties", index)
@@ -340,6 +290,11 @@ def _properties(file: _File, owner: dict[str, Any], path: KeyPath, who: str) -> 
         if who == "node" and name in _NODE_FIELDS:
             found.builtins[name] = (value, (*where, "value"))
             continue
+        if who == "service" and (name in SERVICE_BUILTINS or name == ALLOW_PRIVILEGED):
+            # hzn replaces these with the service's own values: the service built-ins when
+            # it adds the policy (cli/exchange/service.go ServiceAddPolicy), and privilege
+            # from the deployment (compcheck/policy_check.go SetServicePolicyPrivilege).
+            continue
         reason = read_only_reason(name, who)
         if reason:
             file.add(reason, (*where, "name"))
@@ -357,7 +312,7 @@ def _properties(file: _File, owner: dict[str, Any], path: KeyPath, who: str) -> 
     return found
 
 
-def _constraints(file: _File, owner: dict[str, Any], path: KeyPath) -> list[str]:
+def _constraints(file: HznFile, owner: dict[str, Any], path: KeyPath) -> list[str]:
     raw = _list(file, owner, "constraints", path)
     bad = [i for i, text in enumerate(raw) if not isinstance(text, str)]
     for index in bad:
@@ -367,7 +322,7 @@ def _constraints(file: _File, owner: dict[str, Any], path: KeyPath) -> list[str]
     return list(openhorizon.constraints(raw, (*path, "constraints"), file.out))
 
 
-def _version(file: _File, text: str, path: KeyPath) -> tuple[int, int, int] | None:
+def _version(file: HznFile, text: str, path: KeyPath) -> tuple[int, int, int] | None:
     parsed = parse_version(text)
     if parsed is None and text:
         file.add(f"{text!r} is not a version (1 to 3 dot-separated numbers, such as 1.2.3)", path)
@@ -375,6 +330,18 @@ def _version(file: _File, text: str, path: KeyPath) -> tuple[int, int, int] | No
 
 
 # -- service definitions -----------------------------------------------------------------
+
+
+@dataclass
+class _Dependency:
+    """One of a service's requiredServices (exchangecommon.ServiceDependency)."""
+
+    url: str
+    org: str
+    versions: Range
+    written: str  # the range as the file gives it
+    arch: str
+    path: KeyPath
 
 
 @dataclass
@@ -387,11 +354,22 @@ class _Definition:
     runs_on: list[str]
     privileged: bool
     namespace: str | None
-    file: _File
+    file: HznFile
+    path: KeyPath = ()
+    publish: bool = False  # a `hzn exchange service publish` file, not the exchange's copy
+    requires: list[_Dependency] = field(default_factory=list)
+    # Its service policy (`hzn exchange service addpolicy`), from the folder it is in.
+    policy: HznFile | None = None
+    properties: list[dict[str, Any]] = field(default_factory=list)
+    constraints: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.org}/{self.url}" if self.org else self.url
 
 
 def _definition(
-    file: _File, data: dict[str, Any], path: KeyPath, org: str, publish: bool = False
+    file: HznFile, data: dict[str, Any], path: KeyPath, org: str, publish: bool = False
 ) -> _Definition | None:
     """A service definition; `publish` when it is a `hzn exchange service publish` file
     rather than what the exchange keeps."""
@@ -404,6 +382,7 @@ def _definition(
     key = _version(file, version, (*path, "version"))
     deployment = _json_field(file, data, "deployment", path)
     cluster = _json_field(file, data, "clusterDeployment", path)
+    requires = _required_services(file, data, path)
     if not url or not arch or key is None:
         return None
     # A device runs a service with a `deployment`, a cluster one with a `clusterDeployment`
@@ -419,10 +398,60 @@ def _definition(
         privileged=_privileged(deployment),
         namespace=_embedded_namespace(file, cluster, (*path, "clusterDeployment")),
         file=file,
+        path=path,
+        publish=publish,
+        requires=requires,
     )
 
 
-def _publishable(file: _File, data: dict[str, Any], path: KeyPath) -> None:
+def _required_services(file: HznFile, data: dict[str, Any], path: KeyPath) -> list[_Dependency]:
+    """A definition's requiredServices, each checked at its place."""
+    found = []
+    for index, item in enumerate(_list(file, data, "requiredServices", path)):
+        where = (*path, "requiredServices", index)
+        if not isinstance(item, dict):
+            file.add(
+                f"expected an object with url, org, versionRange, arch, got {_kind(item)}", where
+            )
+            continue
+        url = _text(file, item, "url", where, required=True)
+        org = _text(file, item, "org", where, required=True)
+        arch = _text(file, item, "arch", where)
+        # ServiceDependency.GetVersionRange: versionRange, else version, else any version.
+        key = "versionRange" if item.get("versionRange") else "version"
+        written = _text(file, item, key, where) or "[0.0.0,INFINITY)"
+        versions = _version_range(written)
+        if isinstance(versions, str):
+            file.add(versions, (*where, key))
+        elif url and org:
+            found.append(_Dependency(url, org, versions, written, arch, where))
+    return found
+
+
+def _version_range(text: str) -> Range | str:
+    """A version range as anax reads one (semanticversion Version_Expression_Factory): a
+    version v for [v,INFINITY), or [low,high) with either bracket; else what is wrong."""
+    if " " in text:
+        return f"{quoted(text)}: whitespace is not permitted in a version range"
+    if parse_version(text) is not None:
+        return Range(parse_version(text) or (0, 0, 0), True, None, False)
+    if text[:1] not in "[(" or text[-1:] not in ")]" or len(text) < 2:
+        return (
+            f"{quoted(text)} is neither a version nor a range such as [1.0.0,INFINITY) (it "
+            "must begin with [ or ( and end with ] or ))"
+        )
+    parts = text[1:-1].split(",")
+    if len(parts) != 2 or not all(parts):
+        return f"{quoted(text)}: a range holds two versions, such as [1.0.0,2.0.0)"
+    low = parse_version(parts[0])
+    high = None if parts[1] == "INFINITY" else parse_version(parts[1])
+    if low is None or (high is None and parts[1] != "INFINITY"):
+        bad = parts[0] if low is None else parts[1]
+        return f"{quoted(bad)} in {quoted(text)} is not a version"
+    return Range(low, text[0] == "[", high, text[-1] == "]")
+
+
+def _publishable(file: HznFile, data: dict[str, Any], path: KeyPath) -> None:
     """What `hzn exchange service publish` refuses before it signs a cluster deployment
     (cli/kube_deployment/kube_deployment.go Sign): publishing records the operator's
     namespace as clusterDeployment.metadata itself, so a publish file may not carry one.
@@ -443,7 +472,7 @@ def _publishable(file: _File, data: dict[str, Any], path: KeyPath) -> None:
         )
 
 
-def _json_field(file: _File, data: dict[str, Any], key: str, path: KeyPath) -> dict[str, Any]:
+def _json_field(file: HznFile, data: dict[str, Any], key: str, path: KeyPath) -> dict[str, Any]:
     """A deployment section: an object, or the same as JSON text (as the exchange and a
     pre-signed service keep it)."""
     value = data.get(key)
@@ -451,11 +480,11 @@ def _json_field(file: _File, data: dict[str, Any], key: str, path: KeyPath) -> d
         return {}
     if isinstance(value, str):
         try:
-            value = json.loads(value, parse_int=_bounded_int)
+            value = json.loads(value, parse_int=bounded_int)
         except (json.JSONDecodeError, RecursionError) as error:
             file.add(f"holds text that is not valid JSON: {error}", (*path, key))
             return {}
-        except _LongNumber as error:
+        except LongNumber as error:
             file.add(
                 f"holds a number of {len(error.number)} digits; placed takes integers of at "
                 f"most {MAX_DIGITS} digits",
@@ -481,7 +510,7 @@ def _privileged(deployment: dict[str, Any]) -> bool:
     )
 
 
-def _embedded_namespace(file: _File, cluster: dict[str, Any], path: KeyPath) -> str | None:
+def _embedded_namespace(file: HznFile, cluster: dict[str, Any], path: KeyPath) -> str | None:
     """The namespace a cluster service embeds, as anax finds it
     (common/deploymentconfig.go GetClusterDeploymentMetadata): metadata.namespace, which
     `hzn exchange service publish` records, else the operator archive's own."""
@@ -503,12 +532,19 @@ def _embedded_namespace(file: _File, cluster: dict[str, Any], path: KeyPath) -> 
     return _operator_namespace(manifests)
 
 
-def _archive_bytes(file: _File, archive: str, where: KeyPath) -> bytes | None:
+def _archive_bytes(file: HznFile, archive: str, where: KeyPath) -> bytes | None:
     # In a publish file the archive is a path relative to the file
     # (cli/kube_deployment/kube_deployment.go Sign); once published, base64 of the tar.gz.
     if len(archive) < 4096 and not archive.endswith("..."):
         candidate = file.path.parent / archive
         try:
+            if archive.endswith((".tar.gz", ".tgz")) and not candidate.exists():
+                file.add(
+                    f"no such file {candidate}: hzn exchange service publish reads the "
+                    "operator archive from it, relative to this file",
+                    where,
+                )
+                return None
             if candidate.is_file():
                 size = candidate.stat().st_size
                 if size > MAX_ARCHIVE_BYTES:
@@ -596,16 +632,19 @@ class _Node:
     namespace: str = ""
     scoped: bool = False
     pattern: str = ""
-    file: _File | None = None
-    policy: _File | None = None
+    file: HznFile | None = None
+    policy: HznFile | None = None
 
 
 class _Converter:
-    def __init__(self, files: list[_File]) -> None:
+    def __init__(self, files: list[HznFile]) -> None:
         self.files = files
         self.nodes: dict[str, _Node] = {}
         self.definitions: list[_Definition] = []
-        self.workload_names: dict[str, _File] = {}
+        self.workload_names: dict[str, HznFile] = {}
+        self.required: dict[int, list[dict[str, Any]]] = {}
+        # Warnings the files give, shown beside what placed answers (a Spec's notices).
+        self.notices: list[Notice] = []
 
     # Problems are reported for the first file that has any, all of that file's at once.
     def check(self) -> None:
@@ -614,17 +653,21 @@ class _Converter:
                 raise SpecError(file.source, file.problems)
 
     def convert(self, name: str) -> dict[str, Any]:
-        shapes: dict[str, list[_File]] = {}
+        shapes: dict[str, list[HznFile]] = {}
         for file in self.files:
             shape = _shape(file.data, file.path.name)
-            if shape == "service-policy":
-                raise _fail(
+            if shape in _OLD_FORMATS:
+                raise fail(
                     file.source,
-                    "service policies are not supported yet; give the service's "
-                    "properties and constraints in the deployment policy",
+                    f"{_OLD_FORMATS[shape]}, a format hzn has not read since 2018 (anax "
+                    "e7fbc8d0 removed `hzn exchange microservice` and `hzn exchange "
+                    "workload`); write it as a service definition (`hzn dev service new`)",
+                    file.at(()),
                 )
+        for file in self.files:
+            shape = _shape(file.data, file.path.name)
             if shape is None:
-                raise _fail(
+                raise fail(
                     file.source,
                     f"not an Open Horizon document placed reads; expected {_SHAPES}",
                     file.at(()),
@@ -643,6 +686,14 @@ class _Converter:
                 self._add_definition(_definition(file, data, (key,), org))
         self._node_policies(shapes.get("node-policy", []), bool(shapes.get("nodes")))
         self.check()
+        self._service_policies(shapes.get("service-policy", []))
+        for definition in self.definitions:
+            if definition.publish:
+                # `hzn exchange service publish` resolves every dependency first
+                # (common/service_file.go ValidateService).
+                self._dependencies(definition)
+        self.check()
+        self._undefined_variables()
         patterns = self._pattern_ids(shapes.get("pattern", []))
         inventory = [self._location(node, patterns) for node in self.nodes.values()]
         workloads: list[dict[str, Any]] = []
@@ -653,9 +704,28 @@ class _Converter:
         self.check()
         return {"version": 1, "name": name, "inventory": inventory, "workloads": workloads}
 
+    def _undefined_variables(self) -> None:
+        """hzn's warning for each variable a file uses that nothing defines
+        (cli/cliutils ExpandMapping), once per variable."""
+        files: dict[str, list[HznFile]] = {}
+        for file in self.files:
+            for name in file.undefined:
+                files.setdefault(name, []).append(file)
+        for name, where in files.items():
+            looked = where[0].folder.variables.where_looked()
+            names = ", ".join(str(file.path) for file in where[:3])
+            more = f" and {len(where) - 3} more" if len(where) > 3 else ""
+            self.notices.append(
+                Notice(
+                    "undefined-variable",
+                    f'${name} is defined nowhere hzn looks ({looked}); hzn substitutes "" '
+                    f"for it, as placed did, in {names}{more}",
+                )
+            )
+
     # -- nodes ---------------------------------------------------------------------------
 
-    def _node_list(self, file: _File) -> None:
+    def _node_list(self, file: HznFile) -> None:
         for key, data in file.data.items():
             path: KeyPath = (key,)
             node_id = key.rpartition("/")[2]
@@ -690,27 +760,28 @@ class _Converter:
                 continue
             self.nodes[node_id] = node
 
-    def _node_policies(self, files: list[_File], listed: bool) -> None:
-        unnamed = [f for f in files if _policy_node(f.path.name) is None]
+    def _node_policies(self, files: list[HznFile], listed: bool) -> None:
+        unnamed = Counter(f.folder.path for f in files if _policy_node(f.path.name) is None)
         for file in files:
             node_id = _policy_node(file.path.name)
             if node_id is None:
-                # `hzn deploycheck --node-pol FILE` checks one node with that policy.
+                # `hzn deploycheck --node-pol FILE` checks one node with that policy: one per
+                # folder, named after the folder when several are read.
                 if listed and len(self.nodes) == 1:
                     node_id = next(iter(self.nodes))
-                elif listed or len(unnamed) > 1:
-                    raise _fail(
+                elif listed or unnamed[file.folder.path] > 1:
+                    raise fail(
                         file.source,
                         "which node's policy is this? name it NODE.node.policy.json "
                         "after the node it belongs to",
                     )
                 else:
-                    node_id = "node"
+                    node_id = f"{file.folder.label}-node" if file.folder.label else "node"
             node = self.nodes.get(node_id)
             if node is None and listed:
                 close = difflib.get_close_matches(node_id, list(self.nodes), n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise _fail(file.source, f"no node {node_id!r} in the node list{hint}")
+                raise fail(file.source, f"no node {node_id!r} in the node list{hint}")
             if node is None:
                 node = self.nodes[node_id] = _Node(id=node_id, key=node_id, kind="device")
                 # Without the node list, only the policy's built-ins say what the node is.
@@ -718,12 +789,12 @@ class _Converter:
                 if set(builtins) & set(_CLUSTER_FIELDS):
                     node.kind = "cluster"
             if node.policy is not None:
-                raise _fail(
+                raise fail(
                     file.source, f"node {node_id!r} already has the policy {node.policy.path}"
                 )
             node.policy = file
 
-    def _builtins(self, file: _File) -> dict[str, tuple[Any, KeyPath]]:
+    def _builtins(self, file: HznFile) -> dict[str, tuple[Any, KeyPath]]:
         found = dict(_properties(_quiet(file), file.data, (), "node").builtins)
         deployment = file.data.get("deployment")
         if isinstance(deployment, dict):
@@ -800,7 +871,14 @@ class _Converter:
         self.definitions.append(found)
 
     def _resolve(
-        self, file: _File, url: str, org: str, arch: str, versions: list[Any], path: KeyPath
+        self,
+        file: HznFile,
+        url: str,
+        org: str,
+        arch: str,
+        versions: list[Any],
+        path: KeyPath,
+        missing: list[tuple[KeyPath, str]] | None = None,
     ) -> dict[str, _Definition]:
         """The definition each architecture deploys for a service reference: where several
         versions are allowed (serviceVersions), the highest one that has a definition.
@@ -833,12 +911,15 @@ class _Converter:
         if not chosen:
             names = ", ".join(sorted(wanted.values()))
             on = f" for arch {arch}" if arch not in ("", "*") else ""
-            file.add(
+            message = (
                 f"no service definition for {org}/{url} version {names}{on}; give its "
                 "`hzn exchange service publish` file or the output of "
-                "`hzn exchange service list -l`",
-                path,
+                "`hzn exchange service list -l`"
             )
+            if missing is not None:
+                missing.append((path, message))
+            else:
+                file.add(message, path)
         return dict(sorted(chosen.items()))
 
     def _runs_on_clusters(self, url: str, org: str, arch: str, versions: list[Any]) -> bool | None:
@@ -861,7 +942,13 @@ class _Converter:
             return None
         return any("cluster" in definition.runs_on for definition in found)
 
-    def _service(self, definition: _Definition, org: str) -> dict[str, Any]:
+    def _service(self, definition: _Definition, org: str, policy: bool = False) -> dict[str, Any]:
+        """The native service; with its service policy for a deployment policy's service
+        (`policy`): anax merges the service policy into the deployment policy's side
+        (compcheck/policy_check.go CheckPolicyCompatiblility,
+        MergeFullServicePolicyToBusinessPolicy) and judges a pattern's services on
+        privilege, namespace and user input alone (compcheck/comp_check.go
+        deployCompatible)."""
         service: dict[str, Any] = {
             "url": definition.url,
             "org": definition.org or org,
@@ -872,12 +959,127 @@ class _Converter:
             service["namespace"] = definition.namespace
         service["privileged"] = definition.privileged
         service["runs_on"] = definition.runs_on
+        if policy and definition.properties:
+            service["properties"] = definition.properties
+        if policy and definition.constraints:
+            service["constraints"] = definition.constraints
+        requires = self._dependencies(definition)
+        if requires:
+            service["requires"] = requires
         return service
+
+    def _required_service(self, definition: _Definition, org: str) -> dict[str, Any]:
+        """A dependency as the native spec writes it: what decides where it can run (its
+        own service policy plays no part: anax merges only the top service's)."""
+        service: dict[str, Any] = {
+            "url": definition.url,
+            "org": definition.org or org,
+            "version": definition.version,
+            "arch": definition.arch,
+            "privileged": definition.privileged,
+            "runs_on": definition.runs_on,
+        }
+        return service
+
+    def _service_policies(self, files: list[HznFile]) -> None:
+        """Each service policy, given to the service defined beside it: the service
+        `hzn exchange service addpolicy` names, or `publish --service-policy-file` adds it
+        to."""
+        for file in files:
+            owners = [
+                d for d in self.definitions if d.publish and d.file.folder.path == file.folder.path
+            ]
+            if not owners:
+                file.add(
+                    "which service's policy is this? A service policy belongs to the service "
+                    f"defined beside it, and {file.folder.path} holds no service definition "
+                    "(hzn exchange service addpolicy names the service)"
+                )
+                continue
+            properties = _properties(file, file.data, (), "service").entries
+            constraints = _constraints(file, file.data, ())
+            for definition in owners:
+                if definition.policy is not None:
+                    file.add(
+                        f"service {definition.name} already has the policy {definition.policy.path}"
+                    )
+                    continue
+                definition.policy = file
+                definition.properties = list(properties.values())
+                definition.constraints = constraints
+
+    def _dependencies(
+        self, definition: _Definition, chain: tuple[int, ...] = ()
+    ) -> list[dict[str, Any]]:
+        """The services a definition requires, each with its own, as the exchange resolves
+        them (exchange.GetHTTPServiceDefResolverHandler: the highest version in the range,
+        of the arch named; placed takes an empty or `*` arch as the requiring service's)."""
+        done = self.required.get(id(definition))
+        if done is not None:
+            return done
+        file = definition.file
+        found: list[dict[str, Any]] = []
+        if definition.requires and definition.runs_on == ["cluster"] and definition.publish:
+            file.add(
+                "'requiredServices' is not supported for cluster type service (hzn exchange "
+                "service publish refuses it)",
+                (*definition.path, "requiredServices"),
+            )
+            definition.requires = []
+        for dependency in definition.requires:
+            arch = dependency.arch if dependency.arch not in ("", "*") else definition.arch
+            chosen = self._required(dependency, arch)
+            if chosen is None:
+                file.add(
+                    f"requires {dependency.org}/{dependency.url} {dependency.written} for arch "
+                    f"{arch}, which no file given defines: give its folder too, a tree that "
+                    "holds both, or `hzn exchange service list -l` output (hzn looks in the "
+                    "exchange)",
+                    dependency.path,
+                )
+                continue
+            if id(chosen) in (*chain, id(definition)):
+                file.add(
+                    f"requires {chosen.name} {chosen.version}, which requires "
+                    f"{definition.name} in turn",
+                    dependency.path,
+                )
+                continue
+            if chosen.runs_on == ["cluster"] and definition.publish:
+                file.add(
+                    f"the required service {chosen.name} {chosen.version} has the wrong "
+                    "service type: cluster (hzn exchange service publish refuses it: "
+                    "common/service_file.go ValidateService)",
+                    dependency.path,
+                )
+                continue
+            service = self._required_service(chosen, dependency.org)
+            requires = self._dependencies(chosen, (*chain, id(definition)))
+            if requires:
+                service["requires"] = requires
+            found.append(service)
+        self.required[id(definition)] = found
+        return found
+
+    def _required(self, dependency: _Dependency, arch: str) -> _Definition | None:
+        best = None
+        for candidate in self.definitions:
+            if (
+                candidate.url == dependency.url
+                and candidate.org in ("", dependency.org)
+                and candidate.arch == arch
+                and dependency.versions.contains(candidate.key)
+                and (best is None or candidate.key > best.key)
+            ):
+                best = candidate
+        return best
 
     # -- workloads -----------------------------------------------------------------------
 
-    def _name(self, file: _File, base: str, arch: str, several: bool) -> str:
+    def _name(self, file: HznFile, base: str, arch: str, several: bool) -> str:
         name = f"{base}-{arch}" if several else base
+        if file.folder.label:
+            name = f"{file.folder.label}-{name}"  # several folders: whose file it is
         name = re.sub(r"[\s/]+", "-", name.strip()) or "policy"
         first = self.workload_names.get(name)
         if first is not None:
@@ -887,7 +1089,7 @@ class _Converter:
         self.workload_names[name] = file
         return name
 
-    def _policy(self, file: _File) -> list[dict[str, Any]]:
+    def _policy(self, file: HznFile) -> list[dict[str, Any]]:
         data = file.data
         service = _mapping(file, data, "service", ())
         path: KeyPath = ("service",)
@@ -923,15 +1125,15 @@ class _Converter:
                 workload["constraints"] = constraints
             if namespace:
                 workload["cluster_namespace"] = namespace
-            workload["service"] = self._service(definition, org)
+            workload["service"] = self._service(definition, org, policy=True)
             workloads.append(workload)
         return workloads
 
-    def _pattern_ids(self, files: list[_File]) -> dict[int, str]:
+    def _pattern_ids(self, files: list[HznFile]) -> dict[int, str]:
         """Each pattern's id, org/name as nodes name it (the name defaults to the file's,
         as `hzn exchange pattern publish -p` would give it)."""
         ids: dict[int, str] = {}
-        seen: dict[str, _File] = {}
+        seen: dict[str, HznFile] = {}
         for file in files:
             name = _text(file, file.data, "name", ()) or _stem(file.path)
             org = _text(file, file.data, "org", ())
@@ -939,13 +1141,23 @@ class _Converter:
             if '"' in pattern_id:
                 file.add("a pattern name may not contain a double quote", ("name",))
             if pattern_id in seen:
-                file.add(f"pattern {pattern_id} is also {seen[pattern_id].path}")
-            seen[pattern_id] = file
+                # Publishing both replaces the first in the exchange (PatternPublish updates
+                # a pattern that exists): which one stands depends on the order. The
+                # examples keep a pattern for one arch and one for all under one name.
+                self.notices.append(
+                    Notice(
+                        "pattern-given-twice",
+                        f"pattern {pattern_id} is both {seen[pattern_id].path} and "
+                        f"{file.path}; the exchange keeps the one published last, and placed "
+                        "plans each as its own workload",
+                    )
+                )
+            seen.setdefault(pattern_id, file)
             ids[id(file)] = pattern_id
         self.check()
         return ids
 
-    def _pattern(self, file: _File, pattern_id: str) -> list[dict[str, Any]]:
+    def _pattern(self, file: HznFile, pattern_id: str) -> list[dict[str, Any]]:
         data = file.data
         namespace = _text(file, data, "clusterNamespace", ())
         # Each node takes the pattern's services of its own arch
@@ -953,6 +1165,7 @@ class _Converter:
         # workload per arch, each with the services that arch runs.
         by_arch: dict[str, list[dict[str, Any]]] = {}
         on_clusters: list[bool | None] = []
+        missing: list[tuple[KeyPath, str]] = []
         for index, reference in enumerate(_list(file, data, "services", ())):
             path: KeyPath = ("services", index)
             if not isinstance(reference, dict):
@@ -965,10 +1178,24 @@ class _Converter:
             if not url:
                 continue
             for service_arch, definition in self._resolve(
-                file, url, org, arch, versions, path
+                file, url, org, arch, versions, path, missing
             ).items():
                 by_arch.setdefault(service_arch, []).append(self._service(definition, org))
             on_clusters.append(self._runs_on_clusters(url, org, arch, versions))
+        if missing and not by_arch:
+            for path, message in missing:
+                file.add(message, path)
+        for path, message in missing if by_arch else ():
+            # A pattern for all architectures (the examples' pattern-all-arches.json) lists
+            # each arch's definition; hzn takes them from the exchange, where the service
+            # was published once per arch. The architectures given are planned.
+            self.notices.append(
+                Notice(
+                    "service-definition-missing",
+                    f"{file.path}: {dotted(path)}: {message}; the pattern is planned for "
+                    f"the architectures that have one ({', '.join(sorted(by_arch))})",
+                )
+            )
         if namespace and on_clusters and not any(on_clusters) and None not in on_clusters:
             # hzn exchange pattern publish refuses it
             # (cli/exchange/pattern.go PatternPublish, HasClusterTypeService).
@@ -995,9 +1222,9 @@ class _Converter:
         return workloads
 
 
-def _quiet(file: _File) -> _File:
+def _quiet(file: HznFile) -> HznFile:
     """The same document, its problems kept apart (they are reported by the full pass)."""
-    return _File(file.path, file.data, file.sources)
+    return HznFile(file.path, file.data, file.sources, file.folder)
 
 
 def _policy_node(name: str) -> str | None:
@@ -1028,7 +1255,9 @@ def _pattern_for(named: str, patterns: dict[int, str]) -> str:
     return named
 
 
-def _builtin_text(policy: _File | None, builtins: dict[str, tuple[Any, KeyPath]], name: str) -> str:
+def _builtin_text(
+    policy: HznFile | None, builtins: dict[str, tuple[Any, KeyPath]], name: str
+) -> str:
     if policy is None or name not in builtins:
         return ""
     value, where = builtins[name]
@@ -1039,7 +1268,7 @@ def _builtin_text(policy: _File | None, builtins: dict[str, tuple[Any, KeyPath]]
 
 
 def _builtin_number(
-    policy: _File | None, builtins: dict[str, tuple[Any, KeyPath]], name: str
+    policy: HznFile | None, builtins: dict[str, tuple[Any, KeyPath]], name: str
 ) -> float | int | None:
     if policy is None or name not in builtins:
         return None
@@ -1050,7 +1279,7 @@ def _builtin_number(
     return value
 
 
-def _flag(policy: _File | None, builtins: dict[str, tuple[Any, KeyPath]], name: str) -> bool:
+def _flag(policy: HznFile | None, builtins: dict[str, tuple[Any, KeyPath]], name: str) -> bool:
     if policy is None or name not in builtins:
         return False
     value, where = builtins[name]
@@ -1068,19 +1297,26 @@ def _name_of(paths: list[Path]) -> str:
     return first.name if first.is_dir() else first.parent.name or first.stem
 
 
-def convert_openhorizon(paths: list[Path]) -> dict[str, Any]:
-    """The native spec document (plain data) that the hzn documents at `paths` describe."""
-    budget = [MAX_TOTAL_BYTES]
-    files = [_read(path, budget) for path in _files(paths)]
-    return _Converter(files).convert(_name_of(paths))
+def convert_openhorizon(paths: list[Path], notices: list[Notice] | None = None) -> dict[str, Any]:
+    """The native spec document (plain data) that the hzn documents at `paths` describe;
+    what they warn about is added to `notices`."""
+    converter = _Converter(read_all(paths))
+    document = converter.convert(_name_of(paths))
+    if notices is not None:
+        notices.extend(converter.notices)
+    return document
 
 
-def dump_native(document: dict[str, Any]) -> str:
-    """The native document as YAML, as `placed convert` prints it."""
+def dump_native(document: dict[str, Any], notices: Sequence[Notice] = ()) -> str:
+    """The native document as YAML, as `placed convert` prints it, the files' warnings
+    first as comments."""
     header = (
         "# The native placed spec of a set of Open Horizon files, written by placed convert.\n"
         "# Convert again after changing those files rather than editing this one.\n"
     )
+    for notice in notices:
+        text = " ".join(notice.message.split())  # one comment line each
+        header += f"# warning [{notice.code}]: {text}\n"
     return header + yaml.dump(
         document,
         Dumper=_Dumper,
@@ -1099,10 +1335,14 @@ class _Dumper(yaml.SafeDumper):
 
 def load_openhorizon(paths: list[Path]) -> list[Spec]:
     """The hzn documents at `paths` as a spec, through the native pipeline."""
-    text = dump_native(convert_openhorizon(paths))
+    notices: list[Notice] = []
+    text = dump_native(convert_openhorizon(paths, notices))
     source = str(paths[0])
     try:
-        return load_specs_text(text, source)
+        return [
+            dataclasses.replace(spec, notices=(*notices, *spec.notices))
+            for spec in load_specs_text(text, source)
+        ]
     except SpecError as error:
         # The files themselves were checked above; what the native checks still find is in
         # the converted spec, so the message sends the reader to it.

@@ -94,20 +94,88 @@ _SERVICE_IGNORED = (
     "documentation",
     "sharable",
     "matchHardware",
-    "requiredServices",
     "userInput",
     "deploymentSignature",
     "clusterDeploymentSignature",
+    # Not a field since anax 959faa55 (2019, "Remove the torrent and image store support")
+    # and still in older publish files, which hzn reads, ignoring it.
+    "imageStore",
+)
+_DEPENDENCY = Keys(
+    "exchangecommon.ServiceDependency", ("url", "org", "version", "versionRange", "arch")
+)
+_SERVICE_READ = (
+    "org",
+    "url",
+    "version",
+    "arch",
+    "deployment",
+    "clusterDeployment",
+    "requiredServices",
 )
 SERVICE = Keys(
     "common.ServiceFile",
-    ("org", "url", "version", "arch", "deployment", "clusterDeployment"),
+    _SERVICE_READ,
     _SERVICE_IGNORED,
+    nested={"requiredServices": ("list", _DEPENDENCY)},
 )
 LISTED_SERVICE = Keys(
     "exchange.ServiceDefinition",
-    ("url", "version", "arch", "deployment", "clusterDeployment"),
+    tuple(key for key in _SERVICE_READ if key != "org"),
     ("owner", *_SERVICE_IGNORED, "lastUpdated"),
+    nested={"requiredServices": ("list", _DEPENDENCY)},
+)
+SERVICE_POLICY = Keys(
+    "exchangecommon.ServicePolicy",
+    ("properties", "constraints"),
+    ("label", "description"),
+    nested={"properties": ("list", PROPERTY)},
+)
+# The registration input file, `hzn register -f`, `hzn deploycheck -u`: placed accepts it
+# and reads none of it (user input does not decide where a service goes). Two forms
+# (common/userinput_file.go): this object (UserInputFile_Old) or a list of USER_INPUT.
+_GLOBAL_SET = Keys("common.GlobalSet", (), ("type", "service_specs", "variables"))
+_MICRO_WORK = Keys("common.MicroWork", (), ("org", "url", "versionRange", "variables"))
+USER_INPUT_FILE = Keys(
+    "common.UserInputFile",
+    (),
+    ("global", "services"),
+    nested={"global": ("list", _GLOBAL_SET), "services": ("list", _MICRO_WORK)},
+)
+_INPUT = Keys("policy.Input", (), ("name", "value"))
+USER_INPUT = Keys(
+    "policy.UserInput",
+    (),
+    ("serviceOrgid", "serviceUrl", "serviceArch", "serviceVersionRange", "inputs"),
+    nested={"inputs": ("list", _INPUT)},
+)
+# hzn.json (cli/cliconfig/config.go HorizonCliConfig): every key sets a variable.
+CONFIG = Keys(
+    "cliconfig.HorizonCliConfig",
+    (
+        "MetadataVars",
+        "HZN_EXCHANGE_USER_AUTH",
+        "HZN_EXCHANGE_NODE_AUTH",
+        "HZN_ORG_ID",
+        "HZN_LANG",
+        "HORIZON_URL",
+        "HZN_EXCHANGE_URL",
+        "HZN_HTTP_RETRIES",
+        "HZN_HTTP_RETRY_INTERVAL",
+        "HZN_FSS_CSSURL",
+        "HZN_AGBOT_URL",
+        "HZN_PRIVATE_KEY_FILE",
+        "HZN_PUBLIC_KEY_FILE",
+        "HZN_DEVICE_ID",
+        "HZN_NODE_ID",
+        "HZN_PATTERN",
+        "HZN_DEV_FSS_IMAGE_REPO",
+        "HZN_DEV_FSS_IMAGE_TAG",
+        "HZN_DEV_FSS_CSS_PORT",
+        "HZN_DEV_FSS_MONGO_IMAGE",
+        "HZN_DEV_FSS_WORKING_DIR",
+        "HZN_REGISTER_HTTP_TIMEOUT",
+    ),
 )
 NODE = Keys(
     "exchange.Device",
@@ -144,9 +212,18 @@ FORMATS: dict[str, tuple[str, str, Keys]] = {
     "pattern": ("pattern", "hzn exchange pattern publish", PATTERN),
     "service": ("service definition", "hzn exchange service publish", SERVICE),
     "services": ("service list entry", "hzn exchange service list -l", LISTED_SERVICE),
+    "service-policy": (
+        "service policy",
+        "hzn exchange service addpolicy, hzn deploycheck --service-pol",
+        SERVICE_POLICY,
+    ),
     "nodes": ("node list entry", "hzn exchange node list -l", NODE),
+    "config": ("hzn.json", "its variables substituted into the other files", CONFIG),
+    "user-input": ("user input", "hzn register -f, hzn deploycheck -u", USER_INPUT_FILE),
+    "user-inputs": ("user input, list form", "hzn register -f, hzn deploycheck -u", USER_INPUT),
 }
 ENTRIES = {"services", "nodes"}  # shapes whose top level maps an id to an entry
+LISTS = {"user-inputs"}  # shapes whose top level is a list of entries
 
 
 def unknown_keys(shape: str, data: Any) -> Iterator[tuple[str, tuple[str | int, ...]]]:
@@ -157,8 +234,17 @@ def unknown_keys(shape: str, data: Any) -> Iterator[tuple[str, tuple[str | int, 
         if isinstance(data, dict):
             for key, entry in data.items():
                 yield from _walk(keys, entry, (key,))
+    elif shape in LISTS:
+        if isinstance(data, list):
+            for index, entry in enumerate(data):
+                yield from _walk(keys, entry, (index,))
     else:
         yield from _walk(keys, data, ())
+
+
+def unknown_keys_of(keys: Keys, data: Any) -> Iterator[tuple[str, tuple[str | int, ...]]]:
+    """unknown_keys for one object described by `keys`."""
+    yield from _walk(keys, data, ())
 
 
 def _walk(
@@ -207,7 +293,7 @@ def markdown_table() -> str:
         for where, found in _objects(keys, ""):
             lines.append(
                 f"| {name} ({command}) | {where or 'top level'} ({found.struct}) | "
-                f"{', '.join(f'`{k}`' for k in found.read)} | "
+                f"{', '.join(f'`{k}`' for k in found.read) or '—'} | "
                 f"{', '.join(f'`{k}`' for k in found.ignored) or '—'} |"
             )
     return "\n".join(lines)

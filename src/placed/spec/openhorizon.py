@@ -208,6 +208,10 @@ def service(spec: ServiceSpec, path: Path, out: Collector) -> Service:
         constraints=constraints(spec.constraints, (*path, "constraints"), out),
         privileged=spec.privileged,
         runs_on=tuple(dict.fromkeys(spec.runs_on)),
+        requires=tuple(
+            service(required, (*path, "requires", index), out)
+            for index, required in enumerate(spec.requires)
+        ),
     )
 
 

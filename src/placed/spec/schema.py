@@ -346,6 +346,12 @@ class ServiceSpec(_Strict):
     )
     properties: Properties = Field(default_factory=dict)
     constraints: Constraints = Field(default_factory=list)
+    requires: list[ServiceSpec] = Field(
+        default_factory=list,
+        description="The services it requires (Open Horizon's requiredServices): on a "
+        "device they run beside it, so each must fit the device too (its deployment, "
+        "architecture and privilege); an edge cluster does not run them.",
+    )
 
 
 def iso_time(value: Any) -> Any:

@@ -190,6 +190,16 @@ class SourceMap:
             at = found if found >= 0 else at
         return offset_position(text, start + min(at, len(raw)))
 
+    def extent(self, path: Path, key: bool = False) -> tuple[SourcePosition, SourcePosition] | None:
+        """Where the value (or the key) at `path` begins and ends, when the path leads to
+        it: what a problem's value was made from (hzn's substituted variables)."""
+        node, key_node, depth = self._walk(path)
+        found = key_node if key else node
+        if found is None or depth != len(path):
+            return None
+        end = found.end_mark
+        return _position(found), SourcePosition(end.line + 1, end.column + 1)
+
     def key(self, path: Path) -> SourcePosition | None:
         """Where the key of the last part of `path` stands (else where its value does)."""
         node, key_node, depth = self._walk(path)
