@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,13 +44,23 @@ def upgrade(url: str) -> str:
 class Replica:
     """One `placed serve` on a port of its own, which it keeps across a kill and a start
     (clients keep their base URL). Its stderr goes to a file, never a pipe nobody reads:
-    a server that logs enough would block on a full pipe."""
+    a server that logs enough would block on a full pipe. `args`: more options of placed
+    serve; with `tls` (the client's side: the CA to trust, a certificate to present) it
+    is an https:// server, probed with it."""
 
-    def __init__(self, url: str, env: dict[str, str]) -> None:
+    def __init__(
+        self,
+        url: str,
+        env: dict[str, str],
+        args: Sequence[str] = (),
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.url = url
         self.env = env
+        self.args = tuple(args)
+        self.tls = tls
         self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
+        self.base = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[str] | None = None
         self._logs: list[IO[str]] = []
 
@@ -61,6 +72,7 @@ class Replica:
             [
                 *(str(BIN / "placed"), "serve", "--port", str(self.port)),
                 *("--log-level", "warning", "--database", self.url),
+                *self.args,
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -73,7 +85,9 @@ class Replica:
             if self.process.poll() is not None:
                 raise AssertionError(f"placed serve exited: {self.stderr()}")
             try:
-                httpx.get(f"{self.base}/healthz", timeout=2)
+                httpx.get(
+                    f"{self.base}/healthz", timeout=2, verify=True if self.tls is None else self.tls
+                )
                 return
             except httpx.TransportError:
                 if time.monotonic() > deadline:
@@ -115,15 +129,22 @@ class Replica:
 def replicas(url: str, count: int = 1, **env: str) -> Iterator[list[Replica]]:
     """`count` running servers on one database, stopped (SIGTERM) afterwards; none may
     have logged a traceback."""
+    with running([Replica(url, env) for _ in range(count)]) as servers:
+        yield servers
+
+
+@contextmanager
+def running(servers: Sequence[Replica]) -> Iterator[list[Replica]]:
+    """These servers started, one after the other, and stopped (SIGTERM) afterwards; none
+    may have logged a traceback."""
     with ExitStack() as stack:
-        servers = []
-        for _ in range(count):
-            server = Replica(url, env)
+        started = []
+        for server in servers:
             stack.callback(server.close)
             stack.callback(_stopped, server)
             server.start()
-            servers.append(server)
-        yield servers
+            started.append(server)
+        yield started
 
 
 def _stopped(server: Replica) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,9 +15,13 @@ from urllib.parse import quote
 import httpx
 
 from placed import __version__
+from placed.tlsfiles import TlsFileError, load_authorities, load_identity
 
 URL_ENVIRONMENT = "PLACED_URL"
 TOKEN_ENVIRONMENT = "PLACED_TOKEN"
+CA_CERT_ENVIRONMENT = "PLACED_CA_CERT"
+CLIENT_CERT_ENVIRONMENT = "PLACED_CLIENT_CERT"
+CLIENT_KEY_ENVIRONMENT = "PLACED_CLIENT_KEY"
 DEFAULT_URL = "http://127.0.0.1:8700"
 TIMEOUT_S = 30.0
 PROBLEM_PREFIX = "urn:placed:problem:"
@@ -64,8 +69,43 @@ class ClientError(Exception):
         return self.detail
 
 
+def client_tls(
+    ca_cert: str | None = None,
+    client_cert: str | None = None,
+    client_key: str | None = None,
+    names: tuple[str, str, str] = ("--ca-cert", "--client-cert", "--client-key"),
+) -> ssl.SSLContext | None:
+    """The TLS a client speaks to an https:// server: the server's certificate verified
+    with the CAs of `ca_cert` (a PEM bundle; without one, httpx's usual CAs), and the
+    client's own certificate and key presented to a server that asks (placed serve
+    --tls-client-ca). None when no file is given: httpx's defaults. A file that is not
+    what it should be is a `TlsFileError` naming it by its name in `names`."""
+    if client_key is not None and client_cert is None:
+        raise TlsFileError(names[2], f"give {names[1]} FILE too: the key is of a certificate")
+    if ca_cert is None and client_cert is None:
+        return None
+    if ca_cert is None:
+        context = httpx.create_ssl_context()
+    else:
+        # The bundle given replaces the usual CAs (as curl's --cacert): a private CA's
+        # server is trusted for what that CA signed, and nothing else is.
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        load_authorities(context, ca_cert, names[0])
+    if client_cert is not None:
+        load_identity(context, client_cert, client_key, names[1], names[2])
+    return context
+
+
 class Client:
-    def __init__(self, server: str, token: str | None, timeout: float = TIMEOUT_S) -> None:
+    """`tls`: the TLS to speak to an https:// server (client_tls); None, httpx's."""
+
+    def __init__(
+        self,
+        server: str,
+        token: str | None,
+        timeout: float = TIMEOUT_S,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.server = server.rstrip("/")
         try:
             url = httpx.URL(self.server)
@@ -79,16 +119,39 @@ class Client:
         headers = {"User-Agent": f"placed/{__version__}"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        self._http = httpx.Client(base_url=self.server, headers=headers, timeout=timeout)
+        self._http = httpx.Client(
+            base_url=self.server,
+            headers=headers,
+            timeout=timeout,
+            verify=True if tls is None else tls,
+        )
 
     @classmethod
     def from_options(
-        cls, server: str | None, token: str | None, timeout: float = TIMEOUT_S
+        cls,
+        server: str | None,
+        token: str | None,
+        timeout: float = TIMEOUT_S,
+        ca_cert: str | None = None,
+        client_cert: str | None = None,
+        client_key: str | None = None,
     ) -> Client:
-        """The server and token given, else $PLACED_URL (default http://127.0.0.1:8700)
-        and $PLACED_TOKEN."""
+        """The server, token and TLS files given, else $PLACED_URL (default
+        http://127.0.0.1:8700), $PLACED_TOKEN, $PLACED_CA_CERT, $PLACED_CLIENT_CERT and
+        $PLACED_CLIENT_KEY. A TLS file that is not what it should be is a
+        `TlsFileError` naming its option, or its variable when it came from one."""
         chosen = server or os.environ.get(URL_ENVIRONMENT) or DEFAULT_URL
-        return cls(chosen, token or os.environ.get(TOKEN_ENVIRONMENT) or None, timeout)
+        files, names = [], []
+        for given, option, variable in (
+            (ca_cert, "--ca-cert", CA_CERT_ENVIRONMENT),
+            (client_cert, "--client-cert", CLIENT_CERT_ENVIRONMENT),
+            (client_key, "--client-key", CLIENT_KEY_ENVIRONMENT),
+        ):
+            found = given or os.environ.get(variable) or None
+            files.append(found)
+            names.append(f"${variable}" if found and not given else option)
+        tls = client_tls(files[0], files[1], files[2], (names[0], names[1], names[2]))
+        return cls(chosen, token or os.environ.get(TOKEN_ENVIRONMENT) or None, timeout, tls)
 
     def extend_timeout(self, seconds: float) -> None:
         """Wait at least this long for each answer (a long poll's, a slow server's)."""
@@ -125,9 +188,7 @@ class Client:
                 None, "unreachable", f"placed at {self.server} did not answer in time"
             ) from None
         except httpx.TransportError as error:
-            raise ClientError(
-                None, "unreachable", f"cannot reach placed at {self.server}: {_reason(error)}"
-            ) from None
+            raise ClientError(None, "unreachable", _unreachable(error, self.server)) from None
         return _document(answer, self.server, body_file)
 
     # Tokens
@@ -271,6 +332,47 @@ def _path(text: str) -> str:
 def _segment(text: str) -> str:
     """One path segment, so a name holding / or ? stays one."""
     return quote(text, safe="")
+
+
+# OpenSSL's verify codes for a certificate whose issuer is not among the CAs trusted:
+# unable to get the issuer (2, 20), cannot verify the leaf (21), self-signed (18, 19).
+UNKNOWN_ISSUER = {2, 18, 19, 20, 21}
+HOST_MISMATCH = {62, 64}  # X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH
+
+
+def _unreachable(error: httpx.TransportError, server: str) -> str:
+    """Why no answer came, with what to do where TLS is why: the server's certificate
+    not trusted or not for this host, TLS to a plain HTTP server or the other way round,
+    or a server that asks for a client certificate and was not given one it trusts."""
+    cause: BaseException | None = error
+    while cause is not None and not isinstance(cause, ssl.SSLError):
+        cause = cause.__cause__ or cause.__context__
+    https = server.startswith("https:")
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        why = str(cause.verify_message).rstrip(".")
+        if cause.verify_code in HOST_MISMATCH:
+            return (
+                f"the certificate of placed at {server} is not for this host ({why}): "
+                "use a name or address in --server that the certificate was made for"
+            )
+        text = f"the certificate of placed at {server} is not trusted ({why})"
+        if cause.verify_code in UNKNOWN_ISSUER:
+            text += f": give the CA that signed it, --ca-cert FILE (or ${CA_CERT_ENVIRONMENT})"
+        return text
+    if isinstance(cause, ssl.SSLError) and cause.reason == "WRONG_VERSION_NUMBER":
+        return f"placed at {server} does not answer in TLS: is it plain HTTP (http://)?"
+    text = f"cannot reach placed at {server}: {_reason(error)}"
+    if isinstance(error, httpx.RemoteProtocolError) or isinstance(cause, ssl.SSLError):
+        # A server that requires client certificates closes the connection on a client
+        # without one it trusts, and says nothing a client can read about why.
+        if https:
+            text += (
+                " (a server that asks for client certificates does this when it is given"
+                " none it trusts: --client-cert FILE --client-key FILE)"
+            )
+        else:
+            text += " (is it serving HTTPS? then https://)"
+    return text
 
 
 def _reason(error: httpx.TransportError) -> str:

@@ -606,6 +606,9 @@ def simulate_command(
     force: ForceOption = False,
     server: token.ServerOption = None,
     access: token.TokenOption = None,
+    ca_cert: token.CaCertOption = None,
+    client_cert: token.ClientCertOption = None,
+    client_key: token.ClientKeyOption = None,
 ) -> None:
     """Take targets down or bring them up, and show which units move, where, and why;
     or migrate running VMs (--migrate VM=HOST) and list where one may go (--targets VM).
@@ -647,7 +650,8 @@ def simulate_command(
                 else "--input-format",
                 "an option of a spec file: give one, or leave it out for the server's world",
             )
-        _simulate_online(down or [], up or [], migrate or [], targets, maintenance, server, access)
+        reach = token.Reach(server, access, ca_cert, client_cert, client_key)
+        _simulate_online(down or [], up or [], migrate or [], targets, maintenance, reach)
         return
     if server:
         fail_option("--server", "give a spec file or --server, not both")
@@ -690,8 +694,7 @@ def _simulate_online(
     migrate: list[str],
     targets: list[str] | None,
     maintenance: list[str] | None,
-    server: str | None,
-    access: str | None,
+    reach: token.Reach,
 ) -> NoReturn:
     """`placed simulate` on the world of placed serve: the same documents and tables."""
     if targets or maintenance:
@@ -705,7 +708,7 @@ def _simulate_online(
         fail("nothing to simulate: give at least one --down TARGET or --up TARGET (or --migrate)")
     fmt = error_format.get()
     pairs = [_migration(asked) for asked in migrate]
-    with token.connected(server, access) as client:
+    with token.connected(reach) as client:
         data = client.simulate(down, up, pairs)
         name = client.server
     if pairs:

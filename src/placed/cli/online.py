@@ -31,7 +31,17 @@ from placed.cli.output import (
     write,
 )
 from placed.cli.render import explain_table, plan_table
-from placed.cli.token import DataFormat, ServerOption, TokenOption, connected, refused
+from placed.cli.token import (
+    CaCertOption,
+    ClientCertOption,
+    ClientKeyOption,
+    DataFormat,
+    Reach,
+    ServerOption,
+    TokenOption,
+    connected,
+    refused,
+)
 from placed.model import Notice
 from placed.spec import SpecError
 from placed.spec.hzn import convert_openhorizon, dump_native, looks_like_openhorizon
@@ -218,6 +228,9 @@ def apply(
     ] = None,
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: FormatOption = DataFormat.table,
 ) -> None:
     """Apply spec files to a running placed serve: create or update what they name, keep
@@ -294,7 +307,7 @@ def apply(
     from placed.client import ClientError  # as connected() does: httpx only when online
 
     answers: list[dict[str, Any]] = []
-    with connected(server, token) as client:
+    with connected(Reach(server, token, ca_cert, client_cert, client_key)) as client:
         for done, (path, text) in enumerate(texts):
             try:
                 # A document without a name is named after its file; one from standard
@@ -344,12 +357,11 @@ get_app = typer.Typer(
 def _listing(
     path: str,
     params: dict[str, Any],
-    server: str | None,
-    token: str | None,
+    reach: Reach,
     fmt: Format,
     table: Callable[[list[dict[str, Any]], bool], None],
 ) -> None:
-    with connected(server, token) as client:
+    with connected(reach) as client:
         items = client.listed(path, params, MOST)
     _emit({"items": items}, fmt, lambda data, wide: table(data["items"], wide))
 
@@ -375,6 +387,9 @@ def get_targets(
     ] = None,
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: GetFormatOption = GetFormat.table,
 ) -> None:
     """The targets: admin state, liveness, what they use of what they have.
@@ -419,13 +434,22 @@ def get_targets(
         params["under"] = under
     if state is not None:
         params["state"] = state.value
-    _listing("/v1/targets", params, server, token, _begin(format_choice), table)
+    _listing(
+        "/v1/targets",
+        params,
+        Reach(server, token, ca_cert, client_cert, client_key),
+        _begin(format_choice),
+        table,
+    )
 
 
 @get_app.command(name="locations")
 def get_locations(
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: GetFormatOption = GetFormat.table,
 ) -> None:
     """The locations above the targets (zones, pods, clusters, racks), each with its
@@ -452,7 +476,13 @@ def get_locations(
             rows.append(row)
         show(out, Grid(columns, rows))
 
-    _listing("/v1/locations", {}, server, token, _begin(format_choice), table)
+    _listing(
+        "/v1/locations",
+        {},
+        Reach(server, token, ca_cert, client_cert, client_key),
+        _begin(format_choice),
+        table,
+    )
 
 
 @get_app.command(name="dedications")
@@ -470,6 +500,9 @@ def get_dedications(
     ] = None,
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: GetFormatOption = GetFormat.table,
 ) -> None:
     """The dedications, as CloudStack's listDedicatedZones, Pods, Clusters and Hosts
@@ -501,13 +534,22 @@ def get_dedications(
     params = {
         k: v for k, v in (("kind", kind), ("domain", domain), ("account", account)) if v is not None
     }
-    _listing("/v1/dedications", params, server, token, _begin(format_choice), table)
+    _listing(
+        "/v1/dedications",
+        params,
+        Reach(server, token, ca_cert, client_cert, client_key),
+        _begin(format_choice),
+        table,
+    )
 
 
 @get_app.command(name="offerings")
 def get_offerings(
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: GetFormatOption = GetFormat.table,
 ) -> None:
     """The service offerings: what a VM of each asks for, and whether it asks for
@@ -535,13 +577,22 @@ def get_offerings(
         ]
         show(out, Grid(("name", "cpu", "memory", "disk", "dedicated"), rows))
 
-    _listing("/v1/offerings", {}, server, token, _begin(format_choice), table)
+    _listing(
+        "/v1/offerings",
+        {},
+        Reach(server, token, ca_cert, client_cert, client_key),
+        _begin(format_choice),
+        table,
+    )
 
 
 @get_app.command(name="workloads")
 def get_workloads(
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: GetFormatOption = GetFormat.table,
 ) -> None:
     """The workloads: mode, units asked for and placed, account.
@@ -567,7 +618,13 @@ def get_workloads(
             rows.append(row)
         show(out, Grid(columns, rows))
 
-    _listing("/v1/workloads", {}, server, token, _begin(format_choice), table)
+    _listing(
+        "/v1/workloads",
+        {},
+        Reach(server, token, ca_cert, client_cert, client_key),
+        _begin(format_choice),
+        table,
+    )
 
 
 @get_app.command(name="placements")
@@ -580,6 +637,9 @@ def get_placements(
     ] = None,
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: GetFormatOption = GetFormat.table,
 ) -> None:
     """Where each unit is (a unit placed nowhere shows -).
@@ -606,7 +666,13 @@ def get_placements(
         show(out, Grid(columns, rows))
 
     params = {k: v for k, v in (("workload", workload), ("target", target)) if v is not None}
-    _listing("/v1/placements", params, server, token, _begin(format_choice), table)
+    _listing(
+        "/v1/placements",
+        params,
+        Reach(server, token, ca_cert, client_cert, client_key),
+        _begin(format_choice),
+        table,
+    )
 
 
 @get_app.command(name="events")
@@ -622,6 +688,9 @@ def get_events(
     ] = False,
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: GetFormatOption = GetFormat.table,
 ) -> None:
     """What changed, oldest first: each move with its reason. With -w, new events as
@@ -649,9 +718,11 @@ def get_events(
         params["kind"] = kind
     fmt = _begin(format_choice)
     if not watch:
-        _listing("/v1/events", params, server, token, fmt, table)
+        _listing(
+            "/v1/events", params, Reach(server, token, ca_cert, client_cert, client_key), fmt, table
+        )
         return
-    _follow(params, server, token, fmt)
+    _follow(params, Reach(server, token, ca_cert, client_cert, client_key), fmt)
 
 
 def _event_row(e: dict[str, Any], wide: bool) -> list[str]:
@@ -701,11 +772,11 @@ def _watched(row: list[str]) -> str:
 WATCH_WAIT_S = 25  # under the server's longest wait, so each poll is answered
 
 
-def _follow(params: dict[str, Any], server: str | None, token: str | None, fmt: Format) -> None:
+def _follow(params: dict[str, Any], reach: Reach, fmt: Format) -> None:
     """Every event after `params["after"]`, then each new one, by long polls."""
     query = dict(params)
     try:
-        with connected(server, token) as client:
+        with connected(reach) as client:
             client.extend_timeout(WATCH_WAIT_S + 10)
             while True:
                 page = client.request("GET", "/v1/events", params={**query, "limit": 1000})
@@ -749,6 +820,9 @@ def describe_target(
     name: NameArgument,
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: FormatOption = DataFormat.table,
 ) -> None:
     """A target and the units on it.
@@ -759,7 +833,7 @@ def describe_target(
       placed describe target conductor1 --server http://127.0.0.1:9
     """
     fmt = _begin(format_choice)
-    with connected(server, token) as client:
+    with connected(Reach(server, token, ca_cert, client_cert, client_key)) as client:
         data = client.target(name)
         data["units"] = client.listed("/v1/placements", {"target": name}, MOST)
 
@@ -788,6 +862,9 @@ def describe_workload(
     name: NameArgument,
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: FormatOption = DataFormat.table,
 ) -> None:
     """A workload, its spec and where its units are.
@@ -798,7 +875,7 @@ def describe_workload(
       placed describe workload node1 --server http://127.0.0.1:9
     """
     fmt = _begin(format_choice)
-    with connected(server, token) as client:
+    with connected(Reach(server, token, ca_cert, client_cert, client_key)) as client:
         data = client.workload(name)
         data["placements"] = client.listed("/v1/placements", {"workload": name}, MOST)
 
@@ -825,6 +902,9 @@ def describe_unit(
     name: NameArgument,
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: FormatOption = DataFormat.table,
 ) -> None:
     """A unit: where it is, each move it made and why, and every target judged for it
@@ -836,7 +916,7 @@ def describe_unit(
       placed describe unit node1/0 -o json --server http://127.0.0.1:9
     """
     fmt = _begin(format_choice)
-    with connected(server, token) as client:
+    with connected(Reach(server, token, ca_cert, client_cert, client_key)) as client:
         data = client.unit(name)
 
     def table(found: dict[str, Any], wide: bool) -> None:
@@ -882,11 +962,9 @@ def _check_reason(reason: str) -> None:
         fail_option("--reason", f"{len(reason)} characters; at most 255")
 
 
-def _state(
-    name: str, state: str, reason: str, server: str | None, token: str | None, fmt: Format
-) -> None:
+def _state(name: str, state: str, reason: str, reach: Reach, fmt: Format) -> None:
     _check_reason(reason)
-    with connected(server, token) as client:
+    with connected(reach) as client:
         data = client.set_state(name, state, reason)
 
     def table(found: dict[str, Any], wide: bool) -> None:
@@ -905,6 +983,9 @@ def target_down(
     reason: ReasonOption = "",
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: FormatOption = DataFormat.table,
 ) -> None:
     """Take a target down: its units move to where placed simulate --down says.
@@ -915,7 +996,13 @@ def target_down(
       placed target down conductor1 --reason "disk swap" \\
           --server http://127.0.0.1:9
     """
-    _state(name, "down", reason, server, token, _begin(format_choice))
+    _state(
+        name,
+        "down",
+        reason,
+        Reach(server, token, ca_cert, client_cert, client_key),
+        _begin(format_choice),
+    )
 
 
 @target_app.command(name="up")
@@ -924,6 +1011,9 @@ def target_up(
     reason: ReasonOption = "",
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: FormatOption = DataFormat.table,
 ) -> None:
     """Bring a target up: the mapping units it owns come back to it.
@@ -933,7 +1023,13 @@ def target_up(
       # exit code 2: nothing listens on port 9
       placed target up conductor1 --server http://127.0.0.1:9
     """
-    _state(name, "up", reason, server, token, _begin(format_choice))
+    _state(
+        name,
+        "up",
+        reason,
+        Reach(server, token, ca_cert, client_cert, client_key),
+        _begin(format_choice),
+    )
 
 
 EVERY = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)?")
@@ -965,6 +1061,9 @@ def heartbeat(
     ] = None,
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: FormatOption = DataFormat.table,
 ) -> None:
     """Tell a running placed serve that a target is alive, as an Ironic conductor or an
@@ -993,12 +1092,12 @@ def heartbeat(
         )
 
     if period is None:
-        with connected(server, token) as client:
+        with connected(Reach(server, token, ca_cert, client_cert, client_key)) as client:
             data = client.heartbeat(name)
         _emit(data, fmt, table)
         return
     try:
-        _beat(name, period, server, token, fmt, table)
+        _beat(name, period, Reach(server, token, ca_cert, client_cert, client_key), fmt, table)
     except KeyboardInterrupt:
         return
 
@@ -1006,8 +1105,7 @@ def heartbeat(
 def _beat(
     name: str,
     period: float,
-    server: str | None,
-    token: str | None,
+    reach: Reach,
     fmt: Format,
     table: Callable[[dict[str, Any], bool], None],
 ) -> None:
@@ -1019,7 +1117,7 @@ def _beat(
 
     shown: str | None = None
     failing: str | None = None
-    with connected(server, token) as client:
+    with connected(reach) as client:
         client.extend_timeout(max(period, 2.0))
         while True:
             started = time.monotonic()
@@ -1050,6 +1148,9 @@ def replace(
     ] = False,
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: FormatOption = DataFormat.table,
 ) -> None:
     """Move a workload's units that no longer fit where they run (after a change of
@@ -1064,7 +1165,7 @@ def replace(
       placed replace db --dry-run -o json --server http://127.0.0.1:9
     """
     fmt = _begin(format_choice)
-    with connected(server, token) as client:
+    with connected(Reach(server, token, ca_cert, client_cert, client_key)) as client:
         data = client.replace(name, dry_run)
 
     def table(found: dict[str, Any], wide: bool) -> None:
@@ -1094,6 +1195,9 @@ def target_drain(
     ] = False,
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: FormatOption = DataFormat.table,
 ) -> None:
     """Drain targets for maintenance (CloudStack's): they take nothing new, and each
@@ -1114,7 +1218,7 @@ def target_drain(
     wanted = list(dict.fromkeys(names))
     if len(wanted) > MAX_DRAIN:
         fail_option("NAME", f"{len(wanted):,} targets; at most {MAX_DRAIN:,} in one drain")
-    with connected(server, token) as client:
+    with connected(Reach(server, token, ca_cert, client_cert, client_key)) as client:
         if len(wanted) == 1:
             data = client.drain(wanted[0], reason, dry_run)
         else:

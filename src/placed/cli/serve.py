@@ -6,7 +6,7 @@ import errno
 import logging
 import socket
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -69,6 +69,38 @@ AuthFailuresPerMinute = Annotated[
         "a valid one included, until a minute after those failures. 0: never.",
     ),
 ]
+# TLS (README: "TLS"): uvicorn serves HTTPS with these; serve reads them first, so a
+# wrong file is a CLI error naming its option rather than a traceback at startup.
+TlsCert = Annotated[
+    str | None,
+    typer.Option(
+        "--tls-cert",
+        metavar="FILE",
+        help="Serve HTTPS with this PEM certificate (its chain after it, if any). Without "
+        "it, plain HTTP.",
+        show_default=False,
+    ),
+]
+TlsKey = Annotated[
+    str | None,
+    typer.Option(
+        "--tls-key",
+        metavar="FILE",
+        help="The certificate's private key (PEM, not encrypted). Default: the key in "
+        "--tls-cert's file.",
+        show_default=False,
+    ),
+]
+TlsClientCa = Annotated[
+    str | None,
+    typer.Option(
+        "--tls-client-ca",
+        metavar="FILE",
+        help="Require every client to present a certificate signed by a CA of this PEM "
+        "file (as Nomad's verify_https_client), probes included; a token is still needed.",
+        show_default=False,
+    ),
+]
 
 
 def serve(
@@ -95,6 +127,9 @@ def serve(
     max_conns_per_client: MaxConnsPerClient = 100,
     graceful_timeout: GracefulTimeout = 10.0,
     auth_failures_per_minute: AuthFailuresPerMinute = 30,
+    tls_cert: TlsCert = None,
+    tls_key: TlsKey = None,
+    tls_client_ca: TlsClientCa = None,
     database: DatabaseOption = None,
 ) -> None:
     """Serve placed's HTTP API until stopped (Ctrl-C or SIGTERM).
@@ -111,9 +146,15 @@ def serve(
     upgrade), and /readyz answers 503 while the database cannot be reached or its
     schema is old.
 
+    With --tls-cert and --tls-key it serves HTTPS (clients: --ca-cert FILE), and with
+    --tls-client-ca as well it asks every client for a certificate (clients:
+    --client-cert FILE --client-key FILE).
+
     \b
     Examples:
       placed serve --help
+      # exit code 2: no such certificate file
+      placed serve --tls-cert no-such-cert.pem --tls-key no-such-key.pem
       # exit code 2: a database without placed's schema (placed db upgrade first)
       placed serve --database sqlite:///empty.db
       # exit code 2: an address this machine does not have
@@ -121,6 +162,7 @@ def serve(
           placed serve --database sqlite:///ready.db --host 192.0.2.1
     """
     # The store and the web framework load only when the server starts (cli/db.py: why).
+    tls = _tls(tls_cert, tls_key, tls_client_ca)
     from placed.store.database import StoreError, database_url
     from placed.store.schema import require_current
 
@@ -141,7 +183,7 @@ def serve(
     bound, bound_port = listening.getsockname()[:2]
     shown = f"[{bound}]" if ":" in bound else bound
     _log_events(log_level, log_format)
-    where = f"http://{shown}:{bound_port}"
+    where = f"{'https' if tls else 'http'}://{shown}:{bound_port}"
     if log_format is LogFormat.json:
         started = logging.getLogger("placed.serve")
         started.info("listening on %s", where, extra={"url": where, "console": f"{where}/ui"})
@@ -191,8 +233,39 @@ def serve(
         # JSON: logging is configured already (_log_events), and uvicorn's default
         # configuration would bring back its text lines.
         log_config=None if as_json else uvicorn.config.LOGGING_CONFIG,
+        **tls,
     )
     connections.Server(config, app.state.event_bell).run(sockets=[listening])
+
+
+def _tls(cert: str | None, key: str | None, client_ca: str | None) -> dict[str, Any]:
+    """uvicorn's TLS settings for these files (none: plain HTTP), once each file is
+    known to hold what its option says (uvicorn loads them again, itself)."""
+    if cert is None:
+        if key is not None:
+            fail_option("--tls-key", "give --tls-cert too: the key is of a certificate")
+        if client_ca is not None:
+            fail_option(
+                "--tls-client-ca",
+                "client certificates are asked for over TLS only: give --tls-cert too",
+            )
+        return {}
+    # ssl loads only for a server that serves TLS (cli/db.py: why the CLI imports late).
+    import ssl
+
+    from placed.tlsfiles import TlsFileError, load_authorities, load_identity
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        load_identity(context, cert, key, "--tls-cert", "--tls-key")
+        if client_ca is not None:
+            load_authorities(context, client_ca, "--tls-client-ca")
+    except TlsFileError as error:
+        fail_option(error.option, error.message)
+    settings: dict[str, Any] = {"ssl_certfile": cert, "ssl_keyfile": key}
+    if client_ca is not None:
+        settings |= {"ssl_ca_certs": client_ca, "ssl_cert_reqs": ssl.CERT_REQUIRED}
+    return settings
 
 
 def _log_events(level: LogLevel, form: LogFormat) -> None:

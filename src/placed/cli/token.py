@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
 # command starts through this module (cli/db.py says why).
 URL_ENVIRONMENT = "PLACED_URL"  # placed.client.URL_ENVIRONMENT (a test holds them)
 TOKEN_ENVIRONMENT = "PLACED_TOKEN"
+CA_CERT_ENVIRONMENT = "PLACED_CA_CERT"
+CLIENT_CERT_ENVIRONMENT = "PLACED_CLIENT_CERT"
+CLIENT_KEY_ENVIRONMENT = "PLACED_CLIENT_KEY"
 DEFAULT_URL = "http://127.0.0.1:8700"
 
 app = typer.Typer(
@@ -79,6 +83,36 @@ TokenOption = Annotated[
         show_default=False,
     ),
 ]
+CaCertOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ca-cert",
+        help="For an https:// server: trust its certificate if a CA of this PEM file "
+        f"signed it, instead of the usual CAs. Default: ${CA_CERT_ENVIRONMENT}.",
+        metavar="FILE",
+        show_default=False,
+    ),
+]
+ClientCertOption = Annotated[
+    str | None,
+    typer.Option(
+        "--client-cert",
+        help="The certificate (PEM) to present to a server that asks for one (placed "
+        f"serve --tls-client-ca). Default: ${CLIENT_CERT_ENVIRONMENT}.",
+        metavar="FILE",
+        show_default=False,
+    ),
+]
+ClientKeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--client-key",
+        help="The --client-cert's private key (PEM, unencrypted). Default: "
+        f"${CLIENT_KEY_ENVIRONMENT}, else the key in --client-cert's file.",
+        metavar="FILE",
+        show_default=False,
+    ),
+]
 FormatOption = Annotated[
     DataFormat,
     typer.Option(
@@ -108,15 +142,36 @@ def _begin(chosen: DataFormat) -> Format:
     return fmt
 
 
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """How an online command reaches placed serve: its options as given (None: the
+    environment's, else the default; Client.from_options)."""
+
+    server: str | None
+    token: str | None
+    ca_cert: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+
+
 @contextmanager
-def connected(server: str | None, token: str | None) -> Iterator[Client]:
+def connected(reach: Reach) -> Iterator[Client]:
     """A client of the server; any failure of the block is a one-line error, exit 2."""
     from placed.client import Client, ClientError
+    from placed.tlsfiles import TlsFileError
 
     try:
-        client = Client.from_options(server, token)
+        client = Client.from_options(
+            reach.server,
+            reach.token,
+            ca_cert=reach.ca_cert,
+            client_cert=reach.client_cert,
+            client_key=reach.client_key,
+        )
     except ClientError as error:
         fail_option("--server", error.detail)
+    except TlsFileError as error:
+        fail_option(error.option, error.message)
     try:
         with client:
             yield client
@@ -219,6 +274,9 @@ def create(
     ] = None,
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: FormatOption = DataFormat.table,
 ) -> None:
     """Create a token and print it, once: the server keeps only a hash of its secret.
@@ -240,7 +298,7 @@ def create(
         fail_option(
             "--expires-in", f"{expires_in!r} is not a duration (3600, 30m, 12h, 90d, 2w, 1y)"
         )
-    with connected(server, token) as client:
+    with connected(Reach(server, token, ca_cert, client_cert, client_key)) as client:
         data = client.create_token(role.value, scope, description, seconds)
     _emit(data, fmt, _created_table)
 
@@ -249,6 +307,9 @@ def create(
 def list_tokens(
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: FormatOption = DataFormat.table,
 ) -> None:
     """List the tokens this token manages (a root-admin: all of them), oldest first,
@@ -260,7 +321,7 @@ def list_tokens(
       placed token list --server http://127.0.0.1:9 -o json
     """
     fmt = _begin(format_choice)
-    with connected(server, token) as client:
+    with connected(Reach(server, token, ca_cert, client_cert, client_key)) as client:
         data = client.list_tokens()
     _emit(data, fmt, _list_table)
 
@@ -277,6 +338,9 @@ def revoke(
     ],
     server: ServerOption = None,
     token: TokenOption = None,
+    ca_cert: CaCertOption = None,
+    client_cert: ClientCertOption = None,
+    client_key: ClientKeyOption = None,
     format_choice: FormatOption = DataFormat.table,
 ) -> None:
     """Revoke a token: from now on the server refuses it. Revoking a revoked token
@@ -288,7 +352,7 @@ def revoke(
       placed token revoke 0123456789abcdef --server http://127.0.0.1:9
     """
     fmt = _begin(format_choice)
-    with connected(server, token) as client:
+    with connected(Reach(server, token, ca_cert, client_cert, client_key)) as client:
         data = client.revoke_token(_accessor(accessor))
 
     def sentence(row: dict[str, Any]) -> None:
