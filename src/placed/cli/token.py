@@ -1,4 +1,5 @@
-"""`placed token`: create, list and revoke the tokens of a running `placed serve`."""
+"""`placed token`: create, list and revoke the tokens of a running `placed serve`, or,
+with `--database`, on its database directly (cli/token_offline.py)."""
 
 from __future__ import annotations
 
@@ -27,8 +28,8 @@ from placed.cli.output import (
 if TYPE_CHECKING:
     from placed.client import Client, ClientError
 
-# httpx (through placed.client) is imported by the commands, not here: every offline
-# command starts through this module (cli/db.py says why).
+# httpx (through placed.client) and the store are imported by the commands, not here:
+# every offline command starts through this module (cli/db.py says why).
 URL_ENVIRONMENT = "PLACED_URL"  # placed.client.URL_ENVIRONMENT (a test holds them)
 TOKEN_ENVIRONMENT = "PLACED_TOKEN"
 CA_CERT_ENVIRONMENT = "PLACED_CA_CERT"
@@ -39,13 +40,17 @@ DEFAULT_URL = "http://127.0.0.1:8700"
 app = typer.Typer(
     help="The tokens of a running placed serve: create one (its text is shown once), list "
     "them without secrets, revoke one. A root-admin manages every token; a domain-admin "
-    "those of its domain, the domains below it and their accounts.\n\n"
+    "those of its domain, the domains below it and their accounts. The last live "
+    "root-admin token cannot be revoked.\n\n"
+    "Lost every token? --database URL works on the database itself, with no server and "
+    "no token.\n\n"
     "Unreachable server or refused token: a one-line message and exit code 2.\n\n"
     "\b\n"
     "Examples:\n"
     "  placed token create --help\n"
     "  # exit code 2: nothing listens on port 9\n"
-    "  placed token list --server http://127.0.0.1:9\n",
+    "  placed token list --server http://127.0.0.1:9\n"
+    "  placed db upgrade && placed token list --database sqlite:///placed.db\n",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -113,6 +118,18 @@ ClientKeyOption = Annotated[
         show_default=False,
     ),
 ]
+DatabaseOption = Annotated[
+    str | None,
+    typer.Option(
+        "--database",
+        help="Work on the database directly, with no server and no token (the way back "
+        "in when every token is lost): sqlite:///FILE or "
+        "postgresql+psycopg://USER@HOST:PORT/NAME, at this placed's schema. Not with "
+        "--server or --token.",
+        metavar="URL",
+        show_default=False,
+    ),
+]
 FormatOption = Annotated[
     DataFormat,
     typer.Option(
@@ -152,6 +169,19 @@ class Reach:
     ca_cert: str | None = None
     client_cert: str | None = None
     client_key: str | None = None
+
+
+def offline(database: str | None, server: str | None, token: str | None) -> str | None:
+    """The database to work on (--database) rather than a server; None: a server."""
+    if database is None:
+        return None
+    if server is not None or token is not None:
+        given = "--server" if server is not None else "--token"
+        fail_option(
+            "--database",
+            f"works on the database with no server and no token: give it or {given}, not both",
+        )
+    return database
 
 
 @contextmanager
@@ -277,9 +307,12 @@ def create(
     ca_cert: CaCertOption = None,
     client_cert: ClientCertOption = None,
     client_key: ClientKeyOption = None,
+    database: DatabaseOption = None,
     format_choice: FormatOption = DataFormat.table,
 ) -> None:
     """Create a token and print it, once: the server keeps only a hash of its secret.
+    With --database, on the database itself (no server, no token needed): the way back
+    in for an operator who lost every token.
 
     \b
     Examples:
@@ -291,6 +324,10 @@ def create(
           --expires-in 90d
       # exit code 2: not a duration
       placed token create user acme --expires-in soon
+      # offline, on the database (as placed db upgrade made it)
+      placed db upgrade && placed token create root-admin \\
+          --database sqlite:///placed.db \\
+          --description "break-glass, after every token was lost"
     """
     fmt = _begin(format_choice)
     seconds = seconds_of(expires_in) if expires_in is not None else None
@@ -298,8 +335,13 @@ def create(
         fail_option(
             "--expires-in", f"{expires_in!r} is not a duration (3600, 30m, 12h, 90d, 2w, 1y)"
         )
-    with connected(Reach(server, token, ca_cert, client_cert, client_key)) as client:
-        data = client.create_token(role.value, scope, description, seconds)
+    if (url := offline(database, server, token)) is not None:
+        from placed.cli import token_offline
+
+        data = token_offline.create(url, role.value, scope, description, seconds)
+    else:
+        with connected(Reach(server, token, ca_cert, client_cert, client_key)) as client:
+            data = client.create_token(role.value, scope, description, seconds)
     _emit(data, fmt, _created_table)
 
 
@@ -310,19 +352,26 @@ def list_tokens(
     ca_cert: CaCertOption = None,
     client_cert: ClientCertOption = None,
     client_key: ClientKeyOption = None,
+    database: DatabaseOption = None,
     format_choice: FormatOption = DataFormat.table,
 ) -> None:
     """List the tokens this token manages (a root-admin: all of them), oldest first,
-    without their secrets.
+    without their secrets; with --database, every token of the database.
 
     \b
     Examples:
       # exit code 2: needs a running placed serve; nothing listens on port 9
       placed token list --server http://127.0.0.1:9 -o json
+      placed db upgrade && placed token list --database sqlite:///placed.db
     """
     fmt = _begin(format_choice)
-    with connected(Reach(server, token, ca_cert, client_cert, client_key)) as client:
-        data = client.list_tokens()
+    if (url := offline(database, server, token)) is not None:
+        from placed.cli import token_offline
+
+        data = token_offline.listed(url)
+    else:
+        with connected(Reach(server, token, ca_cert, client_cert, client_key)) as client:
+            data = client.list_tokens()
     _emit(data, fmt, _list_table)
 
 
@@ -341,19 +390,29 @@ def revoke(
     ca_cert: CaCertOption = None,
     client_cert: ClientCertOption = None,
     client_key: ClientKeyOption = None,
+    database: DatabaseOption = None,
     format_choice: FormatOption = DataFormat.table,
 ) -> None:
     """Revoke a token: from now on the server refuses it. Revoking a revoked token
-    changes nothing; a token may revoke itself. json and yaml print the token's row.
+    changes nothing; a token may revoke itself; the last live root-admin token cannot be
+    revoked (create another first). json and yaml print the token's row.
 
     \b
     Examples:
       # exit code 2: needs a running placed serve; nothing listens on port 9
       placed token revoke 0123456789abcdef --server http://127.0.0.1:9
+      # exit code 2: placed db upgrade made no token 0123456789abcdef
+      placed db upgrade && placed token revoke 0123456789abcdef \\
+          --database sqlite:///placed.db
     """
     fmt = _begin(format_choice)
-    with connected(Reach(server, token, ca_cert, client_cert, client_key)) as client:
-        data = client.revoke_token(_accessor(accessor))
+    if (url := offline(database, server, token)) is not None:
+        from placed.cli import token_offline
+
+        data = token_offline.revoke(url, _accessor(accessor))
+    else:
+        with connected(Reach(server, token, ca_cert, client_cert, client_key)) as client:
+            data = client.revoke_token(_accessor(accessor))
 
     def sentence(row: dict[str, Any]) -> None:
         write(f"Revoked token {row.get('accessor', accessor)} at {_moment(row.get('revoked'))}.\n")

@@ -22,13 +22,13 @@ from sqlalchemy.orm import Session
 from placed.service import problems, scopes
 from placed.service.auth import AGENT, DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.spec.schema import MAX_NAME
-from placed.store import accounts, domains, events, targets, tokens
+from placed.store import events, tokens
 from placed.store.database import reading, writing
 from placed.store.tables import Token
 
 Role = Literal["root-admin", "domain-admin", "user", "agent"]
-MAX_LIFETIME_S = 10 * 366 * 24 * 3600  # ten years: longer reads as "forever", which is None
-WHAT_SCOPE_NAMES = {DOMAIN_ADMIN: "domain", USER: "account", AGENT: "target"}
+MAX_LIFETIME_S = tokens.MAX_LIFETIME_S
+WHAT_SCOPE_NAMES = tokens.SCOPE_KINDS
 
 
 NO_NUL = r"^[^\x00]*$"  # PostgreSQL stores no NUL in text
@@ -127,31 +127,21 @@ def scope_error(detail: str) -> problems.ProblemException:
 
 def check_shape(role: str, scope: str | None) -> None:
     """A scope of the shape the role needs (422)."""
-    if role == ROOT_ADMIN and scope is not None:
-        raise scope_error("a root-admin token acts everywhere: it takes no scope")
-    if role != ROOT_ADMIN and scope is None:
-        raise scope_error(f"a {role} token needs a scope: the {WHAT_SCOPE_NAMES[role]} it acts for")
+    problem = tokens.shape_problem(role, scope)
+    if problem is not None:
+        raise scope_error(problem)
 
 
 def check_exists(session: Session, role: str, scope: str | None) -> None:
     """A scope naming a domain, account or target that exists (422)."""
-    if scope is None:
-        return
-    what = WHAT_SCOPE_NAMES[role]
-    exists = {"domain": domains.by_name, "account": accounts.by_name, "target": targets.by_name}
-    if exists[what](session, scope) is None:
-        raise scope_error(f"there is no {what} {scope!r}")
+    problem = tokens.scope_problem(session, role, scope)
+    if problem is not None:
+        raise scope_error(problem)
 
 
 def where(session: Session, role: str, scope: str | None) -> dict[str, str | None]:
     """The event's domain, account or target, for a token of `role` over `scope`."""
-    if role == DOMAIN_ADMIN:
-        return {"domain": scope}
-    if role == USER and scope is not None:
-        return {"account": scope, "domain": scopes.domain_of_account(session, scope)}
-    if role == AGENT:
-        return {"target": scope}
-    return {}
+    return tokens.places(session, role, scope)
 
 
 router = APIRouter(prefix="/v1", tags=["tokens"])
@@ -223,8 +213,9 @@ def list_tokens(request: Request, caller: Manager) -> TokenList:
     "/tokens/{accessor}",
     summary="Revoke a token",
     description="From now on the token is refused; the answer is its row, `revoked` set. "
-    "Revoking a revoked token changes nothing. A caller may revoke its own token.",
-    responses=problems.responses(404),
+    "Revoking a revoked token changes nothing. A caller may revoke its own token. The last "
+    "live root-admin token cannot be revoked (409 `last-root-admin`): create another first.",
+    responses=problems.responses(404, 409),
 )
 def revoke_token(
     accessor: Annotated[str, Path(max_length=64, description="The token's accessor.")],
@@ -235,8 +226,13 @@ def revoke_token(
         row = session.get(Token, accessor)
         if row is None or not reach_of(session, caller).holds(row.role, row.scope):
             raise problems.ProblemException(404, "not-found", f"no token {accessor!r}")
-        if row.revoked is None:
-            tokens.revoke(session, accessor)
+        try:
+            done = tokens.revoke_keeping_a_root(session, accessor)
+        except tokens.LastRootAdmin as error:
+            raise problems.ProblemException(409, "last-root-admin", str(error)) from None
+        if done is None:  # tokens are never deleted; read above, so this cannot happen
+            raise problems.ProblemException(404, "not-found", f"no token {accessor!r}")
+        if done.just_now:
             events.append(
                 session,
                 "token.revoked",
