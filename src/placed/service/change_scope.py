@@ -14,6 +14,11 @@ machines and containers). Targets, locations, tenancy, offerings, dedications, s
 and settings are the root-admin's. An agent changes nothing here (its heartbeat is a
 liveness row, not a change of the world).
 
+Tokens are objects of the scope they act for, and the same rule holds for them: a
+domain-admin creates, lists and revokes domain-admin tokens of its subtree's domains and
+user tokens of their accounts; every other token (an agent's, a root-admin's) is the
+root-admin's (`TokenReach`, used by every token route).
+
 Units that the scheduler moves as a consequence (a pending unit of another account placed
 in the room a deletion freed) are not the caller's diff: no caller names them, and each
 is recorded as an event of its own.
@@ -66,6 +71,38 @@ def reach_of(actor: Actor, snapshot: Snapshot) -> set[str] | None:
         domains = below(snapshot.domains, actor.scope)
         return {account for account, home in snapshot.accounts.items() if home in domains}
     return set()
+
+
+@dataclass(frozen=True, slots=True)
+class TokenReach:
+    """The tokens a caller may create, list and revoke: `everything` for a root-admin."""
+
+    everything: bool
+    domains: frozenset[str] = frozenset()
+    accounts: frozenset[str] = frozenset()
+
+    def holds(self, role: str, scope: str | None) -> bool:
+        if self.everything:
+            return True
+        if role == DOMAIN_ADMIN:
+            return scope in self.domains
+        if role == USER:
+            return scope in self.accounts
+        return False
+
+
+def token_reach(
+    actor: Actor, parents: Mapping[str, str | None], homes: Mapping[str, str]
+) -> TokenReach:
+    """What `actor` reaches of the tokens, given the domain tree (`parents`: domain ->
+    parent) and each account's domain (`homes`)."""
+    if actor.role == ROOT_ADMIN:
+        return TokenReach(everything=True)
+    if actor.role != DOMAIN_ADMIN or not actor.scope:
+        return TokenReach(everything=False)
+    domains = below(parents, actor.scope)
+    accounts = {account for account, home in homes.items() if home in domains}
+    return TokenReach(False, frozenset(domains), frozenset(accounts))
 
 
 def _same(a: Any, b: Any) -> bool:

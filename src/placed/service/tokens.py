@@ -11,7 +11,6 @@ leak to it through the answers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
@@ -19,10 +18,11 @@ from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
-from placed.service import problems, scopes
+from placed.service import change_scope, problems
 from placed.service.auth import AGENT, DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.spec.schema import MAX_NAME
-from placed.store import events, tokens
+from placed.store import accounts, domains, events, tokens
+from placed.store.claims import Actor
 from placed.store.database import reading, writing
 from placed.store.tables import Token
 
@@ -92,31 +92,12 @@ def info(row: Token) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True, slots=True)
-class Reach:
-    """The tokens a caller manages; `everything` for a root-admin."""
-
-    everything: bool
-    domains: frozenset[str] = frozenset()
-    accounts: frozenset[str] = frozenset()
-
-    def holds(self, role: str, scope: str | None) -> bool:
-        if self.everything:
-            return True
-        if role == DOMAIN_ADMIN:
-            return scope in self.domains
-        if role == USER:
-            return scope in self.accounts
-        return False
-
-
-def reach_of(session: Session, caller: Caller) -> Reach:
-    if caller.role == ROOT_ADMIN:
-        return Reach(everything=True)
-    if caller.role != DOMAIN_ADMIN or caller.scope is None:
-        return Reach(everything=False)
-    below = scopes.subtree(session, caller.scope)
-    return Reach(False, frozenset(below), frozenset(scopes.accounts_in(session, below)))
+def reach_of(session: Session, caller: Caller) -> change_scope.TokenReach:
+    """The tokens `caller` manages, by the scope rule (service/change_scope.py)."""
+    actor = Actor(accessor=caller.accessor, role=caller.role, scope=caller.scope)
+    if caller.role != DOMAIN_ADMIN:  # no tenancy to read: all or nothing
+        return change_scope.token_reach(actor, {}, {})
+    return change_scope.token_reach(actor, domains.parents(session), accounts.domains_of(session))
 
 
 def scope_error(detail: str) -> problems.ProblemException:
