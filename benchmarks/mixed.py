@@ -291,7 +291,7 @@ def _check_store(url: str, alive: dict[str, int], running_workloads: int) -> lis
     engine = create_engine(url)
     try:
         with engine.connect() as connection:
-            stored = dict(
+            stored: dict[str, int] = dict(
                 connection.execute(
                     text(
                         "SELECT w.name, count(u.id) FROM workloads w "
