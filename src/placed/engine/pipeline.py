@@ -378,6 +378,20 @@ class Pipeline:
         for take, part in request.takes:
             take(part, state, positions)
 
+    def releasable(self, request: CompiledRequest) -> bool:
+        """Whether a unit of `request` can leave a state in place (`release`)."""
+        return all(
+            isinstance(f, Consumer) and f.can_release(part)
+            for f, (_, part) in zip(request.consumers, request.takes, strict=True)
+        )
+
+    def release(self, request: CompiledRequest, state: PlanState, position: int) -> None:
+        """Give back what one unit of `request` took at `position`: every consumer's
+        share (only when `releasable`)."""
+        for f, (_, part) in zip(request.consumers, request.takes, strict=True):
+            assert isinstance(f, Consumer)
+            f.release(part, state, position)
+
     def masks(self, request: CompiledRequest, state: PlanState) -> list[BoolArray]:
         """Every filter's own mask, in pipeline order (for explanations, not the hot path)."""
         size = state.size

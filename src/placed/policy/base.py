@@ -311,6 +311,16 @@ class Consumer(ABC):
     def reserve(self, prepared: Any, state: Any, positions: int | NDArray[np.intp]) -> None:
         """Take a unit's share at `positions` from the plan state's columns."""
 
+    def can_release(self, prepared: Any) -> bool:
+        """Whether `release` can give back what a unit of this request took: a live
+        world takes a leaving unit off in place only when every consumer can."""
+        return False
+
+    def release(self, prepared: Any, state: Any, position: int) -> None:
+        """Give back what one unit took at `position` (the inverse of `reserve`), for a
+        unit leaving the live world."""
+        raise NotImplementedError(f"{type(self).__name__} cannot give back a unit's share")
+
 
 class Scorer(ABC):
     """Ranks the targets the filters kept; higher is better. A static scorer's score

@@ -141,6 +141,14 @@ class ResourcesFit(Filter, Consumer):
         else:
             free[np.ix_(prepared.rows, positions)] -= prepared.amounts[:, None]
 
+    def can_release(self, prepared: Asked) -> bool:
+        return True
+
+    def release(self, prepared: Asked, state: Any, position: int) -> None:
+        free = state.free
+        for row, amount in zip(prepared.row_list, prepared.amount_list, strict=True):
+            free[row, position] += amount
+
     def reason(self, workload: Workload, target: Target, position: int, state: PlanView) -> Reason:
         free = {name: float(state.free[row, position]) for name, row in self._row.items()}
         return insufficient_reason(workload.resources, free)

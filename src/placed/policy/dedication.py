@@ -591,6 +591,16 @@ class DedicationFilter(_Filter, Consumer):
         if prepared.dedicated and prepared.implicit == "strict" and isinstance(positions, int):
             self._hold(prepared, kept, positions, state.judging)
 
+    def can_release(self, prepared: Tenant) -> bool:
+        # A dedicated VM may hold its host by implicit dedication, which its leaving
+        # releases: the whole plan decides that, not a count.
+        return not prepared.dedicated
+
+    def release(self, prepared: Tenant, state: Any, position: int) -> None:
+        kept = state.family_state(DedicationState)
+        kept.count(prepared.tally, position, -1)
+        kept.count(VMS, position, -1)
+
     def _hold(self, tenant: Tenant, kept: DedicationState, position: int, unit: str | None) -> None:
         """A strict dedicated VM on a host nobody owns holds it for its account, as
         CloudStack's implicit planner reads a host's running VMs: a plan puts one there

@@ -20,7 +20,7 @@ import random
 import re
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -584,6 +584,35 @@ def _transact(
         f"others changed the same targets {TRIES} times while this was planned; try again",
         headers={"Retry-After": "1"},
     )
+
+
+class Moved(Exception):
+    """The store is no longer at the revision a delta was planned on."""
+
+
+def commit_delta(
+    engine: Engine,
+    snapshot: Snapshot,
+    prepared: Prepared,
+    actor: Actor,
+    touched: Iterable[change_scope.Touched],
+    report: Reporter = silent,
+) -> Committed:
+    """Commit a change planned as a delta on a live world at `snapshot` (the replica's
+    cache), through the same writer as every change: only if the store is still at
+    `snapshot`'s revision (else `Moved`, and nothing is written). `touched`: the
+    change's diff, known to the delta, judged by the scope rule as `transact` judges a
+    whole plan's."""
+    started = time.perf_counter()
+    change_scope.check_items(actor, snapshot, touched)
+    with writing(engine) as session:
+        number = revision.bump(session)  # the lock: writers commit one at a time
+        if number != snapshot.revision + 1:
+            raise Moved(f"the store is at revision {number - 1}, not {snapshot.revision}")
+        rows = _write(session, snapshot, prepared, number, actor)
+        final = revision.current(session)
+    report(0, rows, time.perf_counter() - started, False)
+    return Committed(prepared, final, rows, 0)
 
 
 def _nothing(snapshot: Snapshot, prepared: Prepared) -> bool:

@@ -39,14 +39,14 @@ from placed.engine.report import Explainer, plan_document
 from placed.engine.state import PlanState
 from placed.model import Spec, Workload
 from placed.service import change_scope, placing, problems
-from placed.service.change_scope import CREATED, Touched
+from placed.service.change_scope import CREATED, DELETED, Touched
 from placed.service.commit_process import CommitProcess
 from placed.spec import SpecError
 from placed.spec.load import load_workload
 from placed.spec.schema import WorkloadSpec
 from placed.store import batch, events, revision, settings, world
 from placed.store.batch import Behind, Stale
-from placed.store.claims import PLACED, Actor, Move
+from placed.store.claims import PLACED, REMOVED, Actor, Move
 from placed.store.database import reading
 from placed.store.tables import (
     Account,
@@ -83,6 +83,11 @@ class Cached:
     state: PlanState  # the world as it stands: every unit in its place
     kinds: set[str]
     explainer: Explainer  # its workloads grow with the claims the cache takes
+    # What a delete can be a delta for: no unit waits for room (a freed place would be
+    # given to it), and every workload is an allocation with no reference to another
+    # (near, avoid, Juju's directives: a deletion can change their verdicts).
+    pending: int = 0
+    plain: bool = True
 
 
 @dataclass
@@ -255,12 +260,25 @@ class ReplicaWorld:
         spec = placing.world_spec(snapshot)
         planner = Planner(spec)
         state = planner.initial_state()
-        planner.plan(state)
+        planned = planner.plan(state)
         kinds = {location.kind for location in spec.inventory.locations()}
         self.rebuilds += 1
         explainer = Explainer(spec, planner.families)
         explainer.workloads = planner.workloads
-        self._cached = Cached(snapshot.revision, snapshot, spec, planner, state, kinds, explainer)
+        plain = all(row.mode == "allocation" for row in snapshot.workloads.values()) and all(
+            _plain(stored) for stored in snapshot.workload_specs.values()
+        )
+        self._cached = Cached(
+            snapshot.revision,
+            snapshot,
+            spec,
+            planner,
+            state,
+            kinds,
+            explainer,
+            len(planned.unplaced),
+            plain,
+        )
         return self._cached
 
     def _claims_since(self, session: Session, cached: Cached, current: int) -> bool:
@@ -774,6 +792,76 @@ class ReplicaWorld:
         cached.state = state
         cached.revision = number
 
+    def remove(
+        self,
+        engine: Engine,
+        name: str,
+        generation: int | None,
+        actor: Actor,
+        reach: set[str] | None,
+        report: placing.Reporter = placing.silent,
+    ) -> dict[str, Any] | None:
+        """DELETE of workload `name` as a delta on the live world: its units taken off
+        the cached state, the same rows written as the general path writes, the cache
+        moved to the new revision without building the world again. None when only the
+        general path can take it (it also answers the 404s and 409s): a unit waits for
+        room, a workload reads another, the workload is not a plain allocation, or the
+        store moved on since the cache."""
+        with self._lock:
+            cached = self._fresh(engine)
+            delta = _removal(cached, name, generation, reach)
+            if delta is None:
+                return None
+            prepared, row = delta
+            try:
+                committed = placing.commit_delta(
+                    engine,
+                    cached.snapshot,
+                    prepared,
+                    actor,
+                    [Touched("workload", name, DELETED, (row.account,))],
+                    report,
+                )
+            except placing.Moved:
+                return None
+            try:
+                self._advance_removal(cached, name, prepared, committed.revision)
+            except BaseException:
+                self._cached = None  # stored, but not taken in: build the world again
+                raise
+            return {
+                "revision": committed.revision,
+                "changes": placing.moves_document(prepared.moves),
+            }
+
+    def _advance_removal(
+        self, cached: Cached, name: str, prepared: placing.Prepared, number: int
+    ) -> None:
+        """Move the cache to `number`: the world without workload `name`."""
+        planner = cached.planner
+        request = planner.request(planner.workloads[name])
+        state = cached.state.fork()
+        for move in prepared.moves:
+            if move.source is not None:
+                position = state.remove(move.unit)
+                planner.pipeline.release(request, state, position)
+        after = prepared.after
+        for target in prepared.used:
+            row = after.targets[target]
+            after.targets[target] = dataclasses.replace(
+                row, generation=row.generation + 1, used=dict(prepared.used[target])
+            )
+        after.revision = number
+        del planner.workloads[name]
+        cached.explainer.workloads.pop(name, None)
+        cached.spec = dataclasses.replace(
+            cached.spec, workloads=tuple(w for w in cached.spec.workloads if w.name != name)
+        )
+        planner.spec = cached.spec
+        cached.snapshot = after
+        cached.state = state
+        cached.revision = number
+
     def read_current(self, engine: Engine, use: Callable[[Cached], Answer]) -> Answer:
         """What `use` reads of the world at the store's current revision (the cache
         brought to it first), under the batch lock, so that no claim of this replica
@@ -880,6 +968,64 @@ def _taken_in_view(decided: Decided, on: Decided | None, ticket: Ticket, world: 
         if accepted.workload.name == ticket.spec.name:
             return accepted.ticket.spec.account in reach
     return False
+
+
+def _removal(
+    cached: Cached, name: str, generation: int | None, reach: set[str] | None
+) -> tuple[placing.Prepared, WorkloadRow] | None:
+    """What deleting `name` changes, planned on the cached world alone: its units
+    removed and each target's usage lowered by theirs. None when the delta would not be
+    what a whole plan finds (see `ReplicaWorld.remove`)."""
+    snapshot, planner = cached.snapshot, cached.planner
+    row = snapshot.workloads.get(name)
+    workload = planner.workloads.get(name)
+    if (
+        row is None
+        or workload is None
+        or (reach is not None and row.account not in reach)
+        or (generation is not None and row.generation != generation)
+        or cached.pending
+        or not cached.plain
+        or not planner.pipeline.releasable(planner.request(workload))
+    ):
+        return None
+    after = snapshot.copy()
+    del after.workloads[name]
+    del after.workload_specs[name]
+    moves: list[Move] = []
+    used: dict[str, dict[str, float]] = {}
+    for unit in cached.state.placed(name):
+        source = snapshot.placements.get(unit)
+        moves.append(Move(name, unit, source, None, "its workload is gone", REMOVED))
+        del after.units[unit]
+        if source is None:
+            continue
+        del after.placements[unit]
+        left = used.setdefault(source, dict(snapshot.targets[source].used))
+        for resource, amount in workload.resources.items():
+            if resource in left:
+                left[resource] = max(0.0, left[resource] - amount)
+    result = PlanResult(cached.spec, planner.families)
+    return placing.Prepared(after, cached.spec, planner, result, moves, used), row
+
+
+def _plain(stored: dict[str, Any]) -> bool:
+    """A stored workload that reads no other and no Juju directive (`_simple`, on its
+    row's spec), with no offering (a dedicated VM's leaving may release its host)."""
+    return not any(
+        stored.get(key)
+        for key in (
+            "near",
+            "avoid",
+            "to",
+            "juju_constraints",
+            "new_machines",
+            "service",
+            "services",
+            "pattern",
+            "offering",
+        )
+    )
 
 
 def _simple(spec: WorkloadSpec) -> bool:

@@ -458,8 +458,14 @@ def remove(
     actor: Actor,
     report: placing.Reporter = placing.silent,
     caller: Caller = ROOT,
+    replica: ReplicaWorld | None = None,
 ) -> dict[str, Any]:
     reach = context.accounts_of(engine, caller)
+    if replica is not None:
+        # A delta on the live world when it can be one (service/replica.py).
+        fast = replica.remove(engine, name, generation, actor, reach, report)
+        if fast is not None:
+            return fast
 
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         row = snapshot.workloads.get(name)
@@ -507,4 +513,5 @@ async def delete_workload(
         context.actor(request, caller),
         context.reporter(request),
         caller,
+        request.app.state.replica,
     )

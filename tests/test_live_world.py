@@ -1,0 +1,281 @@
+"""The live world (issue 35): a change is a delta on the replica's world in memory, and
+the world is built whole only when a delta cannot be one.
+
+A delete of a plain allocation workload takes its units off the cached state, writes
+the rows the general path writes for the same delete (the same writer, fed by the delta),
+and moves the cache to the new revision without building the world again. The tests:
+
+- the same sequence of claims and deletes on two stores, one through the live world and
+  one through the general path, leaves the same rows and answers the same changes;
+- the delete and the claim after it are served without building the world again, and a
+  world where the delta would not be what a whole plan finds (a unit waiting for room, a
+  workload naming another) goes to the general path;
+- a stateful property: random claims and deletes, and after each step the live state is
+  what a plan from scratch of the stored rows finds, and each target's stored `used` is
+  the sum of its units'.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from sqlalchemy import select
+
+from placed.service import placing, workloads
+from placed.service.replica import ReplicaWorld
+from placed.store import world
+from placed.store.claims import Actor
+from placed.store.database import reading
+from placed.store.tables import EventRow, Placement, Target, TargetResource, Unit, Workload
+from tests.conftest import fresh_postgres
+
+from .service_support import bearer, served
+
+SPEC = """
+name: racks
+inventory:
+  - {id: h1, capacity: {cpu: 4, memory: 8}}
+  - {id: h2, capacity: {cpu: 4, memory: 8}}
+  - {id: h3, capacity: {cpu: 2, memory: 4}}
+"""
+ROOT = Actor("r" * 16, "root-admin", "req")
+
+
+def applied(url: str, spec: str = SPEC) -> tuple[FastAPI, TestClient]:
+    app, root = served(url)
+    client = TestClient(app, headers=bearer(root))
+    answer = client.post("/v1/apply", content=spec, headers={"content-type": "application/yaml"})
+    assert answer.status_code == 200, answer.text
+    return app, client
+
+
+@contextmanager
+def twin_of(database: str, tmp_path: Path) -> Iterator[str]:
+    """Another fresh database of the same kind as `database`."""
+    if database.startswith("sqlite"):
+        yield f"sqlite:///{tmp_path / 'twin.db'}"
+        return
+    with fresh_postgres() as url:
+        yield url
+
+
+def rows(app: FastAPI) -> dict[str, Any]:
+    """What the store holds that a change writes: workloads, units where they are,
+    targets' usage, and the events without their times and ids."""
+    with reading(app.state.database) as session:
+        return {
+            "workloads": sorted(session.scalars(select(Workload.name))),
+            "placements": sorted(
+                session.execute(
+                    select(Unit.name, Target.name)
+                    .join(Placement, Placement.unit_id == Unit.id)
+                    .join(Target, Target.id == Placement.target_id)
+                ).all()
+            ),
+            "used": sorted(
+                session.execute(
+                    select(Target.name, TargetResource.name, TargetResource.used).join(
+                        TargetResource, TargetResource.target_id == Target.id
+                    )
+                ).all()
+            ),
+            "events": [
+                (row.kind, row.subject, row.target, row.workload, row.actor_role, row.details)
+                for row in session.scalars(select(EventRow).order_by(EventRow.id))
+                if not row.kind.startswith("token.")  # each store's own root token
+            ],
+        }
+
+
+def delete(app: FastAPI, name: str, live: bool) -> dict[str, Any]:
+    """DELETE through the live world, or (`live` False) through the general path alone."""
+    replica: ReplicaWorld | None = app.state.replica if live else None
+    return workloads.remove(app.state.database, name, None, ROOT, replica=replica)
+
+
+STEPS: list[tuple[str, str, dict[str, Any] | None]] = [
+    ("claim", "a", {"name": "a", "units": 2, "resources": {"cpu": 1, "memory": 2}}),
+    ("claim", "b", {"name": "b", "units": 3, "resources": {"cpu": 1}}),
+    ("delete", "a", None),
+    ("claim", "c", {"name": "c", "units": 1, "resources": {"cpu": 2, "memory": 1}}),
+    ("delete", "b", None),
+    ("delete", "c", None),
+    ("claim", "d", {"name": "d", "units": 4, "resources": {"cpu": 1}}),
+]
+
+
+def test_a_delete_through_the_live_world_writes_what_the_general_path_writes(
+    database: str, tmp_path: Path
+) -> None:
+    with twin_of(database, tmp_path) as twin:
+        live_app, live_client = applied(database)
+        general_app, general_client = applied(twin)
+        for step, name, body in STEPS:
+            if step == "claim":
+                answers = [
+                    c.post("/v1/workloads", json=body) for c in (live_client, general_client)
+                ]
+                assert [a.status_code for a in answers] == [201, 201], answers[0].text
+                continue
+            live, general = delete(live_app, name, True), delete(general_app, name, False)
+            assert live["changes"] == general["changes"]
+            assert live["revision"] == general["revision"]
+        assert rows(live_app) == rows(general_app)
+
+
+def test_a_delete_and_the_claim_after_it_do_not_build_the_world_again(database: str) -> None:
+    app, client = applied(database)
+    replica: ReplicaWorld = app.state.replica
+    for name in ("a", "b"):
+        body = {"name": name, "units": 2, "resources": {"cpu": 1}}
+        assert client.post("/v1/workloads", json=body).status_code == 201
+    built = replica.rebuilds
+    answer = client.delete("/v1/workloads/a")
+    assert answer.status_code == 200, answer.text
+    assert {c["unit"] for c in answer.json()["changes"]} == {"a/0", "a/1"}
+    assert all(c["kind"] == "unit.removed" and c["to"] is None for c in answer.json()["changes"])
+    claimed = client.post("/v1/workloads", json={"name": "c", "resources": {"cpu": 4}})
+    assert claimed.status_code == 201, claimed.text
+    assert replica.rebuilds == built
+    # The cache holds the store's world: the room a's units left is where c went.
+    with reading(app.state.database) as session:
+        stored = world.read(session)
+    cached = replica._cached
+    assert cached is not None and cached.revision == stored.revision
+    assert cached.snapshot.placements == stored.placements
+    assert {n: r.used for n, r in cached.snapshot.targets.items()} == {
+        n: r.used for n, r in stored.targets.items()
+    }
+
+
+def test_a_deletion_that_could_place_a_waiting_unit_takes_the_general_path(
+    database: str,
+) -> None:
+    spec = SPEC + (
+        "workloads:\n"
+        "  - {name: big, units: 2, resources: {cpu: 4}}\n"
+        "  - {name: waits, units: 1, resources: {cpu: 4}}\n"
+    )
+    _, client = applied(database, spec)
+    answer = client.delete("/v1/workloads/big")
+    assert answer.status_code == 200, answer.text
+    kinds = {c["unit"]: c["kind"] for c in answer.json()["changes"]}
+    # The general path places the waiting unit in the room big's units left.
+    assert kinds["waits/0"] == "unit.placed", kinds
+
+
+def test_the_general_path_still_answers_what_the_delta_leaves_to_it(database: str) -> None:
+    _, client = applied(database)
+    assert client.delete("/v1/workloads/none").status_code == 404
+    assert client.post("/v1/workloads", json={"name": "a", "resources": {"cpu": 1}}).status_code
+    stale = client.delete("/v1/workloads/a", params={"generation": 7})
+    assert stale.status_code == 409 and stale.json()["current_generation"] == 0
+
+
+# -- the stateful property ---------------------------------------------------------------
+
+
+def from_scratch(app: FastAPI) -> tuple[dict[str, str], dict[str, dict[str, float]]]:
+    """The stored rows, planned from scratch: where each unit is, and what each target
+    uses (the general path's reading of the world)."""
+    with reading(app.state.database) as session:
+        snapshot = world.read(session)
+    prepared = placing.plan(snapshot, snapshot.copy())
+    assert not prepared.moves, prepared.moves  # what runs stays where it is
+    return dict(snapshot.placements), {n: dict(r.used) for n, r in snapshot.targets.items()}
+
+
+class ClaimsAndDeletes(RuleBasedStateMachine):
+    """Random claims and deletes through the service; the live state checked after each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.alive: dict[str, int] = {}
+        self.made = 0
+
+    @initialize()
+    def start(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="placed-live-"))
+        self.app, self.client = applied(f"sqlite:///{self.folder / 'placed.db'}")
+
+    def teardown(self) -> None:
+        if hasattr(self, "app"):
+            self.app.state.database.dispose()
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    @rule(units=st.integers(1, 3), cpu=st.sampled_from([0.5, 1.0, 2.0]))
+    def claim(self, units: int, cpu: float) -> None:
+        name = f"w{self.made}"
+        self.made += 1
+        body = {"name": name, "units": units, "resources": {"cpu": cpu, "memory": 1}}
+        answer = self.client.post("/v1/workloads", json=body)
+        assert answer.status_code in (201, 409), answer.text
+        if answer.status_code == 201:
+            self.alive[name] = units
+
+    @rule(data=st.data())
+    def remove(self, data: st.DataObject) -> None:
+        if not self.alive:
+            return
+        name = data.draw(st.sampled_from(sorted(self.alive)))
+        answer = self.client.delete(f"/v1/workloads/{name}")
+        assert answer.status_code == 200, answer.text
+        assert len(answer.json()["changes"]) == self.alive.pop(name)
+
+    @invariant()
+    def the_live_state_is_the_stored_world(self) -> None:
+        if not hasattr(self, "app"):
+            return
+        placements, used = from_scratch(self.app)
+        replica: ReplicaWorld = self.app.state.replica
+        cached = replica._cached
+        if cached is not None:
+            with reading(self.app.state.database) as session:
+                current = world.read(session).revision
+            if cached.revision == current:
+                assert cached.snapshot.placements == placements
+                state = cached.state
+                index = cached.planner.index
+                for name, resources in used.items():
+                    position = index.position[name]
+                    for resource, amount in resources.items():
+                        row = index.resources.index(resource)
+                        capacity = cached.snapshot.targets[name].capacity[resource]
+                        assert abs(capacity - float(state.free[row, position]) - amount) < 1e-9
+                assert sorted(state.units) == sorted(placements)
+        for name, resources in used.items():
+            units = [u for u, t in placements.items() if t == name]
+            for resource, amount in resources.items():
+                want = sum(
+                    _asked(self.app, unit.rpartition("/")[0]).get(resource, 0.0) for unit in units
+                )
+                assert abs(amount - want) < 1e-9, (name, resource, amount, want)
+
+
+def _asked(app: FastAPI, workload: str) -> dict[str, float]:
+    with reading(app.state.database) as session:
+        spec = session.scalar(select(Workload.spec).where(Workload.name == workload))
+    assert spec is not None
+    return {k: float(v) for k, v in (spec.get("resources") or {}).items()}
+
+
+def test_random_claims_and_deletes_keep_the_live_world_the_stored_one() -> None:
+    ClaimsAndDeletes.TestCase.settings = settings(
+        max_examples=12,
+        stateful_step_count=12,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    ClaimsAndDeletes.TestCase().runTest()
