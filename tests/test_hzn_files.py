@@ -1024,7 +1024,7 @@ def test_force_reads_a_key_hzn_does_not_know_as_hzn_does(tmp_path: Path) -> None
     stderr = " ".join(invalid("validate", tmp_path).split())
     assert stderr.startswith(
         f"error: {path}: 1 key hzn does not know (below): hzn ignores such a key (Go's "
-        "encoding/json drops a key no struct field has), and placed refuses them, as one may "
+        "encoding/json drops a key no struct field has), and placed refuses it, as one may "
         "be misspelt; --force reads the file as hzn does, each such key a warning"
     )
     assert f"{at(path, json.dumps('service'))}: service: unknown key 'service'" in stderr

@@ -755,9 +755,9 @@ class _Converter:
             file.problems.insert(
                 0,
                 Problem(
-                    f"{keys} hzn does not know (below): {_HZN_IGNORES}, "
-                    "and placed refuses them, as one may be misspelt; --force reads the file "
-                    "as hzn does, each such key a warning"
+                    f"{keys} hzn does not know (below): {_HZN_IGNORES}, and placed refuses "
+                    f"{'it' if ignored == 1 else 'them'}, as one may be misspelt; --force "
+                    "reads the file as hzn does, each such key a warning"
                 ),
             )
 
