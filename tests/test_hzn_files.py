@@ -839,15 +839,25 @@ def test_a_service_policy_needs_its_service_beside_it(tmp_path: Path) -> None:
     )
 
 
+def test_a_missing_operator_archive_is_read_as_deploycheck_reads_it(tmp_path: Path) -> None:
+    # hzn deploycheck --service reads the definition without the archive; hzn exchange
+    # service publish reads it from beside the file, and fails without it: a warning.
+    folder = tmp_path / "horizon"
+    folder.mkdir()
+    path = write(folder, "op.json", cluster_service("../operator.tar.gz"))
+    write(folder, "op.deployment.policy.json", policy("com.example.op"))
+    result = invoke("validate", folder)
+    assert result.exit_code == 0, result.output
+    assert (
+        f"warning [operator-archive-missing] {path}:8:28: clusterDeployment.operatorYamlArchive: "
+        f"no such file {tmp_path / 'operator.tar.gz'}; read without it, as hzn deploycheck"
+    ) in result.output
+    assert "hzn exchange service publish reads the archive from there and fails" in result.output
+
+
 def test_bad_operator_archive(tmp_path: Path) -> None:
     path = write(tmp_path, "op.json", cluster_service("operator.tar.gz"))
     write(tmp_path, "op.deployment.policy.json", policy("com.example.op"))
-    stderr = invalid("check", tmp_path)
-    # hzn exchange service publish reads the archive from beside the file, and fails.
-    assert (
-        f"{path}:8:28: clusterDeployment.operatorYamlArchive: no such file "
-        f"{tmp_path / 'operator.tar.gz'}: hzn exchange service publish reads"
-    ) in stderr
     write(tmp_path, "op.json", cluster_service("not an archive"))
     assert f"{path}:8:28: clusterDeployment.operatorYamlArchive: 'not an archive' is neither" in (
         invalid("check", tmp_path)
@@ -998,6 +1008,48 @@ def test_a_key_that_differs_only_in_case_is_named(tmp_path: Path) -> None:
         "'constraints'? (hzn would read it as constraints, since Go's encoding/json matches "
         "keys ignoring case" in stderr
     )
+
+
+def test_force_reads_a_key_hzn_does_not_know_as_hzn_does(tmp_path: Path) -> None:
+    # The shape of a public service repository's node policy: a deployment policy's
+    # `service` section pasted into it. hzn register --policy and hzn deploycheck
+    # --node-pol read it with encoding/json, which drops the key; placed refuses it, as one
+    # may be misspelt, and says what --force does.
+    write(tmp_path, "web.json", device_service())
+    write(tmp_path, "web.deployment.policy.json", policy())
+    pasted = {"name": "com.example.web", "org": "myorg", "arch": "*"}
+    path = write(
+        tmp_path, "node.policy.json", {"properties": [], "constraints": [], "service": [pasted]}
+    )
+    stderr = " ".join(invalid("validate", tmp_path).split())
+    assert stderr.startswith(
+        f"error: {path}: 1 key hzn does not know (below): hzn ignores such a key (Go's "
+        "encoding/json drops a key no struct field has), and placed refuses it, as one may "
+        "be misspelt; --force reads the file as hzn does, each such key a warning"
+    )
+    assert f"{at(path, json.dumps('service'))}: service: unknown key 'service'" in stderr
+    result = invoke("validate", "--force", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert (
+        f"warning [unknown-key] {at(path, json.dumps('service'))}: service: unknown key "
+        "'service'; ignored, as hzn ignores such a key"
+    ) in " ".join(result.output.split())
+    # The same files are planned alike, the key aside.
+    checked = invoke("check", "--force", tmp_path)
+    assert checked.exit_code == 0, checked.output
+    assert "node" in checked.stdout and "yes" in checked.stdout
+    converted = invoke("convert", "--force", tmp_path)
+    assert converted.exit_code == 0, converted.output
+    assert "warning [unknown-key]" in converted.stderr
+
+
+def test_force_keeps_a_key_hzn_reads_as_another_an_error(tmp_path: Path) -> None:
+    # hzn reads "Constraints" as constraints; placed cannot ignore it as hzn would not.
+    write(tmp_path, "web.json", device_service())
+    path = write(tmp_path, "web.deployment.policy.json", policy(Constraints=["a == 1"]))
+    stderr = " ".join(invalid("validate", "--force", tmp_path).split())
+    assert f"{at(path, json.dumps('Constraints'))}: Constraints: unknown key" in stderr
+    assert "key hzn does not know" not in stderr
 
 
 def _with_every_ignored_key(keys: hzn_keys.Keys, document: dict[str, Any]) -> dict[str, Any]:

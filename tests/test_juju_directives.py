@@ -419,6 +419,18 @@ CONSTRAINTS_VALID: list[tuple[str, JujuConstraints, str | None]] = [
     ),
     ("image-id=ubuntu-22", JujuConstraints(image_id="ubuntu-22"), None),
     ("instance-role=auto", JujuConstraints(instance_role="auto"), None),
+    # Kubernetes affinity tags, as COS Lite's three-nodes overlay writes them.
+    (
+        "tags=anti-pod.app.kubernetes.io/name=loki,anti-pod.topology-key=kubernetes.io/hostname",
+        JujuConstraints(
+            tags=(
+                "anti-pod.app.kubernetes.io/name=loki",
+                "anti-pod.topology-key=kubernetes.io/hostname",
+            )
+        ),
+        None,
+    ),
+    ("tags=pod.app=web,^node.disk=", JujuConstraints(tags=("pod.app=web", "^node.disk=")), None),
     (
         "zones=a mem=4G  arch=amd64\tcores=2",
         JujuConstraints(arch="amd64", cores=2, mem=4096, zones=("a",)),
@@ -483,6 +495,10 @@ CONSTRAINTS_INVALID: list[tuple[str, int, str]] = [
     ("instance-type=a\\b", 16, "a backslash in instance-type only escapes a blank"),
     ("instance-type=a\x07b", 16, "unprintable"),
     ("tags=a\\ b", 7, "blanks cannot appear in a tag"),
+    ("tags=a/b", 7, "'/' cannot appear in a tag"),
+    ("tags=pod.a=b=c", 13, "an affinity tag is KEY=VALUE with a single '='"),
+    ("tags=ssd,=x", 10, "'' is not a label"),
+    ("tags=pod.a=b;c", 13, "';' cannot appear in a label value"),
     ("x" * 5000, 4097, "longer than 4096 characters"),
 ]
 

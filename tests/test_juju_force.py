@@ -161,3 +161,37 @@ def test_a_native_specs_unknown_keys_stay_errors_with_force(tmp_path: Path) -> N
     path = write(tmp_path, "inventory: [{id: a, kind: host}]\nworkloads: []\nspread: 1\n")
     code, _, err = invoke("validate", "--force", path)
     assert code == 2 and "spread" in err
+
+
+# The shape of COS Lite's three-nodes overlay: a Kubernetes bundle scaled to three units,
+# each kept off the others' hosts by pod anti-affinity tags.
+K8S_BUNDLE = """\
+bundle: kubernetes
+name: observability
+applications:
+  loki:
+    charm: loki-k8s
+    scale: 1
+"""
+TAGS = "anti-pod.app.kubernetes.io/name=loki,anti-pod.topology-key=kubernetes.io/hostname"
+ANTI_AFFINITY = f"""\
+applications:
+  loki:
+    scale: 3
+    constraints: tags={TAGS}
+"""
+
+
+def test_a_kubernetes_overlay_with_affinity_tags_is_read(tmp_path: Path) -> None:
+    bundle = write(tmp_path, K8S_BUNDLE)
+    overlay = write(tmp_path, ANTI_AFFINITY, "three-nodes.yaml")
+    code, out, err = invoke("plan", "--force", bundle, "--overlay", overlay, "--format", "json")
+    assert code == 0, err
+    placements = json.loads(out)["placements"]
+    assert sorted(p["unit"] for p in placements) == ["loki/0", "loki/1", "loki/2"]
+    # A tag with two '=' is what juju's Kubernetes provider refuses: "invalid affinity
+    # constraints".
+    write(tmp_path, ANTI_AFFINITY.replace("name=loki", "name=loki=x"), "three-nodes.yaml")
+    code, _, err = invoke("validate", "--force", bundle, "--overlay", overlay)
+    assert code == 2
+    assert "an affinity tag is KEY=VALUE with a single '='" in err

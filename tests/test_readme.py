@@ -60,7 +60,8 @@ def readme_commands() -> list[tuple[str, int]]:
     documents ("(exit N" in the comment; 0 when it says none)."""
     found = []
     for block in re.findall(r"```sh\n(.*?)```", README, re.S):
-        for line in block.splitlines():
+        # A block inside a list item is indented as the item is.
+        for line in (text.strip() for text in block.splitlines()):
             if not line.startswith("placed "):
                 continue
             command, _, comment = line.partition(" #")

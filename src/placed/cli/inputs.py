@@ -60,8 +60,8 @@ def read_specs(
     force: bool = False,
 ) -> list[Spec]:
     """The specs the inputs hold, native, Juju or Open Horizon (raises SpecError).
-    `status` is what already runs (`juju status --format yaml`); `force` reads a Juju
-    file's unknown keys as warnings (`--force`)."""
+    `status` is what already runs (`juju status --format yaml`); `force` reads the
+    unknown keys of a Juju file or of Open Horizon's files as warnings (`--force`)."""
     stdin = [p for p in paths if is_stdin(p)]
     if len(stdin) > 1:
         raise SpecError(STDIN, [Problem("standard input (-) can be read only once")])
@@ -81,7 +81,7 @@ def read_specs(
             input_format is InputFormat.auto and _sniffable(paths) and looks_like_openhorizon(paths)
         )
     ):
-        return load_openhorizon(paths)
+        return load_openhorizon(paths, force)
     _once(paths)
     specs: list[Spec] = []
     first: dict[str, tuple[int, str]] = {}

@@ -207,10 +207,11 @@ ForceOption = Annotated[
     bool,
     typer.Option(
         "--force",
-        help="Juju files: read keys the bundle schema does not know (name:, variables:, "
-        "docs:, a misspelt key...) as `juju deploy` does: each is ignored, with a warning "
-        "at its file:line:column, and placement goes on. Without it they are errors "
-        "(exit 2), as one may be a misspelt key.",
+        help="Juju and Open Horizon files: read keys the format does not know (a bundle's "
+        "name:, variables:, docs:; a key no anax struct has; a misspelt key...) as `juju "
+        "deploy` and hzn do: each is ignored, with a warning at its file:line:column, and "
+        "placement goes on. Without it they are errors (exit 2), as one may be a misspelt "
+        "key.",
     ),
 ]
 WorkloadOption = Annotated[
@@ -1127,7 +1128,7 @@ def convert(
             text = "---\n".join(dump_juju_native(document) for document in documents)
         else:
             notices: list[Notice] = []
-            documents = [convert_openhorizon(paths, notices)]
+            documents = [convert_openhorizon(paths, notices, force)]
             text = dump_native(documents[0], notices)
             for notice in notices:
                 err.file.write(f"warning [{notice.code}]: {notice.message}\n")

@@ -46,6 +46,12 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*")
 NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 # MAAS tag names, plus the few marks other providers' tags use.
 _TAG = re.compile(r"[A-Za-z0-9_.:@+-]+")
+# On Kubernetes a tag is an affinity label, KEY=VALUE, its key prefixed "pod.", "anti-pod."
+# or "node." (the default) and both sides Kubernetes label text, which has '/' (juju's
+# caas/kubernetes/provider/application ApplyWorkloadConstraints; COS Lite's overlays write
+# tags=anti-pod.app.kubernetes.io/name=loki,anti-pod.topology-key=kubernetes.io/hostname).
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*")
+_LABEL_VALUE = re.compile(r"[A-Za-z0-9._/-]*")
 # Juju's names.IsValidSpace.
 _SPACE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _VIRT_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -271,6 +277,35 @@ def _check_name(name: str, rule: _Rule, key: str, column: int, text: str) -> Non
     raise _fail(f"{quoted(name)} is not {rule.what} in {key}: {rule.rule}", column, text)
 
 
+def _check_label(tag: str, key: str, column: int, text: str) -> None:
+    """A Kubernetes affinity tag, KEY=VALUE: juju itself takes any tag text, and its
+    Kubernetes provider splits each on '=' and refuses one that is not two parts."""
+    label, _, value = tag.partition("=")
+    if "=" in value:
+        raise _fail(
+            f"{quoted(tag)} in {key}: an affinity tag is KEY=VALUE with a single '=' "
+            "(juju's Kubernetes provider refuses it: invalid affinity constraints)",
+            column + len(label) + 1 + value.index("="),
+            text,
+        )
+    if not _LABEL.fullmatch(label):
+        raise _fail(
+            f"{quoted(tag)} in {key}: {quoted(label)} is not a label; an affinity tag is "
+            "[pod.|anti-pod.|node.]KEY=VALUE, the key starting with a letter or digit, with "
+            "letters, digits, '.', '_', '/', '-'",
+            column,
+            text,
+        )
+    if not _LABEL_VALUE.fullmatch(value):
+        bad = next(c for c in value if not _LABEL_VALUE.fullmatch(c))
+        raise _fail(
+            f"{quoted(tag)} in {key}: {bad!r} cannot appear in a label value (letters, "
+            "digits, '.', '_', '/', '-')",
+            column + len(label) + 1 + value.index(bad),
+            text,
+        )
+
+
 def _word(rule: _Rule) -> _Parse:
     def parse(key: str, value: str, column: int, text: str) -> str:
         _check_name(value, rule, key, column, text)
@@ -313,7 +348,11 @@ def _names(rule: _Rule, *, negatable: bool) -> _Parse:
                 raise _fail(f"{key} cannot exclude with '^'; list the ones to use", here, text)
             if name == "^":
                 raise _fail(f"'^' needs a name after it, as in {key}=^{rule.example}", here, text)
-            _check_name(name[1:] if negated else name, rule, key, here + int(negated), text)
+            bare = name[1:] if negated else name
+            if rule is _TAG_NAME and "=" in bare:
+                _check_label(bare, key, here + int(negated), text)
+            else:
+                _check_name(bare, rule, key, here + int(negated), text)
             names.append(name)
         return tuple(names)
 

@@ -41,6 +41,7 @@ import dataclasses
 import difflib
 import io
 import json
+import os
 import re
 import tarfile
 import zlib
@@ -58,7 +59,7 @@ from placed.model.properties import ALLOW_PRIVILEGED, PropertyError, make_proper
 from placed.policy.builtins import SERVICE_BUILTINS, read_only_reason
 from placed.policy.expressions.syntax import Range
 from placed.spec import hzn_config, hzn_keys, openhorizon
-from placed.spec.errors import SpecError, quoted
+from placed.spec.errors import Problem, SpecError, quoted
 from placed.spec.hzn_files import HznFile, LongNumber, bounded_int, fail, has_documents, read_all
 from placed.spec.load import load_specs_text
 from placed.spec.source import MAX_DIGITS, dotted
@@ -369,10 +370,15 @@ class _Definition:
 
 
 def _definition(
-    file: HznFile, data: dict[str, Any], path: KeyPath, org: str, publish: bool = False
+    file: HznFile,
+    data: dict[str, Any],
+    path: KeyPath,
+    org: str,
+    notices: list[Notice],
+    publish: bool = False,
 ) -> _Definition | None:
     """A service definition; `publish` when it is a `hzn exchange service publish` file
-    rather than what the exchange keeps."""
+    rather than what the exchange keeps. What it warns about goes to `notices`."""
     if publish:
         _publishable(file, data, path)
     url = _text(file, data, "url", path, required=True)
@@ -396,7 +402,7 @@ def _definition(
         arch=arch,
         runs_on=runs_on,
         privileged=_privileged(deployment),
-        namespace=_embedded_namespace(file, cluster, (*path, "clusterDeployment")),
+        namespace=_embedded_namespace(file, cluster, (*path, "clusterDeployment"), notices),
         file=file,
         path=path,
         publish=publish,
@@ -510,7 +516,9 @@ def _privileged(deployment: dict[str, Any]) -> bool:
     )
 
 
-def _embedded_namespace(file: HznFile, cluster: dict[str, Any], path: KeyPath) -> str | None:
+def _embedded_namespace(
+    file: HznFile, cluster: dict[str, Any], path: KeyPath, notices: list[Notice]
+) -> str | None:
     """The namespace a cluster service embeds, as anax finds it
     (common/deploymentconfig.go GetClusterDeploymentMetadata): metadata.namespace, which
     `hzn exchange service publish` records, else the operator archive's own."""
@@ -521,7 +529,7 @@ def _embedded_namespace(file: HznFile, cluster: dict[str, Any], path: KeyPath) -
     if not isinstance(archive, str) or not archive:
         return None
     where = (*path, "operatorYamlArchive")
-    raw = _archive_bytes(file, archive, where)
+    raw = _archive_bytes(file, archive, where, notices)
     if raw is None:
         return None
     try:
@@ -532,17 +540,29 @@ def _embedded_namespace(file: HznFile, cluster: dict[str, Any], path: KeyPath) -
     return _operator_namespace(manifests)
 
 
-def _archive_bytes(file: HznFile, archive: str, where: KeyPath) -> bytes | None:
+def _archive_bytes(
+    file: HznFile, archive: str, where: KeyPath, notices: list[Notice]
+) -> bytes | None:
     # In a publish file the archive is a path relative to the file
     # (cli/kube_deployment/kube_deployment.go Sign); once published, base64 of the tar.gz.
     if len(archive) < 4096 and not archive.endswith("..."):
         candidate = file.path.parent / archive
         try:
             if archive.endswith((".tar.gz", ".tgz")) and not candidate.exists():
-                file.add(
-                    f"no such file {candidate}: hzn exchange service publish reads the "
-                    "operator archive from it, relative to this file",
-                    where,
+                # `hzn deploycheck --service` reads the definition without the archive
+                # (cli/deploycheck readServiceFile: clusterDeployment stays as written),
+                # and so does placed; only publishing reads the file.
+                at = file.at(where)
+                notices.append(
+                    Notice(
+                        "operator-archive-missing",
+                        f"{file.path}{f':{at.line}:{at.column}' if at else ''}: "
+                        f"{dotted(where)}: no such file {os.path.normpath(candidate)}; "
+                        "read without it, as "
+                        "hzn deploycheck reads it, so the namespace the operator embeds is "
+                        "not known (taken as none); hzn exchange service publish reads the "
+                        "archive from there and fails without it",
+                    )
                 )
                 return None
             if candidate.is_file():
@@ -636,9 +656,16 @@ class _Node:
     policy: HznFile | None = None
 
 
+UNKNOWN_KEY = "unknown-key"
+# Go's encoding/json, with which hzn reads every file, drops a key no struct field has.
+_HZN_IGNORES = "hzn ignores such a key (Go's encoding/json drops a key no struct field has)"
+
+
 class _Converter:
-    def __init__(self, files: list[HznFile]) -> None:
+    def __init__(self, files: list[HznFile], force: bool = False) -> None:
         self.files = files
+        # --force: keys hzn does not know are read as hzn reads them, ignored with a warning.
+        self.force = force
         self.nodes: dict[str, _Node] = {}
         self.definitions: list[_Definition] = []
         self.workload_names: dict[str, HznFile] = {}
@@ -673,17 +700,16 @@ class _Converter:
                     file.at(()),
                 )
             shapes.setdefault(shape, []).append(file)
-            for message, path in hzn_keys.unknown_keys(shape, file.data):
-                file.add(message, path, key=True)
+            self._unknown_keys(file, shape)
         self.check()
         for file in shapes.get("nodes", []):
             self._node_list(file)
         for file in shapes.get("service", []):
-            self._add_definition(_definition(file, file.data, (), "", publish=True))
+            self._add_definition(_definition(file, file.data, (), "", self.notices, publish=True))
         for file in shapes.get("services", []):
             for key, data in file.data.items():
                 org = key.rpartition("/")[0]
-                self._add_definition(_definition(file, data, (key,), org))
+                self._add_definition(_definition(file, data, (key,), org, self.notices))
         self._node_policies(shapes.get("node-policy", []), bool(shapes.get("nodes")))
         self.check()
         self._service_policies(shapes.get("service-policy", []))
@@ -703,6 +729,37 @@ class _Converter:
             workloads.extend(self._pattern(file, patterns[id(file)]))
         self.check()
         return {"version": 1, "name": name, "inventory": inventory, "workloads": workloads}
+
+    def _unknown_keys(self, file: HznFile, shape: str) -> None:
+        """Keys hzn does not know: errors, as one may be misspelt (the first problem says
+        that hzn ignores them and what --force does), or under --force warnings at their
+        place, as hzn reads the file. A key that differs from a known one only in case stays
+        an error: hzn reads it as that key, which placed does not."""
+        found = list(hzn_keys.unknown_keys(shape, file.data))
+        ignored = 0
+        for message, path in found:
+            if self.force and not hzn_keys.is_case_variant(message):
+                at = file.sources.key(path)
+                where = f"{file.path}:{at.line}:{at.column}" if at else str(file.path)
+                brief = message.split("; ", 1)[0] if "did you mean" not in message else message
+                self.notices.append(
+                    Notice(
+                        UNKNOWN_KEY, f"{where}: {dotted(path)}: {brief}; ignored, as {_HZN_IGNORES}"
+                    )
+                )
+                continue
+            file.out.add(message, path, key=True, code=UNKNOWN_KEY)
+            ignored += not hzn_keys.is_case_variant(message)
+        if ignored:
+            keys = f"{ignored} key{'s' if ignored != 1 else ''}"
+            file.problems.insert(
+                0,
+                Problem(
+                    f"{keys} hzn does not know (below): {_HZN_IGNORES}, and placed refuses "
+                    f"{'it' if ignored == 1 else 'them'}, as one may be misspelt; --force "
+                    "reads the file as hzn does, each such key a warning"
+                ),
+            )
 
     def _undefined_variables(self) -> None:
         """hzn's warning for each variable a file uses that nothing defines
@@ -1297,10 +1354,13 @@ def _name_of(paths: list[Path]) -> str:
     return first.name if first.is_dir() else first.parent.name or first.stem
 
 
-def convert_openhorizon(paths: list[Path], notices: list[Notice] | None = None) -> dict[str, Any]:
+def convert_openhorizon(
+    paths: list[Path], notices: list[Notice] | None = None, force: bool = False
+) -> dict[str, Any]:
     """The native spec document (plain data) that the hzn documents at `paths` describe;
-    what they warn about is added to `notices`."""
-    converter = _Converter(read_all(paths))
+    what they warn about is added to `notices`. `force` reads keys hzn does not know as
+    hzn does, each a warning (`--force`)."""
+    converter = _Converter(read_all(paths), force)
     document = converter.convert(_name_of(paths))
     if notices is not None:
         notices.extend(converter.notices)
@@ -1333,10 +1393,11 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
-def load_openhorizon(paths: list[Path]) -> list[Spec]:
-    """The hzn documents at `paths` as a spec, through the native pipeline."""
+def load_openhorizon(paths: list[Path], force: bool = False) -> list[Spec]:
+    """The hzn documents at `paths` as a spec, through the native pipeline; `force` as
+    convert_openhorizon takes it."""
     notices: list[Notice] = []
-    text = dump_native(convert_openhorizon(paths, notices))
+    text = dump_native(convert_openhorizon(paths, notices, force))
     source = str(paths[0])
     try:
         return [

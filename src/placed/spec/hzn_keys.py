@@ -265,12 +265,20 @@ def _walk(
                 yield from _walk(inner, item, (*path, key, index))
 
 
+_CASE_VARIANT = "since Go's encoding/json matches keys ignoring case"
+
+
+def is_case_variant(message: str) -> bool:
+    """Whether an unknown-key message is for a key hzn reads as another (its case aside)."""
+    return _CASE_VARIANT in message
+
+
 def _message(key: str, keys: Keys) -> str:
     folded = [k for k in keys.known if k.casefold() == key.casefold()]
     if folded:
         return (
             f"unknown key {quoted(key)}; did you mean {quoted(folded[0])}? (hzn would read it "
-            f"as {folded[0]}, since Go's encoding/json matches keys ignoring case; placed "
+            f"as {folded[0]}, {_CASE_VARIANT}; placed "
             "asks for the exact spelling)"
         )
     close = difflib.get_close_matches(key, keys.known, n=1, cutoff=0.6)
