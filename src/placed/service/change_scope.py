@@ -32,6 +32,7 @@ from typing import Any
 
 from placed.service.problems import ProblemException
 from placed.service.scopes import below
+from placed.store import definitions
 from placed.store.claims import Actor
 from placed.store.world import Snapshot
 
@@ -152,7 +153,10 @@ def touched(
             yield Touched("workload", name, DELETED, (old.account,))
     # A machine made for a workload this change does not touch (another's pending unit
     # that now finds its place) is the scheduler's consequence, as a moved unit is.
-    yield from _nodes(before, after, {t: w for t, w in made.items() if w in workloads}, set(made))
+    if made or not definitions.same_inventory(before, after):
+        yield from _nodes(
+            before, after, {t: w for t, w in made.items() if w in workloads}, set(made)
+        )
     yield from _compared("domain", before.domains, after.domains)
     yield from _compared("account", before.accounts, after.accounts)
     yield from _compared(

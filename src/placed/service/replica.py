@@ -846,6 +846,7 @@ class ReplicaWorld:
                 position = state.remove(move.unit)
                 planner.pipeline.release(request, state, position)
         after = prepared.after
+        after.targets = dict(after.targets)  # shared with the world before until now
         for target in prepared.used:
             row = after.targets[target]
             after.targets[target] = dataclasses.replace(
@@ -989,7 +990,15 @@ def _removal(
         or not planner.pipeline.releasable(planner.request(workload))
     ):
         return None
-    after = snapshot.copy()
+    # The inventory's containers are shared: the writer and the scope rule then know it
+    # unchanged without comparing 10,000 targets (definitions.same_inventory).
+    after = dataclasses.replace(
+        snapshot,
+        workloads=dict(snapshot.workloads),
+        workload_specs=dict(snapshot.workload_specs),
+        units=dict(snapshot.units),
+        placements=dict(snapshot.placements),
+    )
     del after.workloads[name]
     del after.workload_specs[name]
     moves: list[Move] = []

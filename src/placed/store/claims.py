@@ -107,12 +107,9 @@ def commit(
     `moved`: told once the moves are written, with how many (the controller's fault
     hooks)."""
     connection = session.connection()
-    targets = {
-        name: (id_, generation)
-        for id_, name, generation in session.execute(
-            select(Target.id, Target.name, Target.generation)
-        )
-    }
+    targets = _targets_named(
+        session, {*used, *(m.source for m in moves), *(m.destination for m in moves)}
+    )
     changed = []
     for name, amounts in used.items():
         old = before.targets.get(name)
@@ -146,8 +143,11 @@ def commit(
             raise StaleRow("target", _some(changed)) from None
     workload_ids: dict[str, int] = {}
     generations: dict[str, int] = {}
-    for id_, name, generation in session.execute(
-        select(Workload.id, Workload.name, Workload.generation)
+    for id_, name, generation in _rows_named(
+        session,
+        select(Workload.id, Workload.name, Workload.generation),
+        Workload.name,
+        {m.workload for m in moves},
     ):
         workload_ids[name] = id_
         generations[name] = generation
@@ -260,6 +260,28 @@ def commit(
     if moved is not None and moves:
         moved(session, len(moves))
     return rows
+
+
+# Past this many names, one read of a whole table is cheaper than reading them by name.
+_BY_NAME = 2_000
+
+
+def _rows_named(session: Session, query: Any, column: Any, names: Set[str | None]) -> Any:
+    """The rows of `query` whose `column` is one of `names`: read by name when they are
+    few (a delta's moves name a handful at 10,000 targets), else the whole table."""
+    wanted = sorted(n for n in names if n is not None)
+    if len(wanted) > _BY_NAME:
+        return session.execute(query).all()
+    found: list[Any] = []
+    for chunk in _chunks(wanted):
+        found.extend(session.execute(query.where(column.in_(chunk))))
+    return found
+
+
+def _targets_named(session: Session, names: Set[str | None]) -> dict[str, tuple[int, int]]:
+    """Each named target's id and generation, as stored."""
+    query = select(Target.id, Target.name, Target.generation)
+    return {name: (id_, gen) for id_, name, gen in _rows_named(session, query, Target.name, names)}
 
 
 def _check_sources(
