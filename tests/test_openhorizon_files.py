@@ -89,3 +89,17 @@ def test_hzn_files(case: dict[str, Any], tmp_path: Path) -> None:
     warnings = {w["code"] for w in report["warnings"]}
     assert set(case.get("warnings", [])) <= warnings, warnings
     assert not set(case.get("not_warnings", [])) & warnings
+
+
+def test_explain_names_an_every_mode_workloads_units_after_their_targets() -> None:
+    """An every-mode workload's units are WORKLOAD/TARGET: a numbered name is refused
+    with the names it has, never with a pattern that explain refuses too."""
+    project = Path(__file__).resolve().parent.parent / "examples" / "openhorizon-project"
+    refused = CliRunner().invoke(app, ["explain", str(project), "hello-deployment/0"])
+    assert refused.exit_code == 2
+    message = " ".join(refused.stderr.split())
+    assert "runs in every mode" in message and "hello-deployment/gw1" in message
+    assert "/*" not in message
+    shown = CliRunner().invoke(app, ["explain", str(project), "hello-deployment/gw1"])
+    assert shown.exit_code in (0, 1), shown.stderr
+    assert shown.stdout.startswith("hello-deployment/gw1 -> gw1")

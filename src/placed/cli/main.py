@@ -536,13 +536,35 @@ def explain(
         failed = failed or not isinstance(found.outcome, Placement)
         documents.append((document.name, trace_document(found)))
     if not documents:
+        # An every-mode workload's units are named after their targets, not numbered.
         known = {
-            w.unit_key(i) if w.mode != "every" else f"{w.name}/*"
+            name
             for document in specs
             for w in document.workloads
-            for i in range(min(w.units, 1000))
+            for name in (
+                [f"{w.name}/{t.id}" for t in document.inventory.targets[:1000]]
+                if w.mode == "every"
+                else [w.unit_key(i) for i in range(min(w.units, 1000))]
+            )
         }
         scope = "any document" if len(specs) > 1 else specs[0].name
+        every = next(
+            (
+                (w, document)
+                for document in specs
+                for w in document.workloads
+                if w.mode == "every" and w.name == unit.rpartition("/")[0]
+            ),
+            None,
+        )
+        if every is not None:
+            workload, document = every
+            examples = ", ".join(f"{workload.name}/{t.id}" for t in document.inventory.targets[:3])
+            fail_option(
+                "UNIT",
+                f"no unit named {unit} in {scope}: {workload.name} runs in every mode, one "
+                f"unit per target, each named after its target (e.g. {examples})",
+            )
         fail_option("UNIT", f"no unit named {unit} in {scope}{_did_you_mean([unit], known)}")
     _emit(documents, fmt, explain_table)
     _exit(failed)
