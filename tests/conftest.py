@@ -85,3 +85,14 @@ def fresh_postgres() -> Iterator[str]:
         with admin.connect() as connection:
             connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.dispose()
+
+
+@contextmanager
+def another_database(database: str, tmp_path: Path, name: str = "another.db") -> Iterator[str]:
+    """A new, empty database of the same kind as `database` (a SQLite file `name` in
+    `tmp_path`, or a fresh PostgreSQL database)."""
+    if database.startswith("sqlite"):
+        yield f"sqlite:///{tmp_path / name}"
+        return
+    with fresh_postgres() as url:
+        yield url

@@ -12,8 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +25,7 @@ from placed.store import schema
 from placed.store.backup import PGDMP_MAGIC, SQLITE_MAGIC
 from placed.store.database import make_engine, reading
 from placed.store.tables import Placement, Unit, Workload
-from tests.conftest import fresh_postgres, in_ci
+from tests.conftest import another_database, in_ci
 from tests.row_invariants import broken_rows, read_rows
 from tests.running_servers import BIN, serving, upgrade
 from tests.service_support import table_digest
@@ -63,16 +61,6 @@ def needs_postgres_tools(database: str) -> None:
         if in_ci():
             pytest.fail(f"CI=true requires them: {message}")
         pytest.skip(message)
-
-
-@contextmanager
-def another_database(database: str, tmp_path: Path) -> Iterator[str]:
-    """A new, empty database of the same kind as `database`."""
-    if database.startswith("sqlite"):
-        yield f"sqlite:///{tmp_path / 'restored.db'}"
-        return
-    with fresh_postgres() as url:
-        yield url
 
 
 @dataclass(frozen=True)
@@ -143,7 +131,7 @@ def test_a_backup_under_load_restores_every_claim_committed_before_it_began(
     magic = SQLITE_MAGIC if database.startswith("sqlite") else PGDMP_MAGIC
     assert backup.read_bytes().startswith(magic)
 
-    with another_database(database, tmp_path) as restored:
+    with another_database(database, tmp_path, "restored.db") as restored:
         # The real command, in its own process, as an operator runs it.
         brought = subprocess.run(
             [str(BIN / "placed"), "db", "restore", str(backup), "--database", restored],

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +30,13 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from sqlalchemy import select
 
 from placed.service import placing, workloads
+from placed.service import replica as replica_module
 from placed.service.replica import ReplicaWorld
 from placed.store import world
 from placed.store.claims import Actor
 from placed.store.database import reading
 from placed.store.tables import EventRow, Placement, Target, TargetResource, Unit, Workload
-from tests.conftest import fresh_postgres
+from tests.conftest import another_database
 
 from .service_support import bearer, served
 
@@ -57,16 +56,6 @@ def applied(url: str, spec: str = SPEC) -> tuple[FastAPI, TestClient]:
     answer = client.post("/v1/apply", content=spec, headers={"content-type": "application/yaml"})
     assert answer.status_code == 200, answer.text
     return app, client
-
-
-@contextmanager
-def twin_of(database: str, tmp_path: Path) -> Iterator[str]:
-    """Another fresh database of the same kind as `database`."""
-    if database.startswith("sqlite"):
-        yield f"sqlite:///{tmp_path / 'twin.db'}"
-        return
-    with fresh_postgres() as url:
-        yield url
 
 
 def rows(app: FastAPI) -> dict[str, Any]:
@@ -117,7 +106,7 @@ STEPS: list[tuple[str, str, dict[str, Any] | None]] = [
 def test_a_delete_through_the_live_world_writes_what_the_general_path_writes(
     database: str, tmp_path: Path
 ) -> None:
-    with twin_of(database, tmp_path) as twin:
+    with another_database(database, tmp_path, "twin.db") as twin:
         live_app, live_client = applied(database)
         general_app, general_client = applied(twin)
         for step, name, body in STEPS:
@@ -172,6 +161,12 @@ def test_a_deletion_that_could_place_a_waiting_unit_takes_the_general_path(
     kinds = {c["unit"]: c["kind"] for c in answer.json()["changes"]}
     # The general path places the waiting unit in the room big's units left.
     assert kinds["waits/0"] == "unit.placed", kinds
+
+
+def test_a_workload_placed_on_machine_0_reads_others() -> None:
+    # `to: 0` is a Juju directive (machine 0), though 0 is falsy.
+    assert not replica_module._plain({"name": "w", "to": 0})
+    assert replica_module._plain({"name": "w", "pattern": False, "services": []})
 
 
 def test_the_general_path_still_answers_what_the_delta_leaves_to_it(database: str) -> None:

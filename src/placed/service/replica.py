@@ -1018,42 +1018,39 @@ def _removal(
     return placing.Prepared(after, cached.spec, planner, result, moves, used), row
 
 
+# The fields that make a workload read more than itself: a Juju directive, constraint or
+# machine, near or avoid (the workloads they name, and avoid's mirrored terms), an Open
+# Horizon service or pattern.
+READS_OTHERS = (
+    "near",
+    "avoid",
+    "to",
+    "juju_constraints",
+    "new_machines",
+    "service",
+    "services",
+    "pattern",
+)
+
+
+def _given(value: Any) -> bool:
+    """Whether a field holds anything: `to: 0` does (machine 0), `pattern: false` and an
+    empty list do not."""
+    return value is not None and value is not False and value != [] and value != ""
+
+
 def _plain(stored: dict[str, Any]) -> bool:
-    """A stored workload that reads no other and no Juju directive (`_simple`, on its
-    row's spec), with no offering (a dedicated VM's leaving may release its host)."""
-    return not any(
-        stored.get(key)
-        for key in (
-            "near",
-            "avoid",
-            "to",
-            "juju_constraints",
-            "new_machines",
-            "service",
-            "services",
-            "pattern",
-            "offering",
-        )
-    )
+    """A stored workload (its row's spec) that reads no other (`READS_OTHERS`), with no
+    offering (a dedicated VM's leaving may release its host)."""
+    return not any(_given(stored.get(key)) for key in (*READS_OTHERS, "offering"))
 
 
 def _simple(spec: WorkloadSpec) -> bool:
-    """A workload the cache can take: no Juju directive, constraint or machine, and no
-    near or avoid (those read the whole spec: the workloads they name, and avoid's
-    mirrored terms). A claim without them needs no mirrored terms: an avoid names a
-    workload that exists, never a claim's new name (test_service_replica). An account
-    and an offering are read from the cached world's tenancy and offerings, as the whole
-    spec's loader reads them."""
-    return not (
-        spec.near is not None
-        or spec.avoid is not None
-        or spec.to is not None
-        or spec.juju_constraints
-        or spec.new_machines
-        or spec.service is not None
-        or spec.services
-        or spec.pattern
-    )
+    """A workload the cache can take: none of `READS_OTHERS`. A claim without them needs
+    no mirrored terms: an avoid names a workload that exists, never a claim's new name
+    (test_service_replica). An account and an offering are read from the cached world's
+    tenancy and offerings, as the whole spec's loader reads them."""
+    return not any(_given(getattr(spec, key)) for key in READS_OTHERS)
 
 
 __all__ = ["Placement", "ReplicaWorld"]
