@@ -32,6 +32,7 @@ from sqlalchemy import select
 from placed.service import placing, workloads
 from placed.service import replica as replica_module
 from placed.service.replica import ReplicaWorld
+from placed.service.workloads import WorkloadUpdate
 from placed.store import world
 from placed.store.claims import Actor
 from placed.store.database import reading
@@ -86,6 +87,19 @@ def rows(app: FastAPI) -> dict[str, Any]:
         }
 
 
+def update(app: FastAPI, body: dict[str, Any], live: bool) -> dict[str, Any]:
+    """PUT through the live world, or (`live` False) through the general path alone, at
+    the workload's stored generation."""
+    replica: ReplicaWorld | None = app.state.replica if live else None
+    with reading(app.state.database) as session:
+        generation = session.scalar(
+            select(Workload.generation).where(Workload.name == body["name"])
+        )
+    assert generation is not None
+    change = WorkloadUpdate(generation=generation, spec=body)
+    return workloads.update(app.state.database, body["name"], change, ROOT, replica=replica)
+
+
 def delete(app: FastAPI, name: str, live: bool) -> dict[str, Any]:
     """DELETE through the live world, or (`live` False) through the general path alone."""
     replica: ReplicaWorld | None = app.state.replica if live else None
@@ -95,31 +109,46 @@ def delete(app: FastAPI, name: str, live: bool) -> dict[str, Any]:
 STEPS: list[tuple[str, str, dict[str, Any] | None]] = [
     ("claim", "a", {"name": "a", "units": 2, "resources": {"cpu": 1, "memory": 2}}),
     ("claim", "b", {"name": "b", "units": 3, "resources": {"cpu": 1}}),
+    ("update", "b", {"name": "b", "units": 5, "resources": {"cpu": 1}}),
     ("delete", "a", None),
     ("claim", "c", {"name": "c", "units": 1, "resources": {"cpu": 2, "memory": 1}}),
+    ("update", "b", {"name": "b", "units": 2, "resources": {"cpu": 1}}),
+    ("update", "c", {"name": "c", "units": 3, "resources": {"cpu": 2, "memory": 1}}),
     ("delete", "b", None),
     ("delete", "c", None),
     ("claim", "d", {"name": "d", "units": 4, "resources": {"cpu": 1}}),
 ]
 
 
-def test_a_delete_through_the_live_world_writes_what_the_general_path_writes(
+def test_deletes_and_updates_through_the_live_world_write_what_the_general_path_writes(
     database: str, tmp_path: Path
 ) -> None:
     with another_database(database, tmp_path, "twin.db") as twin:
         live_app, live_client = applied(database)
         general_app, general_client = applied(twin)
+        replica: ReplicaWorld = live_app.state.replica
+        built: int | None = None
         for step, name, body in STEPS:
+            if built is None and replica.rebuilds:
+                built = replica.rebuilds  # the world built once, for the first claim
             if step == "claim":
                 answers = [
                     c.post("/v1/workloads", json=body) for c in (live_client, general_client)
                 ]
                 assert [a.status_code for a in answers] == [201, 201], answers[0].text
                 continue
-            live, general = delete(live_app, name, True), delete(general_app, name, False)
-            assert live["changes"] == general["changes"]
-            assert live["revision"] == general["revision"]
+            if step == "update":
+                assert body is not None
+                live, general = update(live_app, body, True), update(general_app, body, False)
+                assert live == general
+            else:
+                live, general = delete(live_app, name, True), delete(general_app, name, False)
+                assert live["changes"] == general["changes"]
+                assert live["revision"] == general["revision"]
+            assert live["changes"], (step, name)
         assert rows(live_app) == rows(general_app)
+        # Every delete and update was a delta: the world was never built again.
+        assert replica.rebuilds == built
 
 
 def test_a_delete_and_the_claim_after_it_do_not_build_the_world_again(database: str) -> None:
@@ -177,6 +206,92 @@ def test_the_general_path_still_answers_what_the_delta_leaves_to_it(database: st
     assert stale.status_code == 409 and stale.json()["current_generation"] == 0
 
 
+def test_a_count_change_and_the_claim_after_it_do_not_build_the_world_again(
+    database: str,
+) -> None:
+    app, client = applied(database)
+    replica: ReplicaWorld = app.state.replica
+    body = {"name": "a", "units": 2, "resources": {"cpu": 1}}
+    assert client.post("/v1/workloads", json=body).status_code == 201
+    built = replica.rebuilds
+    grown = client.put("/v1/workloads/a", json={"generation": 0, "spec": {**body, "units": 4}})
+    assert grown.status_code == 200, grown.text
+    assert [(c["kind"], c["unit"]) for c in grown.json()["changes"]] == [
+        ("unit.placed", "a/2"),
+        ("unit.placed", "a/3"),
+    ]
+    assert [p["unit"] for p in grown.json()["placements"]] == ["a/2", "a/3"]
+    shrunk = client.put("/v1/workloads/a", json={"generation": 1, "spec": {**body, "units": 1}})
+    assert shrunk.status_code == 200, shrunk.text
+    assert sorted(c["unit"] for c in shrunk.json()["changes"]) == ["a/1", "a/2", "a/3"]
+    claimed = client.post("/v1/workloads", json={"name": "b", "resources": {"cpu": 4}})
+    assert claimed.status_code == 201, claimed.text
+    assert replica.rebuilds == built
+    stored = client.get("/v1/workloads/a").json()
+    assert (stored["generation"], stored["units"], stored["placed"]) == (2, 1, 1)
+    with reading(app.state.database) as session:
+        current = world.read(session)
+    cached = replica._cached
+    assert cached is not None and cached.revision == current.revision
+    assert cached.snapshot.placements == current.placements
+    assert cached.snapshot.units == current.units  # the new units' ids read back too
+    assert {n: r.generation for n, r in cached.snapshot.workloads.items()} == {
+        n: r.generation for n, r in current.workloads.items()
+    }
+
+
+def test_an_update_the_delta_cannot_take_goes_to_the_general_path(database: str) -> None:
+    app, client = applied(database)
+    body = {"name": "a", "units": 2, "resources": {"cpu": 1}}
+    assert client.post("/v1/workloads", json=body).status_code == 201
+    # More than the count: the units stay where they are, their usage grows.
+    wider = {**body, "resources": {"cpu": 2}}
+    answer = client.put("/v1/workloads/a", json={"generation": 0, "spec": wider})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["changes"] == []
+    # Room (10 cpu in all) for three more, not five: the general path keeps the rest
+    # pending.
+    many = {**wider, "units": 7}
+    answer = client.put("/v1/workloads/a", json={"generation": 1, "spec": many})
+    assert answer.status_code == 200, answer.text
+    assert len(answer.json()["unplaced"]) == 2
+    stale = client.put("/v1/workloads/a", json={"generation": 0, "spec": body})
+    assert stale.status_code == 409 and stale.json()["current_generation"] == 2
+    with reading(app.state.database) as session:
+        used = dict(
+            session.execute(
+                select(Target.name, TargetResource.used)
+                .join(TargetResource, TargetResource.target_id == Target.id)
+                .where(TargetResource.name == "cpu")
+            ).all()
+        )
+    assert sum(used.values()) == 10  # five units of 2 cpu placed, two waiting
+
+
+MISFITS = """
+name: hosts
+inventory:
+  - {id: h1, capacity: {cpu: 4}, properties: {tier: TIER}}
+  - {id: h2, capacity: {cpu: 4}, properties: {tier: gold}}
+workloads:
+  - {name: db, units: 2, resources: {cpu: 1}, constraints: tier == gold}
+"""
+
+
+def test_a_count_change_in_a_world_with_a_misfit_answers_it(database: str) -> None:
+    _, client = applied(database, MISFITS.replace("TIER", "gold"))
+    yaml = {"content-type": "application/yaml"}
+    silver = MISFITS.replace("TIER", "silver")
+    assert client.post("/v1/apply", content=silver, headers=yaml).status_code == 200
+    body = {"name": "w", "units": 1, "resources": {"cpu": 1}}
+    assert client.post("/v1/workloads", json=body).status_code == 201
+    answer = client.put("/v1/workloads/w", json={"generation": 0, "spec": {**body, "units": 2}})
+    assert answer.status_code == 200, answer.text
+    # db's unit on h1 (silver now) misfits: every change's answer lists it, as a plan does.
+    [flagged] = answer.json()["incompatible"]
+    assert (flagged["target"], flagged["rule"]) == ("h1", "constraint")
+
+
 # -- the stateful property ---------------------------------------------------------------
 
 
@@ -226,6 +341,20 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
         answer = self.client.delete(f"/v1/workloads/{name}")
         assert answer.status_code == 200, answer.text
         assert len(answer.json()["changes"]) == self.alive.pop(name)
+
+    @rule(data=st.data(), units=st.integers(1, 4))
+    def rescale(self, data: st.DataObject, units: int) -> None:
+        if not self.alive:
+            return
+        name = data.draw(st.sampled_from(sorted(self.alive)))
+        stored = self.client.get(f"/v1/workloads/{name}").json()
+        spec = {**stored["spec"], "units": units}
+        answer = self.client.put(
+            f"/v1/workloads/{name}", json={"generation": stored["generation"], "spec": spec}
+        )
+        assert answer.status_code == 200, answer.text
+        if not answer.json()["unplaced"]:
+            self.alive[name] = units
 
     @invariant()
     def the_live_state_is_the_stored_world(self) -> None:

@@ -51,6 +51,7 @@ TRIES = 10
 OPTIMISTIC_TRIES = 3
 WORLD = "store"  # the world's name in a problem about it
 INCOMPATIBLE = "unit.incompatible"
+FEWER_UNITS = "its workload has fewer units, or its target no longer takes it"
 
 
 @dataclass
@@ -399,11 +400,7 @@ def diff(before: Snapshot, final: dict[str, tuple[str, str | None, str]]) -> lis
         moves.append(Move(workload, unit, source, destination, why, kind))
     for unit, (_, workload) in before.units.items():
         if unit not in final:
-            why = (
-                "its workload is gone"
-                if workload not in final_workloads(final)
-                else ("its workload has fewer units, or its target no longer takes it")
-            )
+            why = "its workload is gone" if workload not in final_workloads(final) else FEWER_UNITS
             moves.append(Move(workload, unit, before.placements.get(unit), None, why, REMOVED))
     return moves
 

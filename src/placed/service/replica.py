@@ -32,14 +32,14 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from placed.collector import set_aside, without_cycle_collection
-from placed.engine import loop
+from placed.engine import fit, loop
 from placed.engine.outcomes import Placement, PlanResult
 from placed.engine.planner import Planner
 from placed.engine.report import Explainer, plan_document
 from placed.engine.state import PlanState
 from placed.model import Spec, Workload
 from placed.service import change_scope, placing, problems
-from placed.service.change_scope import CREATED, DELETED, Touched
+from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched
 from placed.service.commit_process import CommitProcess
 from placed.spec import SpecError
 from placed.spec.load import load_workload
@@ -88,6 +88,9 @@ class Cached:
     # (near, avoid, Juju's directives: a deletion can change their verdicts).
     pending: int = 0
     plain: bool = True
+    # No running unit misfits its place (fit.collector): a change's answer then lists no
+    # `incompatible`, and a delta need not find which of them the change leaves.
+    fitting: bool = True
 
 
 @dataclass
@@ -259,7 +262,8 @@ class ReplicaWorld:
             snapshot = world.read(session)
         spec = placing.world_spec(snapshot)
         planner = Planner(spec)
-        state = planner.initial_state()
+        misfits: list[fit.Misfit] = []
+        state = planner.initial_state(landing=fit.collector(planner, misfits))
         planned = planner.plan(state)
         kinds = {location.kind for location in spec.inventory.locations()}
         self.rebuilds += 1
@@ -278,6 +282,7 @@ class ReplicaWorld:
             explainer,
             len(planned.unplaced),
             plain,
+            not misfits,
         )
         return self._cached
 
@@ -863,6 +868,181 @@ class ReplicaWorld:
         cached.state = state
         cached.revision = number
 
+    def rescale(
+        self,
+        engine: Engine,
+        spec: WorkloadSpec,
+        generation: int,
+        actor: Actor,
+        reach: set[str] | None,
+        report: placing.Reporter = placing.silent,
+    ) -> dict[str, Any] | None:
+        """PUT of a workload whose spec changes only its `units:` as a delta on the live
+        world: the units past the new count leave, or the new ones are placed on the
+        cached state as a claim's are, and the same rows are written as the general path
+        writes. None when only the general path can take it (it also answers the 404s
+        and 409s): what `remove` declines, a change of anything but the count, a unit
+        that would not find room (it would wait, pending), or a running unit that
+        misfits its place (the answer lists them)."""
+        with self._lock:
+            cached = self._fresh(engine)
+            try:
+                model = self._load(cached, spec)
+            except SpecError:
+                return None  # reported against the request's body by the general path
+            delta = self._rescaled(cached, spec, model, generation, reach)
+            if delta is None:
+                return None
+            try:
+                committed = placing.commit_delta(
+                    engine,
+                    cached.snapshot,
+                    delta.prepared,
+                    actor,
+                    [Touched("workload", spec.name, CHANGED, (spec.account,))],
+                    report,
+                )
+            except placing.Moved:
+                return None
+            try:
+                self._advance_rescale(engine, cached, model, delta, committed.revision)
+            except BaseException:
+                self._cached = None  # stored, but not taken in: build the world again
+                raise
+            return {
+                "revision": committed.revision,
+                "conflicts": 0,
+                "changes": placing.moves_document(delta.prepared.moves),
+                "incompatible": [],  # `fitting`: no running unit misfits, and none is made
+                **plan_document(delta.prepared.result, cached.explainer),
+            }
+
+    def _rescaled(
+        self,
+        cached: Cached,
+        spec: WorkloadSpec,
+        model: Workload,
+        generation: int,
+        reach: set[str] | None,
+    ) -> Rescaled | None:
+        """What changing workload `spec.name`'s count to `spec.units` does, planned on
+        the cached world alone; None when the delta would not be what a whole plan finds
+        (see `rescale`)."""
+        snapshot, planner = cached.snapshot, cached.planner
+        name = spec.name
+        row = snapshot.workloads.get(name)
+        old = planner.workloads.get(name)
+        was = snapshot.workload_specs.get(name)
+        stored = spec.model_dump(mode="json", exclude_defaults=True)
+        if (
+            row is None
+            or old is None
+            or was is None
+            or (reach is not None and row.account not in reach)
+            or row.generation != generation
+            or row.account != spec.account
+            or cached.pending
+            or not cached.plain
+            or not cached.fitting
+            or not _simple(spec)
+            or model.mode != "allocation"
+            or _count_aside(stored) != _count_aside(was)
+        ):
+            return None
+        running = sorted(cached.state.placed(name), key=_ordinal)
+        wanted = model.units
+        if not running or wanted == len(running) or wanted < 1:
+            return None  # nothing to do, or every unit gone: the general path's wording
+        after = dataclasses.replace(
+            snapshot,
+            workloads=dict(snapshot.workloads),
+            workload_specs=dict(snapshot.workload_specs),
+            units=dict(snapshot.units),
+            placements=dict(snapshot.placements),
+        )
+        after.workload_specs[name] = stored
+        moves: list[Move] = []
+        used: dict[str, dict[str, float]] = {}
+        result = PlanResult(cached.spec, planner.families)
+        if wanted < len(running):
+            request = planner.request(old)
+            if not planner.pipeline.releasable(request):
+                return None
+            state = cached.state.fork()
+            for unit in running[wanted:]:
+                source = snapshot.placements[unit]
+                moves.append(Move(name, unit, source, None, placing.FEWER_UNITS, REMOVED))
+                del after.units[unit]
+                del after.placements[unit]
+                planner.pipeline.release(request, state, state.remove(unit))
+                left = used.setdefault(source, dict(snapshot.targets[source].used))
+                for resource, amount in old.resources.items():
+                    if resource in left:
+                        left[resource] = max(0.0, left[resource] - amount)
+        else:
+            if not set(model.resources) <= set(planner.index.resources):
+                return None
+            # Numbered after the running units, as the spec reader numbers a workload's
+            # units that are still to place (Service.first).
+            adding = dataclasses.replace(
+                model, units=wanted - len(running), first=_ordinal(running[-1]) + 1
+            )
+            planned = self._plan(cached, cached.spec, cached.state, adding)
+            if planned is None or planned[0].unplaced:
+                return None  # a unit would wait for room: pending, the general path's
+            result, state = planned
+            explainer = cached.explainer
+            previous = explainer.workloads[name]
+            explainer.workloads[name] = adding
+            try:
+                reasons = [explainer.reason(p) for p in result.placements]
+            finally:
+                explainer.workloads[name] = previous
+            for placement, why in zip(result.placements, reasons, strict=True):
+                moves.append(Move(name, placement.unit, None, placement.target, why, PLACED))
+                after.units[placement.unit] = (0, name)  # its id once stored
+                after.placements[placement.unit] = placement.target
+                grown = used.setdefault(
+                    placement.target, dict(snapshot.targets[placement.target].used)
+                )
+                for resource, amount in model.resources.items():
+                    grown[resource] = grown.get(resource, 0.0) + amount
+        prepared = placing.Prepared(after, cached.spec, planner, result, moves, used)
+        return Rescaled(prepared, row, state)
+
+    def _advance_rescale(
+        self, engine: Engine, cached: Cached, model: Workload, delta: Rescaled, number: int
+    ) -> None:
+        """Move the cache to `number`: the world with the workload's new count."""
+        prepared = delta.prepared
+        after = prepared.after
+        name = model.name
+        after.targets = dict(after.targets)  # shared with the world before until now
+        for target in prepared.used:
+            row = after.targets[target]
+            after.targets[target] = dataclasses.replace(
+                row, generation=row.generation + 1, used=dict(prepared.used[target])
+            )
+        after.workloads[name] = dataclasses.replace(delta.row, generation=delta.row.generation + 1)
+        added = [move.unit for move in prepared.moves if move.kind == PLACED]
+        if added:
+            with reading(engine) as session:
+                for unit_id, unit in session.execute(
+                    select(Unit.id, Unit.name).where(Unit.name.in_(added))
+                ):
+                    after.units[unit] = (unit_id, name)
+        after.revision = number
+        planner = cached.planner
+        planner.workloads[name] = model  # the explainer's too: one dict
+        cached.spec = dataclasses.replace(
+            cached.spec,
+            workloads=tuple(model if w.name == name else w for w in cached.spec.workloads),
+        )
+        planner.spec = cached.spec
+        cached.snapshot = after
+        cached.state = delta.state
+        cached.revision = number
+
     def read_current(self, engine: Engine, use: Callable[[Cached], Answer]) -> Answer:
         """What `use` reads of the world at the store's current revision (the cache
         brought to it first), under the batch lock, so that no claim of this replica
@@ -874,6 +1054,24 @@ class ReplicaWorld:
     def forget(self) -> None:
         with self._lock:
             self._cached = None
+
+
+@dataclass
+class Rescaled:
+    """A change of a workload's count, planned on the live world, before it is stored."""
+
+    prepared: placing.Prepared
+    row: WorkloadRow  # the workload's row before the change
+    state: PlanState  # the world after it
+
+
+def _ordinal(unit: str) -> int:
+    return int(unit.rpartition("/")[2])
+
+
+def _count_aside(stored: dict[str, Any]) -> dict[str, Any]:
+    """A stored spec without its unit count: what a count-only change leaves alone."""
+    return {key: value for key, value in stored.items() if key != "units"}
 
 
 # What a batch's commit answers: the new revision, the ids of what it made (a workload's

@@ -287,6 +287,7 @@ def update(
     actor: Actor,
     report: placing.Reporter = placing.silent,
     caller: Caller = ROOT,
+    replica: ReplicaWorld | None = None,
 ) -> dict[str, Any]:
     spec = _spec(change.spec, "/spec")
     bounded_units([("/spec/units", spec.units)])
@@ -301,6 +302,11 @@ def update(
             f"the spec names {spec.name!r}, the path {name!r}",
             [{"pointer": "/spec/name", "detail": "must be the workload of the path"}],
         )
+    if replica is not None:
+        # A delta on the live world when only the count changes (service/replica.py).
+        fast = replica.rescale(engine, spec, change.generation, actor, reach, report)
+        if fast is not None:
+            return fast
 
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         row = snapshot.workloads.get(name)
@@ -346,6 +352,7 @@ async def put_workload(
         context.actor(request, caller),
         context.reporter(request),
         caller,
+        request.app.state.replica,
     )
 
 
