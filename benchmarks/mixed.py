@@ -22,6 +22,9 @@ or a transport error is a correctness failure (exit 1).
 
     .venv/bin/python benchmarks/mixed.py [--database sqlite|postgresql|both]
         [--targets 10000] [--running 30000] [--window 10] [--quick]
+
+`make bench` (run.py) runs it at 10,000 targets and 30,000 units on both databases, and
+judges issue 35's goals in the same run (`goals`).
 """
 
 from __future__ import annotations
@@ -383,6 +386,68 @@ def measure(kind: str, targets: int, running: int, window: float, seed: int) -> 
     )
 
 
+# Issue 35's goals (reported, never enforced: they depend on the machine).
+GOAL_RATIO = 0.8  # the mix's rate against pure one-unit claims
+GOAL_P99 = 0.050
+GOAL_CHANGE = 0.020  # one delete or spec update alone, answered
+GOAL_CLAIM_AFTER = 0.010  # the first claim after any change
+QUICK = (200, 200, 2.0)  # targets, units running, window (make test's smoke run)
+FULL = (10_000, 30_000, 10.0)
+
+
+@dataclass
+class Mixed:
+    runs: list[Run]
+    window: float
+    skipped: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not any(run.errors for run in self.runs)
+
+
+def run(quick: bool, seed: int = SEED) -> Mixed:
+    """The mix on SQLite and (unless `quick`, and when it is reachable) PostgreSQL."""
+    targets, running, window = QUICK if quick else FULL
+    kinds = ["sqlite"] if quick else ["sqlite", "postgresql"]
+    skipped = []
+    if "postgresql" in kinds and (why := postgres_unreachable(POSTGRES_URL)) is not None:
+        kinds.remove("postgresql")
+        skipped.append(f"PostgreSQL at {POSTGRES_URL}: {why}")
+    runs = [measure(kind, targets, running, window, seed) for kind in kinds]
+    return Mixed(runs, window, skipped)
+
+
+def goals(runs: list[Run]) -> list[str]:
+    """Issue 35's goals, each measured in the run it is judged on."""
+    lines = ["", "| database | goal | measured | result |", "|---|---|---|---|"]
+    for run in runs:
+        p99 = max((_percentile(kind.latencies, 0.99) for kind in run.mix.values()), default=0.0)
+        changes = [s for label, s in run.alone if not label.startswith(("claim", "the claim"))]
+        after = [s for label, s in run.alone if label.startswith("the claim after")]
+        rows = [
+            (
+                f"mix at least {GOAL_RATIO}x pure claims",
+                f"{run.ratio:.2f}x",
+                run.ratio >= GOAL_RATIO,
+            ),
+            (f"mix p99 at most {GOAL_P99 * 1000:.0f} ms", f"{p99 * 1000:.0f} ms", p99 <= GOAL_P99),
+            (
+                f"a delete or an update alone at most {GOAL_CHANGE * 1000:.0f} ms",
+                f"{max(changes, default=0.0) * 1000:.1f} ms",
+                max(changes, default=0.0) <= GOAL_CHANGE,
+            ),
+            (
+                f"the first claim after a change at most {GOAL_CLAIM_AFTER * 1000:.0f} ms",
+                f"{max(after, default=0.0) * 1000:.1f} ms",
+                max(after, default=0.0) <= GOAL_CLAIM_AFTER,
+            ),
+        ]
+        for goal, measured, met in rows:
+            lines.append(f"| {run.database} | {goal} | {measured} | {'PASS' if met else 'FAIL'} |")
+    return lines
+
+
 def section(runs: list[Run], window: float) -> list[str]:
     lines = [
         "## Mixed traffic (issue 35)",
@@ -407,10 +472,11 @@ def section(runs: list[Run], window: float) -> list[str]:
     for run in runs:
         for label, seconds in run.alone:
             lines.append(f"| {run.database} | {label} | {seconds * 1000:.1f} ms |")
+    lines += goals(runs)
     for run in runs:
         for error in run.errors[:10]:
             lines.append(f"- {run.database}: {error}")
-    return lines
+    return [*lines, ""]
 
 
 def main(argv: list[str] | None = None) -> int:

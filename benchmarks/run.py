@@ -15,7 +15,8 @@ publishes figures for, at 5,000 and 100,000 hosts, each against the reference) r
 the HTTP API of a real `placed serve`, on SQLite and PostgreSQL; issue 17: a policy
 change re-evaluating 10,000 every-mode units) runs after `dedication`, and
 `controller.py` (issue 17: from a missed heartbeat to every unit moved) after it; both
-also run alone.
+also run alone. `mixed.py` (issue 35: claims, deletes and spec updates mixed, against
+pure claims in the same run, and each change alone) runs after `service.py`, and alone.
 `harness.py` holds the configuration and the timing, profiling and table helpers;
 `inventories.py` the random problems the scenarios share. `compare.py` runs this file
 against two source trees.
@@ -41,6 +42,7 @@ import sys
 from pathlib import Path
 
 import controller
+import mixed
 import service
 from harness import SEED, Config, machine, progress
 from inventories import (
@@ -221,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     shapes = kubernetes.run(config)
     served = service.run(config.quick, config.profile, config.seed)
     controlled = controller.run(config.quick)
+    mix = mixed.run(config.quick, config.seed)
     judged = acceptance.run(allocations, mappings, evaluations, checked, loaded)
     sections = [
         allocation.section(allocations),
@@ -234,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         dedication.section(dedicated),
         kubernetes.section(shapes),
         service.section(served),
+        mixed.section(mix.runs, mix.window) + [f"- skipped: {why}" for why in mix.skipped],
         controller.section(controlled),
         acceptance.section(judged),
     ]
@@ -246,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         and shapes.ok
         and fleet.ok
         and served.ok
+        and mix.ok
         and controlled.ok
     )
     return _report(config, argv, sections, ok)

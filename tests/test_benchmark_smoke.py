@@ -74,6 +74,7 @@ def test_report_has_every_section(quick_run: tuple[int, str, str]) -> None:
         "### `placed validate`: the did-you-mean check",
         "### A plan as a table and as JSON",
         "## The service: claims through the API",
+        "## Mixed traffic (issue 35)",
         "## The controller: from a missed heartbeat to every unit moved",
         "## Acceptance",
     ):
@@ -450,3 +451,21 @@ def test_claims_against_a_tree_without_placed_is_refused(tmp_path: Path) -> None
     )
     assert done.returncode == 2
     assert f"{tmp_path}: no placed/__init__.py" in done.stderr
+
+
+def test_the_mix_runs_with_no_error_and_judges_its_goals(
+    quick_run: tuple[int, str, str],
+) -> None:
+    _, report, _ = quick_run
+    found = report.split("## Mixed traffic (issue 35)", 1)[1].split("\n## ", 1)[0]
+    [row] = [line for line in found.splitlines() if line.startswith("| sqlite | 200 |")]
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert float(cells[3]) > 0 and float(cells[4]) > 0, cells  # claims/s, mix operations/s
+    assert cells[-1] == "0", cells  # no 5xx, no transport error, the store as answered
+    judged = [
+        line
+        for line in found.splitlines()
+        if line.startswith("| sqlite | ")
+        and (line.rstrip().endswith("| PASS |") or line.rstrip().endswith("| FAIL |"))
+    ]
+    assert len(judged) == 4, judged
