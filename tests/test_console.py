@@ -225,6 +225,29 @@ def test_a_pending_unit_says_why(page: Any, fleet: Fleet) -> None:
     assert 0 < page.locator("table.explanation tbody tr").count() < 13
 
 
+def test_an_implicit_dedication_is_listed_and_its_unit_page_says_chosen(
+    page: Any, fleet: Fleet
+) -> None:
+    """U14's VM took the empty H33a: the admin list shows that host's dedication as
+    implicit (a row, as GET /v1/dedications lists it), and the unit's page explains the
+    VM as chosen there, as its placement says, never refused by the dedication."""
+    sign_in(page, fleet.root)
+    page.get_by_role("link", name="Admin").click()
+    page.wait_for_url(re.compile(r"/ui/admin"))
+    row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name="H33a"))
+    row.wait_for()
+    cells = row.locator("td").all_inner_texts()
+    assert cells[:4] == ["host", "D2", "U14", "implicit"], cells
+    page.goto("/ui/units/dedicated-a14/0")
+    assert "Runs on H33a." in page.locator("#where").inner_text()
+    verdict = page.locator("table.explanation tr").filter(
+        has=page.get_by_role("rowheader", name="H33a", exact=True)
+    )
+    text = verdict.inner_text()
+    assert "chosen" in text and "dedication" not in text, text
+    checked(page, "unit-implicit")
+
+
 def test_dedicate_as_root_and_be_refused_as_a_user(page: Any, fleet: Fleet) -> None:
     sign_in(page, fleet.root)
     page.get_by_role("link", name="Admin").click()

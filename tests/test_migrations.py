@@ -188,6 +188,18 @@ STEPS: dict[str, Step] = {
         ),
         added=SPEC_COLUMNS,
     ),
+    # Rows only (implicit dedications derived once; none from these rows, whose host is
+    # under a dedicated location): the rows valid at 0003 are the rows at 0004.
+    "0004": Step(
+        extended(
+            FIRST_ROWS,
+            {
+                "locations": {"spec": {"kind": "rack"}, "document": "datacenter"},
+                "targets": {"spec": {"tags": ["gpu"]}, "document": "datacenter"},
+                "workloads": {"document": "apps"},
+            },
+        )
+    ),
     # Indexes only: the rows valid at 0002 are the rows at 0003.
     "0003": Step(
         extended(

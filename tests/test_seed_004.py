@@ -189,13 +189,20 @@ def test_vm_deployment_3_other_accounts_cannot_use_an_implicit_host(tmp_path: Pa
 def test_vm_deployment_3_a_host_taken_implicitly_stays_taken_once_its_vm_runs(
     tmp_path: Path,
 ) -> None:
-    """The next plan reads the VM as running (`running:`, as the service's world has
-    it): the host it took by implicit dedication is still its account's, so another
-    account's shared VMs are kept off, and its own dedicated VMs go there first."""
+    """The next plan reads the VM as running and the dedication it made as stored
+    (`running:` and an `implicit` dedication, as the service's world has them): the
+    host is still its account's, so another account's shared VMs are kept off, and its
+    own dedicated VMs go there first."""
     code, first = plan(spec(tmp_path, [], [vm("a3", "A3")]))
     assert code == 0 and first["dedications_created"]
+    (made,) = first["dedications_created"]
     (taken,) = hosts(first, "a3")
-    path = spec(tmp_path, [], [vm("a3", "A3", units=2), vm("u4", "U4", dedicated=False, units=8)])
+    assert made == {"resource": taken, "domain": "SD1", "account": "A3", "implicit": True}
+    path = spec(
+        tmp_path,
+        [made],
+        [vm("a3", "A3", units=2), vm("u4", "U4", dedicated=False, units=8)],
+    )
     document = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     document["running"] = [{"unit": "a3/0", "target": taken}]
     Path(path).write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
@@ -692,3 +699,19 @@ def test_listing_an_account_with_its_domain() -> None:
     code, out = dedications("--domain", "D2", "--account", "A13", "-f", "json")
     assert code == 0
     assert [d["resource"] for d in json.loads(out)["dedications"]] == ["z2"]
+
+
+def test_explain_of_a_vm_on_the_host_it_took_says_chosen_there() -> None:
+    """The issue's contradiction: `placed explain` judged U14's VM in the state before
+    implicit dedication gave it H33a ("H33a chosen - dedication: is not dedicated to
+    U14's domain chain"); it is judged where its placement came from."""
+    example = Path(__file__).parent.parent / "examples" / "cloudstack-dedication.yaml"
+    done = CliRunner().invoke(app, ["explain", str(example), "dedicated-a14/0", "--format", "json"])
+    assert done.exit_code == 0, done.output
+    found = json.loads(done.stdout)
+    assert found["target"] == "H33a"
+    assert found["reason"].startswith("implicit dedication: ")
+    verdicts = {v["target"]: v for v in found["targets"]}
+    assert (verdicts["H33a"]["compatible"], verdicts["H33a"]["reasons"]) == (True, [])
+    # The hosts that refused it still say why, as they did.
+    assert [r["filter"] for r in verdicts["H33b"]["reasons"]] == ["dedication"]

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from alembic import command
 from fastapi.testclient import TestClient
 from httpx import Response
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, delete, select
 
 from placed.service import locations as locations_route
 from placed.service import targets as targets_route
@@ -633,23 +634,46 @@ def test_the_cloudstack_example_over_the_api(database: str) -> None:
             ("c3", "cluster", "SD2", None),
             ("z2", "zone", "D2", "A13"),
             ("ps-c1", "pool", "D1", None),
+            # U14's dedicated VM took the empty H33a: a row of its own, listed as such.
+            ("H33a", "host", "D2", "U14"),
         }
-        # As README's walk through it: with implicit dedication off, a user of U14 (D2)
-        # finds no host for a dedicated VM (z2 is A13's): a 409 and a placement.failed
-        # event; that user dedicating is a 403 and writes nothing.
+        assert [d["resource"] for d in listed if d["implicit"]] == ["H33a"]
+        # As README's walk through it: implicit dedication off stops new ones and keeps
+        # H33a U14's (CloudStack keeps a host's dedication), so none of U2's shared VMs
+        # goes there: H33b has room for two more, a third is refused.
         turned = client.put("/v1/settings/implicit_dedication", json={"value": False})
         assert turned.status_code == 200, turned.text
+        more = {"name": "u2-more", "account": "U2", "offering": "shared-small", "units": 3}
+        assert_problem(client.post("/v1/workloads", json=more), 409, "unplaceable")
+        fewer = client.post("/v1/workloads", json={**more, "units": 2})
+        assert fewer.status_code == 201, fewer.text
+        assert set(hosts_of(fewer).values()) == {"H33b"}
+        # A user of U14 deploys on its account's kept host; past its room (the third of
+        # three), no other host takes it (z2 is A13's): a 409 and a placement.failed
+        # event; that user dedicating is a 403 and writes nothing.
         with writing(engine) as session:
             _, secret = tokens.create(session, "user", "U14")
         user = {"authorization": f"Bearer {secret}"}
-        deploy = client.post(
+        kept = client.post(
             "/v1/workloads", json={"name": "u14-vm", "offering": "dedicated-small"}, headers=user
+        )
+        assert kept.status_code == 201, kept.text
+        assert hosts_of(kept) == {"u14-vm/0": "H33a"}
+        listed = client.get("/v1/dedications").json()["items"]
+        assert [(d["resource"], d["implicit"]) for d in listed if d["resource"] == "H33a"] == [
+            ("H33a", True)
+        ]
+        deploy = client.post(
+            "/v1/workloads",
+            json={"name": "u14-big", "offering": "dedicated-small", "units": 3},
+            headers=user,
         )
         assert_problem(deploy, 409, "unplaceable")
         assert "dedicated to account A13 and closed to account U14" in deploy.json()["detail"]
+        assert "implicit dedication is off" in deploy.json()["detail"]
         [failed] = client.get("/v1/events?kind=placement.failed", headers=user).json()["items"]
         assert (failed["subject"], failed["account"], failed["details"]["cause"]) == (
-            "u14-vm/0",
+            "u14-big/2",
             "U14",
             "placement-failed",
         )
@@ -839,3 +863,88 @@ def test_domain_admins_and_users_see_the_locations_they_may_use(
     assert pods("root-admin") == ["p1"]
     assert pods("user:A1") == ["p1"]
     assert pods("user:A2") == []
+
+
+def cloudstack_example(database: str) -> tuple[Engine, TestClient]:
+    root = schema.upgrade(database).root_token
+    engine = make_engine(database)
+    client = TestClient(create_app(database=engine))
+    client.headers["authorization"] = f"Bearer {root}"
+    applied = client.post(
+        "/v1/apply",
+        content=(EXAMPLES / "cloudstack-dedication.yaml").read_text(),
+        headers={"content-type": "application/yaml"},
+    )
+    assert applied.status_code == 200, applied.text
+    return engine, client
+
+
+def implicit_rows(engine: Engine) -> list[tuple[str, str | None]]:
+    with reading(engine) as session:
+        return [
+            (row.resource, str(row.account_id))
+            for row in session.scalars(select(DedicationRow).where(DedicationRow.implicit))
+        ]
+
+
+def test_an_implicit_dedication_is_explained_as_chosen_and_released_with_its_last_vm(
+    database: str,
+) -> None:
+    """The issue's contradictions: U14's VM on the host it took is explained as chosen
+    there (the unit's page, as the console draws it) and is never `incompatible` for it,
+    in the answer to an unrelated change; the row goes when the host's last such VM
+    leaves."""
+    engine, client = cloudstack_example(database)
+    try:
+        assert [resource for resource, _ in implicit_rows(engine)] == ["H33a"]
+        page = client.get("/v1/units/dedicated-a14/0").json()
+        assert page["target"] == "H33a"
+        explained = page["explanation"]
+        assert (explained["placed"], explained["target"]) == (True, "H33a")
+        [verdict] = [v for v in explained["targets"] if v["target"] == "H33a"]
+        assert (verdict["compatible"], verdict["reasons"]) == (True, [])
+        made = client.post("/v1/offerings", json={"name": "unrelated", "cpu": 1, "memory": 1})
+        assert made.status_code == 201, made.text
+        assert made.json()["incompatible"] == []
+        # A second VM of U14 joins it; the host stays U14's until both have left.
+        joined = client.post(
+            "/v1/workloads",
+            json={"name": "a14-more", "account": "U14", "offering": "dedicated-small"},
+        )
+        assert hosts_of(joined) == {"a14-more/0": "H33a"}
+        assert client.delete("/v1/workloads/dedicated-a14").status_code == 200
+        assert [resource for resource, _ in implicit_rows(engine)] == ["H33a"]
+        assert client.delete("/v1/workloads/a14-more").status_code == 200
+        assert implicit_rows(engine) == []
+        listed = client.get("/v1/dedications").json()["items"]
+        assert "H33a" not in {d["resource"] for d in listed}
+        # Empty and nobody's again: a shared VM may land there.
+        shared = client.post(
+            "/v1/workloads",
+            json={"name": "u2-more", "account": "U2", "offering": "shared-small", "units": 3},
+        )
+        assert shared.status_code == 201, shared.text
+        assert "H33a" in set(hosts_of(shared).values())
+    finally:
+        engine.dispose()
+
+
+def test_a_database_from_before_gets_its_implicit_dedications_as_rows(database: str) -> None:
+    """Revision 0004 derives the rows once for a database written when they were not
+    kept (the host U14's VM took, read from its placement's reason)."""
+    engine, client = cloudstack_example(database)
+    try:
+        before = implicit_rows(engine)
+        assert [resource for resource, _ in before] == ["H33a"]
+        with engine.begin() as connection:
+            connection.execute(delete(DedicationRow).where(DedicationRow.implicit))
+            config = schema.config()
+            config.attributes["connection"] = connection
+            command.stamp(config, "0003")
+        assert implicit_rows(engine) == []
+        assert schema.upgrade(database).after == schema.head()
+        assert implicit_rows(engine) == before
+        listed = client.get("/v1/dedications").json()["items"]
+        assert [(d["resource"], d["account"]) for d in listed if d["implicit"]] == [("H33a", "U14")]
+    finally:
+        engine.dispose()

@@ -301,6 +301,12 @@ class Allocation(Strategy):
                     state.create(first, key, found.constraints)
                 state.create(found.target, key, found.constraints, found.parent)
                 via = found.via
+            if context.watch == key and context.seen is not None:
+                # The unit is judged again in what the fallback made (a host dedicated to
+                # its account, a target created): `placed explain` shows that judgement,
+                # the one its placement came from, not the one that failed.
+                context.seen = state.fork()
+                context.seen.judging = key
         failed = judge.unplaced(request, key, state)
         _report(judge.families, workload, key, state, failed.summary)
         return failed, fell_back

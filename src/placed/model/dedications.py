@@ -29,7 +29,7 @@ gives the same events, byte for byte.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -76,6 +76,17 @@ class Owner:
 
     def __str__(self) -> str:
         return f"account {self.account}" if self.account else f"domain {self.domain}"
+
+
+def covers(owner: Owner, account: str, chain: Container[str]) -> bool:
+    """Who may use what a dedication holds, the one rule every reader asks (the plan's
+    filters, the rules here, the listings and the scoping queries): an account
+    dedication its own account alone, a domain dedication every account of that domain
+    or one below it (`chain`: the account's domain up to ROOT; a child uses its
+    parent's, never the reverse). Implicit or explicit makes no difference."""
+    if owner.account is not None:
+        return owner.account == account
+    return owner.domain in chain
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,12 +230,10 @@ class Dedications:
         return None, False
 
     def covers(self, owner: Owner, account: str) -> bool:
-        """Whether an account may use what `owner` holds: its own account dedication, or a
-        domain dedication of its domain or an ancestor of it."""
-        if owner.account is not None:
-            return owner.account == account
+        """`covers` for an account of this tenancy (its domain chain read here)."""
         domain = self.tenancy.domain_of(account)
-        return domain is not None and self.tenancy.within(domain, owner.domain)
+        chain = () if domain is None else tuple(self.tenancy.chain(domain))
+        return covers(owner, account, chain)
 
     def _inside(self, inner: Owner, outer: Owner) -> bool:
         """Whether a dedication to `inner` may sit below one to `outer` (or be replaced by
@@ -246,6 +255,17 @@ class Dedications:
         self._root(principal, "dedicate")
         owner = self._owner(domain, account, implicit)
         self._resource(resource)
+        if implicit and (
+            account is None
+            or not self.topology.is_leaf(resource)
+            or self.topology.kinds[resource] == "pool"
+        ):
+            # What a plan makes: an empty host, for the account whose VM took it.
+            raise DedicationError(
+                INVALID_PARAMETER,
+                f"an implicit dedication gives a host to an account; {self._name(resource)}"
+                + ("" if account else " names no account"),
+            )
         if resource in self.items:
             found = self.items[resource]
             raise DedicationError(

@@ -40,7 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placed.model import Target, Workload
-from placed.model.dedications import Event, Owner
+from placed.model.dedications import Event, Owner, covers
 from placed.model.storage import Storage
 from placed.policy.base import (
     UNCHANGED,
@@ -63,8 +63,8 @@ from placed.policy.base import (
 from placed.policy.base import Filter as _Filter
 
 IMPLICIT_PROPERTY = "implicit.dedication.enable"
-# How a placement's reason begins when implicit dedication gave the unit its host: the
-# service reads it back from a placement's history (GET /v1/owners).
+# How a placement's reason begins when implicit dedication gave the unit its host (words
+# for people: the dedication itself is a row, `implicit`).
 IMPLICIT_REASON = "implicit dedication"
 # Per target, the implicit setting a running cloud gave its zone: 0 none, 1 on, 2 off.
 IMPLICIT_OVERRIDE = "implicit-override"
@@ -113,9 +113,7 @@ class Tenant:
         object.__setattr__(self, "covering", (self.account, self.chain))
 
     def covers(self, owner: Owner) -> bool:
-        if owner.account is not None:
-            return owner.account == self.account
-        return owner.domain in self.chain
+        return covers(owner, self.account, self.chain)
 
     def closed_to(self, owner: Owner) -> str:
         """Whom a zone dedicated to `owner` is closed to, as CloudStack words it."""
@@ -585,32 +583,23 @@ class DedicationFilter(_Filter, Consumer):
         return covered
 
     def reserve(self, prepared: Tenant, state: Any, positions: int | NDArray[np.intp]) -> None:
+        # Counts only: who owns a host is the dedications' (the spec's, the stored rows,
+        # implicit ones included) and the fallback's, never read back from the VMs that
+        # run there.
         kept = state.family_state(DedicationState)
         kept.count(prepared.tally, positions)
         kept.count(VMS, positions)
-        if prepared.dedicated and prepared.implicit == "strict" and isinstance(positions, int):
-            self._hold(prepared, kept, positions, state.judging)
 
     def can_release(self, prepared: Tenant) -> bool:
-        # A dedicated VM may hold its host by implicit dedication, which its leaving
-        # releases: the whole plan decides that, not a count.
+        # A dedicated VM may be the last of its account on a host it holds by implicit
+        # dedication: its leaving releases that dedication, a stored row, which only the
+        # whole plan's commit writes (service/placing.py). A shared VM changes counts.
         return not prepared.dedicated
 
     def release(self, prepared: Tenant, state: Any, position: int) -> None:
         kept = state.family_state(DedicationState)
         kept.count(prepared.tally, position, -1)
         kept.count(VMS, position, -1)
-
-    def _hold(self, tenant: Tenant, kept: DedicationState, position: int, unit: str | None) -> None:
-        """A strict dedicated VM on a host nobody owns holds it for its account, as
-        CloudStack's implicit planner reads a host's running VMs: a plan puts one there
-        only by implicit dedication (which owns the host already), so one found there is
-        a VM that runs (`running:`, the service's world) on the host it took. Without
-        this, every plan after the one that took the host gave it to shared VMs."""
-        if int(kept.owner[position]) >= 0 or kept.allowed(unit, SHARED):
-            return
-        if self.implicit_at(tenant, position):
-            kept.set_owner(position, kept.owner_code(Owner(tenant.domain, tenant.account, True)))
 
     def implicit_at(self, tenant: Tenant, position: int) -> bool:
         setting = int(self.implicit[position]) if position < self.implicit.size else -1

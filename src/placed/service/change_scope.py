@@ -162,10 +162,12 @@ def touched(
     yield from _compared(
         "offering", _keyed(before.offerings, "name"), _keyed(after.offerings, "name")
     )
+    # An implicit dedication is the scheduler's consequence of a claim (a tenant's VM
+    # took an empty host), as a moved unit is: only the admin's are the admin's.
     yield from _compared(
         "dedication",
-        _keyed(before.dedications, "resource"),
-        _keyed(after.dedications, "resource"),
+        _keyed([d for d in before.dedications if not d.get("implicit")], "resource"),
+        _keyed([d for d in after.dedications if not d.get("implicit")], "resource"),
     )
     yield from _compared("storage pool", _keyed(before.storage, "id"), _keyed(after.storage, "id"))
     yield from _compared("setting", before.settings, after.settings)

@@ -203,15 +203,15 @@ def dedication_events(found: Sequence[Event]) -> list[Extra]:
 
 def dedication_entries(cloud: Cloud, snapshot: Snapshot) -> list[dict[str, Any]]:
     """The cloud's dedications as the spec (and the rows) write them, outermost first as
-    the rows are read: applied in that order, none absorbs another. Implicit dedications
-    are a plan's, not the admin's, and are not rows here."""
+    the rows are read: applied in that order, none absorbs another. Implicit ones (a
+    plan's) stay rows as they are, `implicit`."""
     entries = []
     for dedication in cloud.rules.items.values():
-        if dedication.owner.implicit:
-            continue
         entry: dict[str, Any] = {"resource": dedication.resource, "domain": dedication.owner.domain}
         if dedication.owner.account:
             entry["account"] = dedication.owner.account
+        if dedication.owner.implicit:
+            entry["implicit"] = True
         entries.append(entry)
     entries.sort(key=lambda entry: snapshot.depth(entry["resource"]))
     return entries

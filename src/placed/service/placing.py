@@ -35,6 +35,7 @@ from placed.engine.rebalance import Simulation
 from placed.engine.report import Explainer
 from placed.engine.state import PlanState
 from placed.model import Spec, Target
+from placed.policy.dedication import tenant_of
 from placed.service import audit, change_scope, problems
 from placed.service.problems import ProblemException
 from placed.spec import SpecError
@@ -182,6 +183,7 @@ def plan(
         else:
             final[outcome.unit] = (outcome.workload, None, outcome.summary)
     made_for = _keep_created(after, state)
+    implicit_dedications(after, planner, result, final)
     earlier = _Earlier(before)
     moves = [_explained(move, planner, state) for move in diff(before, final)]
     moves.extend(_redeployed(before, after, final, planner, earlier))
@@ -205,6 +207,45 @@ def plan(
     told = set(fresh)
     prepared.data["incompatible"] = [{**m.to_dict(), "new": m in told} for m in misfits]
     return prepared
+
+
+def implicit_dedications(
+    after: Snapshot,
+    planner: Planner,
+    result: PlanResult,
+    final: Mapping[str, tuple[str, str | None, str]],
+) -> None:
+    """The implicit dedications `after` holds once the plan is done, as rows: those the
+    plan made (an empty host an account's dedicated VM took), and those a dedicated VM of
+    the owner's account still runs on; one whose host's last such VM left is released.
+    Neither the setting nor a location's says otherwise: turning implicit dedication off
+    stops new ones, and a host keeps its dedication until its VMs leave, as CloudStack's
+    does."""
+    held: dict[str, set[str]] = defaultdict(set)  # host -> accounts of dedicated VMs there
+    for workload_name, target, _ in final.values():
+        workload = planner.workloads.get(workload_name) if target is not None else None
+        tenant = tenant_of(workload) if workload is not None else None
+        if target is not None and tenant is not None and tenant.dedicated:
+            held[target].add(tenant.account)
+    kept = [
+        entry
+        for entry in after.dedications
+        if not entry.get("implicit") or entry.get("account") in held.get(entry["resource"], ())
+    ]
+    present = {entry["resource"] for entry in kept}
+    for made in result.dedications_created:
+        if made.implicit and made.resource not in present and made.account in held[made.resource]:
+            kept.append(
+                {
+                    "resource": made.resource,
+                    "domain": made.domain,
+                    "account": made.account,
+                    "implicit": True,
+                }
+            )
+            present.add(made.resource)
+    if kept != after.dedications:
+        after.dedications = kept
 
 
 def _within_capacity(after: Snapshot, used: Mapping[str, Mapping[str, float]]) -> None:
@@ -420,6 +461,8 @@ def simulated(
     check of where each unit was would find the change stale on every try."""
     state = simulation.state
     assert state is not None
+    if after is before:
+        after = before.copy()  # its implicit dedications may change below
     said = {move.unit: move.why for move in simulation.moves}
     outcomes = simulation.after.by_unit()
     explainer = Explainer(planner.spec, planner.families, [c.target for c in state.created])
@@ -440,6 +483,7 @@ def simulated(
             final[outcome.unit] = (outcome.workload, outcome.target, why)
         else:
             final[outcome.unit] = (outcome.workload, None, said.get(outcome.unit, outcome.summary))
+    implicit_dedications(after, planner, simulation.after, final)
     return Prepared(
         after,
         planner.spec,

@@ -1,7 +1,7 @@
 """Aggregates the console draws, each one grouped query rather than the whole world read:
 capacity and use summed per location of one level (GET /v1/usage), how a workload's
 units spread over the places of one level (GET /v1/workloads/{name}/spread), and the
-owner of just the targets named (GET /v1/owners), implicit dedications included."""
+owner of just the targets named (GET /v1/owners), implicit dedications (rows) included."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from placed.model.dedications import Dedication, Dedications, Owner, Topology
-from placed.model.tenancy import Tenancy
-from placed.policy.dedication import IMPLICIT_REASON
+from placed.model.tenancy import Principal, Tenancy
 from placed.service import context, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.spec.schema import MAX_NAME
@@ -26,7 +25,6 @@ from placed.store.tables import (
     Account,
     Location,
     Placement,
-    PlacementHistory,
     Target,
     TargetResource,
     Unit,
@@ -101,9 +99,9 @@ class DedicationView(BaseModel):
 class Owners(BaseModel):
     items: list[TargetOwner] = Field(description="The targets named that have an owner.")
     dedications: list[DedicationView] = Field(
-        description="Every explicit dedication the caller may see, as GET "
-        "/v1/dedications lists them but by resource (stored rows, no plan): the location "
-        "tree's badges and the filter by owner."
+        description="Every dedication the caller may see (implicit ones included), as "
+        "GET /v1/dedications lists them but by resource (stored rows, no plan): the "
+        "location tree's badges and the filter by owner."
     )
     implicit: list[str] = Field(
         default_factory=list,
@@ -317,81 +315,39 @@ async def get_spread(
 
 
 class Holdings:
-    """The dedication in force on targets (their own, their nearest dedicated location's,
-    or the implicit one of a VM running there), the rows it rests on read once and each
-    batch of targets judged apart: GET /v1/owners names a few, a scoped target listing
-    judges a page at a time."""
+    """The dedication in force on targets (their own, implicit ones included, or their
+    nearest dedicated location's), the rows it rests on read once and each batch of
+    targets judged apart: GET /v1/owners names a few, a scoped target listing judges a
+    page at a time. Who may use what is the rules' own `covers`."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
         self.domains = accounts.domains_of(session)
         self.tenancy = Tenancy(domains.parents(session), self.domains)
         self.places = _Places(session)
-        self.explicit = {d.resource: d for d in dedications.listed(session) if not d.owner.implicit}
+        self.held = {d.resource: d for d in dedications.listed(session)}
 
     def of(
         self, names: Sequence[str], located: Mapping[str, int | None] | None = None
     ) -> dict[str, tuple[Dedication, str | None]]:
         """Each named target a dedication holds, and where it is inherited from (None:
-        its own). A host that no dedication covers, where a VM runs that implicit
-        dedication put there (its placement's reason says so), is that VM's account's.
-        Implicit dedications are not rows (plans derive them again), so the placements'
-        history is what says so; it is read for the named targets only."""
-        session, tenancy = self.session, self.tenancy
+        its own)."""
         if located is None:
             located = {
                 name: location
-                for name, location in session.execute(
+                for name, location in self.session.execute(
                     select(Target.name, Target.location_id).where(Target.name.in_(list(names)))
                 )
             }
         found: dict[str, tuple[Dedication, str | None]] = {}
-        bare: list[str] = []
         for target, location in located.items():
             chain = self.places.chain(location)
             hit = next(
-                ((d, p) for p in [target, *chain] if (d := self.explicit.get(p)) is not None),
+                ((d, p) for p in [target, *chain] if (d := self.held.get(p)) is not None),
                 None,
             )
-            if hit is None:
-                bare.append(target)
-            else:
+            if hit is not None:
                 found[target] = (hit[0], None if hit[1] == target else hit[1])
-        if not bare or not self.domains:
-            return found  # no account, no VM of one: nothing implicit
-        # Which unit runs where now, and the last arrival of each there: an implicit
-        # dedication is a placement whose reason says implicit dedication gave it the
-        # host (a preferred-mode VM that fell back to a shared host took nothing).
-        running = {
-            unit: (target, account)
-            for unit, target, account in session.execute(
-                select(Unit.name, Target.name, Account.name)
-                .select_from(Placement)
-                .join(Target, Target.id == Placement.target_id)
-                .join(Unit, Unit.id == Placement.unit_id)
-                .join(Workload, Workload.id == Unit.workload_id)
-                .join(Account, Account.id == Workload.account_id)
-                .where(Target.name.in_(bare))
-            )
-        }
-        if not running:
-            return found
-        arrivals: dict[str, str] = {}
-        for unit, arrived, reason in session.execute(
-            select(PlacementHistory.unit_name, PlacementHistory.to_target, PlacementHistory.reason)
-            .where(PlacementHistory.to_target.in_(bare))
-            .order_by(PlacementHistory.id)
-        ):
-            if unit in running and running[unit][0] == arrived:
-                arrivals[unit] = reason
-        for unit in sorted(arrivals, key=lambda u: (running[u][0], u)):
-            target, account = running[unit]
-            domain = tenancy.domain_of(account)
-            if target in found or domain is None:
-                continue
-            if arrivals[unit].startswith(IMPLICIT_REASON + ":"):
-                implicit = Dedication(target, "host", Owner(domain, account, implicit=True))
-                found[target] = (implicit, None)
         return found
 
     def usable(
@@ -416,7 +372,7 @@ class Holdings:
         held: list[tuple[str, Owner | None]] = []
         for location, name in self.places.name.items():
             chain = self.places.chain(location)
-            found = next((d for p in chain if (d := self.explicit.get(p)) is not None), None)
+            found = next((d for p in chain if (d := self.held.get(p)) is not None), None)
             held.append((name, found.owner if found is not None else None))
         return self._kept(held, reach)
 
@@ -435,6 +391,12 @@ class Holdings:
             kept.add(name)
         return kept
 
+    def shown(self, principal: Principal) -> list[Dedication]:
+        """Every dedication GET /v1/dedications lists to the principal, by its rule."""
+        rules = Dedications(self.tenancy, Topology.of([]))
+        rules.items.update(self.held)
+        return rules.list(principal)
+
 
 def owners(
     session: Session, names: list[str], principal: str
@@ -446,13 +408,7 @@ def owners(
     if who is None:
         return [], []
     found = holdings.of(names)
-    # What GET /v1/dedications would list to the principal, by the same rule.
-    rules = Dedications(holdings.tenancy, Topology.of([]))
-    rules.items.update(holdings.explicit)  # by resource
-    rules.items.update(
-        {d.resource: d for d, _ in found.values() if d.resource not in holdings.explicit}
-    )
-    shown = rules.list(who)
+    shown = holdings.shown(who)
     seen = {(d.resource, d.owner) for d in shown}
     items = []
     for target in names:
@@ -462,35 +418,19 @@ def owners(
         if (dedication.resource, dedication.owner) not in seen:
             continue
         items.append({"target": target, **view(dedication), "inherited_from": inherited})
-    own = [view(d) for d in shown if not d.owner.implicit]
-    return items, own
+    return items, [view(d) for d in shown]
 
 
 def implicitly_held(session: Session, account: str, principal: str) -> list[str]:
-    """The hosts `account` holds by implicit dedication, as `owners` judges each (and
-    shows it to the principal). Read from the account's running units and their
-    history only: the cost follows the account's VMs, not the fleet."""
-    running = {
-        unit: target
-        for unit, target in session.execute(
-            select(Unit.name, Target.name)
-            .select_from(Placement)
-            .join(Target, Target.id == Placement.target_id)
-            .join(Unit, Unit.id == Placement.unit_id)
-            .join(Workload, Workload.id == Unit.workload_id)
-            .join(Account, Account.id == Workload.account_id)
-            .where(Account.name == account)
-        )
-    }
-    if not running:
+    """The hosts `account` holds by implicit dedication (its rows) that GET
+    /v1/dedications lists to the principal."""
+    holdings = Holdings(session)
+    who = holdings.tenancy.principal(principal)
+    if who is None:
         return []
-    candidates = sorted(set(running.values()))
-    found, _ = owners(session, candidates, principal)
-    return [
-        row["target"]
-        for row in found
-        if row["implicit"] and row["account"] == account and row["target"] in candidates
-    ]
+    return sorted(
+        d.resource for d in holdings.shown(who) if d.owner.implicit and d.owner.account == account
+    )
 
 
 def view(dedication: Dedication) -> dict[str, Any]:
@@ -507,9 +447,8 @@ def view(dedication: Dedication) -> dict[str, Any]:
     "/owners",
     summary="The owners of some targets",
     description="For each target named (at most 100), the dedication in force on it (its "
-    "own, else its nearest dedicated ancestor's), or its implicit dedication (a host "
-    "nothing dedicates, where implicit dedication placed an account's VM: that "
-    "account's), "
+    "own, implicit ones included: a host an account's dedicated VM took, while such a VM "
+    "runs there; else its nearest dedicated ancestor's), "
     "shown to the same callers and by the same rule as GET /v1/dedications; and every "
     "explicit dedication it may see (`dedications`). It reads only those targets' rows and the "
     "dedications' (no plan): a page of a fleet costs the same at any size.",

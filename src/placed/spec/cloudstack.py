@@ -109,7 +109,7 @@ def apply_dedications(
     rules = Dedications(tenants, topology, lambda host: on_host.get(host, ()), lambda: now)
     for i, entry in enumerate(document.dedications):
         try:
-            rules.dedicate(ROOT_ADMIN, entry.resource, entry.domain, entry.account)
+            rules.dedicate(ROOT_ADMIN, entry.resource, entry.domain, entry.account, entry.implicit)
         except DedicationError as error:
             out.add(f"{error.kind}: {error.message}", ("dedications", i))
     items = rules.items

@@ -474,6 +474,11 @@ class DedicationSpec(_Strict):
     resource: TargetId
     domain: Identifier
     account: Identifier | None = None
+    implicit: bool = Field(
+        False,
+        description="A host an account's dedicated VM took by implicit dedication (the "
+        "service's world writes these: its stored rows); it names a host and an account.",
+    )
 
 
 class SpecDocument(_Strict):

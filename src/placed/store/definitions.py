@@ -363,7 +363,7 @@ def _offerings(session: Session, before: Snapshot, after: Snapshot) -> None:
 
 def _dedications(session: Session, before: Snapshot, after: Snapshot, revision: int) -> None:
     """New dedications are inserted, changed owners updated, and those `after` no longer
-    has deleted (implicit rows are no snapshot's: they stay)."""
+    has deleted; implicit ones (a plan's) as the admin's."""
     domains = {name: id_ for id_, name in session.execute(select(Domain.id, Domain.name))}
     accounts = {name: id_ for id_, name in session.execute(select(Account.id, Account.name))}
     pools = {str(pool.get("id")) for pool in after.storage}
@@ -378,6 +378,7 @@ def _dedications(session: Session, before: Snapshot, after: Snapshot, revision: 
         owner = {
             "domain_id": domains[entry["domain"]],
             "account_id": accounts[entry["account"]] if entry.get("account") else None,
+            "implicit": bool(entry.get("implicit")),
             "revision": revision,
         }
         if resource in old:
@@ -389,5 +390,5 @@ def _dedications(session: Session, before: Snapshot, after: Snapshot, revision: 
             "pool" if resource in pools else str(after.nodes.get(resource, {}).get("kind", "host"))
         )
         session.execute(delete(DedicationRow).where(DedicationRow.resource == resource))
-        session.add(DedicationRow(resource=resource, kind=kind, implicit=False, **owner))
+        session.add(DedicationRow(resource=resource, kind=kind, **owner))
     session.flush()

@@ -146,8 +146,16 @@ def apply(before: Snapshot, documents: Sequence[SpecDocument], prune: bool = Fal
             after.offerings = [o for o in after.offerings if o["name"] != offering.name]
             after.offerings.append(entry)
         for dedication in document.dedications:
-            entry = dedication.model_dump(mode="json", exclude_none=True)
+            # As the rows read back: `implicit` only when it is (store/world.py).
+            entry = dedication.model_dump(mode="json", exclude_defaults=True)
             if entry not in after.dedications:
+                # A document's dedication of a host held implicitly takes its place, as
+                # the writer always replaced that row.
+                after.dedications = [
+                    d
+                    for d in after.dedications
+                    if not (d.get("implicit") and d["resource"] == entry["resource"])
+                ]
                 after.dedications.append(entry)
                 new_dedications.append(entry)
         for key in SPEC_SETTINGS:

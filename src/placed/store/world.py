@@ -350,15 +350,15 @@ def read(session: Session) -> Snapshot:
         }
         for row in session.scalars(select(OfferingRow).order_by(OfferingRow.id))
     ]
-    for dedication in session.scalars(
-        select(DedicationRow).where(DedicationRow.implicit.is_(False)).order_by(DedicationRow.id)
-    ):
+    for dedication in session.scalars(select(DedicationRow).order_by(DedicationRow.id)):
         entry: dict[str, Any] = {
             "resource": dedication.resource,
             "domain": domain_names[dedication.domain_id],
         }
         if dedication.account_id is not None:
             entry["account"] = account_names[dedication.account_id]
+        if dedication.implicit:  # a host a plan gave an account: the world holds it too
+            entry["implicit"] = True
         snapshot.dedications.append(entry)
     for key in SPEC_SETTINGS:
         value = settings.get(session, key)

@@ -249,7 +249,7 @@ async def _fleet(request: Request, token: str, with_owners: bool, name: str) -> 
     dedications: list[dict[str, Any]] = []
     held: list[str] = []
     if owner:  # the filter needs the dedications: /v1/owners lists them from their rows
-        # An account's filter takes the hosts it holds implicitly too (no row says so).
+        # The rows include the hosts an account holds implicitly (`implicit` too).
         account = owner.partition("/")[2]
         wanted_held = {"account": account} if account else None
         owned_answer = await call(request, token, "GET", "/v1/owners", params=wanted_held)
