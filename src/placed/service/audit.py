@@ -10,7 +10,7 @@ route, a setting put) is not written twice: an event of the same kind and subjec
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched, touched
@@ -37,11 +37,13 @@ def events(
     after: Snapshot,
     made_for: Mapping[str, str],
     recorded: Iterable[Extra] = (),
+    workloads: Collection[str] | None = None,
 ) -> list[Extra]:
-    """The change's audit events, those `recorded` already left out."""
+    """The change's audit events, those `recorded` already left out. `workloads`: the
+    only ones the change may have changed (change_scope.touched's `only`)."""
     seen = {(extra.kind, extra.subject) for extra in recorded}
     found: list[Extra] = []
-    for item in touched(before, after, made_for):
+    for item in touched(before, after, made_for, workloads):
         if item.kind == "target" and item.how == CHANGED and _only_admin_state(before, after, item):
             continue  # target.down, target.up and target.maintenance say it, with why
         kind = kind_of(item)

@@ -26,7 +26,7 @@ is recorded as an event of its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,14 +128,20 @@ def _compared(kind: str, before: Mapping[str, Any], after: Mapping[str, Any]) ->
 
 
 def touched(
-    before: Snapshot, after: Snapshot, made_for: Mapping[str, str] | None = None
+    before: Snapshot,
+    after: Snapshot,
+    made_for: Mapping[str, str] | None = None,
+    only: Collection[str] | None = None,
 ) -> Iterator[Touched]:
     """What `after` creates, changes and deletes of `before`: workloads first (the
     objects a tenant may change), then the world's. `made_for`: the targets the change's
-    plan made, each with the workload it was made for."""
+    plan made, each with the workload it was made for. `only`: the only workloads `after`
+    may define otherwise (a live world's delta; definitions.write), None: any."""
     made = made_for or {}
     workloads: set[str] = set()
-    for name, spec in after.workload_specs.items():
+    names = after.workload_specs if only is None else [n for n in only if n in after.workloads]
+    for name in names:
+        spec = after.workload_specs[name]
         row = after.workloads[name]
         old = before.workloads.get(name)
         if old is None:
@@ -148,8 +154,9 @@ def touched(
         ):
             workloads.add(name)
             yield Touched("workload", name, CHANGED, (old.account, row.account))
-    for name, old in before.workloads.items():
-        if name not in after.workloads:
+    for name in before.workloads if only is None else only:
+        old = before.workloads.get(name)
+        if old is not None and name not in after.workloads:
             yield Touched("workload", name, DELETED, (old.account,))
     # A machine made for a workload this change does not touch (another's pending unit
     # that now finds its place) is the scheduler's consequence, as a moved unit is.

@@ -71,6 +71,10 @@ class Prepared:
     # The targets the plan made (Juju's new machines), each with the workload it was
     # made for: the scope rule counts them as that workload's.
     made_for: dict[str, str] = field(default_factory=dict)
+    # The only workloads `after` may define otherwise than the world before it: a live
+    # world's delta knows them, and the writer, the scope rule and the audit trail then
+    # compare those alone (None: every workload).
+    workloads: frozenset[str] | None = None
 
 
 @dataclass
@@ -683,12 +687,16 @@ def _write(
     # Replicas refresh claims alone from the rows; anything else since means reading all.
     settings.put(session, world.CHANGED_SETTING, number)
     try:
-        wrote = definitions.write(session, snapshot, prepared.after, number, prepared.used)
+        wrote = definitions.write(
+            session, snapshot, prepared.after, number, prepared.used, prepared.workloads
+        )
     except definitions.Refused as error:
         raise ProblemException(409, error.kind, str(error)) from None
     accounts = {name: row.account for name, row in prepared.after.workloads.items()}
     # The change's own objects first (a workload created, then its units placed).
-    trail = audit.events(snapshot, prepared.after, prepared.made_for, prepared.extra)
+    trail = audit.events(
+        snapshot, prepared.after, prepared.made_for, prepared.extra, prepared.workloads
+    )
     written: list[Recorded] = []
     written += claims.commit(
         session,

@@ -1008,6 +1008,7 @@ class ReplicaWorld:
                 for resource, amount in model.resources.items():
                     grown[resource] = grown.get(resource, 0.0) + amount
         prepared = placing.Prepared(after, cached.spec, planner, result, moves, used)
+        prepared.workloads = frozenset({name})
         return Rescaled(prepared, row, state)
 
     def _advance_rescale(
@@ -1213,7 +1214,9 @@ def _removal(
             if resource in left:
                 left[resource] = max(0.0, left[resource] - amount)
     result = PlanResult(cached.spec, planner.families)
-    return placing.Prepared(after, cached.spec, planner, result, moves, used), row
+    prepared = placing.Prepared(after, cached.spec, planner, result, moves, used)
+    prepared.workloads = frozenset({name})
+    return prepared, row
 
 
 # The fields that make a workload read more than itself: a Juju directive, constraint or
