@@ -77,10 +77,11 @@ def test_ironic_then_juju_both_apply(world: tuple[TestClient, Engine]) -> None:
     where = placed(client)
     assert where["mysql/0"] == "0" and where["haproxy/0"].startswith("1/lxd/")  # type: ignore[union-attr]
     assert {where[f"node{i}/0"] for i in (1, 2, 3)} <= {"conductor1", "conductor2", "conductor3"}
-    # Each document's row; the world's settings rows hold no default_mode.
+    # The document's own row (the bundle names no setting: none); the world's rows hold
+    # no default_mode.
     found = rows(engine)
     assert found["d:ironic-conductors"] == {"default_mode": "mapping"}
-    assert found["d:bundle"] == {}
+    assert "d:bundle" not in found
     assert "default_mode" not in found
     # The other order, and either applied again, changes nothing.
     assert apply(client, IRONIC).json()["changes"] == []
@@ -166,13 +167,14 @@ def test_an_older_databases_world_default_mode_still_reads(
     client, engine = world
     old = "name: old\ninventory: [{id: c1}, {id: c2}]\nworkloads: [{name: n1}, {name: n2}]\n"
     assert apply(client, old).is_success
+    assert "d:old" not in rows(engine)  # it names no setting
     with writing(engine) as session:
-        session.delete(session.get(Setting, "d:old"))
         settings.put(session, settings.LEGACY_DEFAULT_MODE, "mapping", bump=False)
     assert modes(client) == {"n1": "mapping", "n2": "mapping"}
     assert apply(client, JUJU).status_code == 200
     assert modes(client)["mysql"] == "allocation"
     assert modes(client)["n1"] == "mapping"
+    assert rows(engine)["d:bundle"] == {}  # what keeps the old row from reaching it
     assert apply(client, old).is_success
     assert modes(client)["n1"] == "mapping"
     assert rows(engine)["d:old"] == {"default_mode": "mapping"}

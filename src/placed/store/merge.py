@@ -179,10 +179,12 @@ def apply(before: Snapshot, documents: Sequence[SpecDocument], prune: bool = Fal
 
 def _document_settings(after: Snapshot, name: str, document: SpecDocument, prune: bool) -> None:
     """Document `name`'s settings after it is applied: those it names, over those it had
-    (with prune, only those it names). Every applied document gets its own entry, even
-    an empty one, so an older database's world-wide default_mode (store/settings.py)
-    never governs a document applied since. The workloads it does not name again are
-    read with its new settings too."""
+    (with prune, only those it names). In an older database every applied document gets
+    its own entry, even an empty one, so the old world-wide default_mode
+    (store/settings.py) never governs a document applied since; elsewhere a document
+    that names no setting has none (a scoped caller's, which may name none, never
+    writes a settings row). The workloads it does not name again are read with its new
+    settings too."""
     named = {
         key: getattr(document.settings, key)
         for key in DOCUMENT_SETTINGS
@@ -198,7 +200,10 @@ def _document_settings(after: Snapshot, name: str, document: SpecDocument, prune
     ):
         had = {"default_mode": after.legacy_mode}
     now = named if prune or had is None else {**had, **named}
-    if after.document_settings.get(name) == now:
+    if after.document_settings.get(name) == now or (
+        # No row says the same as an empty one, but where the old row is.
+        not now and name not in after.document_settings and after.legacy_mode is None
+    ):
         return
     after.document_settings[name] = now
     for workload, row in after.workloads.items():
