@@ -108,6 +108,11 @@ def test_a_documents_settings_leave_other_documents_workloads_alone(
     again = apply(client, agents.replace("every", "mapping"))
     assert again.status_code == 200, again.text
     assert modes(client) == {"web": "allocation", "agent": "mapping"}
+    changed = client.get("/v1/events", params={"kind": "setting.changed"}).json()["items"]
+    assert [(e["subject"], e["details"]["document"], e["details"]["was"]) for e in changed] == [
+        ("default_mode", "agents", None),
+        ("default_mode", "agents", "every"),
+    ]
     # Applied again without settings, a document keeps them; with prune, it has none.
     assert apply(client, "name: agents\nworkloads:\n  - {name: agent}\n").is_success
     assert modes(client)["agent"] == "mapping"
