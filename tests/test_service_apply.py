@@ -214,20 +214,25 @@ workloads:
 def test_a_world_problem_of_an_applied_workload_points_into_the_file(
     world: tuple[TestClient, Engine],
 ) -> None:
-    """The file alone is valid; the world it joins is not (ironic-service.yaml made
-    mapping the default mode, and a tenant's VMs are allocation units): the problems
-    point at the workloads as the body holds them, each at its line and column, not at
-    the world document the store builds."""
+    """The file alone is valid; the world it joins is not (both documents made mapping
+    their default mode when applied before, and a tenant's VMs are allocation units):
+    the problems point at the workloads as the body holds them, each at its line and
+    column and with its document, not at the world document the store builds."""
     client, engine = world
     assert apply(client, IRONIC.read_text()).status_code == 200
     assert apply(client, TENANCY).status_code == 200
+    mapped = "settings: {default_mode: mapping}\n"
+    assert apply(client, f"name: tenants\n{mapped}---\nname: more-tenants\n{mapped}").is_success
     before = digest(engine)
     refused = apply(client, TENANT_VMS)
     assert refused.status_code == 422, refused.text
     problem = refused.json()
     assert problem["type"].endswith(":invalid-world")
-    where = [(e["pointer"], e["line"], e["column"]) for e in problem["errors"]]
-    assert where == [("/0/workloads/0/account", 4, 14), ("/1/workloads/1/account", 10, 14)]
+    where = [(e["pointer"], e["line"], e["column"], e["document"]) for e in problem["errors"]]
+    assert where == [
+        ("/0/workloads/0/account", 4, 14, "tenants"),
+        ("/1/workloads/1/account", 10, 14, "more-tenants"),
+    ]
     assert digest(engine) == before
 
 

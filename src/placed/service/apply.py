@@ -16,6 +16,7 @@ from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.bodies import read_body
 from placed.service.offload import OFFLOAD_BYTES, Offload
 from placed.service.plan import PLACED_BYTES, invalid_spec
+from placed.service.replica import API_DOCUMENT
 from placed.spec import SpecError
 from placed.spec.juju.convert import native_document
 from placed.spec.juju.files import looks_like_juju_text
@@ -71,10 +72,34 @@ def documents_in(body: bytes, source: str, world: dict[str, Any]) -> list[SpecDo
             found = parse_documents(text, source)
     except SpecError as error:
         raise invalid_spec(error, body) from None
-    return [
+    named = [
         document if document.name else document.model_copy(update={"name": spec.name})
         for document, spec in zip(found, specs, strict=True)
     ]
+    for index, document in enumerate(named):
+        if document.name in RESERVED_DOCUMENTS:
+            raise problems.ProblemException(
+                422,
+                "reserved-name",
+                f"a document cannot be named {document.name!r}: the workloads made through "
+                "POST /v1/workloads belong to it, with its settings; name the document "
+                "another way (its name:, or the file's name)",
+                [
+                    {
+                        "pointer": (f"/{index}" if len(named) > 1 else "") + "/name",
+                        "document": document.name,
+                        "detail": "a reserved document name",
+                    }
+                ],
+            )
+    return named
+
+
+# Names no applied document may take: the API's own document (its workloads are those
+# POST /v1/workloads makes, and its settings row, d:api, the default of their mode).
+# Settings rows of documents are keyed `d:NAME` (store/settings.py), which no world key
+# is, so no other name meets a row of the world.
+RESERVED_DOCUMENTS = frozenset({API_DOCUMENT})
 
 
 def focus_of(documents: list[SpecDocument], body: bytes, source: str) -> placing.Focus:
@@ -88,7 +113,7 @@ def focus_of(documents: list[SpecDocument], body: bytes, source: str) -> placing
     except SpecError:
         return placing.Focus({})
     if looks_like_juju_text(text):
-        return placing.Focus({})
+        return _juju_focus(documents, text, source)
     several = len(documents) > 1
     carried = {
         w.name: (f"/{index}" if several else "") + f"/workloads/{i}"
@@ -118,6 +143,38 @@ def focus_of(documents: list[SpecDocument], body: bytes, source: str) -> placing
         return (position.line, position.column) if position is not None else None
 
     return placing.Focus(carried, locate)
+
+
+def _juju_focus(documents: list[SpecDocument], text: str, source: str) -> placing.Focus:
+    """A Juju bundle's workloads are its applications: a problem the world finds in one
+    points at the application's entry, at its line and column. A deployer file (its
+    applications under a deployment's name, maybe inherited) keeps the world's pointers."""
+    try:
+        with placed_up_to(PLACED_BYTES):
+            parsed = parse(text, source, any_keys=True)
+    except SpecError:
+        return placing.Focus({})
+    if len(parsed) != 1 or not isinstance(parsed[0][0], dict):
+        return placing.Focus({})
+    data, positions = parsed[0]
+    section = next(
+        (key for key in ("applications", "services") if isinstance(data.get(key), dict)), None
+    )
+    if section is None:
+        return placing.Focus({})
+    names = {w.name for document in documents for w in document.workloads}
+    paths = {
+        problems.pointer([section, str(name)]): (section, str(name))
+        for name in data[section]
+        if str(name) in names
+    }
+
+    def locate(pointer: str) -> tuple[int, int] | None:
+        path = paths.get(pointer)
+        position = positions.key(path) if path is not None else None
+        return (position.line, position.column) if position is not None else None
+
+    return placing.Focus({path[1]: pointer for pointer, path in paths.items()}, locate, whole=True)
 
 
 # What only a root-admin's document may hold: everything but workloads.

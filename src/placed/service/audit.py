@@ -50,6 +50,30 @@ def events(
         if (kind, item.name) in seen:
             continue
         found.append(_event(kind, item, before, after, made_for))
+    found.extend(_document_settings(before, after))
+    return found
+
+
+def _document_settings(before: Snapshot, after: Snapshot) -> list[Extra]:
+    """A `setting.changed` per key a document's settings change, naming the document (a
+    scoped caller can change none: apply refuses its settings, so the scope rule's diff
+    does not list them)."""
+    if before.document_settings == after.document_settings:
+        return []
+    found: list[Extra] = []
+    for document in sorted(before.document_settings.keys() | after.document_settings.keys()):
+        was = before.document_settings.get(document, {})
+        now = after.document_settings.get(document, {})
+        for key in sorted(was.keys() | now.keys()):
+            if was.get(key) != now.get(key):
+                details = {
+                    "how": CHANGED,
+                    "key": key,
+                    "value": now.get(key),
+                    "was": was.get(key),
+                    "document": document,
+                }
+                found.append(Extra("setting.changed", key, details=details))
     return found
 
 

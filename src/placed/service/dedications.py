@@ -15,7 +15,16 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
@@ -37,7 +46,7 @@ from placed.service.auth import (
     allow,
 )
 from placed.service.targets import MoveView
-from placed.spec.schema import MAX_NAME
+from placed.spec.schema import MAX_NAME, SettingsSpec
 from placed.store import offerings, world
 from placed.store.claims import Actor, Extra
 from placed.store.database import reading
@@ -47,10 +56,16 @@ router = APIRouter(prefix="/v1")
 
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
 
-# The settings PUT /v1/settings/{key} changes, and what each is.
+# The settings PUT /v1/settings/{key} changes, and what each is: the whole world's, the
+# root-admin's. A document's settings (world.DOCUMENT_SETTINGS) are not here: each
+# governs only its own document's workloads, and is set by applying that document.
 SETTINGS = {
     "implicit_dedication": "CloudStack's implicit.dedication.enable: a dedicated request "
-    "that finds no dedicated host takes an empty, undedicated one for its account."
+    "that finds no dedicated host takes an empty, undedicated one for its account.",
+    **{
+        key: str(SettingsSpec.model_fields[key].description)
+        for key in ("heartbeat_interval_s", "heartbeat_timeout_s", "disruption_guard_min_targets")
+    },
 }
 
 
@@ -146,12 +161,16 @@ class OfferingChange(BaseModel):
 
 class SettingValue(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    value: StrictBool
+    # A string too, so that a document's setting (default_mode: "mapping") is answered
+    # by what it is rather than by the value's type.
+    value: StrictBool | StrictInt | StrictFloat | StrictStr = Field(
+        description="implicit_dedication: true or false; the others: a number."
+    )
 
 
 class SettingChange(BaseModel):
     key: str
-    value: bool
+    value: StrictBool | StrictInt | StrictFloat
     changed: bool = Field(description="false: it had that value already.")
     revision: int
     changes: list[MoveView] = Field(description="Units the new setting placed or moved.")
@@ -465,12 +484,25 @@ def offering_view(offering: Offering) -> dict[str, Any]:
 
 
 def put_setting(
-    engine: Engine, key: str, value: bool, principal: str, actor: Actor
+    engine: Engine, key: str, value: bool | float | str, principal: str, actor: Actor
 ) -> dict[str, Any]:
+    if key in world.DOCUMENT_SETTINGS:
+        raise problems.ProblemException(
+            422,
+            "document-setting",
+            f"{key} is a document's setting, not the world's: it governs only the workloads "
+            "of the document that names it; set it in that document's settings: and apply "
+            f"the document. The world's settings are {', '.join(SETTINGS)}",
+            [{"parameter": "path.key", "detail": f"{key} is a document's setting"}],
+        )
     if key not in SETTINGS:
         raise problems.ProblemException(
             404, "not-found", f"no setting {key!r}; the settings are {', '.join(SETTINGS)}"
         )
+    if key != "implicit_dedication":
+        return _put_world_setting(engine, key, value, actor)
+    if not isinstance(value, bool):
+        raise _bad_value(key, "must be true or false")
 
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         cloud = cloudstack.cloud_of(snapshot)
@@ -502,12 +534,67 @@ def put_setting(
     }
 
 
+def _bad_value(key: str, detail: str) -> problems.ProblemException:
+    return problems.ProblemException(
+        422,
+        "invalid-request",
+        f"{key}: {detail}",
+        [{"pointer": "/value", "detail": detail}],
+    )
+
+
+def _put_world_setting(
+    engine: Engine, key: str, value: bool | float | str, actor: Actor
+) -> dict[str, Any]:
+    """A heartbeat or guard setting: checked with the others as a spec's `settings:` is
+    (a timeout at least 3 heartbeats long), stored in the same transaction as a plan of
+    the world (which it leaves as it was: the controller reads it at its next sweep)."""
+    if isinstance(value, bool | str):
+        raise _bad_value(key, "must be a number")
+
+    def prepare(snapshot: Snapshot) -> placing.Prepared:
+        fields = SettingsSpec.model_fields
+        now = {k: snapshot.settings.get(k, fields[k].default) for k in SETTINGS if k != key}
+        try:
+            checked = SettingsSpec.model_validate({**now, key: value})
+        except ValidationError as error:
+            raise _bad_value(key, "; ".join(e["msg"] for e in error.errors())) from None
+        was = snapshot.settings.get(key, fields[key].default)
+        wanted = getattr(checked, key)
+        after = snapshot.copy()
+        if was != wanted:
+            after.settings[key] = wanted
+        prepared = placing.plan(snapshot, after)
+        if was != wanted:
+            prepared.extra.append(
+                Extra("setting.changed", key, details={"key": key, "value": wanted, "was": was})
+            )
+        prepared.data.update(changed=was != wanted, value=wanted)
+        return prepared
+
+    committed = placing.transact(engine, prepare, actor)
+    return {
+        "key": key,
+        "value": committed.prepared.data["value"],
+        "changed": committed.prepared.data["changed"],
+        "revision": committed.revision,
+        "changes": placing.moves_document(committed.prepared.moves),
+        "incompatible": committed.prepared.data.get("incompatible", []),
+    }
+
+
 @router.put(
     "/settings/{key}",
     summary="Change a setting",
-    description="Root admins only. `implicit_dedication` {value: true|false}: "
+    description="Root admins only: the whole world's settings. `implicit_dedication` "
+    "{value: true|false}: "
     + SETTINGS["implicit_dedication"]
-    + " The world is planned again under the new value in the same transaction.",
+    + " The world is planned again under the new value in the same transaction. "
+    "`heartbeat_interval_s`, `heartbeat_timeout_s`, `disruption_guard_min_targets` "
+    "{value: a number}: the controller's, read at its next sweep (the timeout at least "
+    "3 intervals). A document's settings (`default_mode`) are refused "
+    "(`document-setting`): each governs only its own document's workloads, and is set "
+    "by applying the document.",
     response_model=SettingChange,
     response_model_by_alias=True,
     responses=problems.responses(403, 404, 409, 422),

@@ -94,6 +94,9 @@ class Focus:
 
     workloads: Mapping[str, str]
     locate: Callable[[str], tuple[int, int] | None] | None = None
+    # The pointers are the workloads as wholes (a Juju file's applications): the world's
+    # pointer inside one names no key of the body, so the problem points at the whole.
+    whole: bool = False
 
     @classmethod
     def one(cls, name: str, pointer: str = "") -> Focus:
@@ -109,9 +112,11 @@ def world_spec(snapshot: Snapshot, focus: Focus | None = None) -> Spec:
     try:
         return load_spec_data(document, WORLD)
     except SpecError as error:
-        errors = problems.spec_errors(error, document)[:50]
-        if focus is not None:
-            errors = [_refocused(e, list(snapshot.workloads), focus) for e in errors]
+        names = list(snapshot.workloads)
+        errors = [
+            _owned(e, names, document, snapshot, focus)
+            for e in problems.spec_errors(error, document)[:50]
+        ]
         count = len(error.problems)
         # The problems are the errors' (each with its pointer), as a spec's are: the
         # detail counts them rather than saying each twice.
@@ -124,6 +129,43 @@ def world_spec(snapshot: Snapshot, focus: Focus | None = None) -> Spec:
         ) from None
 
 
+def _owned(
+    error: dict[str, Any],
+    names: list[str],
+    document: Mapping[str, Any],
+    snapshot: Snapshot,
+    focus: Focus | None,
+) -> dict[str, Any]:
+    """`error` naming the document that defined what it is about (a workload, or a location
+    or target of the inventory). A workload the request carries is pointed at in its body
+    (`focus`); one stored before keeps the world document's pointer, which is no place in
+    any file its caller has, so its detail names it."""
+    parts = str(error["pointer"]).split("/")[1:]
+    if len(parts) >= 2 and parts[0] == "workloads" and parts[1].isdigit():
+        index = int(parts[1])
+        if index >= len(names):
+            return error
+        defined_by = snapshot.workloads[names[index]].document
+        owned = {**error, "document": defined_by}
+        found = _refocused(owned, names, focus) if focus is not None else owned
+        if found is owned:
+            of = f" of document {defined_by!r}" if defined_by is not None else ""
+            found["detail"] = f"workload {names[index]!r}{of}: {error['detail']}"
+        return found
+    owner: str | None = None
+    node: Any = document
+    for part in parts:
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict):
+            node = node.get(part)
+        else:
+            break
+        if isinstance(node, dict) and str(node.get("id")) in snapshot.node_documents:
+            owner = snapshot.node_documents[str(node["id"])]
+    return {**error, "document": owner} if owner is not None else error
+
+
 def _refocused(error: dict[str, Any], names: list[str], focus: Focus) -> dict[str, Any]:
     found = _WORLD_WORKLOAD.match(str(error["pointer"]))
     if found is None or int(found[1]) >= len(names):
@@ -131,7 +173,7 @@ def _refocused(error: dict[str, Any], names: list[str], focus: Focus) -> dict[st
     carried = focus.workloads.get(names[int(found[1])])
     if carried is None:
         return error  # a workload the request did not send: the world's pointer stays
-    pointer = carried + str(error["pointer"])[found.end() :]
+    pointer = carried if focus.whole else carried + str(error["pointer"])[found.end() :]
     where = focus.locate(pointer) if focus.locate is not None else None
     if where is None:
         return {**error, "pointer": pointer}

@@ -49,6 +49,11 @@ class ProblemError(BaseModel):
     column: int | None = Field(
         default=None, description="1-based column in the body (spec errors)."
     )
+    document: str | None = Field(
+        default=None,
+        description="A problem of the world a change would leave: the document (its name) "
+        "that defines what it is about, an applied one or one stored before.",
+    )
     detail: str
 
 

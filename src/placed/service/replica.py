@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
@@ -38,6 +38,7 @@ from placed.engine.planner import Planner
 from placed.engine.report import Explainer, plan_document
 from placed.engine.state import PlanState
 from placed.model import Spec, Workload
+from placed.model.workload import Mode
 from placed.service import change_scope, placing, problems
 from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched
 from placed.service.commit_process import CommitProcess
@@ -310,7 +311,7 @@ class ReplicaWorld:
                 return False  # a change of a known workload: only the general path knows
             try:
                 spec = WorkloadSpec.model_validate(row.spec)
-                model = self._load(cached, spec)
+                model = self._load(cached, spec, row.document)
             except (SpecError, ValueError):
                 return False
             if not _simple(spec) or model.mode != "allocation":
@@ -370,11 +371,18 @@ class ReplicaWorld:
         snapshot.revision = cached.revision = current
         return True
 
-    def _load(self, cached: Cached, spec: WorkloadSpec) -> Workload:
+    def _load(
+        self, cached: Cached, spec: WorkloadSpec, document: str | None = API_DOCUMENT
+    ) -> Workload:
+        """`spec` as the general path reads it: with its own document's default mode (the
+        world spec's settings hold none of any document's)."""
         world = cached.spec
+        mode = cached.snapshot.default_mode(document)
         return load_workload(
             spec,
-            world.settings,
+            world.settings
+            if mode == world.settings.default_mode
+            else dataclasses.replace(world.settings, default_mode=cast(Mode, mode)),
             cached.kinds,
             world.tenancy,
             world.offerings,
@@ -886,8 +894,9 @@ class ReplicaWorld:
         misfits its place (the answer lists them)."""
         with self._lock:
             cached = self._fresh(engine)
+            row = cached.snapshot.workloads.get(spec.name)
             try:
-                model = self._load(cached, spec)
+                model = self._load(cached, spec, row.document if row is not None else None)
             except SpecError:
                 return None  # reported against the request's body by the general path
             delta = self._rescaled(cached, spec, model, generation, reach)

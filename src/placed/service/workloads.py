@@ -66,7 +66,9 @@ def _views(
     accounts: set[str] | None = None,
 ) -> list[dict[str, Any]]:
     with reading(engine) as session:
-        default_mode = str(settings.get(session, "default_mode", "allocation"))
+        # Each workload is read with its own document's settings.
+        documents = settings.documents(session)
+        legacy = settings.get(session, settings.LEGACY_DEFAULT_MODE)
         placed = (
             select(Unit.workload_id, func.count().label("placed"))
             .join(Placement, Placement.unit_id == Unit.id)
@@ -89,7 +91,9 @@ def _views(
         return [
             {
                 "name": row.name,
-                "mode": str(row.spec.get("mode") or default_mode),
+                "mode": str(
+                    row.spec.get("mode") or settings.default_mode(documents, legacy, row.document)
+                ),
                 "units": int(row.spec.get("units", 1)),
                 "placed": int(count or 0),
                 "account": account,
@@ -163,7 +167,7 @@ def _with(snapshot: Snapshot, spec: WorkloadSpec, document: str | None) -> Snaps
     after = snapshot.copy()
     old = snapshot.workloads.get(spec.name)
     after.workload_specs[spec.name] = spec.model_dump(mode="json", exclude_defaults=True)
-    mode = spec.mode or snapshot.settings.get("default_mode") or "allocation"
+    mode = spec.mode or snapshot.default_mode(document)
     after.workloads[spec.name] = WorkloadRow(
         old.id if old else 0, old.generation if old else 0, document, spec.account, mode
     )

@@ -89,6 +89,10 @@ def write(
     for key in SPEC_SETTINGS:
         if after.settings.get(key) != before.settings.get(key) and key in after.settings:
             settings.put(session, key, after.settings[key])
+    if after.document_settings != before.document_settings:
+        for name in before.document_settings.keys() | after.document_settings.keys():
+            if after.document_settings.get(name) != before.document_settings.get(name):
+                settings.put_document(session, name, after.document_settings.get(name))
     if after.storage != before.storage:
         settings.put(session, STORAGE_SETTING, after.storage)
     return Written(bumped, written)
@@ -106,7 +110,8 @@ def same_inventory(before: Snapshot, after: Snapshot) -> bool:
 
 def rules_changed(before: Snapshot, after: Snapshot) -> bool:
     """Whether `after` changes a rule every plan is judged by: a location that was there
-    (its keys or its parent), an offering, a dedication, a setting or a storage pool.
+    (its keys or its parent), an offering, a dedication, a setting (the world's or a
+    document's) or a storage pool.
     New locations, domains and accounts change no judgement made before them."""
     for node, spec in () if same_inventory(before, after) else before.nodes.items():
         if node in before.targets:
@@ -118,6 +123,12 @@ def rules_changed(before: Snapshot, after: Snapshot) -> bool:
         or before.dedications != after.dedications
         or before.storage != after.storage
         or any(before.settings.get(key) != after.settings.get(key) for key in SPEC_SETTINGS)
+        # A document's default mode changes how its workloads are read (a new document's
+        # entry judges only its own new workloads).
+        or any(
+            before.default_mode(name) != after.default_mode(name)
+            for name in before.document_settings.keys() | after.document_settings.keys()
+        )
     )
 
 

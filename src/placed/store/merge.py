@@ -11,12 +11,19 @@ teams' files never silently overwrite each other.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from placed.spec.schema import LocationSpec, SpecDocument
-from placed.store.world import SPEC_SETTINGS, Snapshot, TargetRow, WorkloadRow
+from placed.store.world import (
+    DOCUMENT_SETTINGS,
+    SPEC_SETTINGS,
+    Snapshot,
+    TargetRow,
+    WorkloadRow,
+)
 
 # A location's keys that live in their own rows, not in its `spec`.
 _OWN_ROWS = {"id", "children", "capacity", "status"}
@@ -105,6 +112,7 @@ def apply(before: Snapshot, documents: Sequence[SpecDocument], prune: bool = Fal
                 capacity[location.id],
                 old.liveness if old else "unknown",
             )
+        _document_settings(after, name, document, prune)
         named_workloads: set[str] = set()
         for i, workload in enumerate(document.workloads):
             known = after.workloads.get(workload.name)
@@ -123,7 +131,7 @@ def apply(before: Snapshot, documents: Sequence[SpecDocument], prune: bool = Fal
             after.workload_specs[workload.name] = workload.model_dump(
                 mode="json", exclude_defaults=True
             )
-            mode = workload.mode or after.settings.get("default_mode") or "allocation"
+            mode = workload.mode or after.default_mode(name)
             after.workloads[workload.name] = WorkloadRow(
                 known.id if known else 0,
                 known.generation if known else 0,
@@ -175,6 +183,40 @@ def apply(before: Snapshot, documents: Sequence[SpecDocument], prune: bool = Fal
         if target not in after.nodes:
             del after.placements[unit]
     return Applied(after, conflicts, capacity, status, accounts, new_dedications)
+
+
+def _document_settings(after: Snapshot, name: str, document: SpecDocument, prune: bool) -> None:
+    """Document `name`'s settings after it is applied: those it names, over those it had
+    (with prune, only those it names). In an older database every applied document gets
+    its own entry, even an empty one, so the old world-wide default_mode
+    (store/settings.py) never governs a document applied since; elsewhere a document
+    that names no setting has none (a scoped caller's, which may name none, never
+    writes a settings row). The workloads it does not name again are read with its new
+    settings too."""
+    named = {
+        key: getattr(document.settings, key)
+        for key in DOCUMENT_SETTINGS
+        if key in document.settings.model_fields_set
+    }
+    had = after.document_settings.get(name)
+    # A document applied before settings were documents' had the old world-wide default:
+    # it keeps it until it names its own.
+    if (
+        had is None
+        and after.legacy_mode is not None
+        and any(row.document == name for row in after.workloads.values())
+    ):
+        had = {"default_mode": after.legacy_mode}
+    now = named if prune or had is None else {**had, **named}
+    if after.document_settings.get(name) == now or (
+        # No row says the same as an empty one, but where the old row is.
+        not now and name not in after.document_settings and after.legacy_mode is None
+    ):
+        return
+    after.document_settings[name] = now
+    for workload, row in after.workloads.items():
+        if row.document == name and "mode" not in after.workload_specs[workload]:
+            after.workloads[workload] = dataclasses.replace(row, mode=after.default_mode(name))
 
 
 def _forget_node(after: Snapshot, node: str) -> None:

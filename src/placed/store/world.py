@@ -32,14 +32,16 @@ from placed.store.tables import (
     Workload,
 )
 
-# Settings rows that are sections of the spec document.
+# Settings of the whole world: rows that are the world document's `settings:`.
 SPEC_SETTINGS = (
-    "default_mode",
     "implicit_dedication",
     "heartbeat_interval_s",
     "heartbeat_timeout_s",
     "disruption_guard_min_targets",
 )
+# Settings of a document: each governs only the workloads its own document defines
+# (store/settings.py keeps them, a row per document).
+DOCUMENT_SETTINGS = ("default_mode",)
 STORAGE_SETTING = "storage"
 # The revision of the last change that was more than claims of new workloads: a replica
 # whose world is newer than it reads the claims since from the rows alone.
@@ -101,6 +103,9 @@ class Snapshot:
     settings: dict[str, Any] = field(default_factory=dict)
     storage: list[dict[str, Any]] = field(default_factory=list)
     rules_revision: int = 0  # RULES_SETTING as read
+    # Each applied document's own settings (DOCUMENT_SETTINGS), by document name.
+    document_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    legacy_mode: str | None = None  # settings.LEGACY_DEFAULT_MODE, in an older database
 
     def copy(self) -> Snapshot:
         """Another snapshot whose containers are its own (a change sets entries, as
@@ -123,6 +128,8 @@ class Snapshot:
             dict(self.settings),
             list(self.storage),
             self.rules_revision,
+            dict(self.document_settings),
+            self.legacy_mode,
         )
 
     def defines_same(self, other: Snapshot) -> bool:
@@ -140,12 +147,27 @@ class Snapshot:
                 "dedications",
                 "settings",
                 "storage",
+                "document_settings",
+                "legacy_mode",
             )
         ) and {
             n: (t.capacity, t.admin_state, t.liveness == "down") for n, t in self.targets.items()
         } == {
             n: (t.capacity, t.admin_state, t.liveness == "down") for n, t in other.targets.items()
         }
+
+    def default_mode(self, document: str | None) -> str:
+        """The mode of `document`'s workloads that name none."""
+        return settings.default_mode(self.document_settings, self.legacy_mode, document)
+
+    def workload_spec(self, name: str) -> dict[str, Any]:
+        """Workload `name` as the world document holds it: with its own document's
+        default mode written in, since the world document has one `settings:` for all."""
+        spec = self.workload_specs[name]
+        if "mode" in spec:
+            return spec
+        mode = self.default_mode(self.workloads[name].document)
+        return spec if mode == "allocation" else {**spec, "mode": mode}
 
     def depth(self, resource: str) -> int:
         """How many locations are above a node (a storage pool: one more than where it
@@ -182,7 +204,7 @@ class Snapshot:
             "version": 1,
             "name": name,
             "inventory": [tree(root) for root in children.get(None, [])],
-            "workloads": [self.workload_specs[w] for w in self.workloads],
+            "workloads": [self.workload_spec(w) for w in self.workloads],
         }
         if self.settings:
             document["settings"] = dict(self.settings)
@@ -311,7 +333,9 @@ def read(session: Session) -> Snapshot:
     ).all()
     account_names = {row.id: row.name for row in account_rows}
     snapshot.accounts = {row.name: domain_names[row.domain_id] for row in account_rows}
-    default_mode = settings.get(session, "default_mode", "allocation")
+    snapshot.document_settings = settings.documents(session)
+    legacy = settings.get(session, settings.LEGACY_DEFAULT_MODE)
+    snapshot.legacy_mode = str(legacy) if legacy is not None else None
     workload_names: dict[int, str] = {}
     for workload in rows.execute(
         select(
@@ -330,7 +354,7 @@ def read(session: Session) -> Snapshot:
             workload.generation,
             workload.document,
             account_names.get(workload.account_id) if workload.account_id else None,
-            str(workload.spec.get("mode") or default_mode),
+            str(workload.spec.get("mode") or snapshot.default_mode(workload.document)),
         )
     for unit_id, name, workload_id in rows.execute(
         select(Unit.id, Unit.name, Unit.workload_id).order_by(Unit.workload_id, Unit.ordinal)
