@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from placed.service.ui import whatif
 from placed.service.ui.session import csrf_of
+from tests.conftest import another_database
 from tests.service_support import client_of, issue, served, table_digest
 
 WORLD = (
@@ -171,7 +172,9 @@ def test_a_bad_batch_is_a_problem_and_changes_nothing(database: str) -> None:
     app, client = applied(database)
     before = table_digest(app.state.database)
     both = client.post("/v1/targets:batch", json={"down": ["H1a"], "up": ["H1a"]})
-    assert both.status_code == 422
+    # Each list is well-formed: together they conflict.
+    assert both.status_code == 409
+    assert both.json()["type"] == "urn:placed:problem:conflicting-request"
     assert both.json()["errors"] == [{"pointer": "/up/0", "detail": "also in down"}]
     missing = client.post("/v1/targets:batch", json={"down": ["H1a", "nope", "nah"]})
     assert missing.status_code == 404
@@ -337,7 +340,8 @@ def test_usage_sums_each_zones_up_targets_and_counts_the_down_apart(database: st
     pods = client.get("/v1/usage", params={"level": "pod"}).json()["items"]
     assert sum(p["up"] + p["down"] for p in pods) == len(every)
     wrong = client.get("/v1/usage", params={"level": "rack"})
-    assert wrong.status_code == 422 and wrong.json()["errors"][0]["parameter"] == "query.level"
+    # A level the inventory does not have: well-formed, it finds nothing.
+    assert wrong.status_code == 404 and wrong.json()["errors"][0]["parameter"] == "query.level"
     assert "cluster, pod, zone" in wrong.json()["detail"]
 
 
@@ -361,7 +365,7 @@ def test_a_workloads_spread_counts_its_units_per_place_of_a_level(database: str)
         expected[parents[target]] = expected.get(parents[target], 0) + count
     assert {i["name"]: i["units"] for i in clusters["items"]} == expected
     assert client.get("/v1/workloads/nothing/spread").status_code == 404
-    assert client.get("/v1/workloads/shared-u2/spread", params={"level": "x"}).status_code == 422
+    assert client.get("/v1/workloads/shared-u2/spread", params={"level": "x"}).status_code == 404
     # A user of another account does not see the workload at all.
     made = client.post("/v1/tokens", json={"role": "user", "scope": "A13"}).json()
     other = {"Authorization": f"Bearer {made['token']}"}
@@ -510,3 +514,31 @@ def test_a_what_if_confirmed_without_its_previews_revision_changes_nothing(
     refused = console.post("/ui/whatif", data={**also, "csrf": csrf_of(root)})
     assert refused.status_code == 422 and "preview it first" in refused.text
     assert table_digest(app.state.database) == before
+
+
+def test_the_workload_page_says_a_level_is_not_there(database: str, tmp_path: Path) -> None:
+    app, root = served(database)
+    assert (
+        client_of(app, root)
+        .post("/v1/apply", content=WORLD, headers={"content-type": "application/yaml"})
+        .is_success
+    )
+    console = signed_in_console(app, root)
+    # A level the inventory does not have (the API's 404 invalid-parameter): said so.
+    page = console.get("/ui/workloads/shared-u2", params={"level": "rack"})
+    assert page.status_code == 404 and "No such level" in page.text
+    assert console.get("/ui/workloads/shared-u2").status_code == 200
+    # A workload that is not there is the workload's own 404, not a level's.
+    gone = console.get("/ui/workloads/nothing")
+    assert gone.status_code == 404 and "No such level" not in gone.text
+    # An inventory without zones: the page falls back to targets.
+    with another_database(database, tmp_path) as url:
+        bare, bare_root = served(url)
+        spec = b"inventory: [{id: h1, capacity: {cpu: 4}}]\nworkloads: [{name: w}]\n"
+        assert (
+            client_of(bare, bare_root)
+            .post("/v1/apply", content=spec, headers={"content-type": "application/yaml"})
+            .is_success
+        )
+        flat = signed_in_console(bare, bare_root).get("/ui/workloads/w")
+        assert flat.status_code == 200 and "h1" in flat.text

@@ -3,9 +3,13 @@ refused, empty names refused, and one error per mistake in the user's words."""
 
 from __future__ import annotations
 
+import re
+import unicodedata
+
 import pytest
 
 from placed.spec import SpecError, load_spec_text
+from placed.spec.schema import HIDDEN_RANGES, spec_json_schema, visible
 
 
 def problems(text: str) -> list[tuple[str, str, tuple[int, int] | None]]:
@@ -110,3 +114,38 @@ def test_an_exponent_number_is_explained(expression: str, column: int) -> None:
         parse_constraint(expression)
     assert caught.value.column == column
     assert "a number with an exponent" in caught.value.message
+
+
+def test_the_schema_refuses_exactly_the_characters_the_reader_refuses() -> None:
+    """HIDDEN_RANGES is this Python's Unicode data, and the JSON Schema's name patterns
+    take a character exactly when `visible` does (a surrogate cannot travel in UTF-8)."""
+    hidden = [
+        code for code in range(0x110000) if unicodedata.category(chr(code)) in ("Cc", "Cf", "Co")
+    ]
+    listed = [code for low, high in HIDDEN_RANGES for code in range(low, high + 1)]
+    assert listed == hidden
+    document = spec_json_schema()
+    name = document["$defs"]["WorkloadSpec"]["properties"]["name"]
+    matches = re.compile(name["pattern"]).fullmatch
+    for code in (*hidden[::7], 0x41, 0xE9, 0x4E2D, 0x1F600, 0x10FFFF):
+        try:
+            visible(chr(code))
+            shown = True
+        except ValueError:
+            shown = False
+        assert bool(matches(chr(code))) == shown, hex(code)
+    # A mapping's keys: the pattern bounds every key (not only the keys it matches).
+    capacity = document["$defs"]["LocationSpec"]["properties"]["capacity"]["anyOf"][0]
+    assert "patternProperties" not in capacity
+    assert capacity["propertyNames"]["pattern"] == name["pattern"].replace("\\s/", "")
+    assert capacity["additionalProperties"] == {"type": "number"}
+
+
+def test_a_count_written_with_a_point_is_a_count() -> None:
+    # JSON has one kind of number: the schema's "integer" takes 2.0, so the reader does.
+    spec = load_spec_text(
+        '{"inventory": [{"id": "a"}], "workloads": [{"name": "w", "units": 2.0}]}'
+    )
+    assert spec.workloads[0].units == 2
+    assert problems('{"inventory": [{"id": "a"}], "workloads": [{"name": "w", "units": 2.5}]}')
+    assert problems('{"inventory": [{"id": "a"}], "workloads": [{"name": "w", "units": "2"}]}')

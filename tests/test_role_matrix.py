@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from placed.service import create_app
 from placed.service.auth import Public, Rule, route_rules
-from placed.store import accounts, domains, targets
+from placed.store import accounts, domains, locations, targets
 from placed.store.credentials import parse
 from placed.store.database import writing
 from placed.store.tables import ROLES
@@ -139,7 +139,10 @@ def world(url: str) -> World:
         domains.create(session, "sales")
         accounts.create(session, "acme", "eng-web")
         accounts.create(session, "globex", "sales")
-        targets.create(session, "h1", {"cpu": 4})
+        # In a zone, so that GET /v1/usage has a level to sum (a level the world does
+        # not have is a 404, which would read here as the route hiding itself).
+        locations.create(session, "z1", kind="zone")
+        targets.create(session, "h1", {"cpu": 4}, location="z1")
     root_parts = parse(root)
     assert root_parts is not None
     texts = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
 from sqlalchemy.exc import DataError, OperationalError
@@ -73,6 +74,32 @@ def test_wrong_method_is_a_405_problem_with_allow() -> None:
     body = assert_problem(response, 405, "method-not-allowed")
     assert response.headers["allow"] == "GET"
     assert "DELETE" in str(body["detail"])
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        # Two routes serve the path: Starlette's own 405 names only the first one's.
+        ("OPTIONS", "/v1/workloads", "GET, POST"),
+        ("PATCH", "/v1/workloads/w1", "DELETE, GET, PUT"),
+        ("OPTIONS", "/v1/dedications/zone1", "DELETE, PATCH"),
+        # GET /v1/targets/{name:path} matches a heartbeat's path too, by taking a name
+        # with a slash: the heartbeat's path is the one the document names.
+        ("PUT", "/v1/targets/h1/heartbeat", "POST"),
+        ("PUT", "/v1/targets/h1", "GET"),
+    ],
+)
+def test_a_405_allows_every_method_of_its_path(method: str, path: str, allowed: str) -> None:
+    app = create_app()
+    response = TestClient(app).request(method, path)
+    body = assert_problem(response, 405, "method-not-allowed")
+    assert response.headers["allow"] == allowed
+    assert str(body["detail"]).endswith(f"allowed: {allowed}")
+    # The same methods the OpenAPI document lists for the path.
+    template = {"/v1/workloads/w1": "/v1/workloads/{name}"}.get(path, path)
+    template = template.replace("zone1", "{resource}").replace("h1", "{name}")
+    documented = app.openapi()["paths"][template]
+    assert sorted(m.upper() for m in documented) == allowed.split(", ")
 
 
 def test_request_validation_is_a_422_problem_with_a_pointer_per_error() -> None:
@@ -219,13 +246,24 @@ def test_an_invented_method_is_one_label_value() -> None:
 
 def test_openapi_documents_problems_and_the_spec_body() -> None:
     schema = TestClient(create_app()).get("/openapi.json").json()
+    components = schema["components"]["schemas"]
     plan = schema["paths"]["/v1/plan"]["post"]
     for status in ("413", "415", "422"):
         content = plan["responses"][status]["content"]
         assert content == {PROBLEM: {"schema": {"$ref": "#/components/schemas/Problem"}}}
     body = plan["requestBody"]["content"]["application/json"]["schema"]
-    assert body == {"$ref": "#/components/schemas/SpecDocument"}
-    components = schema["components"]["schemas"]
+    # A plan needs an inventory; an apply adds to the store's.
+    assert body == {
+        "allOf": [{"$ref": "#/components/schemas/SpecDocument"}],
+        "required": ["inventory"],
+    }
+    apply = schema["paths"]["/v1/apply"]["post"]["requestBody"]["content"]
+    spec = {"$ref": "#/components/schemas/SpecDocument"}
+    assert apply == {"application/json": {"schema": spec}, "application/yaml": {"schema": spec}}
+    workload = {"allOf": [{"$ref": "#/components/schemas/WorkloadSpec"}]}
+    post = schema["paths"]["/v1/workloads"]["post"]["requestBody"]["content"]
+    assert post["application/json"]["schema"]["allOf"] == workload["allOf"]
+    assert components["WorkloadUpdate"]["properties"]["spec"]["allOf"] == workload["allOf"]
     assert {"Problem", "ProblemError", "SpecDocument", "WorkloadSpec"} <= set(components)
     assert "HTTPValidationError" not in components
     assert schema["paths"]["/readyz"]["get"]["responses"]["503"]["content"][PROBLEM]

@@ -218,16 +218,18 @@ def test_a_domain_admin_creates_within_its_subtree_only(setup: Setup) -> None:
     assert setup.digest() == before
 
 
-def test_a_scope_that_does_not_fit_is_a_422_at_scope(setup: Setup) -> None:
+def test_a_scope_that_does_not_fit_is_a_4xx_at_scope(setup: Setup) -> None:
     before = setup.digest()
-    for body, detail in (
-        ({"role": "user", "scope": "nobody"}, "there is no account 'nobody'"),
-        ({"role": "agent", "scope": "h9"}, "there is no target 'h9'"),
-        ({"role": "domain-admin", "scope": "acme"}, "there is no domain 'acme'"),
-        ({"role": "root-admin", "scope": "eng"}, "takes no scope"),
-        ({"role": "user"}, "needs a scope: the account it acts for"),
+    for body, status, detail in (
+        # Well-formed, naming what the world does not have: a conflict with it.
+        ({"role": "user", "scope": "nobody"}, 409, "there is no account 'nobody'"),
+        ({"role": "agent", "scope": "h9"}, 409, "there is no target 'h9'"),
+        ({"role": "domain-admin", "scope": "acme"}, 409, "there is no domain 'acme'"),
+        # Not the shape the role takes (the schema says so too).
+        ({"role": "root-admin", "scope": "eng"}, 422, "takes no scope"),
+        ({"role": "user"}, 422, "needs a scope: the account it acts for"),
     ):
-        found = assert_problem(setup.create(setup.root, **body), 422, "invalid-scope")
+        found = assert_problem(setup.create(setup.root, **body), status, "invalid-scope")
         assert found["errors"][0]["pointer"] == "/scope"
         assert detail in found["errors"][0]["detail"], found
     for bad, pointer in (

@@ -300,14 +300,17 @@ def test_listing_filters_as_listdedicated_and_shows_each_principal_its_own(
     assert listed(who="user:B1") == ["h3"]
     assert listed(who="domain-admin:D2") == ["h3"]
     # An account is named inside its own domain, as CloudStack asks.
-    for query, parameter in (
-        ("?account=A1", "query.account"),
-        ("?domain=D2&account=A1", "query.account"),
-        ("?kind=rack", "query.kind"),
-        ("?domain=D9", "query.domain"),
+    # Filters that disagree conflict (409); one naming nothing there is finds nothing.
+    for query, parameter, status, kind in (
+        ("?account=A1", "query.account", 409, "conflicting-request"),
+        ("?domain=D2&account=A1", "query.account", 409, "conflicting-request"),
+        ("?domain=D2&account=Z9", "query.account", 404, "invalid-parameter"),
+        ("?account=Z9", "query.account", 404, "invalid-parameter"),
+        ("?kind=rack", "query.kind", 404, "invalid-parameter"),
+        ("?domain=D9", "query.domain", 404, "invalid-parameter"),
     ):
         answer = world.client.get(f"/v1/dedications{query}")
-        assert_problem(answer, 422, "invalid-parameter")
+        assert_problem(answer, status, kind)
         assert answer.json()["errors"][0]["parameter"] == parameter
     assert_problem(
         world.client.get("/v1/dedications", headers=world.as_("agent:h1")),

@@ -84,7 +84,7 @@ from placed.spec.juju.files import (
     non_portable,
     read_overlay,
 )
-from placed.spec.schema import SpecDocument
+from placed.spec.schema import spec_json_schema
 
 __all__ = ["EXIT_FAILED", "EXIT_INVALID", "EXIT_OK", "app", "run"]
 
@@ -1218,7 +1218,7 @@ def schema() -> None:
       placed schema | grep -c description
     """
     with guarded():
-        write(json.dumps(SpecDocument.model_json_schema(), indent=2, ensure_ascii=False) + "\n")
+        write(json.dumps(spec_json_schema(), indent=2, ensure_ascii=False) + "\n")
 
 
 @app.command(name="explain-spec")

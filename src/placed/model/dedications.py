@@ -57,12 +57,17 @@ def no_clock() -> str | None:
 class DedicationError(Exception):
     """A refused operation; nothing changed. `kind` is stable, `message` for people, and
     `parameter` names the argument at fault when one is (a listing's kind, domain or
-    account)."""
+    account); `conflict`: the arguments are each fine and disagree with each other (an
+    account with no domain, or another domain than its own), rather than one naming
+    nothing there is."""
 
-    def __init__(self, kind: str, message: str, parameter: str | None = None) -> None:
+    def __init__(
+        self, kind: str, message: str, parameter: str | None = None, conflict: bool = False
+    ) -> None:
         self.kind = kind
         self.message = message
         self.parameter = parameter
+        self.conflict = conflict
         super().__init__(message)
 
 
@@ -357,6 +362,7 @@ class Dedications:
                     if home
                     else f"no account named {account!r}",
                     "account",
+                    conflict=home is not None,
                 )
             if home != domain:
                 where = f"it is in domain {home}" if home else "there is no such account"
@@ -364,6 +370,7 @@ class Dedications:
                     INVALID_PARAMETER,
                     f"account {account!r} is not in domain {domain}: {where}",
                     "account",
+                    conflict=home is not None,
                 )
         seen = [d for d in self.items.values() if self._visible(principal, d)]
         return [

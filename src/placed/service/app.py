@@ -45,7 +45,7 @@ from placed.service.middleware import RequestContext
 from placed.service.offload import Offload
 from placed.service.replica import ReplicaWorld
 from placed.service.ui import pages as console
-from placed.spec.schema import SpecDocument
+from placed.spec.schema import spec_json_schema
 from placed.store import notify
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -210,6 +210,30 @@ def _in_declared_order(app: FastAPI) -> list[BaseRoute]:
     return [*declared, *(r for r in app.router.routes if id(r) not in known)]
 
 
+def _parameter_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A parameter's schema as the server reads the parameter. A query or path carries
+    text, never a JSON null, so FastAPI's `{"type": "null"}` branch for an optional one
+    promises nothing (absent is how a client leaves it out: it is not `required`), and a
+    fuzzer reading the branch takes any other type for one the server must refuse, when
+    on the wire it is the text the other branch takes. And no text there holds a NUL:
+    the middleware refuses one (400) before any route reads it."""
+    branches = schema.get("anyOf")
+    if isinstance(branches, list):
+        kept = [branch for branch in branches if branch != {"type": "null"}]
+        if len(kept) == 1 and len(kept) < len(branches):
+            rest = {key: value for key, value in schema.items() if key != "anyOf"}
+            schema = {**kept[0], **rest}
+    if schema.get("type") == "string" and "pattern" not in schema and "enum" not in schema:
+        schema = {**schema, "pattern": NO_NUL}
+    if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
+        schema = {**schema, "items": _parameter_schema(schema["items"])}
+    return schema
+
+
+# Any text but a NUL (written so that Python's re, ECMA 262 and Rust's regex read it alike).
+NO_NUL = "^[^\\u0000]*$"
+
+
 def _schema(app: FastAPI) -> dict[str, Any]:
     schema = get_openapi(
         title=app.title,
@@ -222,13 +246,15 @@ def _schema(app: FastAPI) -> dict[str, Any]:
         ref_template="#/components/schemas/{model}"
     )
     components.update(components["Problem"].pop("$defs", {}))
-    spec = SpecDocument.model_json_schema(ref_template="#/components/schemas/{model}")
+    spec = spec_json_schema(ref_template="#/components/schemas/{model}")
     spec.pop("$id", None)
     components.update(spec.pop("$defs", {}))
     components["SpecDocument"] = spec
     internal = problems.responses(500)[500]
     for operations in schema.get("paths", {}).values():
         for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                parameter["schema"] = _parameter_schema(parameter.get("schema", {}))
             found = operation.setdefault("responses", {})
             # FastAPI documents its own {detail} body for 422; placed answers a problem.
             if "422" in found:

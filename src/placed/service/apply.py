@@ -348,7 +348,8 @@ def apply(
             "required": True,
             "content": {
                 "application/json": {"schema": {"$ref": "#/components/schemas/SpecDocument"}},
-                "application/yaml": {"schema": {"type": "string"}},
+                # The same document, written in YAML (as a spec file is).
+                "application/yaml": {"schema": {"$ref": "#/components/schemas/SpecDocument"}},
             },
         }
     },

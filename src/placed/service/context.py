@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Path, Query, Request
+from pydantic import Field
 from sqlalchemy import Engine
 
 from placed.service import eventlog, scopes
@@ -19,9 +20,12 @@ from placed.store.claims import Actor
 from placed.store.database import reading
 from placed.store.events import Recorded
 
-# Ids, revisions and generations are 64-bit in the database: a larger number asks for
-# nothing there is, and is refused before it reaches a query.
-MAX_ID = 2**63 - 1
+# Ids, revisions and generations: the largest integer a JSON number holds exactly
+# (I-JSON, RFC 7493; 2**53 - 1), far beyond any count the store reaches, and within its
+# 64-bit columns. A larger one asks for nothing there is and is refused (422) before it
+# reaches a query. The bound is exact as a float, so the OpenAPI document (which writes a
+# body's bound as a float) says the same bound the code checks.
+MAX_ID = 2**53 - 1
 
 # The query parameters of every route that plans a change: one wording, one bound.
 DryRun = Annotated[bool, Query(description="Plan and answer; change nothing.")]
@@ -31,11 +35,21 @@ NamePath = Annotated[str, Path(max_length=MAX_NAME)]
 UnitPath = Annotated[str, Path(max_length=MAX_UNIT_NAME)]
 NameQuery = Annotated[str | None, Query(max_length=MAX_NAME)]
 UnitQuery = Annotated[str | None, Query(max_length=MAX_UNIT_NAME)]
+# One name of a repeated query parameter (?under=a&under=b): the schema bounds each.
+QueryName = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
 ExpectedRevision = Annotated[
     int | None,
     Query(ge=0, le=MAX_ID, description="Refuse (409) if the world changed since this revision."),
 ]
-MAX_ROW_ID = 2**31 - 1  # an id of a table keyed by a plain integer (placement history)
+MAX_ROW_ID = 2**31 - 1
+
+
+def naming_one(*fields: str) -> dict[str, Any]:
+    """A body's `json_schema_extra` for one that must name something in at least one of
+    the lists `fields`: the schema says what the route refuses with nothing to do."""
+    return {
+        "anyOf": [{"required": [field], "properties": {field: {"minItems": 1}}} for field in fields]
+    }  # an id of a table keyed by a plain integer (placement history)
 
 
 def store(request: Request) -> Engine:

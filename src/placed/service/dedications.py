@@ -46,7 +46,7 @@ from placed.service.auth import (
     allow,
 )
 from placed.service.targets import MoveView
-from placed.spec.schema import MAX_NAME, SettingsSpec
+from placed.spec.schema import MAX_NAME, Identifier, SettingsSpec
 from placed.store import offerings, world
 from placed.store.claims import Actor, Extra
 from placed.store.database import reading
@@ -131,7 +131,8 @@ Implicit = Literal["strict", "preferred"]
 
 class NewOffering(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: Name
+    # As a spec's offering is named (the world refuses any other name, spec/schema.py).
+    name: Identifier
     cpu: Amount = 0.0
     memory: Amount = 0.0
     disk: Amount = 0.0
@@ -318,10 +319,12 @@ def listing(
         found = cloud.list_dedications(who, kind, domain, account)
     except DedicationError as error:
         if error.kind == INVALID_PARAMETER and error.parameter is not None:
-            # A filter, not a conflict: the query parameter at fault.
+            # A filter at fault: two that disagree (an account outside the domain named)
+            # conflict, and one naming what the world does not have finds nothing (404).
+            # Each is well-formed: the schema cannot tell them (SERVICE.md, Errors).
             raise problems.ProblemException(
-                422,
-                error.kind,
+                409 if error.conflict else 404,
+                "conflicting-request" if error.conflict else error.kind,
                 error.message,
                 [{"parameter": f"query.{error.parameter}", "detail": error.message}],
             ) from None
@@ -335,9 +338,10 @@ def listing(
     description="CloudStack's listDedicatedZones/Pods/Clusters/Hosts: a root admin sees "
     "every dedication, a domain admin those of its domain's chain and its domain's "
     "accounts, a user those that apply to its account. An account is named inside its "
-    "domain: `account` needs `domain`, the account's own (else 422 invalid-parameter).",
+    "domain: `account` needs `domain`, the account's own (else 409 conflicting-request). "
+    "A kind, domain or account the world does not have is a 404 invalid-parameter.",
     response_model=DedicationList,
-    responses=problems.responses(403, 422),
+    responses=problems.responses(403, 404, 409, 422),
 )
 async def list_dedications(
     request: Request,

@@ -91,7 +91,13 @@ def invalid_spec(error: SpecError, body: bytes) -> problems.ProblemException:
         "requestBody": {
             "required": True,
             "content": {
-                "application/json": {"schema": {"$ref": "#/components/schemas/SpecDocument"}}
+                # A plan needs an inventory to place on (an apply adds to the store's).
+                "application/json": {
+                    "schema": {
+                        "allOf": [{"$ref": "#/components/schemas/SpecDocument"}],
+                        "required": ["inventory"],
+                    }
+                }
             },
         }
     },

@@ -16,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from placed.spec import SpecError
 
@@ -257,11 +258,36 @@ async def _http_error(request: Request, error: Exception) -> JSONResponse:
     if status == 404 and detail == "Not Found":
         detail = f"no route {request.url.path}"
     elif status == 405 and detail == "Method Not Allowed":
-        allowed = (error.headers or {}).get("Allow", "")
+        allowed = allowed_methods(request) or (error.headers or {}).get("Allow", "")
+        headers = {**(error.headers or {}), "Allow": allowed}
         detail = f"{request.method} is not allowed on {request.url.path}" + (
             f"; allowed: {allowed}" if allowed else ""
         )
+        return response(status, kind_for(status), detail, request_id_of(request), None, headers)
     return response(status, kind_for(status), detail, request_id_of(request), None, error.headers)
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method the request's path answers, for a 405's `Allow` (RFC 9110 15.5.6).
+    Starlette's router refuses a method with the first route whose path matches, which
+    names only its own methods, while a path (GET and POST /v1/workloads) is often
+    served by several routes. A route whose `{name:path}` parameter took a slash matches
+    more than its own path (GET /v1/targets/{name} matches a heartbeat's path), so such
+    a match counts only when nothing matches without one: the methods are those of the
+    path the OpenAPI document names."""
+    exact: set[str] = set()
+    by_slash: set[str] = set()
+    for route in request.app.router.routes:
+        methods = getattr(route, "methods", None)
+        if not methods:
+            continue
+        match, child = route.matches(request.scope)
+        if match == Match.NONE:
+            continue
+        params = child.get("path_params", {})
+        took_slash = any("/" in str(value) for value in params.values())
+        (by_slash if took_slash else exact).update(methods)
+    return ", ".join(sorted(exact or by_slash))
 
 
 async def _invalid_request(request: Request, error: Exception) -> JSONResponse:

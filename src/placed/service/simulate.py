@@ -44,7 +44,9 @@ class MigrateOne(BaseModel):
 
 
 class SimulateBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra=context.naming_one("down", "up", "migrate")
+    )
     down: list[Name] = Field(
         default_factory=list,
         max_length=MAX_NAMES,
@@ -150,8 +152,9 @@ def _unknown(error: UnknownTargetError, body: SimulateBody) -> problems.ProblemE
     at = next((i for i, name in enumerate(names) if message.startswith(f"{name}:")), None)
     pointer = f"/{field}" if at is None else f"/{field}/{at}"
     if "named by both" in message:
+        # down and up are each well-formed, and ask for opposite things of one target.
         return problems.ProblemException(
-            422, "invalid-request", message, [{"pointer": pointer, "detail": message}]
+            409, "conflicting-request", message, [{"pointer": pointer, "detail": message}]
         )
     return problems.ProblemException(
         404, "not-found", message, [{"pointer": pointer, "detail": "no such target"}]
@@ -221,9 +224,10 @@ def run(engine: Engine, body: SimulateBody, caller: Caller) -> dict[str, Any]:
 
 def _checked(body: SimulateBody) -> None:
     if body.migrate and (body.down or body.up):
+        # Each is well-formed alone: together they ask for two simulations at once.
         raise problems.ProblemException(
-            422,
-            "invalid-request",
+            409,
+            "conflicting-request",
             "migrate moves running VMs one by one; simulate down and up apart",
             [{"pointer": "/migrate", "detail": "given with down or up"}],
         )
@@ -249,7 +253,7 @@ def _checked(body: SimulateBody) -> None:
     "anything changed since.",
     response_model=Simulated | Migrated,
     response_model_by_alias=True,
-    responses=problems.responses(404, 422),
+    responses=problems.responses(404, 409, 422),
 )
 async def post_simulate(
     request: Request,

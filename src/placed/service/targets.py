@@ -89,7 +89,7 @@ async def list_targets(
     ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
     under: Annotated[
-        list[str] | None,
+        list[context.QueryName] | None,
         Query(
             max_length=MAX_UNDER,
             description="Only targets below one of these locations (or so named): "
@@ -106,19 +106,6 @@ async def list_targets(
 ) -> dict[str, Any]:
     engine = context.store(request)
     wanted = under or []
-    for index, name in enumerate(wanted):
-        if not 0 < len(name) <= MAX_NAME:
-            raise problems.ProblemException(
-                422,
-                "invalid-request",
-                f"each `under` is a name of 1 to {MAX_NAME} characters",
-                [
-                    {
-                        "parameter": f"query.under.{index}",
-                        "detail": f"not 1 to {MAX_NAME} characters",
-                    }
-                ],
-            )
 
     def page() -> dict[str, Any]:
         reach = context.accounts_of(engine, caller)
@@ -259,7 +246,7 @@ MAX_BATCH = 1000
 
 
 class Batch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=context.naming_one("down", "up"))
     down: list[Annotated[str, Field(min_length=1, max_length=MAX_NAME)]] = Field(
         default_factory=list, max_length=MAX_BATCH, description="Targets to take down."
     )
@@ -295,9 +282,10 @@ def change_states(
     wanted = {name: "down" for name in batch.down}
     for index, name in enumerate(batch.up):
         if name in wanted:
+            # Each list is valid alone: together they ask for two things at once.
             raise problems.ProblemException(
-                422,
-                "invalid-request",
+                409,
+                "conflicting-request",
                 f"{name!r} is both taken down and brought up",
                 [{"pointer": f"/up/{index}", "detail": "also in down"}],
             )

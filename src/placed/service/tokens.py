@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from sqlalchemy.orm import Session
 
 from placed.service import change_scope, problems
@@ -37,7 +37,25 @@ NO_NUL = r"^[^\x00]*$"  # PostgreSQL stores no NUL in text
 class TokenRequest(BaseModel):
     """A token to create."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        # What store.tokens.shape_problem refuses, said in the schema: a root-admin takes
+        # no scope, every other role one.
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "properties": {"role": {"const": "root-admin"}, "scope": {"type": "null"}},
+                },
+                {
+                    "properties": {
+                        "role": {"enum": list[JsonValue](sorted(WHAT_SCOPE_NAMES))},
+                        "scope": {"type": "string"},
+                    },
+                    "required": ["scope"],
+                },
+            ]
+        },
+    )
 
     role: Role
     scope: str | None = Field(
@@ -100,24 +118,25 @@ def reach_of(session: Session, caller: Caller) -> change_scope.TokenReach:
     return change_scope.token_reach(actor, domains.parents(session), accounts.domains_of(session))
 
 
-def scope_error(detail: str) -> problems.ProblemException:
+def scope_error(detail: str, status: int = 422) -> problems.ProblemException:
     return problems.ProblemException(
-        422, "invalid-scope", detail, errors=[{"pointer": "/scope", "detail": detail}]
+        status, "invalid-scope", detail, errors=[{"pointer": "/scope", "detail": detail}]
     )
 
 
 def check_shape(role: str, scope: str | None) -> None:
-    """A scope of the shape the role needs (422)."""
+    """A scope of the shape the role needs (422; TokenRequest's schema says it too)."""
     problem = tokens.shape_problem(role, scope)
     if problem is not None:
         raise scope_error(problem)
 
 
 def check_exists(session: Session, role: str, scope: str | None) -> None:
-    """A scope naming a domain, account or target that exists (422)."""
+    """A scope naming a domain, account or target that exists: a well-formed request
+    naming what the world does not have is a 409, as for a dedication's resource."""
     problem = tokens.scope_problem(session, role, scope)
     if problem is not None:
-        raise scope_error(problem)
+        raise scope_error(problem, 409)
 
 
 def where(session: Session, role: str, scope: str | None) -> dict[str, str | None]:
@@ -137,7 +156,7 @@ Manager = Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN)]
     description="The answer holds the token's text, the only time it is shown: only a "
     "hash of its secret is stored. A domain-admin creates domain-admin tokens for its "
     "domain and the domains below it, and user tokens for their accounts.",
-    responses=problems.responses(403, 422),
+    responses=problems.responses(403, 409, 422),
 )
 def create_token(body: TokenRequest, request: Request, caller: Manager) -> NewToken:
     with writing(request.app.state.database) as session:

@@ -38,7 +38,8 @@ MAX_OWNERS = 100
 LEVEL = Query(
     max_length=64,
     description="A kind of location the inventory has (zone, pod, cluster, rack), or "
-    "`target` (spread only); 422 invalid-request names the levels there are.",
+    "`target` (spread only); one the inventory does not have is a 404 invalid-parameter "
+    "naming the levels there are.",
 )
 
 
@@ -155,9 +156,10 @@ class _Places:
 def _level(level: str, levels: list[str]) -> None:
     if level not in levels:
         known = ", ".join(levels) or "none"
+        # Well-formed, naming a level the inventory does not have: it finds nothing.
         raise problems.ProblemException(
-            422,
-            "invalid-request",
+            404,
+            "invalid-parameter",
             f"no level {level!r}; the levels are {known}",
             [{"parameter": "query.level", "detail": f"one of {known}"}],
         )
@@ -215,7 +217,7 @@ def usage(session: Session, level: str) -> dict[str, Any]:
     "domain-admin or user gets the locations GET /v1/locations lists to it (each summed "
     "over all its targets).",
     response_model=Usage,
-    responses=problems.responses(422),
+    responses=problems.responses(404, 422),
 )
 async def get_usage(
     request: Request,
@@ -459,7 +461,7 @@ async def get_owners(
     request: Request,
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
     target: Annotated[
-        list[str] | None,
+        list[context.QueryName] | None,
         Query(max_length=MAX_OWNERS, description="A target's name; repeat for more."),
     ] = None,
     account: Annotated[
@@ -473,19 +475,6 @@ async def get_owners(
 ) -> dict[str, Any]:
     engine = context.store(request)
     named = target or []
-    for index, name in enumerate(named):
-        if not 0 < len(name) <= MAX_NAME:
-            raise problems.ProblemException(
-                422,
-                "invalid-request",
-                f"each `target` is a name of 1 to {MAX_NAME} characters",
-                [
-                    {
-                        "parameter": f"query.target.{index}",
-                        "detail": f"not 1 to {MAX_NAME} characters",
-                    }
-                ],
-            )
     principal = context.principal(caller)
 
     def read() -> dict[str, Any]:

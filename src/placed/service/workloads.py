@@ -9,7 +9,7 @@ import dataclasses
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 from sqlalchemy import Engine, func, select
 from starlette.concurrency import run_in_threadpool
 
@@ -32,6 +32,11 @@ router = APIRouter(prefix="/v1")
 # A call from inside placed (tests, benchmarks): a root-admin without a token.
 ROOT = Caller(None, ROOT_ADMIN, None)
 MAX_PAGE = 1000
+# A workload's body is read by the spec's own reader (`_spec`), which points its errors
+# into the body; the document describes it with the spec's schema (app.py puts it in the
+# components), so a client or a fuzzer knows what a workload holds. (In an allOf: pydantic
+# resolves a bare $ref among its own models, and the spec's are not among them.)
+WORKLOAD_SCHEMA = {"allOf": [{"$ref": "#/components/schemas/WorkloadSpec"}]}
 
 
 class WorkloadView(BaseModel):
@@ -55,7 +60,9 @@ class WorkloadUpdate(BaseModel):
     generation: int = Field(
         ge=0, le=context.MAX_ID, description="The generation this change was made from."
     )
-    spec: dict[str, Any] = Field(description="The workload, as a spec file writes it.")
+    spec: Annotated[dict[str, Any], WithJsonSchema(WORKLOAD_SCHEMA)] = Field(
+        description="The workload, as a spec file writes it."
+    )
 
 
 def _views(
@@ -239,7 +246,7 @@ def claim(
 async def post_workload(
     request: Request,
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
-    body: Annotated[dict[str, Any], Body()],
+    body: Annotated[dict[str, Any], Body(), WithJsonSchema(WORKLOAD_SCHEMA)],
 ) -> dict[str, Any]:
     engine = context.store(request)
     spec = _spec(body)
@@ -300,9 +307,10 @@ def update(
     if account != spec.account:
         spec = spec.model_copy(update={"account": account})
     if spec.name != name:
+        # The path and the body are each well-formed, and disagree.
         raise problems.ProblemException(
-            422,
-            "invalid-spec",
+            409,
+            "conflicting-request",
             f"the spec names {spec.name!r}, the path {name!r}",
             [{"pointer": "/spec/name", "detail": "must be the workload of the path"}],
         )

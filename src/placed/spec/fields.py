@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from placed.spec.schema import SpecDocument
+from placed.spec.schema import spec_json_schema
 
 _NO_DEFAULT = object()
 
@@ -62,7 +62,7 @@ class Field:
 
 @cache
 def _schema() -> dict[str, Any]:
-    return SpecDocument.model_json_schema()
+    return spec_json_schema()
 
 
 def _resolve(node: dict[str, Any]) -> dict[str, Any]:

@@ -12,10 +12,13 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    GetJsonSchemaHandler,
     StringConstraints,
     WithJsonSchema,
     model_validator,
 )
+from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
 
 from placed.model.properties import TYPES
 
@@ -40,6 +43,74 @@ def visible(text: str) -> str:
     return text
 
 
+# The characters `visible` refuses (Unicode's Cc, Cf and Co, as this Python's Unicode data
+# has them; Cs, a lone surrogate, cannot travel in UTF-8), as ranges of code points:
+# the JSON Schema's patterns refuse them too, so that a client, an editor or a fuzzer
+# knows such a name is refused (tests/test_identifiers_and_messages.py checks the table
+# against unicodedata).
+HIDDEN_RANGES = (
+    (0x0000, 0x001F),
+    (0x007F, 0x009F),
+    (0x00AD, 0x00AD),
+    (0x0600, 0x0605),
+    (0x061C, 0x061C),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0x180E, 0x180E),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x2064),
+    (0x2066, 0x206F),
+    (0xE000, 0xF8FF),
+    (0xFEFF, 0xFEFF),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x13438),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001),
+    (0xE0020, 0xE007F),
+    (0xF0000, 0xFFFFD),
+    (0x100000, 0x10FFFD),
+)
+
+
+def _class(ranges: tuple[tuple[int, int], ...]) -> str:
+    """Ranges as the members of a regular expression's class (each character itself:
+    none of these is special there)."""
+    return "".join(chr(a) if a == b else f"{chr(a)}-{chr(b)}" for a, b in ranges)
+
+
+# The two private-use planes (15 and 16) are 131,068 characters, which a generator of
+# strings from a pattern (hypothesis, under schemathesis) lists one by one for a class,
+# every time it reads the pattern: a lookahead says the same for nothing.
+_PLANES = tuple((a, b) for a, b in HIDDEN_RANGES if a >= 0xF0000)
+HIDDEN = _class(tuple(r for r in HIDDEN_RANGES if r not in _PLANES))
+NOT_IN_PLANES = f"(?![{_class(_PLANES)}])"
+
+
+class _Shows:
+    """A name's JSON Schema refuses what `visible` refuses: its pattern `^[^...]+$`
+    becomes `^(?:(?!PLANES)[^HIDDEN...])+$`, and a name with no pattern gets one. Only
+    the schema: the validator itself is `visible`, whose error names the character."""
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        pattern = schema.get("pattern")
+        if pattern == r"^\S+$":
+            pattern = r"^[^\s]+$"
+        if pattern is None:
+            pattern = "^[^]+$"
+        assert pattern.startswith("^[^") and pattern.endswith("]+$"), pattern
+        schema["pattern"] = f"^(?:{NOT_IN_PLANES}[^{HIDDEN}{pattern[3:-2]})+$"
+        return schema
+
+
 # The longest name or identifier (a target, a workload, a domain, a tag...): a DNS name's
 # and a Kubernetes object's bound. The service's routes take the same (service/*.py).
 MAX_NAME = 253
@@ -50,12 +121,14 @@ Tag = Annotated[
     str,
     StringConstraints(min_length=1, max_length=MAX_NAME, pattern=r"^[^\s,]+$"),
     AfterValidator(visible),
+    _Shows(),
     Field(description="One tag: no spaces or commas. Write several as a YAML list."),
 ]
 Identifier = Annotated[
     str,
     StringConstraints(min_length=1, max_length=MAX_NAME, pattern=r"^[^\s/]+$"),
     AfterValidator(visible),
+    _Shows(),
     Field(description="An id: no spaces or slashes."),
 ]
 # A target's id may hold slashes: a container is named after its machine (1/lxc/0).
@@ -63,12 +136,18 @@ TargetId = Annotated[
     str,
     StringConstraints(min_length=1, max_length=MAX_NAME, pattern=r"^\S+$"),
     AfterValidator(visible),
+    _Shows(),
     Field(description="An id: no spaces (a container's may have slashes, as in 1/lxc/0)."),
 ]
 # A name that must say something: a kind, a resource, a namespace.
-Name = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME), AfterValidator(visible)]
+Name = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_NAME), AfterValidator(visible), _Shows()
+]
 UnitName = Annotated[
-    str, StringConstraints(min_length=1, max_length=MAX_UNIT_NAME), AfterValidator(visible)
+    str,
+    StringConstraints(min_length=1, max_length=MAX_UNIT_NAME),
+    AfterValidator(visible),
+    _Shows(),
 ]
 TagList = list[Tag]
 
@@ -119,6 +198,18 @@ Constraints = Annotated[
 
 NodeKind = Literal["device", "cluster"]
 NODE_KINDS: tuple[NodeKind, ...] = ("device", "cluster")
+
+
+def _whole(value: Any) -> Any:
+    """5.0 as 5: JSON (and so JSON Schema's "integer") has one kind of number, and a
+    client may write a count as 5.0. Anything else is left to the strict int."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# A count: strict (no "8", no true), but a number with nothing after its point is one.
+Whole = Annotated[int, BeforeValidator(_whole)]
 
 
 class _Strict(BaseModel):
@@ -189,7 +280,7 @@ class SpreadSpec(_Strict):
     over: Identifier = Field(
         description="The level: any location kind the inventory uses, or target."
     )
-    max_skew: int = Field(
+    max_skew: Whole = Field(
         1,
         ge=1,
         le=MAX_UNITS,
@@ -199,7 +290,7 @@ class SpreadSpec(_Strict):
     mode: Literal["hard", "preferred"] = Field(
         "hard", description="hard: a rule (units stay unplaced); preferred: a score."
     )
-    weight: int | None = Field(
+    weight: Annotated[int | None, BeforeValidator(_whole)] = Field(
         None, ge=1, le=MAX_WEIGHT, description="preferred only: the score's weight (default 1)."
     )
 
@@ -215,7 +306,7 @@ class AffinitySpec(_Strict):
     mode: Literal["hard", "preferred"] = Field(
         "hard", description="hard: a rule (units stay unplaced); preferred: a score."
     )
-    weight: int | None = Field(
+    weight: Annotated[int | None, BeforeValidator(_whole)] = Field(
         None,
         ge=1,
         le=MAX_WEIGHT,
@@ -233,7 +324,7 @@ class WorkloadSpec(_Strict):
     """Something that needs places: a service, a VM flavour, a bare-metal node..."""
 
     name: Identifier
-    units: int = Field(
+    units: Whole = Field(
         1,
         ge=1,
         le=MAX_UNITS,
@@ -286,7 +377,7 @@ class WorkloadSpec(_Strict):
         "workload (itself, for one per location): {workload: web, level: target}, or a "
         "list. Symmetric: the avoided workload's units also stay away from this one's.",
     )
-    to: str | int | list[str | int] | None = Field(
+    to: str | Whole | list[str | Whole] | None = Field(
         None,
         description="allocation only: Juju placement directives, entry i for unit i: a "
         "target id, WORKLOAD/N (on the target that holds that unit), WORKLOAD (its units "
@@ -365,7 +456,8 @@ def iso_time(value: Any) -> Any:
         raise ValueError(f"{day} is a date, not a time: write {day}T00:00:00Z")
     elif isinstance(value, str):
         try:
-            parsed = datetime.datetime.fromisoformat(value)
+            # RFC 3339 (the schema's date-time) lets its T and Z be lower case.
+            parsed = datetime.datetime.fromisoformat(value.upper())
         except ValueError:
             raise ValueError(
                 f"{value!r} is not an ISO-8601 time: write one as 2026-12-01T09:00:00Z"
@@ -381,7 +473,12 @@ def iso_time(value: Any) -> Any:
 
 class SettingsSpec(_Strict):
     default_mode: Literal["allocation", "mapping", "every"] = "allocation"
-    now: Annotated[str | None, BeforeValidator(iso_time)] = Field(
+    now: Annotated[
+        str | None,
+        BeforeValidator(iso_time),
+        # RFC 3339's date-time (an ISO-8601 time with its offset), as the schema says it.
+        WithJsonSchema({"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]}),
+    ] = Field(
         default=None,
         description="The time every event of a plan or simulation carries (ISO-8601, with "
         "its UTC offset): two runs of one spec print the same bytes. Without it, events "
@@ -407,7 +504,7 @@ class SettingsSpec(_Strict):
         "stale and its units move; at least 3 times heartbeat_interval_s, so one or two "
         "lost heartbeats never move anything.",
     )
-    disruption_guard_min_targets: int = Field(
+    disruption_guard_min_targets: Whole = Field(
         default=3,
         ge=1,
         le=1_000_000,
@@ -524,3 +621,26 @@ class RunningSpec(_Strict):
 WorkloadSpec.model_rebuild()
 SpecDocument.model_rebuild()
 DomainSpec.model_rebuild()
+
+
+class _SpecJsonSchema(GenerateJsonSchema):
+    """Pydantic writes a mapping whose keys have a pattern (a capacity's resources, a
+    tenancy's domains) as `patternProperties`, which says nothing of a key that does not
+    match: any such key would be valid. The reader refuses it, so the schema says so: the
+    pattern goes with the keys' other bounds in `propertyNames`."""
+
+    def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:
+        found = super().dict_schema(schema)
+        patterns = found.pop("patternProperties", None)
+        if patterns:
+            ((pattern, values),) = patterns.items()
+            found["propertyNames"] = {**found.get("propertyNames", {}), "pattern": pattern}
+            found["additionalProperties"] = values
+        return found
+
+
+def spec_json_schema(ref_template: str = DEFAULT_REF_TEMPLATE) -> dict[str, Any]:
+    """The spec format's JSON Schema (`placed schema`, the OpenAPI document's components)."""
+    return SpecDocument.model_json_schema(
+        ref_template=ref_template, schema_generator=_SpecJsonSchema
+    )

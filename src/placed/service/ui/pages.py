@@ -378,6 +378,12 @@ async def workloads_page(request: Request) -> Response:
     )
 
 
+def _no_level(problem: Problem | None) -> bool:
+    """A level the inventory does not have (a 404 invalid-parameter, not the workload's
+    own 404 not-found): the page says so, or falls back to targets."""
+    return problem is not None and problem.kind == "invalid-parameter"
+
+
 @router.get("/workloads/{name}")
 async def workload_page(request: Request, name: str) -> Response:
     """One workload, and how its units spread over a level the inventory has (GET
@@ -392,13 +398,14 @@ async def workload_page(request: Request, name: str) -> Response:
     path = f"/v1/workloads/{quote(name, safe='')}/spread"
     spread = await call(request, token, "GET", path, params={"level": level})
     problem = spread.problem
-    if problem is not None and problem.status == 422 and level != "zone":
-        problem = Problem(422, problem.kind, "No such level", problem.detail)
-    elif problem is not None and problem.status == 422:
+    if _no_level(problem) and level != "zone":
+        assert problem is not None
+        problem = Problem(problem.status, problem.kind, "No such level", problem.detail)
+    elif _no_level(problem):
         # No zones: the first level there is (the answer names them), else targets.
         spread = await call(request, token, "GET", path, params={"level": "target"})
         level, problem = "target", spread.problem
-    if problem is not None and problem.status != 422:
+    if problem is not None and not _no_level(problem):
         return refused(request, token, problem)
     data: dict[str, Any] = (
         spread.data if problem is None else {"levels": [], "items": [], "pending": 0}
