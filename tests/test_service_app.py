@@ -4,6 +4,7 @@ request ids and metrics by route template."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -11,7 +12,10 @@ from pydantic import BaseModel
 from sqlalchemy.exc import DataError, OperationalError
 
 from placed.service import create_app
+from placed.service.bodies import MAX_REQUEST_UNITS
+from placed.service.context import MAX_ID
 from placed.service.problems import key_pointer
+from tests.service_support import client_of, served
 
 PROBLEM = "application/problem+json"
 
@@ -279,3 +283,27 @@ def test_a_dotted_key_becomes_a_pointer_resolved_against_the_body() -> None:
     assert key_pointer("workloads[0].units", None) == "/workloads/0/units"
     assert key_pointer("", data) == ""
     assert key_pointer("a/b~c", {"a/b~c": 1}) == "/a~1b~0c"
+
+
+def test_what_the_document_says_a_parameter_or_body_takes_is_what_is_taken(
+    tmp_path: Path,
+) -> None:
+    """Three places schemathesis found the document and the code apart."""
+    app, root = served(f"sqlite:///{tmp_path / 'placed.db'}")
+    client = client_of(app, root)
+    document = client.get("/openapi.json").json()
+    # `since` is a date-time: not a count of seconds since 1970, which pydantic takes.
+    assert client.get("/v1/events", params={"since": "0.5"}).status_code == 422
+    assert client.get("/v1/events", params={"since": "2026-12-01t09:00:00z"}).is_success
+    # An offering's amounts are numbers: false is not 0.
+    refused = client.post("/v1/offerings", json={"name": "small", "disk": False})
+    assert_problem(refused, 422, "invalid-request")
+    # The service's bound on units is the one the document gives a workload.
+    units = document["components"]["schemas"]["WorkloadSpec"]["properties"]["units"]
+    assert units["maximum"] == MAX_REQUEST_UNITS
+    too_many = client.post("/v1/workloads", json={"name": "w", "units": units["maximum"] + 1})
+    assert_problem(too_many, 422, "too-many-units")
+    # An identifier is bounded where the document writes it as a float: exactly.
+    generation = document["components"]["schemas"]["WorkloadUpdate"]["properties"]["generation"]
+    assert generation["maximum"] == MAX_ID == float(MAX_ID)
+    assert client.delete("/v1/workloads/w", params={"generation": MAX_ID + 1}).status_code == 422

@@ -37,6 +37,7 @@ from placed.service import (
 )
 from placed.service.auth import TrustedTokens
 from placed.service.bell import EventBell
+from placed.service.bodies import MAX_REQUEST_UNITS
 from placed.service.commit_process import CommitProcess, shareable
 from placed.service.health import Readiness, always_ready
 from placed.service.limits import BodyLimits
@@ -250,6 +251,14 @@ def _schema(app: FastAPI) -> dict[str, Any]:
     spec.pop("$id", None)
     components.update(spec.pop("$defs", {}))
     components["SpecDocument"] = spec
+    # The service plans at most MAX_REQUEST_UNITS units in one request (bodies.py), and
+    # so at most that many for any one workload: the spec's own bound is the CLI's.
+    units = components["WorkloadSpec"]["properties"]["units"]
+    units["maximum"] = min(units["maximum"], MAX_REQUEST_UNITS)
+    units["description"] += (
+        f" The service plans at most {MAX_REQUEST_UNITS:,} units in one request (422 "
+        "too-many-units past it, the workloads of a document together)."
+    )
     internal = problems.responses(500)[500]
     for operations in schema.get("paths", {}).values():
         for operation in operations.values():

@@ -125,7 +125,8 @@ class OfferingList(BaseModel):
     items: list[OfferingView]
 
 
-Amount = Annotated[float, Field(ge=0, le=1e15, allow_inf_nan=False)]
+# A number, as the schema says: not false (which a lax float reads as 0.0) nor "8".
+Amount = Annotated[float, Field(ge=0, le=1e15, allow_inf_nan=False, strict=True)]
 Implicit = Literal["strict", "preferred"]
 
 

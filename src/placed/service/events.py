@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 from starlette.concurrency import run_in_threadpool
 
 from placed.service import context, problems
@@ -54,6 +54,18 @@ class EventPage(BaseModel):
     next_cursor: int = Field(description="Pass as `after` for the next page (the last id).")
 
 
+def _a_time(value: Any) -> Any:
+    """`since` as the document says it (a date-time): pydantic would also take a number
+    of seconds since 1970 (since=0.5), which no client means."""
+    if isinstance(value, str):
+        try:
+            # RFC 3339 lets its T and Z be lower case.
+            return datetime.fromisoformat(value.upper())
+        except ValueError:
+            raise ValueError("a time, as 2026-12-01T09:00:00Z") from None
+    return value
+
+
 @router.get(
     "/events",
     summary="List events",
@@ -75,7 +87,7 @@ async def list_events(
     target: context.NameQuery = None,
     workload: context.NameQuery = None,
     actor: Annotated[str | None, Query(max_length=32)] = None,
-    since: Annotated[datetime | None, Query()] = None,
+    since: Annotated[datetime | None, BeforeValidator(_a_time), Query()] = None,
     wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S)] = 0,
     latest: Annotated[
         bool, Query(description="The newest `limit` events after `after` (oldest first).")
