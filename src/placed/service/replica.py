@@ -962,13 +962,7 @@ class ReplicaWorld:
         wanted = model.units
         if not running or wanted == len(running) or wanted < 1:
             return None  # nothing to do, or every unit gone: the general path's wording
-        after = dataclasses.replace(
-            snapshot,
-            workloads=dict(snapshot.workloads),
-            workload_specs=dict(snapshot.workload_specs),
-            units=dict(snapshot.units),
-            placements=dict(snapshot.placements),
-        )
+        after = _workloads_apart(snapshot)
         after.workload_specs[name] = stored
         moves: list[Move] = []
         used: dict[str, dict[str, float]] = {}
@@ -1179,6 +1173,19 @@ def _taken_in_view(decided: Decided, on: Decided | None, ticket: Ticket, world: 
     return False
 
 
+def _workloads_apart(snapshot: Snapshot) -> Snapshot:
+    """`snapshot` with its workloads, units and placements copied, for a delta to change.
+    The inventory's containers stay shared: the writer and the scope rule then know it
+    unchanged without comparing 10,000 targets (definitions.same_inventory)."""
+    return dataclasses.replace(
+        snapshot,
+        workloads=dict(snapshot.workloads),
+        workload_specs=dict(snapshot.workload_specs),
+        units=dict(snapshot.units),
+        placements=dict(snapshot.placements),
+    )
+
+
 def _removal(
     cached: Cached, name: str, generation: int | None, reach: set[str] | None
 ) -> tuple[placing.Prepared, WorkloadRow] | None:
@@ -1198,15 +1205,7 @@ def _removal(
         or not planner.pipeline.releasable(planner.request(workload))
     ):
         return None
-    # The inventory's containers are shared: the writer and the scope rule then know it
-    # unchanged without comparing 10,000 targets (definitions.same_inventory).
-    after = dataclasses.replace(
-        snapshot,
-        workloads=dict(snapshot.workloads),
-        workload_specs=dict(snapshot.workload_specs),
-        units=dict(snapshot.units),
-        placements=dict(snapshot.placements),
-    )
+    after = _workloads_apart(snapshot)
     del after.workloads[name]
     del after.workload_specs[name]
     moves: list[Move] = []
