@@ -200,6 +200,19 @@ STEPS: dict[str, Step] = {
             },
         )
     ),
+    # The lease records its holder's address: none in a row written before.
+    "0005": Step(
+        extended(
+            FIRST_ROWS,
+            {
+                "locations": {"spec": {"kind": "rack"}, "document": "datacenter"},
+                "targets": {"spec": {"tags": ["gpu"]}, "document": "datacenter"},
+                "workloads": {"document": "apps"},
+                "leases": {"address": "http://10.0.0.5:8700"},
+            },
+        ),
+        added={"leases": {"address": None}},
+    ),
     # Indexes only: the rows valid at 0002 are the rows at 0003.
     "0003": Step(
         extended(

@@ -101,6 +101,18 @@ TlsClientCa = Annotated[
         show_default=False,
     ),
 ]
+Advertise = Annotated[
+    str | None,
+    typer.Option(
+        "--advertise",
+        metavar="URL",
+        help="Where the other replicas on the database reach this one (http(s)://HOST:PORT): "
+        "while it holds the controller's lease they forward their writes there, so one "
+        "process commits. Default: the address it listens on, or none when it listens on "
+        "every address (0.0.0.0, ::), and then each replica commits its own writes.",
+        show_default=False,
+    ),
+]
 
 
 def serve(
@@ -130,6 +142,7 @@ def serve(
     tls_cert: TlsCert = None,
     tls_key: TlsKey = None,
     tls_client_ca: TlsClientCa = None,
+    advertise: Advertise = None,
     database: DatabaseOption = None,
 ) -> None:
     """Serve placed's HTTP API until stopped (Ctrl-C or SIGTERM).
@@ -163,6 +176,8 @@ def serve(
     """
     # The store and the web framework load only when the server starts (cli/db.py: why).
     tls = _tls(tls_cert, tls_key, tls_client_ca)
+    if advertise is not None:
+        advertise = _advertised(advertise)
     from placed.store.database import StoreError, database_url
     from placed.store.schema import require_current
 
@@ -184,6 +199,8 @@ def serve(
     shown = f"[{bound}]" if ":" in bound else bound
     _log_events(log_level, log_format)
     where = f"{'https' if tls else 'http'}://{shown}:{bound_port}"
+    if advertise is None and bound not in WILDCARDS:
+        advertise = where
     if log_format is LogFormat.json:
         started = logging.getLogger("placed.serve")
         started.info("listening on %s", where, extra={"url": where, "console": f"{where}/ui"})
@@ -222,6 +239,7 @@ def serve(
         commit_process=True,
         auth_failures_per_minute=auth_failures_per_minute,
         access_log=as_json and shown_access,
+        advertise=advertise,
     )
     limits = connections.Limits(header_timeout, max_conns_per_client)
     config = uvicorn.Config(
@@ -236,6 +254,31 @@ def serve(
         **tls,
     )
     connections.Server(config, app.state.event_bell).run(sockets=[listening])
+
+
+# Addresses that listen on every interface: none of them is one another replica can reach.
+WILDCARDS = ("0.0.0.0", "::")
+
+
+def _advertised(given: str) -> str:
+    """--advertise as the base URL forwarded writes go to (no trailing slash)."""
+    from urllib.parse import urlsplit
+
+    from placed.store.tables import ADDRESS_LENGTH
+
+    try:
+        parts = urlsplit(given.strip())
+        parts.port  # noqa: B018 - raises ValueError for a port that is not one
+    except ValueError as error:
+        fail_option("--advertise", f"{given!r} is not a URL: {error}")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        fail_option("--advertise", f"{given!r}: give http://HOST:PORT or https://HOST:PORT")
+    if parts.query or parts.fragment or parts.username or parts.password:
+        fail_option("--advertise", f"{given!r}: give only a scheme, a host, a port and a path")
+    found = parts.geturl().rstrip("/")
+    if len(found) > ADDRESS_LENGTH:
+        fail_option("--advertise", f"at most {ADDRESS_LENGTH} characters")
+    return found
 
 
 def _tls(cert: str | None, key: str | None, client_ca: str | None) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from placed.service.auth import TrustedTokens
 from placed.service.bell import EventBell
 from placed.service.bodies import MAX_REQUEST_UNITS
 from placed.service.commit_process import CommitProcess, shareable
+from placed.service.forwarding import Forwarder, Forwarding
 from placed.service.health import Readiness, always_ready
 from placed.service.limits import BodyLimits
 from placed.service.lockout import AuthFailures
@@ -62,6 +63,7 @@ def create_app(
     commit_process: bool = False,
     auth_failures_per_minute: int = 0,
     access_log: bool = False,
+    advertise: str | None = None,
 ) -> FastAPI:
     """`database`: the store's engine (None: only the routes that keep no state answer).
     `readiness`: None when the service can serve, else why not (GET /readyz answers
@@ -74,7 +76,9 @@ def create_app(
     tokens that are not live within a minute is answered 429 (service/lockout.py; 0, as
     the tests' apps have it, for never; `placed serve` holds off past 30). `access_log`:
     a log line per request from the request context middleware (`placed serve
-    --log-format json`, in place of uvicorn's)."""
+    --log-format json`, in place of uvicorn's). `advertise`: the URL at which the other
+    replicas reach this one, recorded in the lease while it leads, so they forward their
+    writes to it (service/forwarding.py); None: they commit their own."""
     bell = EventBell()
 
     @asynccontextmanager
@@ -99,6 +103,8 @@ def create_app(
             if committing is not None:
                 app.state.replica.commit_process = None
                 committing.close()
+            if app.state.forwarder is not None:
+                await app.state.forwarder.close()
             if running is not None:
                 running.stop()
             if listener is not None:
@@ -124,15 +130,23 @@ def create_app(
     app.state.metrics = found = metrics.HttpMetrics()
     app.state.readiness = readiness
     app.state.controller = (
-        controller.Controller(database, found, log_json, controlling, fault, bell=bell)
+        controller.Controller(
+            database, found, log_json, controlling, fault, bell=bell, address=advertise
+        )
         if database is not None and controlling is not None
         else None
+    )
+    # Writes go to the lease holder when another replica holds it (service/forwarding.py).
+    app.state.forwarder = (
+        Forwarder(app.state.controller, found) if app.state.controller is not None else None
     )
     app.state.max_body_bytes = max_body_bytes
     # Large specs are read in a worker process of the app's (service/offload.py).
     app.state.offload = Offload()
     problems.install(app)
     auth.install(app)
+    # Inside BodyLimits: a forwarded write was checked and its body bounded here first.
+    app.add_middleware(Forwarding)
     # Inside RequestContext: a refusal of a body has its request id and is counted.
     app.add_middleware(BodyLimits)
     app.add_middleware(RequestContext, metrics=found, access_log=access_log)

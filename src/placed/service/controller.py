@@ -138,6 +138,19 @@ class Fault:
         os.kill(os.getpid(), signal.SIGSTOP if self.stop else signal.SIGKILL)
 
 
+@dataclass(frozen=True)
+class Holding:
+    """The lease as this process's controller last read it (at most one renewal period
+    ago): who holds it, where it takes forwarded writes (None: nowhere said), and
+    `until`, this process's monotonic clock past which it has expired unless renewed
+    (the database's clock is never compared with ours: only the time left is)."""
+
+    holder: str
+    epoch: int
+    address: str | None
+    until: float
+
+
 class Fenced(Exception):
     """This process no longer holds the lease at its epoch: it steps down."""
 
@@ -156,8 +169,11 @@ class Controller:
         fault: Fault | None = None,
         holder: str | None = None,
         bell: EventBell | None = None,
+        address: str | None = None,
     ) -> None:
         self.engine = engine
+        self.address = address  # where this process takes forwarded writes, if anywhere
+        self._holding: Holding | None = None
         self.metrics = metrics
         self.options = options or Options()
         self.fault = fault
@@ -178,6 +194,12 @@ class Controller:
     @property
     def leading(self) -> bool:
         return self.epoch is not None
+
+    def holding(self) -> Holding | None:
+        """The lease's holder as the last renewal saw it, while that lease has not run
+        out; None: no live holder known. No database read: a request asks it."""
+        seen = self._holding
+        return seen if seen is not None and time.monotonic() < seen.until else None
 
     # The thread
 
@@ -201,6 +223,7 @@ class Controller:
                     leases.release(session, LEASE, self.holder)
             except SQLAlchemyError as error:
                 log.warning("controller: could not release the lease: %s", error)
+        self._holding = None
         self._step_down()
 
     def _renewing(self) -> None:
@@ -243,11 +266,25 @@ class Controller:
         """Take or renew the lease. A takeover raises the epoch; its `lease.acquired`
         event is written by the sweep (`_announce`): an event waits for the revision
         row's lock, which a paused leader may hold, and the renewal must not wait."""
+        asked = time.monotonic()  # before the database's clock is read: never late
         with writing(self.engine) as session:
-            row = leases.acquire(session, LEASE, self.holder, self.options.ttl_s)
+            row = leases.acquire(session, LEASE, self.holder, self.options.ttl_s, self.address)
             epoch = row.epoch if row is not None else None
+            moment = database_now(session)
             if row is not None and row.epoch != self._since_epoch:
-                self.since = database_now(session)
+                self.since = moment
+            # Loaded by acquire, held or not: no second read.
+            seen = leases.current(session, LEASE)
+            self._holding = (
+                Holding(
+                    seen.holder,
+                    seen.epoch,
+                    seen.address,
+                    asked + (seen.expires_at - moment).total_seconds(),
+                )
+                if seen is not None
+                else None
+            )
         if epoch is None:
             if self.leading:
                 raise Fenced

@@ -23,6 +23,11 @@ class LeaderView(BaseModel):
     epoch: int = Field(description="Raised on each takeover; 0: never held.")
     expires_at: str | None = Field(description="Unless renewed (the database's clock).")
     expired: bool = Field(description="true: no replica leads until one takes it.")
+    address: str | None = Field(
+        default=None,
+        description="Where the holder takes the writes the other replicas forward to it "
+        "(placed serve --advertise); null: it gave none, and each replica commits its own.",
+    )
     this_replica: str | None = Field(description="This process's id; null: no controller.")
     leading: bool = Field(description="Whether this replica holds it.")
 
@@ -47,12 +52,19 @@ async def leader(
             row = leases.current(session, LEASE)
             moment = leases.database_now(session)
             if row is None:
-                return {"holder": None, "epoch": 0, "expires_at": None, "expired": True}
+                return {
+                    "holder": None,
+                    "epoch": 0,
+                    "expires_at": None,
+                    "expired": True,
+                    "address": None,
+                }
             return {
                 "holder": row.holder,
                 "epoch": row.epoch,
                 "expires_at": row.expires_at.isoformat(),
                 "expired": row.expires_at <= moment,
+                "address": row.address,
             }
 
     found = await run_in_threadpool(read)

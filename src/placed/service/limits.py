@@ -167,6 +167,36 @@ def route_of(app: FastAPI, scope: Scope) -> tuple[BaseRoute, Scope] | None:
     return None
 
 
+def token_rule(route: BaseRoute) -> auth.Rule | None:
+    """The token rule a route declares; None for a public route or none."""
+    dependant = getattr(route, "dependant", None)
+    found = list(auth.rules_of(dependant)) if dependant is not None else []
+    rules = [r for r in found if isinstance(r, auth.Rule)]
+    return rules[0] if rules else None
+
+
+async def refusal(rule: auth.Rule, scope: Scope, close: dict[str, str]) -> Any:
+    """None when the caller may call the route (kept for the route's own rule, which
+    then asks nothing again); else the refusal to send."""
+    request = Request(scope)
+    credentials = await auth.bearer(request)
+    try:
+        caller = await rule(request, credentials)
+    except problems.ProblemException as error:
+        return problems.response(
+            error.status,
+            error.kind,
+            error.detail,
+            str(scope.get("state", {}).get("request_id", "")),
+            error.errors,
+            {**(error.headers or {}), **close},
+            error.extensions,
+        )
+    text = credentials.credentials if credentials else None
+    scope.setdefault("state", {})[auth.CHECKED] = (text, caller)
+    return None
+
+
 class BodyLimits:
     """Pure ASGI, inside RequestContext (which gives the request its id and counts it)."""
 
@@ -177,10 +207,7 @@ class BodyLimits:
     def _rule(self, route: BaseRoute) -> auth.Rule | None:
         key = id(route)
         if key not in self._rules:
-            dependant = getattr(route, "dependant", None)
-            found = list(auth.rules_of(dependant)) if dependant is not None else []
-            rules = [r for r in found if isinstance(r, auth.Rule)]
-            self._rules[key] = rules[0] if rules else None
+            self._rules[key] = token_rule(route)
         return self._rules[key]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -208,7 +235,7 @@ class BodyLimits:
         close = CLOSE if declared is None or declared > limit else {}
         rule = self._rule(route) if isinstance(route, APIRoute) else None
         if rule is not None:
-            refused = await self._check(rule, scope, close)
+            refused = await refusal(rule, scope, close)
             if refused is not None:
                 await refused(scope, receive, send)
                 return
@@ -241,27 +268,6 @@ class BodyLimits:
             # Raised where no handler of the app answered it: it is still ours.
             kind = problems.kind_for(error.status_code)
             await _answer(scope, send, error.status_code, kind, error.detail)
-
-    async def _check(self, rule: auth.Rule, scope: Scope, close: dict[str, str]) -> Any:
-        """None when the caller may call the route (kept for the route's own rule, which
-        then asks nothing again); else the refusal to send."""
-        request = Request(scope)
-        credentials = await auth.bearer(request)
-        try:
-            caller = await rule(request, credentials)
-        except problems.ProblemException as error:
-            return problems.response(
-                error.status,
-                error.kind,
-                error.detail,
-                str(scope.get("state", {}).get("request_id", "")),
-                error.errors,
-                {**(error.headers or {}), **close},
-                error.extensions,
-            )
-        text = credentials.credentials if credentials else None
-        scope.setdefault("state", {})[auth.CHECKED] = (text, caller)
-        return None
 
 
 async def _answer(scope: Scope, send: Send, status: int, kind: str, detail: str) -> None:

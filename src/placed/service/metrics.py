@@ -83,6 +83,19 @@ class HttpMetrics:
             "1 while this replica holds the controller's lease, else 0.",
             registry=self.registry,
         )
+        self.forwarded = Counter(
+            "placed_forwarded_writes",
+            "Writes this replica forwarded to the lease holder, by outcome: answered (the "
+            "leader's answer, whatever its status), unreachable (never sent: not "
+            "committed) or lost (sent, no answer: it may have been committed).",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.forwarded_received = Counter(
+            "placed_forwarded_writes_received",
+            "Writes another replica forwarded to this one, answered here.",
+            registry=self.registry,
+        )
 
     def liveness(self, counts: dict[str, int] | None) -> None:
         """The leader's count of targets per liveness; None: not the leader (no series)."""

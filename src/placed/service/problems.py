@@ -73,6 +73,12 @@ class Problem(BaseModel):
     current_revision: int | None = Field(
         default=None, description="An apply's expected_revision was stale: the world's now."
     )
+    may_have_committed: bool | None = Field(
+        default=None,
+        description="A write forwarded to the leader that did not answer (503 "
+        "leader-unavailable): false when it was never sent, true when the connection "
+        "dropped after it was (read it back, or send it again).",
+    )
 
 
 class ProblemException(Exception):

@@ -24,19 +24,22 @@ def database_now(session: Session) -> datetime:
     return moment
 
 
-def acquire(session: Session, name: str, holder: str, ttl_s: float) -> Lease | None:
-    """The lease, now held by `holder` until the database's now + ttl; None when another
-    holder's lease has not expired."""
+def acquire(
+    session: Session, name: str, holder: str, ttl_s: float, address: str | None = None
+) -> Lease | None:
+    """The lease, now held by `holder` (which takes forwarded writes at `address`) until
+    the database's now + ttl; None when another holder's lease has not expired."""
     now = database_now(session)
     until = now + timedelta(seconds=ttl_s)
     row = session.get(Lease, name, with_for_update=True)
     if row is None:
-        row = Lease(name=name, holder=holder, epoch=1, expires_at=until)
+        row = Lease(name=name, holder=holder, epoch=1, expires_at=until, address=address)
         session.add(row)
     elif row.holder == holder and row.expires_at > now:
-        row.expires_at = until
+        row.expires_at, row.address = until, address
     elif row.expires_at <= now:
         row.holder, row.epoch, row.expires_at = holder, row.epoch + 1, until
+        row.address = address
     else:
         return None
     session.flush()

@@ -264,6 +264,9 @@ class Setting(Base):
 
 # Events, leases, revision
 
+# The longest address a lease records (a URL: scheme, host, port, perhaps a path).
+ADDRESS_LENGTH = 2048
+
 
 class EventRow(Base):
     """Ids are handed out from `revision.last_event_id` under its row lock, never by a
@@ -286,11 +289,15 @@ class EventRow(Base):
 
 
 class Lease(Base):
+    """`address`: where the holder takes the writes the other replicas forward to it
+    (`placed serve --advertise`); null when it gave none."""
+
     __tablename__ = "leases"
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     holder: Mapped[str] = mapped_column(String(64))
     epoch: Mapped[int] = mapped_column(BigInteger, default=0)
     expires_at: Mapped[datetime]
+    address: Mapped[str | None] = mapped_column(String(ADDRESS_LENGTH))
 
 
 class Revision(Base):
