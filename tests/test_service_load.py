@@ -37,6 +37,11 @@ What is tolerated, precisely:
 
 A retried claim that meets 409 `exists`, or a retried release that meets 404, is the
 first try's commit landing before its answer was lost: the outcome counts as accepted.
+A retried claim refused (409 `unplaceable`) after its first try's connection was lost
+is unknown, not refused: the killed replica may have forwarded that try to the leader
+(service/forwarding.py), which goes on and may commit it after the retry was judged on
+a world without it. Only a key the retry repeats (`Idempotency-Key`) could tell the two
+apart; all of it or none of it is still checked.
 
 Invariants, from the rows (SQLAlchemy on the store): no target resource over capacity,
 and each target resource's `used` equal to the sum of its units' resources; no unit on
@@ -169,6 +174,7 @@ class Client:
         self.rng = random.Random(number)
         self.sent = 0
         self.version = 0
+        self.lost = False  # the last send lost a connection before it had its answer
 
     def close(self) -> None:
         for http in self.http:
@@ -179,11 +185,13 @@ class Client:
         within RETRY_FOR."""
         first = time.monotonic()
         server = self.home
+        self.lost = False
         while True:
             began = time.monotonic()
             try:
                 answer = self.http[server].request(method, path, **options)
             except httpx.TransportError as error:
+                self.lost = True
                 self._record(Attempt(op, server, began, time.monotonic(), None, repr(error)))
             else:
                 self._record(
@@ -232,7 +240,10 @@ class Client:
         if answer.status_code == 201 or kind == "exists":
             ledger.accepted[name] = units
         elif answer.status_code == 409 and kind in ("unplaceable", "claim-conflict"):
-            ledger.refused.add(name)
+            if self.lost:
+                ledger.unknown.add(name)  # the lost try may still commit (the docstring)
+            else:
+                ledger.refused.add(name)
         else:
             ledger.unknown.add(name)  # a violation already: the attempt log has it
 
