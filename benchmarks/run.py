@@ -16,7 +16,9 @@ the HTTP API of a real `placed serve`, on SQLite and PostgreSQL; issue 17: a pol
 change re-evaluating 10,000 every-mode units) runs after `dedication`, and
 `controller.py` (issue 17: from a missed heartbeat to every unit moved) after it; both
 also run alone. `mixed.py` (issue 35: claims, deletes and spec updates mixed, against
-pure claims in the same run, and each change alone) runs after `service.py`, and alone.
+pure claims in the same run, and each change alone) runs after `service.py`, and alone;
+`replicas.py` (issue 35: two replicas on one PostgreSQL, clients alternating, against one
+in the same run) after it, and alone.
 `harness.py` holds the configuration and the timing, profiling and table helpers;
 `inventories.py` the random problems the scenarios share. `compare.py` runs this file
 against two source trees.
@@ -43,6 +45,7 @@ from pathlib import Path
 
 import controller
 import mixed
+import replicas
 import service
 from harness import SEED, Config, machine, progress
 from inventories import (
@@ -224,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     served = service.run(config.quick, config.profile, config.seed)
     controlled = controller.run(config.quick)
     mix = mixed.run(config.quick, config.seed)
+    paired = replicas.run(config.quick)
     judged = acceptance.run(allocations, mappings, evaluations, checked, loaded)
     sections = [
         allocation.section(allocations),
@@ -238,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         kubernetes.section(shapes),
         service.section(served),
         mixed.section(mix.runs, mix.window) + [f"- skipped: {why}" for why in mix.skipped],
+        replicas.section(paired),
         controller.section(controlled),
         acceptance.section(judged),
     ]
@@ -251,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         and fleet.ok
         and served.ok
         and mix.ok
+        and paired.ok
         and controlled.ok
     )
     return _report(config, argv, sections, ok)

@@ -57,7 +57,7 @@ import threading
 import time
 import urllib.parse
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -299,16 +299,17 @@ class Server:
 
 
 @contextmanager
-def serving(url: str, tree: Path | None = None) -> Iterator[Server]:
+def serving(url: str, tree: Path | None = None, args: Sequence[str] = ()) -> Iterator[Server]:
     """One `placed serve` on loopback (`tree`: the `placed` of that source tree, else
-    this checkout's). Its stderr goes to a file, never a pipe nobody reads (a server
-    that logs enough would block on a full pipe)."""
+    this checkout's; `args`: more of its options). Its stderr goes to a file, never a
+    pipe nobody reads (a server that logs enough would block on a full pipe)."""
     port = free_port()
     with tempfile.TemporaryFile(mode="w+") as log:
         server = subprocess.Popen(
             [
                 *(str(BIN / "placed"), "serve", "--port", str(port), "--log-level", "warning"),
                 *("--database", url),
+                *args,
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -412,7 +413,9 @@ class Tally:
                 self.errors.append(f"{status}: {body[:300].decode(errors='replace')}")
 
 
-def claim_for(base: str, token: str, client_number: int, deadline: float, tally: Tally) -> None:
+def claim_for(
+    base: str, token: str, client_number: int | str, deadline: float, tally: Tally
+) -> None:
     """One client: a claim at a time, each a new workload, until the deadline, on one
     kept-alive connection of the standard library's `http.client`. Not httpx: on this
     2-core machine the clients share the cores with the server, and httpx spends about

@@ -149,17 +149,23 @@ class Forwarding:
             await self.app(scope, receive, send)
             return
         leader = forwarder.leader_elsewhere()
-        found = limits.route_of(app, scope) if leader is not None else None
-        if leader is None or found is None:
+        if leader is None:
             await self.app(scope, receive, send)
             return
-        route, child = found
+        # BodyLimits found the route of a request with a body already.
+        route = scope.get("route")
+        if route is None:
+            found = limits.route_of(app, scope)
+            if found is None:
+                await self.app(scope, receive, send)  # a 404 or 405, answered here
+                return
+            route, child = found
+            # As Starlette's router does: the request's metrics name its route.
+            scope.update(child)
         path = str(getattr(route, "path", ""))
         if (scope["method"], path) in STAY or _dry_run(scope):
             await self.app(scope, receive, send)
             return
-        # As Starlette's router does: the request's metrics name its route.
-        scope.update(child)
         rule = limits.token_rule(route)
         if rule is not None:
             refused = await limits.refusal(rule, scope, {})
