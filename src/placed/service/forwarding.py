@@ -47,7 +47,7 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from placed.service import limits, problems
+from placed.service import auth, limits, problems
 from placed.service.controller import Controller, Holding
 from placed.service.metrics import HttpMetrics
 
@@ -90,6 +90,10 @@ TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
 # A forwarded write may plan a large document: as long as the client would wait for one.
 ANSWER_TIMEOUT_S = 120.0
 CONNECT_TIMEOUT_S = 2.0
+# Connections to the leader at once; more writes wait for one. Below the leader's own
+# cap per client address (`placed serve --max-conns-per-client`, 100 by default), which
+# every forwarded write shares: past it the leader would refuse them (429).
+MAX_CONNECTIONS = 64
 
 log = logging.getLogger("placed.forwarding")
 
@@ -107,7 +111,9 @@ class Forwarder:
         if self._client is None:
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(ANSWER_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
-                limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+                limits=httpx.Limits(
+                    max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS
+                ),
                 follow_redirects=False,
             )
         return self._client
@@ -130,6 +136,7 @@ class Forwarding:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self._rules: dict[int, auth.Rule | None] = {}  # by route, as BodyLimits keeps them
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -166,7 +173,9 @@ class Forwarding:
         if (scope["method"], path) in STAY or _dry_run(scope):
             await self.app(scope, receive, send)
             return
-        rule = limits.token_rule(route)
+        if id(route) not in self._rules:
+            self._rules[id(route)] = limits.token_rule(route)
+        rule = self._rules[id(route)]
         if rule is not None:
             refused = await limits.refusal(rule, scope, {})
             if refused is not None:
