@@ -31,12 +31,21 @@ from sqlalchemy import select
 
 from placed.service import placing, workloads
 from placed.service import replica as replica_module
-from placed.service.replica import ReplicaWorld
+from placed.service.replica import Removing, ReplicaWorld, Ticket
 from placed.service.workloads import WorkloadUpdate
-from placed.store import world
+from placed.spec.schema import WorkloadSpec
+from placed.store import revision, world
 from placed.store.claims import Actor
 from placed.store.database import reading
-from placed.store.tables import EventRow, Placement, Target, TargetResource, Unit, Workload
+from placed.store.tables import (
+    EventRow,
+    Placement,
+    PlacementHistory,
+    Target,
+    TargetResource,
+    Unit,
+    Workload,
+)
 from tests.conftest import another_database
 
 from .service_support import bearer, served
@@ -83,6 +92,15 @@ def rows(app: FastAPI) -> dict[str, Any]:
                 (row.kind, row.subject, row.target, row.workload, row.actor_role, row.details)
                 for row in session.scalars(select(EventRow).order_by(EventRow.id))
                 if not row.kind.startswith("token.")  # each store's own root token
+            ],
+            # Each move's history row, and the event it points at.
+            "history": [
+                (row.unit_name, row.from_target, row.to_target, row.reason, kind, subject)
+                for row, kind, subject in session.execute(
+                    select(PlacementHistory, EventRow.kind, EventRow.subject)
+                    .join(EventRow, EventRow.id == PlacementHistory.event_id)
+                    .order_by(PlacementHistory.id)
+                ).tuples()
             ],
         }
 
@@ -174,6 +192,88 @@ def test_a_delete_and_the_claim_after_it_do_not_build_the_world_again(database: 
     assert {n: r.used for n, r in cached.snapshot.targets.items()} == {
         n: r.used for n, r in stored.targets.items()
     }
+
+
+def claim_ticket(name: str, units: int, cpu: float) -> Ticket:
+    spec = WorkloadSpec.model_validate(
+        {"name": name, "units": units, "resources": {"cpu": cpu, "memory": 1}}
+    )
+    return Ticket(spec, ROOT, placing.silent, 0.0)
+
+
+def removal_ticket(name: str, generation: int | None = None) -> Ticket:
+    return Ticket(None, ROOT, placing.silent, 0.0, Removing(name, generation))
+
+
+def test_claims_and_deletes_served_together_commit_as_one_revision(database: str) -> None:
+    app, client = applied(database)
+    replica: ReplicaWorld = app.state.replica
+    engine = app.state.database
+    for name in ("a", "b", "c"):
+        body = {"name": name, "units": 2, "resources": {"cpu": 1, "memory": 1}}
+        assert client.post("/v1/workloads", json=body).status_code == 201
+    built = replica.rebuilds
+    with reading(engine) as session:
+        before = revision.current(session)
+    group = [
+        claim_ticket("x", 2, 1.0),
+        removal_ticket("a"),
+        claim_ticket("y", 3, 1.0),  # fits in what a's units left
+        removal_ticket("b", generation=7),  # a generation b is not at: the general path
+        removal_ticket("c"),
+        claim_ticket("a", 1, 0.5),  # a's deletion is not stored yet: the general path
+        removal_ticket("x"),  # x is not stored yet: the general path
+        removal_ticket("c"),  # deleted once already in this batch
+    ]
+    replica._serve(engine, group)
+    assert all(t.done and t.error is None for t in group)
+    answered = [t.answer for t in group]
+    assert [a is not None for a in answered] == [True, True, True, False, True, False, False, False]
+    assert {a["revision"] for a in answered if a is not None} == {before + 1}
+    removed_a = answered[1]
+    assert removed_a is not None
+    assert sorted(c["unit"] for c in removed_a["changes"]) == ["a/0", "a/1"]
+    assert replica.rebuilds == built
+    with reading(engine) as session:
+        stored = world.read(session)
+        kinds = [
+            (kind, subject)
+            for kind, subject in session.execute(
+                select(EventRow.kind, EventRow.subject).order_by(EventRow.id)
+            )
+        ]
+        gone_history = session.scalars(
+            select(PlacementHistory.unit_name).where(PlacementHistory.to_target.is_(None))
+        ).all()
+    assert stored.revision == before + 1
+    assert sorted(stored.workloads) == ["b", "x", "y"]
+    assert ("workload.deleted", "a") in kinds and ("workload.deleted", "c") in kinds
+    assert {"a/0", "a/1", "c/0", "c/1"} == set(gone_history)
+    cached = replica._cached
+    assert cached is not None and cached.revision == stored.revision
+    assert cached.snapshot.placements == stored.placements
+    assert set(cached.snapshot.units) == set(stored.units)
+    assert {n: r.used for n, r in cached.snapshot.targets.items()} == {
+        n: r.used for n, r in stored.targets.items()
+    }
+    assert {n: r.generation for n, r in cached.snapshot.targets.items()} == {
+        n: r.generation for n, r in stored.targets.items()
+    }
+    placements, used = from_scratch(app)
+    assert placements == stored.placements
+    # Each target's stored usage is the sum of its units' asks.
+    for target, resources in used.items():
+        for resource, amount in resources.items():
+            asked = sum(
+                float(stored.workload_specs[unit.rpartition("/")[0]]["resources"][resource])
+                for unit, where in placements.items()
+                if where == target
+            )
+            assert abs(amount - asked) < 1e-9, (target, resource)
+    # The general path answers what the batch left to it, on the rows it stored.
+    assert client.delete("/v1/workloads/b?generation=7").status_code == 409
+    assert client.delete("/v1/workloads/c").status_code == 404
+    assert client.post("/v1/workloads", json={"name": "a", "resources": {"cpu": 1}}).is_success
 
 
 def test_a_deletion_that_could_place_a_waiting_unit_takes_the_general_path(

@@ -727,7 +727,7 @@ def _write(
     guard: Guard | None = None,
 ) -> list[Recorded]:
     # Replicas refresh claims alone from the rows; anything else since means reading all.
-    settings.put(session, world.CHANGED_SETTING, number)
+    settings.put(session, world.CHANGED_SETTING, number, bump=False)
     try:
         wrote = definitions.write(
             session, snapshot, prepared.after, number, prepared.used, prepared.workloads

@@ -479,12 +479,13 @@ def remove(
     caller: Caller = ROOT,
     replica: ReplicaWorld | None = None,
 ) -> dict[str, Any]:
-    reach = context.accounts_of(engine, caller)
     if replica is not None:
-        # A delta on the live world when it can be one (service/replica.py).
-        fast = replica.remove(engine, name, generation, actor, reach, report)
+        # A delta on the live world, committed with the claims beside it, when it can be
+        # one (service/replica.py); the caller's reach is judged there on the cached world.
+        fast = replica.remove(engine, name, generation, actor, report)
         if fast is not None:
             return fast
+    reach = context.accounts_of(engine, caller)
 
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         row = snapshot.workloads.get(name)
@@ -524,13 +525,12 @@ async def delete_workload(
     generation: Annotated[int | None, Query(ge=0, le=context.MAX_ID)] = None,
 ) -> dict[str, Any]:
     engine = context.store(request)
-    return await run_in_threadpool(
-        remove,
-        engine,
-        name,
-        generation,
-        context.actor(request, caller),
-        context.reporter(request),
-        caller,
-        request.app.state.replica,
-    )
+    actor, report = context.actor(request, caller), context.reporter(request)
+    replica: ReplicaWorld | None = request.app.state.replica
+    if replica is not None:
+        # The replica's thread serves it with the claims: no trip to a worker thread
+        # unless the general path takes it.
+        fast = await replica.remove_async(engine, name, generation, actor, report)
+        if fast is not None:
+            return fast
+    return await run_in_threadpool(remove, engine, name, generation, actor, report, caller)
