@@ -17,8 +17,10 @@ and moves the cache to the new revision without building the world again. The te
 
 from __future__ import annotations
 
+import concurrent.futures
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,7 @@ from sqlalchemy import select
 
 from placed.service import placing, workloads
 from placed.service import replica as replica_module
-from placed.service.replica import Removing, ReplicaWorld, Ticket
+from placed.service.replica import Removing, ReplicaWorld, Rescaling, Ticket
 from placed.service.workloads import WorkloadUpdate
 from placed.spec.schema import WorkloadSpec
 from placed.store import revision, world
@@ -274,6 +276,78 @@ def test_claims_and_deletes_served_together_commit_as_one_revision(database: str
     assert client.delete("/v1/workloads/b?generation=7").status_code == 409
     assert client.delete("/v1/workloads/c").status_code == 404
     assert client.post("/v1/workloads", json={"name": "a", "resources": {"cpu": 1}}).is_success
+
+
+def test_many_clients_claiming_and_deleting_keep_every_change_a_delta(database: str) -> None:
+    # Batches follow one another while claims keep arriving (each decided on the world
+    # the batch in flight leaves): a workload stored batches ago must not read as one
+    # not stored yet, or its deletion would leave the live world for the general path.
+    app, _ = applied(database)
+    replica: ReplicaWorld = app.state.replica
+    engine = app.state.database
+    assert replica.claim(engine, claim_ticket("first", 1, 0.5).spec, ROOT) is not None  # type: ignore[arg-type]
+    built = replica.rebuilds
+    declined: list[str] = []
+
+    def client(number: int) -> None:
+        for round_ in range(12):
+            name = f"c{number}-{round_}"
+            spec = claim_ticket(name, 1, 0.5).spec
+            assert spec is not None
+            if replica.claim(engine, spec, ROOT) is None:
+                declined.append(f"claim {name}")
+            if replica.remove(engine, name, None, ROOT) is None:
+                declined.append(f"delete {name}")
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(client, range(8)))
+    assert declined == []
+    assert replica.rebuilds == built
+    placements, _ = from_scratch(app)
+    cached = replica._cached
+    assert cached is not None and cached.snapshot.placements == placements
+
+
+def test_a_change_stored_batches_ago_does_not_hold_back_the_next_change_of_it(
+    database: str,
+) -> None:
+    # While batch 1 (a count change of a) commits, a claim arrives and is decided on the
+    # world batch 1 leaves; that decision is batch 2. While batch 2 commits, a second
+    # count change of a arrives: batch 1 is stored by then, so a is no change in flight.
+    app, client = applied(database)
+    replica: ReplicaWorld = app.state.replica
+    engine = app.state.database
+    body = {"name": "a", "units": 1, "resources": {"cpu": 1, "memory": 1}}
+    assert client.post("/v1/workloads", json=body).status_code == 201
+    built = replica.rebuilds
+
+    def rescaling(units: int, generation: int) -> Ticket:
+        spec = WorkloadSpec.model_validate({**body, "units": units})
+        return Ticket(None, ROOT, placing.silent, 0.0, rescaling=Rescaling(spec, generation))
+
+    first, claim, again = rescaling(2, 0), claim_ticket("b", 1, 0.5), rescaling(3, 1)
+    arriving = [[claim], [again]]
+    commit = replica._commit
+
+    def slow_commit(*args: Any) -> Any:
+        if arriving:
+            with replica._arrived:
+                replica._waiting.extend(arriving.pop(0))
+                replica._arrived.notify_all()
+        time.sleep(0.3)  # the arrival is decided while this batch commits
+        return commit(*args)
+
+    replica._commit = slow_commit  # type: ignore[method-assign,assignment]
+    replica._waiting = [first]
+    with replica._lock:
+        replica._serve_waiting(engine)
+    assert all(t.done and t.error is None for t in (first, claim, again))
+    assert again.answer is not None, "the second change went to the general path"
+    assert [first.answer is not None, claim.answer is not None] == [True, True]
+    assert replica.rebuilds == built
+    with reading(engine) as session:
+        units = session.scalars(select(Unit.name).join(Workload).where(Workload.name == "a"))
+        assert sorted(units) == ["a/0", "a/1", "a/2"]
 
 
 def test_a_deletion_that_could_place_a_waiting_unit_takes_the_general_path(

@@ -102,27 +102,40 @@ class Removing:
     generation: int | None
 
 
+@dataclass(frozen=True, slots=True)
+class Rescaling:
+    """A PUT's ask: the workload's new spec, at the generation the caller read."""
+
+    spec: WorkloadSpec
+    generation: int
+
+
 @dataclass
 class Ticket:
-    """One change waiting for its batch, a claim (`spec`) or a deletion (`removing`):
-    what it asks, and once served, its answer (None: the general path takes it) or the
-    problem to raise."""
+    """One change waiting for its batch, a claim (`spec`), a deletion (`removing`) or a
+    spec update (`rescaling`): what it asks, and once served, its answer (None: the
+    general path takes it) or the problem to raise."""
 
     spec: WorkloadSpec | None
     actor: Actor
     report: placing.Reporter
     started: float
     removing: Removing | None = None
+    rescaling: Rescaling | None = None
     done: bool = False
     answer: dict[str, Any] | None = None
     error: BaseException | None = None
     # A request's claim: its event loop and the future its handler awaits.
     waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
+    # A caller's thread waiting for the answer (`ReplicaWorld._served_now`).
+    finished: threading.Event | None = None
 
     def finish(
         self, answer: dict[str, Any] | None = None, error: BaseException | None = None
     ) -> None:
         self.answer, self.error, self.done = answer, error, True
+        if self.finished is not None:
+            self.finished.set()
         if self.waiter is not None:
             running, future = self.waiter
             # A closed loop (RuntimeError) has nobody waiting for the answer any more.
@@ -159,6 +172,20 @@ class Removed:
 
 
 @dataclass
+class Rescaled:
+    """A change of a workload's count in the batch, to be committed: its row before,
+    its new spec and model, and its units' moves (the new ones placed, or those past
+    the count removed)."""
+
+    ticket: Ticket
+    row: WorkloadRow
+    stored_spec: dict[str, Any]
+    workload: Workload
+    result: PlanResult
+    moves: list[Move]
+
+
+@dataclass
 class Decided:
     """A batch as the cached world judges it, before anything is answered."""
 
@@ -173,8 +200,9 @@ class Decided:
     # not stored yet.
     names: set[str] = field(default_factory=set)
     removed: list[Removed] = field(default_factory=list)
-    # The names deleted here and in every decision this one was made on: a claim of one
-    # of them, or a second deletion, waits for the rows (the general path).
+    rescaled: list[Rescaled] = field(default_factory=list)
+    # The names deleted or changed here and in every decision this one was made on: a
+    # claim of one of them, or a second change, waits for the rows (the general path).
     gone: set[str] = field(default_factory=set)
 
     def followed_by(self, later: Decided) -> Decided:
@@ -189,11 +217,21 @@ class Decided:
             self.general + later.general,
             later.names,
             self.removed + later.removed,
+            self.rescaled + later.rescaled,
             later.gone,
         )
 
     def writes(self) -> bool:
-        return bool(self.accepted or self.removed)
+        return bool(self.accepted or self.removed or self.rescaled)
+
+    def keep_own_names(self) -> None:
+        """`names` and `gone` of this decision's own changes alone: the one it was made
+        on is stored (else the sets would grow with every batch of an unbroken chain,
+        and a stored workload would read as one not stored yet)."""
+        self.names = {claim.workload.name for claim in self.accepted}
+        self.gone = {r.workload.name for r in self.removed} | {
+            r.workload.name for r in self.rescaled
+        }
 
     def refuse(self, ticket: Ticket, kind: str, detail: str) -> None:
         self.refused.append((ticket, problems.ProblemException(409, kind, detail)))
@@ -221,6 +259,20 @@ class Decided:
             ticket.report(0, rows.get(name, []), time.perf_counter() - ticket.started, False)
             ticket.finish(
                 answer={"revision": number, "changes": placing.moves_document(removal.moves)}
+            )
+        for rescale in self.rescaled:
+            ticket = rescale.ticket
+            name = rescale.workload.name
+            ticket.report(0, rows.get(name, []), time.perf_counter() - ticket.started, False)
+            ticket.finish(
+                answer={
+                    "revision": number,
+                    "conflicts": 0,
+                    "changes": placing.moves_document(rescale.moves),
+                    # `fitting`: no running unit misfits, and a count's change makes none.
+                    "incompatible": [],
+                    **plan_document(rescale.result, self.explainer),
+                }
             )
 
 
@@ -445,15 +497,28 @@ class ReplicaWorld:
         return self._served_now(engine, Ticket(spec, actor, report, time.perf_counter()))
 
     def _served_now(self, engine: Engine, ticket: Ticket) -> dict[str, Any] | None:
-        """`ticket` served in this thread, with whatever waits beside it."""
-        with self._waiting_lock:
-            self._waiting.append(ticket)
-        with self._lock:
-            if not ticket.done:
-                self._serve_waiting(engine)
+        """`ticket` served by the serving thread, waited for in this one. Not served
+        here: under steady load the serving thread holds the batch lock from one batch
+        to the next, and a thread waiting for the lock would wait that long for an
+        answer the serving thread gave at once."""
+        finished = ticket.finished = threading.Event()
+        self._enqueue(engine, ticket)
+        finished.wait()
         if ticket.error is not None:
             raise ticket.error
         return ticket.answer
+
+    def _enqueue(self, engine: Engine, ticket: Ticket) -> None:
+        """`ticket` in line for the serving thread (started when none runs)."""
+        with self._arrived:
+            self._waiting.append(ticket)
+            if self._server is None:
+                self._server = threading.Thread(
+                    target=self._serving, args=(engine,), name="placed-claims", daemon=True
+                )
+                self._server.start()
+            else:
+                self._arrived.notify()
 
     async def claim_async(
         self,
@@ -474,15 +539,7 @@ class ReplicaWorld:
         """`ticket` served by the serving thread, awaited on this event loop."""
         running = asyncio.get_running_loop()
         ticket.waiter = (running, running.create_future())
-        with self._arrived:
-            self._waiting.append(ticket)
-            if self._server is None:
-                self._server = threading.Thread(
-                    target=self._serving, args=(engine,), name="placed-claims", daemon=True
-                )
-                self._server.start()
-            else:
-                self._arrived.notify()
+        self._enqueue(engine, ticket)
         # Shielded: a client that goes away leaves its claim to be served all the same.
         await asyncio.shield(ticket.waiter[1])
         if ticket.error is not None:
@@ -581,6 +638,8 @@ class ReplicaWorld:
         for attempt in range(TRIES):
             if attempt == 0 and speculated is not None and speculated.holds(cached):
                 decided = speculated.decided
+                # The batch it was decided on is stored now: its names are the world's.
+                decided.keep_own_names()
             else:
                 decided = self._decide(cached, batch)
             if not decided.writes():
@@ -727,6 +786,9 @@ class ReplicaWorld:
             if ticket.removing is not None:
                 self._decide_removal(cached, decided, ticket, ticket.removing)
                 continue
+            if ticket.rescaling is not None:
+                self._decide_rescale(cached, decided, ticket, ticket.rescaling)
+                continue
             spec = ticket.spec
             assert spec is not None
             name = spec.name
@@ -803,7 +865,6 @@ class ReplicaWorld:
             row is None
             or workload is None
             or name in decided.gone
-            or name in decided.names
             or (reach is not None and row.account not in reach)
             or (removing.generation is not None and row.generation != removing.generation)
             or cached.pending
@@ -886,14 +947,34 @@ class ReplicaWorld:
                 del snapshot.units[move.unit]
                 snapshot.placements.pop(move.unit, None)
             del planner.workloads[name]  # the explainer's too: one dict
+        changed: dict[str, Workload] = {}
+        for rescale in decided.rescaled:
+            workload = rescale.workload
+            name = workload.name
+            snapshot.workloads[name] = dataclasses.replace(
+                rescale.row, generation=rescale.row.generation + 1
+            )
+            snapshot.workload_specs[name] = rescale.stored_spec
+            for move in rescale.moves:
+                if move.destination is None:
+                    del snapshot.units[move.unit]
+                    del snapshot.placements[move.unit]
+                else:
+                    snapshot.units[move.unit] = (ids[move.unit], name)
+                    snapshot.placements[move.unit] = move.destination
+            planner.workloads[name] = changed[name] = workload
         for name, used in _usage(cached, decided).items():
             row = snapshot.targets[name]
             snapshot.targets[name] = dataclasses.replace(
                 row, generation=row.generation + 1, used=used
             )
         workloads = cached.spec.workloads
-        if decided.removed:
-            workloads = tuple(w for w in workloads if w.name not in decided.gone)
+        if decided.removed or changed:
+            workloads = tuple(
+                changed.get(w.name, w)
+                for w in workloads
+                if w.name in changed or w.name not in decided.gone
+            )
         cached.spec = dataclasses.replace(
             cached.spec, workloads=(*workloads, *(c.workload for c in decided.accepted))
         )
@@ -935,117 +1016,111 @@ class ReplicaWorld:
         spec: WorkloadSpec,
         generation: int,
         actor: Actor,
-        reach: set[str] | None,
         report: placing.Reporter = placing.silent,
     ) -> dict[str, Any] | None:
         """PUT of a workload whose spec changes only its `units:` as a delta on the live
-        world: the units past the new count leave, or the new ones are placed on the
-        cached state as a claim's are, and the same rows are written as the general path
-        writes. None when only the general path can take it (it also answers the 404s
-        and 409s): what `remove` declines, a change of anything but the count, a unit
-        that would not find room (it would wait, pending), or a running unit that
-        misfits its place (the answer lists them)."""
-        with self._lock:
-            cached = self._fresh(engine)
-            row = cached.snapshot.workloads.get(spec.name)
-            try:
-                model = self._load(cached, spec, row.document if row is not None else None)
-            except SpecError:
-                return None  # reported against the request's body by the general path
-            delta = self._rescaled(cached, spec, model, generation, reach)
-            if delta is None:
-                return None
-            try:
-                committed = placing.commit_delta(
-                    engine,
-                    cached.snapshot,
-                    delta.prepared,
-                    actor,
-                    [Touched("workload", spec.name, CHANGED, (spec.account,))],
-                    report,
-                )
-            except placing.Moved:
-                return None
-            try:
-                self._advance_rescale(engine, cached, model, delta, committed.revision)
-            except BaseException:
-                self._cached = None  # stored, but not taken in: build the world again
-                raise
-            return {
-                "revision": committed.revision,
-                "conflicts": 0,
-                "changes": placing.moves_document(delta.prepared.moves),
-                "incompatible": [],  # `fitting`: no running unit misfits, and none is made
-                **plan_document(delta.prepared.result, cached.explainer),
-            }
+        world, committed with the claims beside it: the units past the new count leave,
+        or the new ones are placed on the world the batch leaves as a claim's are, and
+        the rows the general path writes for it are written. None when only the general
+        path can take it (it also answers the 404s and 409s): see `_decide_rescale`."""
+        ticket = Ticket(
+            None, actor, report, time.perf_counter(), rescaling=Rescaling(spec, generation)
+        )
+        return self._served_now(engine, ticket)
 
-    def _rescaled(
+    async def rescale_async(
         self,
-        cached: Cached,
+        engine: Engine,
         spec: WorkloadSpec,
-        model: Workload,
         generation: int,
-        reach: set[str] | None,
-    ) -> Rescaled | None:
-        """What changing workload `spec.name`'s count to `spec.units` does, planned on
-        the cached world alone; None when the delta would not be what a whole plan finds
-        (see `rescale`)."""
+        actor: Actor,
+        report: placing.Reporter = placing.silent,
+    ) -> dict[str, Any] | None:
+        """`rescale` for a request's handler, on its event loop (as `claim_async`)."""
+        ticket = Ticket(
+            None, actor, report, time.perf_counter(), rescaling=Rescaling(spec, generation)
+        )
+        return await self._served_async(engine, ticket)
+
+    def _decide_rescale(
+        self, cached: Cached, decided: Decided, ticket: Ticket, rescaling: Rescaling
+    ) -> None:
+        """A count's change judged on the world `decided` leaves. To the general path
+        when the delta would not be what a whole plan finds: what `_decide_removal`
+        declines, a change of anything but the count, a unit that would not find room
+        (it would wait, pending), or a running unit that misfits its place (the answer
+        lists them)."""
         snapshot, planner = cached.snapshot, cached.planner
+        spec = rescaling.spec
         name = spec.name
         row = snapshot.workloads.get(name)
         old = planner.workloads.get(name)
         was = snapshot.workload_specs.get(name)
+        reach = change_scope.reach_of(ticket.actor, snapshot)
         stored = spec.model_dump(mode="json", exclude_defaults=True)
         if (
             row is None
             or old is None
             or was is None
+            or name in decided.gone
             or (reach is not None and row.account not in reach)
-            or row.generation != generation
+            or row.generation != rescaling.generation
             or row.account != spec.account
             or cached.pending
             or not cached.plain
             or not cached.fitting
             or not _simple(spec)
-            or model.mode != "allocation"
             or _count_aside(stored) != _count_aside(was)
         ):
-            return None
+            decided.general.append(ticket)
+            return
+        try:
+            model = self._load(cached, spec, row.document)
+        except SpecError:
+            decided.general.append(ticket)  # reported against the request's body there
+            return
         running = sorted(cached.state.placed(name), key=_ordinal)
         wanted = model.units
-        if not running or wanted == len(running) or wanted < 1:
-            return None  # nothing to do, or every unit gone: the general path's wording
-        after = _workloads_apart(snapshot)
-        after.workload_specs[name] = stored
+        if (
+            model.mode != "allocation"
+            or not running
+            or wanted == len(running)
+            or wanted < 1  # every unit gone: the general path's wording
+        ):
+            decided.general.append(ticket)
+            return
+        try:
+            change_scope.check_items(
+                ticket.actor, snapshot, [Touched("workload", name, CHANGED, (spec.account,))]
+            )
+        except problems.ProblemException as refusal:
+            decided.refused.append((ticket, refusal))
+            return
         moves: list[Move] = []
-        used: dict[str, dict[str, float]] = {}
         result = PlanResult(cached.spec, planner.families)
         if wanted < len(running):
             request = planner.request(old)
             if not planner.pipeline.releasable(request):
-                return None
-            state = cached.state.fork()
+                decided.general.append(ticket)
+                return
+            state = decided.state.fork()
             for unit in running[wanted:]:
                 source = snapshot.placements[unit]
                 moves.append(Move(name, unit, source, None, placing.FEWER_UNITS, REMOVED))
-                del after.units[unit]
-                del after.placements[unit]
                 planner.pipeline.release(request, state, state.remove(unit))
-                left = used.setdefault(source, dict(snapshot.targets[source].used))
-                for resource, amount in old.resources.items():
-                    if resource in left:
-                        left[resource] = max(0.0, left[resource] - amount)
         else:
             if not set(model.resources) <= set(planner.index.resources):
-                return None
+                decided.general.append(ticket)
+                return
             # Numbered after the running units, as the spec reader numbers a workload's
             # units that are still to place (Service.first).
             adding = dataclasses.replace(
                 model, units=wanted - len(running), first=_ordinal(running[-1]) + 1
             )
-            planned = self._plan(cached, cached.spec, cached.state, adding)
+            planned = self._plan(cached, decided.spec, decided.state, adding)
             if planned is None or planned[0].unplaced:
-                return None  # a unit would wait for room: pending, the general path's
+                decided.general.append(ticket)  # a unit would wait for room: pending
+                return
             result, state = planned
             explainer = cached.explainer
             previous = explainer.workloads[name]
@@ -1054,51 +1129,13 @@ class ReplicaWorld:
                 reasons = [explainer.reason(p) for p in result.placements]
             finally:
                 explainer.workloads[name] = previous
-            for placement, why in zip(result.placements, reasons, strict=True):
-                moves.append(Move(name, placement.unit, None, placement.target, why, PLACED))
-                after.units[placement.unit] = (0, name)  # its id once stored
-                after.placements[placement.unit] = placement.target
-                grown = used.setdefault(
-                    placement.target, dict(snapshot.targets[placement.target].used)
-                )
-                for resource, amount in model.resources.items():
-                    grown[resource] = grown.get(resource, 0.0) + amount
-        prepared = placing.Prepared(after, cached.spec, planner, result, moves, used)
-        prepared.workloads = frozenset({name})
-        return Rescaled(prepared, row, state)
-
-    def _advance_rescale(
-        self, engine: Engine, cached: Cached, model: Workload, delta: Rescaled, number: int
-    ) -> None:
-        """Move the cache to `number`: the world with the workload's new count."""
-        prepared = delta.prepared
-        after = prepared.after
-        name = model.name
-        after.targets = dict(after.targets)  # shared with the world before until now
-        for target in prepared.used:
-            row = after.targets[target]
-            after.targets[target] = dataclasses.replace(
-                row, generation=row.generation + 1, used=dict(prepared.used[target])
-            )
-        after.workloads[name] = dataclasses.replace(delta.row, generation=delta.row.generation + 1)
-        added = [move.unit for move in prepared.moves if move.kind == PLACED]
-        if added:
-            with reading(engine) as session:
-                for unit_id, unit in session.execute(
-                    select(Unit.id, Unit.name).where(Unit.name.in_(added))
-                ):
-                    after.units[unit] = (unit_id, name)
-        after.revision = number
-        planner = cached.planner
-        planner.workloads[name] = model  # the explainer's too: one dict
-        cached.spec = dataclasses.replace(
-            cached.spec,
-            workloads=tuple(model if w.name == name else w for w in cached.spec.workloads),
-        )
-        planner.spec = cached.spec
-        cached.snapshot = after
-        cached.state = delta.state
-        cached.revision = number
+            moves += [
+                Move(name, placement.unit, None, placement.target, why, PLACED)
+                for placement, why in zip(result.placements, reasons, strict=True)
+            ]
+        decided.rescaled.append(Rescaled(ticket, row, stored, model, result, moves))
+        decided.gone.add(name)
+        decided.state = state
 
     def read_current(self, engine: Engine, use: Callable[[Cached], Answer]) -> Answer:
         """What `use` reads of the world at the store's current revision (the cache
@@ -1111,15 +1148,6 @@ class ReplicaWorld:
     def forget(self) -> None:
         with self._lock:
             self._cached = None
-
-
-@dataclass
-class Rescaled:
-    """A change of a workload's count, planned on the live world, before it is stored."""
-
-    prepared: placing.Prepared
-    row: WorkloadRow  # the workload's row before the change
-    state: PlanState  # the world after it
 
 
 def _ordinal(unit: str) -> int:
@@ -1149,70 +1177,73 @@ def _usage(cached: Cached, decided: Decided) -> dict[str, dict[str, float]]:
     below zero, as the general path writes it) by each deletion's."""
     targets = cached.snapshot.targets
     found: dict[str, dict[str, float]] = {}
-    for claim in decided.accepted:
-        for move in claim.moves:
-            assert move.destination is not None
-            used = found.get(move.destination)
-            if used is None:
-                used = found[move.destination] = dict(targets[move.destination].used)
-            for resource, amount in claim.workload.resources.items():
-                used[resource] = used.get(resource, 0.0) + amount
-    for removal in decided.removed:
-        for move in removal.moves:
-            if move.source is None:
+    for workload, moves in _moved(decided):
+        for move in moves:
+            if move.destination is not None:
+                used = found.get(move.destination)
+                if used is None:
+                    used = found[move.destination] = dict(targets[move.destination].used)
+                for resource, amount in workload.resources.items():
+                    used[resource] = used.get(resource, 0.0) + amount
+    for workload, moves in _moved(decided):
+        for move in moves:
+            if move.destination is not None or move.source is None:
                 continue
             used = found.get(move.source)
             if used is None:
                 used = found[move.source] = dict(targets[move.source].used)
-            for resource, amount in removal.workload.resources.items():
+            for resource, amount in workload.resources.items():
                 if resource in used:
                     used[resource] = round(max(0.0, used[resource] - amount), 9)
     return found
 
 
+def _moved(decided: Decided) -> list[tuple[Workload, list[Move]]]:
+    """Each change of the batch's units, with the workload whose asks they carry."""
+    return [
+        *((c.workload, c.moves) for c in decided.accepted),
+        *((r.workload, r.moves) for r in decided.removed),
+        *((r.workload, r.moves) for r in decided.rescaled),
+    ]
+
+
 def _rows(cached: Cached, decided: Decided) -> Rows:
     """What `batch.write` takes for the batch: each target's guard (the generation the
-    cache saw); the usage a target only gains raised by its claims' amounts, and the
-    usage of one the batch frees written as `_usage` finds it; the workloads and units
-    made, and those deleted."""
+    cache saw); the usage a target only gains raised by the amounts placed there, and
+    the usage of one the batch frees written as `_usage` finds it; the workloads and
+    units made, and those deleted, removed or changed."""
     deltas: dict[str, dict[str, float]] = {}
     units: list[batch.NewUnit] = []
     targets = cached.snapshot.targets
-    for claim in decided.accepted:
-        actor, account = claim.ticket.actor, claim.spec.account
-        for move in claim.moves:
-            assert move.destination is not None
+    placing_changes = [
+        *((c.ticket.actor, c.spec.account, c.workload, c.moves) for c in decided.accepted),
+        *((r.ticket.actor, r.row.account, r.workload, r.moves) for r in decided.rescaled),
+    ]
+    for actor, account, workload, moves in placing_changes:
+        for move in moves:
+            if move.destination is None:
+                continue
             found = deltas.setdefault(move.destination, {})
-            for name, amount in claim.workload.resources.items():
+            for name, amount in workload.resources.items():
                 found[name] = found.get(name, 0.0) + amount
             units.append(
                 batch.NewUnit(
                     move.unit,
                     move.workload,
-                    int(move.unit.rpartition("/")[2]),
+                    _ordinal(move.unit),
                     targets[move.destination].id,
                     move.why,
-                    events.Pending(
-                        move.kind,
-                        move.unit,
-                        actor_accessor=actor.accessor,
-                        actor_role=actor.role,
-                        target=move.destination,
-                        workload=move.workload,
-                        account=account,
-                        request_id=actor.request_id,
-                        details={"from": None, "to": move.destination, "why": move.why},
-                    ),
+                    _unit_event(actor, move, account),
                 )
             )
     freed: dict[str, dict[str, float]] = {}
-    if decided.removed:
+    if decided.removed or decided.rescaled:
         usage = _usage(cached, decided)
         freed = {
             move.source: usage[move.source]
-            for removal in decided.removed
-            for move in removal.moves
-            if move.source is not None
+            for _, moves in _moved(decided)
+            for move in moves
+            if move.destination is None and move.source is not None
         }
     touched = [*deltas, *(name for name in freed if name not in deltas)]
     return (
@@ -1229,80 +1260,94 @@ def _rows(cached: Cached, decided: Decided) -> Rows:
                 c.spec.account,
                 c.stored_spec,
                 API_DOCUMENT,
-                events.Pending(
+                _workload_event(
+                    c.ticket.actor,
                     "workload.created",
                     c.workload.name,
-                    actor_accessor=c.ticket.actor.accessor,
-                    actor_role=c.ticket.actor.role,
-                    workload=c.workload.name,
-                    account=c.spec.account,
-                    request_id=c.ticket.actor.request_id,
-                    details={"how": "created", "spec": c.stored_spec, "document": API_DOCUMENT},
+                    c.spec.account,
+                    {"how": CREATED, "spec": c.stored_spec, "document": API_DOCUMENT},
                 ),
             )
             for c in decided.accepted
         ],
         units,
-        _gone(cached, decided.removed, freed),
+        _gone(cached, decided, freed),
     )
 
 
-def _gone(cached: Cached, removed: list[Removed], freed: dict[str, dict[str, float]]) -> batch.Gone:
-    """The batch's deletions as rows: each workload at the generation the cache saw,
-    with its workload.deleted event, each unit with its unit.removed event (no account:
-    the general path reads it from the world after, where the workload is gone), and
-    the freed targets' usage."""
-    if not removed:
+def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) -> batch.Gone:
+    """The batch's deletions and count changes as rows: each workload at the generation
+    the cache saw, with its workload.deleted or workload.changed event; each unit
+    removed with its unit.removed event (a deleted workload's with no account: the
+    general path reads it from the world after, where the workload is gone); and the
+    freed targets' usage."""
+    if not decided.removed and not decided.rescaled:
         return batch.NOTHING_GONE
     targets, units = cached.snapshot.targets, cached.snapshot.units
     workloads: list[batch.GoneWorkload] = []
+    changed: list[batch.ChangedWorkload] = []
     gone_units: list[batch.GoneUnit] = []
-    for removal in removed:
+    for removal in decided.removed:
         actor, row, name = removal.ticket.actor, removal.row, removal.workload.name
         details: dict[str, Any] = {"how": DELETED}
         if row.document is not None:
             details["document"] = row.document
-        workloads.append(
-            batch.GoneWorkload(
-                row.id,
-                row.generation,
-                events.Pending(
-                    "workload.deleted",
-                    name,
-                    actor_accessor=actor.accessor,
-                    actor_role=actor.role,
-                    workload=name,
-                    account=row.account,
-                    request_id=actor.request_id,
-                    details=details,
-                ),
-            )
-        )
+        event = _workload_event(actor, "workload.deleted", name, row.account, details)
+        workloads.append(batch.GoneWorkload(row.id, row.generation, event))
+        gone_units += [
+            batch.GoneUnit(units[m.unit][0], m.unit, m.source, m.why, _unit_event(actor, m, None))
+            for m in removal.moves
+        ]
+    for rescale in decided.rescaled:
+        actor, row, name = rescale.ticket.actor, rescale.row, rescale.workload.name
+        details = {"how": CHANGED, "spec": rescale.stored_spec}
+        if row.document is not None:
+            details["document"] = row.document
+        event = _workload_event(actor, "workload.changed", name, row.account, details)
+        changed.append(batch.ChangedWorkload(row.id, row.generation, rescale.stored_spec, event))
         gone_units += [
             batch.GoneUnit(
-                units[move.unit][0],
-                move.unit,
-                move.source,
-                move.why,
-                events.Pending(
-                    move.kind,
-                    move.unit,
-                    actor_accessor=actor.accessor,
-                    actor_role=actor.role,
-                    target=move.source,
-                    workload=name,
-                    request_id=actor.request_id,
-                    details={"from": move.source, "to": None, "why": move.why},
-                ),
+                units[m.unit][0], m.unit, m.source, m.why, _unit_event(actor, m, row.account)
             )
-            for move in removal.moves
+            for m in rescale.moves
+            if m.destination is None
         ]
     used = [
         (targets[name].id, resource, amount)
         for name in sorted(freed)
         for resource, amount in sorted(freed[name].items())
     ]
-    return batch.Gone(workloads, gone_units, used)
+    return batch.Gone(workloads, gone_units, used, changed)
+
+
+def _workload_event(
+    actor: Actor, kind: str, name: str, account: str | None, details: dict[str, Any]
+) -> events.Pending:
+    return events.Pending(
+        kind,
+        name,
+        actor_accessor=actor.accessor,
+        actor_role=actor.role,
+        workload=name,
+        account=account,
+        request_id=actor.request_id,
+        details=details,
+    )
+
+
+def _unit_event(actor: Actor, move: Move, account: str | None) -> events.Pending:
+    """A unit's move, as the general path records it (store/claims.py)."""
+    return events.Pending(
+        move.kind,
+        move.unit,
+        actor_accessor=actor.accessor,
+        actor_role=actor.role,
+        target=move.destination or move.source,
+        workload=move.workload,
+        account=account,
+        request_id=actor.request_id,
+        details={"from": move.source, "to": move.destination, "why": move.why},
+    )
 
 
 def _committed(stored: batch.Stored) -> Committed:
@@ -1326,19 +1371,6 @@ def _taken_in_view(
         if accepted.workload.name == spec.name:
             return accepted.spec.account in reach
     return False
-
-
-def _workloads_apart(snapshot: Snapshot) -> Snapshot:
-    """`snapshot` with its workloads, units and placements copied, for a delta to change.
-    The inventory's containers stay shared: the writer and the scope rule then know it
-    unchanged without comparing 10,000 targets (definitions.same_inventory)."""
-    return dataclasses.replace(
-        snapshot,
-        workloads=dict(snapshot.workloads),
-        workload_specs=dict(snapshot.workload_specs),
-        units=dict(snapshot.units),
-        placements=dict(snapshot.placements),
-    )
 
 
 # The fields that make a workload read more than itself: a Juju directive, constraint or

@@ -81,6 +81,17 @@ class GoneWorkload:
 
 
 @dataclass(frozen=True, slots=True)
+class ChangedWorkload:
+    """A workload whose spec changes (its count), at the generation the caller saw
+    (`Stale` if it moved on); its generation is raised."""
+
+    id: int
+    generation: int
+    spec: dict[str, Any]
+    event: events.Pending  # its workload.changed
+
+
+@dataclass(frozen=True, slots=True)
 class GoneUnit:
     """A unit of a deleted workload: its placement (if any) and row go, with its event
     and its history row."""
@@ -94,12 +105,15 @@ class GoneUnit:
 
 @dataclass(frozen=True, slots=True)
 class Gone:
-    """What a batch deletes, and each touched target's usage once it is gone (written as
-    is: a lowered `used` never meets `CHECK (used >= 0)` by a rounding's hair)."""
+    """What a batch deletes or rewrites: workloads deleted, units removed (a deleted
+    workload's, or those past a workload's new count), workloads whose spec changes, and
+    the usage of each target it frees once they are gone (written as is: a lowered
+    `used` never meets `CHECK (used >= 0)` by a rounding's hair)."""
 
     workloads: Sequence[GoneWorkload] = ()
     units: Sequence[GoneUnit] = ()
     used: Sequence[tuple[int, str, float]] = ()
+    changed: Sequence[ChangedWorkload] = ()
 
 
 NOTHING_GONE = Gone()
@@ -240,6 +254,17 @@ def _plan(
         )
         for part in _chunks(sorted(gone.workloads, key=lambda w: w.id))
     ]
+    guarded += [
+        _Statement(
+            sql(
+                "UPDATE workloads SET spec = ?, generation = generation + 1, "
+                f"revision = {REVISION} WHERE id = ? AND generation = ?"
+            ),
+            (types.spec(w.spec), w.id, w.generation),
+            expect=1,
+        )
+        for w in gone.changed
+    ]
     if usage:
         guarded.append(
             _Statement(
@@ -354,7 +379,7 @@ def _plan(
                     ],
                 )
             )
-        if gone.workloads:
+        if gone.workloads or gone.changed:
             # Another replica brings its world forward from new workloads alone (its
             # `_claims_since`); a deletion since tells it to read the whole world.
             rest.append(
@@ -446,12 +471,13 @@ def write(
 def _events(
     workloads: Sequence[NewWorkload], units: Sequence[NewUnit], gone: Gone
 ) -> list[events.Pending]:
-    """The batch's events in id order: each new workload's and each deleted one's, then
-    each unit's placement and each removal (a change's cause before its units, as the
-    general path writes them)."""
+    """The batch's events in id order: each new workload's, deleted one's and changed
+    one's, then each unit's placement and each removal (a change's cause before its
+    units, as the general path writes them)."""
     return [
         *(w.event for w in workloads if w.event is not None),
         *(w.event for w in gone.workloads),
+        *(w.event for w in gone.changed),
         *(u.event for u in units),
         *(u.event for u in gone.units),
     ]
