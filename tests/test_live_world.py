@@ -10,9 +10,12 @@ and moves the cache to the new revision without building the world again. The te
 - the delete and the claim after it are served without building the world again, and a
   world where the delta would not be what a whole plan finds (a unit waiting for room, a
   workload naming another) goes to the general path;
-- a stateful property: random claims and deletes, and after each step the live state is
-  what a plan from scratch of the stored rows finds, and each target's stored `used` is
-  the sum of its units'.
+- claims, deletes and count changes served together are one batch, one revision;
+- a stateful property: random claims, deletes, count changes, targets down, up and
+  drained, and the document applied again with another target; after each step the live
+  state (brought to the store's revision as the next change finds it) is what a plan from
+  scratch of the stored rows finds, and each target's stored `used` is the sum of its
+  units'.
 """
 
 from __future__ import annotations
@@ -480,7 +483,7 @@ def from_scratch(app: FastAPI) -> tuple[dict[str, str], dict[str, dict[str, floa
 
 
 class ClaimsAndDeletes(RuleBasedStateMachine):
-    """Random claims and deletes through the service; the live state checked after each."""
+    """Random changes through the service; the live state checked after each."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -530,6 +533,34 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
         if not answer.json()["unplaced"]:
             self.alive[name] = units
 
+    @rule(data=st.data(), state=st.sampled_from(["down", "up", "drain"]))
+    def target(self, data: st.DataObject, state: str) -> None:
+        # A target's admin state changes through the general path; the claims, deletes
+        # and count changes after it are deltas on the world it leaves.
+        name = data.draw(st.sampled_from(["h1", "h2", "h3"]))
+        answer = self.client.post(f"/v1/targets/{name}/{state}", json={"reason": "a test"})
+        assert answer.status_code == 200, answer.text
+        self._recount()
+
+    @rule(capacity=st.sampled_from([2, 4, 8]))
+    def apply(self, capacity: int) -> None:
+        # The document applied again with another target's capacity: a change of the
+        # inventory under the running units (its difference from what is stored).
+        spec = SPEC + f"  - {{id: h4, capacity: {{cpu: {capacity}, memory: 8}}}}\n"
+        answer = self.client.post(
+            "/v1/apply", content=spec, headers={"content-type": "application/yaml"}
+        )
+        assert answer.status_code in (200, 409), answer.text
+        self._recount()
+
+    def _recount(self) -> None:
+        """The live workloads' counts as stored (a change may leave units waiting)."""
+        listed = self.client.get("/v1/workloads").json()
+        items = listed["items"] if isinstance(listed, dict) else listed
+        self.alive = {
+            w["name"]: int(w["spec"].get("units", 1)) for w in items if w["name"] in self.alive
+        }
+
     @invariant()
     def the_live_state_is_the_stored_world(self) -> None:
         if not hasattr(self, "app"):
@@ -538,6 +569,9 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
         replica: ReplicaWorld = self.app.state.replica
         cached = replica._cached
         if cached is not None:
+            # Brought to the store's revision as the next change would find it: from the
+            # rows when a change went through the general path, else as it stands.
+            cached = replica.read_current(self.app.state.database, lambda live: live)
             with reading(self.app.state.database) as session:
                 current = world.read(session).revision
             if cached.revision == current:
