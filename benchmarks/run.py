@@ -42,6 +42,7 @@ import sys
 from pathlib import Path
 
 import controller
+import live_world
 import mixed
 import service
 from harness import SEED, Config, machine, progress
@@ -224,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     served = service.run(config.quick, config.profile, config.seed)
     controlled = controller.run(config.quick)
     mix = mixed.run(config.quick, config.seed)
+    stateful = live_world.run(config.quick)
     judged = acceptance.run(allocations, mappings, evaluations, checked, loaded)
     sections = [
         allocation.section(allocations),
@@ -238,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         kubernetes.section(shapes),
         service.section(served),
         mixed.section(mix.runs, mix.window) + [f"- skipped: {why}" for why in mix.skipped],
+        live_world.section(stateful),
         controller.section(controlled),
         acceptance.section(judged),
     ]
@@ -251,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         and fleet.ok
         and served.ok
         and mix.ok
+        and stateful.ok
         and controlled.ok
     )
     return _report(config, argv, sections, ok)

@@ -21,6 +21,7 @@ and moves the cache to the new revision without building the world again. The te
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import shutil
 import tempfile
 import time
@@ -602,8 +603,10 @@ def _asked(app: FastAPI, workload: str) -> dict[str, float]:
 
 
 def test_random_claims_and_deletes_keep_the_live_world_the_stored_one() -> None:
+    # `make bench` runs it longer (benchmarks/live_world.py).
+    examples = int(os.environ.get("PLACED_LIVE_EXAMPLES", "12"))
     ClaimsAndDeletes.TestCase.settings = settings(
-        max_examples=12,
+        max_examples=examples,
         stateful_step_count=12,
         deadline=None,
         derandomize=True,
