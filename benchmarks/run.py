@@ -44,6 +44,7 @@ import sys
 from pathlib import Path
 
 import controller
+import live_world
 import mixed
 import replicas
 import service
@@ -228,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     controlled = controller.run(config.quick)
     mix = mixed.run(config.quick, config.seed)
     paired = replicas.run(config.quick)
+    stateful = live_world.run(config.quick)
     judged = acceptance.run(allocations, mappings, evaluations, checked, loaded)
     sections = [
         allocation.section(allocations),
@@ -243,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         service.section(served),
         mixed.section(mix.runs, mix.window) + [f"- skipped: {why}" for why in mix.skipped],
         replicas.section(paired),
+        live_world.section(stateful),
         controller.section(controlled),
         acceptance.section(judged),
     ]
@@ -257,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         and served.ok
         and mix.ok
         and paired.ok
+        and stateful.ok
         and controlled.ok
     )
     return _report(config, argv, sections, ok)

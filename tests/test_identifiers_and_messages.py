@@ -3,9 +3,12 @@ refused, empty names refused, and one error per mistake in the user's words."""
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+from typing import Any
 
+import jsonschema_rs
 import pytest
 
 from placed.spec import SpecError, load_spec_text
@@ -149,3 +152,43 @@ def test_a_count_written_with_a_point_is_a_count() -> None:
     assert spec.workloads[0].units == 2
     assert problems('{"inventory": [{"id": "a"}], "workloads": [{"name": "w", "units": 2.5}]}')
     assert problems('{"inventory": [{"id": "a"}], "workloads": [{"name": "w", "units": "2"}]}')
+
+
+SPEC_SCHEMA_VALIDATOR = jsonschema_rs.validator_for(spec_json_schema())
+A_SPEC: dict[str, Any] = {
+    "inventory": [{"id": "a"}, {"id": "b"}],
+    "workloads": [{"name": "w", "units": 2}],
+    "running": [{"unit": "w/0", "target": "a"}],
+    "tenancy": {"accounts": ["x", "y"], "domains": {"d": {"accounts": ["z"]}}},
+}
+
+
+def test_a_spec_with_running_units_and_accounts_is_valid_to_the_schema_and_the_reader() -> None:
+    assert SPEC_SCHEMA_VALIDATOR.is_valid(A_SPEC)
+    assert load_spec_text(json.dumps(A_SPEC)).workloads[0].name == "w"
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        ({"running": [{"unit": "0", "target": "a"}]}, "running[0].unit"),
+        ({"running": [{"unit": "w/\u0663", "target": "a"}]}, "running[0].unit"),
+        ({"running": [{"unit": "w/", "target": "a"}]}, "running[0].unit"),
+        ({"running": [{"unit": "w/0", "target": "a"}] * 2}, "running[1].unit"),
+        ({"tenancy": {"accounts": ["x", "x"]}}, "tenancy.accounts[1]"),
+        (
+            {"tenancy": {"domains": {"d": {"accounts": ["z", "z"]}}}},
+            "tenancy.domains.d.accounts[1]",
+        ),
+        ({"inventory": [{"id": "a"}, {"id": "a"}]}, "inventory[1].id"),
+        ({"workloads": [{"name": "w"}, {"name": "w"}]}, "workloads[1].name"),
+    ],
+)
+def test_the_schema_refuses_the_unit_names_and_repeats_the_reader_refuses(
+    change: dict[str, Any], key: str
+) -> None:
+    # What JSON Schema can state of the reader's rules (a unit's WORKLOAD/N form, a list
+    # naming one thing twice), it states: a client or a fuzzer learns it from the schema.
+    document = {**A_SPEC, **change}
+    assert not SPEC_SCHEMA_VALIDATOR.is_valid(document)
+    assert key in [found_key for found_key, _, _ in problems(json.dumps(document))]

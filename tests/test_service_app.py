@@ -252,9 +252,14 @@ def test_openapi_documents_problems_and_the_spec_body() -> None:
     schema = TestClient(create_app()).get("/openapi.json").json()
     components = schema["components"]["schemas"]
     plan = schema["paths"]["/v1/plan"]["post"]
-    for status in ("413", "415", "422"):
+    for status in ("413", "415"):
         content = plan["responses"][status]["content"]
         assert content == {PROBLEM: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    # A spec's 422 is a Problem of the kinds a spec's rules give (a body the schema
+    # admits may still break one).
+    refused = plan["responses"]["422"]["content"][PROBLEM]["schema"]["allOf"]
+    assert refused[0] == {"$ref": "#/components/schemas/Problem"}
+    assert "urn:placed:problem:invalid-spec" in refused[1]["properties"]["type"]["enum"]
     body = plan["requestBody"]["content"]["application/json"]["schema"]
     # A plan needs an inventory; an apply adds to the store's.
     assert body == {

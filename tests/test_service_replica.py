@@ -75,7 +75,9 @@ def test_a_group_is_planned_in_turn_and_committed_under_one_revision(database: s
     ]
     replica._serve(engine, group)
     assert all(t.done for t in group)
-    answers: dict[str, Any] = {t.spec.name: t.answer for t in group if t.answer is not None}
+    answers: dict[str, Any] = {
+        t.spec.name: t.answer for t in group if t.spec is not None and t.answer is not None
+    }
     assert sorted(answers) == ["a", "b", "c"]
     assert kind_of(group[2].error) == "exists"
     assert kind_of(group[3].error) == "unplaceable"
@@ -154,11 +156,11 @@ def test_a_batch_overtaken_by_another_replica_is_decided_under_the_revisions_loc
     real_commit = replica._commit
     overtaken: list[str] = []
 
-    def overtaken_first(engine: Any, cached: Any, accepted: Any) -> Any:
+    def overtaken_first(engine: Any, cached: Any, decided: Any) -> Any:
         name = f"other-{len(overtaken)}"
         other._serve(engine, [ticket(name, 1)])
         overtaken.append(name)
-        return real_commit(engine, cached, accepted)
+        return real_commit(engine, cached, decided)
 
     replica._commit = overtaken_first  # type: ignore[method-assign]
     group = [ticket("mine", 1), ticket("also-mine", 1)]
@@ -400,9 +402,9 @@ def test_a_batchs_answers_go_once_the_next_batchs_commit_is_under_way(database: 
     class Committer:
         """The replica's committing thread, noting each batch as it is handed over."""
 
-        def submit(self, commit: Any, engine: Any, cached: Any, accepted: list[Any]) -> Any:
-            order.append("commit " + ",".join(a.ticket.spec.name for a in accepted))
-            return pool.submit(commit, engine, cached, accepted)
+        def submit(self, commit: Any, engine: Any, cached: Any, decided: Any) -> Any:
+            order.append("commit " + ",".join(a.spec.name for a in decided.accepted))
+            return pool.submit(commit, engine, cached, decided)
 
     replica._committer = Committer()  # type: ignore[assignment]
     for each in first + later:
@@ -411,7 +413,7 @@ def test_a_batchs_answers_go_once_the_next_batchs_commit_is_under_way(database: 
         def finished(
             answer: Any = None,
             error: Any = None,
-            _name: str = each.spec.name,
+            _name: str = each.spec.name if each.spec is not None else "",
             _finish: Any = finish,
         ) -> None:
             order.append("answer " + _name)

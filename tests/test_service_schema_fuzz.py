@@ -17,7 +17,10 @@ drawn.
 One check is narrowed, not dropped: positive_data_acceptance takes a 422 for a spec
 body the schema admits when a rule of the spec refused it, a rule no JSON Schema can
 say (`spec_rule`: a unit naming its workload, ids unique across the inventory...), and
-only when the spec's models themselves take the body but for such a rule.
+only when the spec's models themselves take the body but for such a rule. The document
+declares it: each operation that takes a spec says in its 422 which kinds of problem it
+carries and why a schema-valid body can get one, and the repository's schemathesis.toml
+lets the bare CLI (which cannot run the models) take a 422 on those operations alone.
 
 The test walks whatever operations the schema has, so a route added later is fuzzed
 without touching this file. It is bounded so that CI stays quick and reproducible: a
@@ -29,9 +32,11 @@ minutes under CI=true (RELIABILITY.md).
 from __future__ import annotations
 
 import json
+import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,16 +47,20 @@ from hypothesis import HealthCheck, settings
 from pydantic import ValidationError
 from schemathesis.checks import CHECKS as REGISTERED_CHECKS
 from schemathesis.checks import load_all_checks
+from schemathesis.config import PositiveDataAcceptanceConfig
 from schemathesis.specs.openapi.checks import (
     positive_data_acceptance as schemathesis_positive_data_acceptance,
 )
 from sqlalchemy import Engine
 
 from placed.service import create_app
-from placed.service.problems import MEDIA_TYPE
+from placed.service.app import spec_operations
+from placed.service.problems import MEDIA_TYPE, TYPE_PREFIX
 from placed.spec.schema import SpecDocument, WorkloadSpec
 from placed.store import accounts, schema, tokens
 from placed.store.database import make_engine, writing
+
+REPO = Path(__file__).resolve().parent.parent
 
 load_all_checks()
 # Every check schemathesis has (`schemathesis run --checks all`): the registry holds each
@@ -65,8 +74,23 @@ SPEC_BODIES: dict[str, Callable[[Any], object]] = {
     "POST /v1/workloads": WorkloadSpec.model_validate,
     "PUT /v1/workloads/{name}": lambda body: WorkloadSpec.model_validate(body["spec"]),
 }
+
+
+def declared_kinds(operation: dict[str, Any], status: str) -> set[str]:
+    """The problem types an operation's answer of `status` declares (`type`'s enum), or
+    none when it declares any Problem."""
+    schema = operation["responses"][status]["content"][MEDIA_TYPE]["schema"]
+    return {
+        kind
+        for part in schema.get("allOf", [])
+        for kind in part.get("properties", {}).get("type", {}).get("enum", [])
+    }
+
+
+# A spec's rule is what its operation's 422 declares, but for a body the schema refuses.
 SPEC_RULES = {
-    f"urn:placed:problem:{kind}" for kind in ("invalid-spec", "invalid-world", "too-many-units")
+    label: declared_kinds(operation, "422") - {f"{TYPE_PREFIX}invalid-request"}
+    for label, operation in spec_operations(create_app().openapi()).items()
 }
 
 
@@ -80,7 +104,7 @@ def spec_rule(response: Any, case: Any) -> bool:
     read = SPEC_BODIES.get(case.operation.label)
     if read is None or response.status_code != 422:
         return False
-    if json.loads(response.content).get("type") not in SPEC_RULES:
+    if json.loads(response.content).get("type") not in SPEC_RULES[case.operation.label]:
         return False
     try:
         read(case.body)
@@ -225,6 +249,16 @@ def test_every_operation_answers_within_its_schema(
 PROBLEM_CONTENT = {MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}
 
 
+def is_problem(content: Any) -> bool:
+    """A Problem, or a Problem whose `type` is one of some kinds."""
+    if content == PROBLEM_CONTENT:
+        return True
+    if not isinstance(content, dict) or list(content) != [MEDIA_TYPE]:
+        return False
+    parts = content[MEDIA_TYPE].get("schema", {}).get("allOf", [])
+    return len(parts) == 2 and parts[0] == PROBLEM_CONTENT[MEDIA_TYPE]["schema"]
+
+
 def operations(document: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     for path, methods in document["paths"].items():
         for method, operation in methods.items():
@@ -238,7 +272,7 @@ def problem_rules(document: dict[str, Any]) -> list[str]:
         answers = operation.get("responses", {})
         for status, answer in answers.items():
             error = status == "default" or int(status) >= 400
-            if error and answer.get("content") != PROBLEM_CONTENT:
+            if error and not is_problem(answer.get("content")):
                 missing.append(f"{label}: {status} is not a problem document")
         needed = {
             "500": "an unexpected error (the middleware answers it)",
@@ -289,3 +323,38 @@ def test_the_problem_rules_catch_an_undeclared_problem() -> None:
         "GET /v1/things/{name}: no 404 problem for a path naming nothing",
         "POST /v1/plain: 409 is not a problem document",
     ]
+
+
+def test_every_spec_operation_declares_its_rules_and_the_cli_takes_them() -> None:
+    # The operations that take a spec: the document's (its 422 says a schema-valid body
+    # may be refused, and by which kinds), this test's readers, and the CLI's config.
+    document = create_app().openapi()
+    found = spec_operations(document)
+    assert (
+        set(found)
+        == set(SPEC_BODIES)
+        == {
+            "POST /v1/plan",
+            "POST /v1/apply",
+            "POST /v1/workloads",
+            "PUT /v1/workloads/{name}",
+        }
+    )
+    for label, operation in found.items():
+        answer = operation["responses"]["422"]
+        assert "JSON Schema cannot state" in answer["description"], label
+        kinds = declared_kinds(operation, "422")
+        assert {f"{TYPE_PREFIX}{kind}" for kind in ("invalid-spec", "too-many-units")} <= kinds
+        assert kinds - {f"{TYPE_PREFIX}invalid-request"} == SPEC_RULES[label]
+    # No other operation declares kinds for its 422: a rule beyond its schema would be
+    # one no check here knows of.
+    others = [op for label, op in operations(document) if label not in found]
+    assert all(not declared_kinds(op, "422") for op in others if "422" in op["responses"])
+    # `schemathesis run`, started in the repository, reads schemathesis.toml: a 422 is
+    # expected of those operations and of no other, on top of schemathesis's own list.
+    config = tomllib.loads((REPO / "schemathesis.toml").read_text())
+    (widened,) = config["operations"]
+    assert set(widened["include-name"]) == set(found)
+    statuses = widened["checks"]["positive_data_acceptance"]["expected-statuses"]
+    assert sorted(statuses) == sorted([*PositiveDataAcceptanceConfig().expected_statuses, "422"])
+    assert set(config) == {"operations"}

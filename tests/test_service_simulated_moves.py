@@ -146,3 +146,23 @@ def implicit_hosts_kept(client: TestClient) -> None:
     assert held, placed
     for host, owners in held.items():
         assert not shared.get(host, set()) - owners, (host, owners, shared[host])
+
+
+def test_a_unit_moved_onto_a_new_juju_machine_makes_that_machine_a_target(
+    database: str,
+) -> None:
+    # Down and evacuate plan by simulation: a unit it moves onto a machine it made
+    # (new_machines) must find that machine among the targets, as a plan's does.
+    app, root = served(database)
+    client = client_of(app, root)
+    made = client.post("/v1/workloads", json={"name": "w", "new_machines": True})
+    assert made.status_code == 201, made.text
+    first = made.json()["changes"][0]["to"]
+    answer = client.post(f"/v1/targets/{first}/down", json={"reason": "a test"})
+    assert answer.status_code == 200, answer.text
+    (move,) = [m for m in answer.json()["moves"] if m["unit"] == "w/0"]
+    assert move["from"] == first and move["to"] not in (None, first)
+    listed = client.get("/v1/targets").json()
+    names = {t["name"] for t in (listed["items"] if isinstance(listed, dict) else listed)}
+    assert {first, move["to"]} <= names
+    assert row_invariants.broken_rows(row_invariants.read_rows(app.state.database)) == []

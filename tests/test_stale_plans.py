@@ -109,10 +109,10 @@ def between(meanwhile: Callable[[], None]) -> Iterator[list[bool]]:
 
         return real_transact(engine, planned_then_meanwhile, *args, **options)
 
-    def commit(self: ReplicaWorld, engine: Engine, cached: Any, accepted: Any) -> Any:
+    def commit(self: ReplicaWorld, engine: Engine, cached: Any, decided: Any) -> Any:
         if not ran[0]:
             run_meanwhile()
-        return real_commit(self, engine, cached, accepted)
+        return real_commit(self, engine, cached, decided)
 
     placing.transact = transact
     ReplicaWorld._commit = commit  # type: ignore[method-assign]

@@ -294,5 +294,70 @@ def _schema(app: FastAPI) -> dict[str, Any]:
             found.setdefault("400", problems.responses(400)[400])
     for unused in ("HTTPValidationError", "ValidationError"):
         components.pop(unused, None)
+    _describe_spec_rules(schema)
     auth.describe(schema, app)
     return schema
+
+
+# The component schemas of a spec and of one of its workloads: what a body that carries a
+# spec refers to.
+SPEC_SCHEMAS = ("SpecDocument", "WorkloadSpec")
+# What a spec's 422 may be: the body (or a query parameter) refused as the schema says
+# (invalid-request, or invalid-spec for a spec read by the spec reader), a rule of the
+# spec no JSON Schema can state (invalid-spec), more units than one request may plan.
+SPEC_RULE_KINDS = ("invalid-request", "invalid-spec", "too-many-units")
+# An operation that changes the world may also leave a world that cannot be planned;
+# an apply may name its document with a reserved name (apply.RESERVED_DOCUMENTS).
+MORE_SPEC_RULE_KINDS = {
+    "POST /v1/apply": ("invalid-world", "reserved-name"),
+    "POST /v1/workloads": ("invalid-world",),
+    "PUT /v1/workloads/{name}": ("invalid-world",),
+}
+SPEC_RULES = (
+    "a body the schema admits may still be refused, by the spec's rules that JSON Schema "
+    "cannot state (it relates fields to each other, not each field to its bounds): "
+    "invalid-spec for an id used twice in the inventory, a name given twice (a workload, "
+    "an offering, a running unit, a domain, an account in two domains), a reference to "
+    "what the spec does not have (a workload, a target, a level, an offering, an account), "
+    "a constraint expression or a Juju directive that does not parse, a field of another "
+    "mode (max_load outside mapping; distinct, spread, near, avoid and to outside "
+    "allocation), a running unit not named WORKLOAD/N, heartbeat_timeout_s under 3 x "
+    "heartbeat_interval_s; invalid-world for a world the change would leave that cannot "
+    f"be planned; too-many-units past {MAX_REQUEST_UNITS:,} units in one request "
+    "(the workloads of a document together). Each error names its place (pointer, and "
+    "line and column for a spec)."
+)
+
+
+def spec_operations(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The operations whose request body carries a spec, by label (`POST /v1/plan`)."""
+    components = schema.get("components", {}).get("schemas", {})
+
+    def carries_spec(node: Any, seen: frozenset[str]) -> bool:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                name = ref.rsplit("/", 1)[-1]
+                if name in SPEC_SCHEMAS:
+                    return True
+                return name not in seen and carries_spec(components.get(name), seen | {name})
+            return any(carries_spec(value, seen) for value in node.values())
+        if isinstance(node, list):
+            return any(carries_spec(item, seen) for item in node)
+        return False
+
+    return {
+        f"{method.upper()} {path}": operation
+        for path, operations in schema.get("paths", {}).items()
+        for method, operation in operations.items()
+        if carries_spec(operation.get("requestBody"), frozenset())
+    }
+
+
+def _describe_spec_rules(schema: dict[str, Any]) -> None:
+    """A spec body's 422 says which problems it carries and why a schema-valid body can
+    get one: a client (or a fuzzer) reading the document learns that the schema is
+    necessary, not sufficient."""
+    for label, operation in spec_operations(schema).items():
+        kinds = (*SPEC_RULE_KINDS, *MORE_SPEC_RULE_KINDS.get(label, ()))
+        operation["responses"]["422"] = problems.response_of_kinds(422, kinds, SPEC_RULES)

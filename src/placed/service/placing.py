@@ -529,6 +529,9 @@ def simulated(
             final[outcome.unit] = (outcome.workload, outcome.target, why)
         else:
             final[outcome.unit] = (outcome.workload, None, said.get(outcome.unit, outcome.summary))
+    # A unit moved onto a machine the simulation made (Juju's new machines): the machine
+    # becomes a target of the world, as a plan's do, or its placement would name none.
+    made_for = _keep_created(after, state)
     implicit_dedications(after, planner, simulation.after, final)
     return Prepared(
         after,
@@ -538,6 +541,7 @@ def simulated(
         diff(before, final),
         usage(planner, state, after),
         simulation=simulation,
+        made_for=made_for,
     )
 
 
@@ -727,7 +731,7 @@ def _write(
     guard: Guard | None = None,
 ) -> list[Recorded]:
     # Replicas refresh claims alone from the rows; anything else since means reading all.
-    settings.put(session, world.CHANGED_SETTING, number)
+    settings.put(session, world.CHANGED_SETTING, number, bump=False)
     try:
         wrote = definitions.write(
             session, snapshot, prepared.after, number, prepared.used, prepared.workloads

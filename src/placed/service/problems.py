@@ -338,3 +338,21 @@ def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         }
         for status in statuses
     }
+
+
+def response_of_kinds(status: int, kinds: Sequence[str], description: str) -> dict[str, Any]:
+    """A problem response whose `type` is one of `kinds`: the document says which
+    problems a status carries there, and a fuzzer holds the answers to it."""
+    return {
+        "description": f"{_title(status)} (a problem document): {description}",
+        "content": {
+            MEDIA_TYPE: {
+                "schema": {
+                    "allOf": [
+                        {"$ref": "#/components/schemas/Problem"},
+                        {"properties": {"type": {"enum": [TYPE_PREFIX + kind for kind in kinds]}}},
+                    ]
+                }
+            }
+        },
+    }

@@ -94,25 +94,48 @@ class Cached:
     fitting: bool = True
 
 
-@dataclass
-class Ticket:
-    """One claim waiting for its batch: what it asks, and once served, its answer (None:
-    the general path takes it) or the problem to raise."""
+@dataclass(frozen=True, slots=True)
+class Removing:
+    """A DELETE's ask: workload `name`, at `generation` when the caller gave one."""
+
+    name: str
+    generation: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Rescaling:
+    """A PUT's ask: the workload's new spec, at the generation the caller read."""
 
     spec: WorkloadSpec
+    generation: int
+
+
+@dataclass
+class Ticket:
+    """One change waiting for its batch, a claim (`spec`), a deletion (`removing`) or a
+    spec update (`rescaling`): what it asks, and once served, its answer (None: the
+    general path takes it) or the problem to raise."""
+
+    spec: WorkloadSpec | None
     actor: Actor
     report: placing.Reporter
     started: float
+    removing: Removing | None = None
+    rescaling: Rescaling | None = None
     done: bool = False
     answer: dict[str, Any] | None = None
     error: BaseException | None = None
     # A request's claim: its event loop and the future its handler awaits.
     waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
+    # A caller's thread waiting for the answer (`ReplicaWorld._served_now`).
+    finished: threading.Event | None = None
 
     def finish(
         self, answer: dict[str, Any] | None = None, error: BaseException | None = None
     ) -> None:
         self.answer, self.error, self.done = answer, error, True
+        if self.finished is not None:
+            self.finished.set()
         if self.waiter is not None:
             running, future = self.waiter
             # A closed loop (RuntimeError) has nobody waiting for the answer any more.
@@ -130,10 +153,36 @@ class Accepted:
     """A claim of the batch placed in full, to be committed."""
 
     ticket: Ticket
+    spec: WorkloadSpec
     workload: Workload
     result: PlanResult
     moves: list[Move]
     stored_spec: dict[str, Any]  # the workload's row (its spec, defaults left out)
+
+
+@dataclass
+class Removed:
+    """A deletion of the batch, to be committed: the workload's row and model as the
+    cache holds them, and its units' moves (each off its target)."""
+
+    ticket: Ticket
+    row: WorkloadRow
+    workload: Workload
+    moves: list[Move]
+
+
+@dataclass
+class Rescaled:
+    """A change of a workload's count in the batch, to be committed: its row before,
+    its new spec and model, and its units' moves (the new ones placed, or those past
+    the count removed)."""
+
+    ticket: Ticket
+    row: WorkloadRow
+    stored_spec: dict[str, Any]
+    workload: Workload
+    result: PlanResult
+    moves: list[Move]
 
 
 @dataclass
@@ -150,6 +199,11 @@ class Decided:
     # The names accepted here and in every decision this one was made on: taken, though
     # not stored yet.
     names: set[str] = field(default_factory=set)
+    removed: list[Removed] = field(default_factory=list)
+    rescaled: list[Rescaled] = field(default_factory=list)
+    # The names deleted or changed here and in every decision this one was made on: a
+    # claim of one of them, or a second change, waits for the rows (the general path).
+    gone: set[str] = field(default_factory=set)
 
     def followed_by(self, later: Decided) -> Decided:
         """This decision and `later`, made on the world this one leaves, as one."""
@@ -162,7 +216,22 @@ class Decided:
             self.refused + later.refused,
             self.general + later.general,
             later.names,
+            self.removed + later.removed,
+            self.rescaled + later.rescaled,
+            later.gone,
         )
+
+    def writes(self) -> bool:
+        return bool(self.accepted or self.removed or self.rescaled)
+
+    def keep_own_names(self) -> None:
+        """`names` and `gone` of this decision's own changes alone: the one it was made
+        on is stored (else the sets would grow with every batch of an unbroken chain,
+        and a stored workload would read as one not stored yet)."""
+        self.names = {claim.workload.name for claim in self.accepted}
+        self.gone = {r.workload.name for r in self.removed} | {
+            r.workload.name for r in self.rescaled
+        }
 
     def refuse(self, ticket: Ticket, kind: str, detail: str) -> None:
         self.refused.append((ticket, problems.ProblemException(409, kind, detail)))
@@ -182,6 +251,27 @@ class Decided:
                     "changes": placing.moves_document(claim.moves),
                     "incompatible": [],  # a new workload leaves every running unit fitting
                     **plan_document(claim.result, self.explainer),
+                }
+            )
+        for removal in self.removed:
+            ticket = removal.ticket
+            name = removal.workload.name
+            ticket.report(0, rows.get(name, []), time.perf_counter() - ticket.started, False)
+            ticket.finish(
+                answer={"revision": number, "changes": placing.moves_document(removal.moves)}
+            )
+        for rescale in self.rescaled:
+            ticket = rescale.ticket
+            name = rescale.workload.name
+            ticket.report(0, rows.get(name, []), time.perf_counter() - ticket.started, False)
+            ticket.finish(
+                answer={
+                    "revision": number,
+                    "conflicts": 0,
+                    "changes": placing.moves_document(rescale.moves),
+                    # `fitting`: no running unit misfits, and a count's change makes none.
+                    "incompatible": [],
+                    **plan_document(rescale.result, self.explainer),
                 }
             )
 
@@ -404,15 +494,31 @@ class ReplicaWorld:
         the commit's cost is shared instead of paid once per claim in a queue."""
         if not _simple(spec):
             return None
-        ticket = Ticket(spec, actor, report, time.perf_counter())
-        with self._waiting_lock:
-            self._waiting.append(ticket)
-        with self._lock:
-            if not ticket.done:
-                self._serve_waiting(engine)
+        return self._served_now(engine, Ticket(spec, actor, report, time.perf_counter()))
+
+    def _served_now(self, engine: Engine, ticket: Ticket) -> dict[str, Any] | None:
+        """`ticket` served by the serving thread, waited for in this one. Not served
+        here: under steady load the serving thread holds the batch lock from one batch
+        to the next, and a thread waiting for the lock would wait that long for an
+        answer the serving thread gave at once."""
+        finished = ticket.finished = threading.Event()
+        self._enqueue(engine, ticket)
+        finished.wait()
         if ticket.error is not None:
             raise ticket.error
         return ticket.answer
+
+    def _enqueue(self, engine: Engine, ticket: Ticket) -> None:
+        """`ticket` in line for the serving thread (started when none runs)."""
+        with self._arrived:
+            self._waiting.append(ticket)
+            if self._server is None:
+                self._server = threading.Thread(
+                    target=self._serving, args=(engine,), name="placed-claims", daemon=True
+                )
+                self._server.start()
+            else:
+                self._arrived.notify()
 
     async def claim_async(
         self,
@@ -427,18 +533,13 @@ class ReplicaWorld:
         wait for the GIL, and most of them only to wait for the batch lock."""
         if not _simple(spec):
             return None
+        return await self._served_async(engine, Ticket(spec, actor, report, time.perf_counter()))
+
+    async def _served_async(self, engine: Engine, ticket: Ticket) -> dict[str, Any] | None:
+        """`ticket` served by the serving thread, awaited on this event loop."""
         running = asyncio.get_running_loop()
-        ticket = Ticket(spec, actor, report, time.perf_counter())
         ticket.waiter = (running, running.create_future())
-        with self._arrived:
-            self._waiting.append(ticket)
-            if self._server is None:
-                self._server = threading.Thread(
-                    target=self._serving, args=(engine,), name="placed-claims", daemon=True
-                )
-                self._server.start()
-            else:
-                self._arrived.notify()
+        self._enqueue(engine, ticket)
         # Shielded: a client that goes away leaves its claim to be served all the same.
         await asyncio.shield(ticket.waiter[1])
         if ticket.error is not None:
@@ -537,9 +638,11 @@ class ReplicaWorld:
         for attempt in range(TRIES):
             if attempt == 0 and speculated is not None and speculated.holds(cached):
                 decided = speculated.decided
+                # The batch it was decided on is stored now: its names are the world's.
+                decided.keep_own_names()
             else:
                 decided = self._decide(cached, batch)
-            if not decided.accepted:
+            if not decided.writes():
                 seen = cached.revision
                 current = self._fresh(engine)
                 if current is not cached or current.revision != seen:
@@ -566,7 +669,7 @@ class ReplicaWorld:
                 for ticket in batch:
                     ticket.finish()  # the general path plans them on fresh rows
                 return (*self._pending(), Answers())
-            self._advance(cached, number, decided.accepted, decided.state, ids)
+            self._advance(cached, number, decided, ids)
             return (*self._pending(next_one), Answers(decided, number, rows))
         for ticket in batch:
             ticket.finish()  # the world keeps moving under this replica: plan in full
@@ -589,21 +692,19 @@ class ReplicaWorld:
                 # in between).
                 cached = self._fresh(engine)
                 decided = self._decide(cached, tickets)
-                if decided.accepted:
-                    stored = batch.write(
-                        connection, cached.revision, *_rows(cached, decided.accepted)
-                    )
+                if decided.writes():
+                    stored = batch.write(connection, cached.revision, *_rows(cached, decided))
         except (Stale, Behind):
             # Under the lock only a row the cache misread can be stale: plan it in full.
             self._cached = None
             for ticket in tickets:
                 ticket.finish()
             return self._pending()
-        if not decided.accepted:
+        if not decided.writes():
             decided.finish(cached.revision, {})
             return self._pending()
         number, ids, rows = _committed(stored)
-        self._advance(cached, number, decided.accepted, decided.state, ids)
+        self._advance(cached, number, decided, ids)
         decided.finish(number, rows)
         return self._pending()
 
@@ -630,7 +731,7 @@ class ReplicaWorld:
             self._committer = concurrent.futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix="placed-commit"
             )
-        future = self._committer.submit(self._commit, engine, cached, decided.accepted)
+        future = self._committer.submit(self._commit, engine, cached, decided)
         earlier.send()
         speculated: Speculated | None = None
         if attempt == 0 and not self._taken:
@@ -676,14 +777,27 @@ class ReplicaWorld:
         if on is None:
             decided = Decided(cached.explainer, cached.state, cached.spec, cached.state)
             taken: set[str] = set()
+            gone: set[str] = set()
         else:
             decided = Decided(cached.explainer, on.state, on.spec, on.state)
-            taken = set(on.names)
+            taken, gone = set(on.names), set(on.gone)
+        decided.names, decided.gone = taken, gone
         for ticket in batch:
-            name = ticket.spec.name
+            if ticket.removing is not None:
+                self._decide_removal(cached, decided, ticket, ticket.removing)
+                continue
+            if ticket.rescaling is not None:
+                self._decide_rescale(cached, decided, ticket, ticket.rescaling)
+                continue
+            spec = ticket.spec
+            assert spec is not None
+            name = spec.name
+            if name in gone:
+                decided.general.append(ticket)  # its deletion is not stored yet
+                continue
             if name in cached.snapshot.workloads or name in taken:
                 if change_scope.hidden(ticket.actor, cached.snapshot, name) or (
-                    name in taken and not _taken_in_view(decided, on, ticket, cached.snapshot)
+                    name in taken and not _taken_in_view(decided, on, ticket, spec, cached.snapshot)
                 ):
                     decided.refused.append((ticket, change_scope.name_taken(name)))
                 else:
@@ -694,13 +808,13 @@ class ReplicaWorld:
                 change_scope.check_items(
                     ticket.actor,
                     cached.snapshot,
-                    [Touched("workload", name, CREATED, (ticket.spec.account,))],
+                    [Touched("workload", name, CREATED, (spec.account,))],
                 )
             except problems.ProblemException as refusal:
                 decided.refused.append((ticket, refusal))
                 continue
             try:
-                workload = self._load(cached, ticket.spec)
+                workload = self._load(cached, spec)
             except SpecError:
                 decided.general.append(ticket)  # reported with the whole spec there
                 continue
@@ -727,12 +841,56 @@ class ReplicaWorld:
                 Move(workload.name, p.unit, None, p.target, cached.explainer.reason(p), PLACED)
                 for p in result.placements
             ]
-            stored = ticket.spec.model_dump(mode="json", exclude_defaults=True)
-            decided.accepted.append(Accepted(ticket, workload, result, moves, stored))
+            stored = spec.model_dump(mode="json", exclude_defaults=True)
+            decided.accepted.append(Accepted(ticket, spec, workload, result, moves, stored))
             taken.add(name)
             decided.state = after
-        decided.names = taken
         return decided
+
+    def _decide_removal(
+        self, cached: Cached, decided: Decided, ticket: Ticket, removing: Removing
+    ) -> None:
+        """A deletion judged on the world `decided` leaves: its units released there. To
+        the general path (which answers the 404s and 409s, and plans the whole world)
+        when the delta would not be what a whole plan finds: a unit waits for room (a
+        freed place would be given to it), a workload reads another (near, avoid, Juju's
+        directives), the workload is not a plain allocation, or it was made or deleted
+        in a batch not stored yet."""
+        snapshot, planner = cached.snapshot, cached.planner
+        name = removing.name
+        row = snapshot.workloads.get(name)
+        workload = planner.workloads.get(name)
+        reach = change_scope.reach_of(ticket.actor, snapshot)
+        if (
+            row is None
+            or workload is None
+            or name in decided.gone
+            or (reach is not None and row.account not in reach)
+            or (removing.generation is not None and row.generation != removing.generation)
+            or cached.pending
+            or not cached.plain
+            or not planner.pipeline.releasable(planner.request(workload))
+        ):
+            decided.general.append(ticket)
+            return
+        try:
+            change_scope.check_items(
+                ticket.actor, snapshot, [Touched("workload", name, DELETED, (row.account,))]
+            )
+        except problems.ProblemException as refusal:
+            decided.refused.append((ticket, refusal))
+            return
+        request = planner.request(workload)
+        state = decided.state.fork()
+        moves: list[Move] = []
+        for unit in cached.state.placed(name):
+            source = snapshot.placements.get(unit)
+            moves.append(Move(name, unit, source, None, "its workload is gone", REMOVED))
+            if source is not None:
+                planner.pipeline.release(request, state, state.remove(unit))
+        decided.removed.append(Removed(ticket, row, workload, moves))
+        decided.gone.add(name)
+        decided.state = state
 
     def _plan(
         self, cached: Cached, spec_now: Spec, state: PlanState, workload: Workload
@@ -748,11 +906,11 @@ class ReplicaWorld:
             return None  # what the general path writes (new targets, dedications)
         return result, after
 
-    def _commit(self, engine: Engine, cached: Cached, accepted: list[Accepted]) -> Committed:
-        """One transaction for the batch (store/batch.py): each target's usage raised by
-        what the batch puts there, guarded by the generation the cache saw; the
-        workloads, units, placements, events and history."""
-        rows = _rows(cached, accepted)
+    def _commit(self, engine: Engine, cached: Cached, decided: Decided) -> Committed:
+        """One transaction for the batch (store/batch.py): each target's usage moved by
+        what the batch puts there and takes off it, guarded by the generation the cache
+        saw; the workloads, units and placements made or deleted, events and history."""
+        rows = _rows(cached, decided)
         committing = self.commit_process
         if committing is not None and committing.ready():
             return _committed(committing.write(cached.revision, rows))
@@ -761,48 +919,67 @@ class ReplicaWorld:
             stored = batch.write(connection, cached.revision, *rows)
         return _committed(stored)
 
-    def _advance(
-        self,
-        cached: Cached,
-        number: int,
-        accepted: list[Accepted],
-        state: PlanState,
-        ids: dict[str, int],
-    ) -> None:
+    def _advance(self, cached: Cached, number: int, decided: Decided, ids: dict[str, int]) -> None:
         """Move the cache to `number`: the world it held, and this batch."""
         snapshot = cached.snapshot
         snapshot.revision = number
-        touched: dict[str, dict[str, float]] = {}
-        for claim in accepted:
+        planner = cached.planner
+        for claim in decided.accepted:
             workload = claim.workload
             snapshot.workloads[workload.name] = WorkloadRow(
                 ids[f"workload:{workload.name}"],
                 0,
                 API_DOCUMENT,
-                claim.ticket.spec.account,
+                claim.spec.account,
                 "allocation",
             )
             snapshot.workload_specs[workload.name] = claim.stored_spec
-            cached.planner.workloads[workload.name] = workload
+            planner.workloads[workload.name] = workload
             for move in claim.moves:
                 assert move.destination is not None
                 snapshot.units[move.unit] = (ids[move.unit], workload.name)
                 snapshot.placements[move.unit] = move.destination
-                used = touched.setdefault(
-                    move.destination, dict(snapshot.targets[move.destination].used)
-                )
-                for resource, amount in workload.resources.items():
-                    used[resource] = used.get(resource, 0.0) + amount
-        for name, used in touched.items():
+        for removal in decided.removed:
+            name = removal.workload.name
+            del snapshot.workloads[name]
+            del snapshot.workload_specs[name]
+            for move in removal.moves:
+                del snapshot.units[move.unit]
+                snapshot.placements.pop(move.unit, None)
+            del planner.workloads[name]  # the explainer's too: one dict
+        changed: dict[str, Workload] = {}
+        for rescale in decided.rescaled:
+            workload = rescale.workload
+            name = workload.name
+            snapshot.workloads[name] = dataclasses.replace(
+                rescale.row, generation=rescale.row.generation + 1
+            )
+            snapshot.workload_specs[name] = rescale.stored_spec
+            for move in rescale.moves:
+                if move.destination is None:
+                    del snapshot.units[move.unit]
+                    del snapshot.placements[move.unit]
+                else:
+                    snapshot.units[move.unit] = (ids[move.unit], name)
+                    snapshot.placements[move.unit] = move.destination
+            planner.workloads[name] = changed[name] = workload
+        for name, used in _usage(cached, decided).items():
             row = snapshot.targets[name]
             snapshot.targets[name] = dataclasses.replace(
                 row, generation=row.generation + 1, used=used
             )
+        workloads = cached.spec.workloads
+        if decided.removed or changed:
+            workloads = tuple(
+                changed.get(w.name, w)
+                for w in workloads
+                if w.name in changed or w.name not in decided.gone
+            )
         cached.spec = dataclasses.replace(
-            cached.spec, workloads=(*cached.spec.workloads, *(c.workload for c in accepted))
+            cached.spec, workloads=(*workloads, *(c.workload for c in decided.accepted))
         )
-        cached.planner.spec = cached.spec
-        cached.state = state
+        planner.spec = cached.spec
+        cached.state = decided.state
         cached.revision = number
 
     def remove(
@@ -811,70 +988,27 @@ class ReplicaWorld:
         name: str,
         generation: int | None,
         actor: Actor,
-        reach: set[str] | None,
         report: placing.Reporter = placing.silent,
     ) -> dict[str, Any] | None:
-        """DELETE of workload `name` as a delta on the live world: its units taken off
-        the cached state, the same rows written as the general path writes, the cache
-        moved to the new revision without building the world again. None when only the
-        general path can take it (it also answers the 404s and 409s): a unit waits for
-        room, a workload reads another, the workload is not a plain allocation, or the
-        store moved on since the cache."""
-        with self._lock:
-            cached = self._fresh(engine)
-            delta = _removal(cached, name, generation, reach)
-            if delta is None:
-                return None
-            prepared, row = delta
-            try:
-                committed = placing.commit_delta(
-                    engine,
-                    cached.snapshot,
-                    prepared,
-                    actor,
-                    [Touched("workload", name, DELETED, (row.account,))],
-                    report,
-                )
-            except placing.Moved:
-                return None
-            try:
-                self._advance_removal(cached, name, prepared, committed.revision)
-            except BaseException:
-                self._cached = None  # stored, but not taken in: build the world again
-                raise
-            return {
-                "revision": committed.revision,
-                "changes": placing.moves_document(prepared.moves),
-            }
+        """DELETE of workload `name` as a delta on the live world, committed with the
+        claims that wait beside it (one transaction, one revision): its units taken off
+        the cached state, the rows the general path writes for it, the cache moved on
+        without building the world again. None when only the general path can take it
+        (it also answers the 404s and 409s): see `_decide_removal`."""
+        ticket = Ticket(None, actor, report, time.perf_counter(), Removing(name, generation))
+        return self._served_now(engine, ticket)
 
-    def _advance_removal(
-        self, cached: Cached, name: str, prepared: placing.Prepared, number: int
-    ) -> None:
-        """Move the cache to `number`: the world without workload `name`."""
-        planner = cached.planner
-        request = planner.request(planner.workloads[name])
-        state = cached.state.fork()
-        for move in prepared.moves:
-            if move.source is not None:
-                position = state.remove(move.unit)
-                planner.pipeline.release(request, state, position)
-        after = prepared.after
-        after.targets = dict(after.targets)  # shared with the world before until now
-        for target in prepared.used:
-            row = after.targets[target]
-            after.targets[target] = dataclasses.replace(
-                row, generation=row.generation + 1, used=dict(prepared.used[target])
-            )
-        after.revision = number
-        del planner.workloads[name]
-        cached.explainer.workloads.pop(name, None)
-        cached.spec = dataclasses.replace(
-            cached.spec, workloads=tuple(w for w in cached.spec.workloads if w.name != name)
-        )
-        planner.spec = cached.spec
-        cached.snapshot = after
-        cached.state = state
-        cached.revision = number
+    async def remove_async(
+        self,
+        engine: Engine,
+        name: str,
+        generation: int | None,
+        actor: Actor,
+        report: placing.Reporter = placing.silent,
+    ) -> dict[str, Any] | None:
+        """`remove` for a request's handler, on its event loop (as `claim_async`)."""
+        ticket = Ticket(None, actor, report, time.perf_counter(), Removing(name, generation))
+        return await self._served_async(engine, ticket)
 
     def rescale(
         self,
@@ -882,117 +1016,111 @@ class ReplicaWorld:
         spec: WorkloadSpec,
         generation: int,
         actor: Actor,
-        reach: set[str] | None,
         report: placing.Reporter = placing.silent,
     ) -> dict[str, Any] | None:
         """PUT of a workload whose spec changes only its `units:` as a delta on the live
-        world: the units past the new count leave, or the new ones are placed on the
-        cached state as a claim's are, and the same rows are written as the general path
-        writes. None when only the general path can take it (it also answers the 404s
-        and 409s): what `remove` declines, a change of anything but the count, a unit
-        that would not find room (it would wait, pending), or a running unit that
-        misfits its place (the answer lists them)."""
-        with self._lock:
-            cached = self._fresh(engine)
-            row = cached.snapshot.workloads.get(spec.name)
-            try:
-                model = self._load(cached, spec, row.document if row is not None else None)
-            except SpecError:
-                return None  # reported against the request's body by the general path
-            delta = self._rescaled(cached, spec, model, generation, reach)
-            if delta is None:
-                return None
-            try:
-                committed = placing.commit_delta(
-                    engine,
-                    cached.snapshot,
-                    delta.prepared,
-                    actor,
-                    [Touched("workload", spec.name, CHANGED, (spec.account,))],
-                    report,
-                )
-            except placing.Moved:
-                return None
-            try:
-                self._advance_rescale(engine, cached, model, delta, committed.revision)
-            except BaseException:
-                self._cached = None  # stored, but not taken in: build the world again
-                raise
-            return {
-                "revision": committed.revision,
-                "conflicts": 0,
-                "changes": placing.moves_document(delta.prepared.moves),
-                "incompatible": [],  # `fitting`: no running unit misfits, and none is made
-                **plan_document(delta.prepared.result, cached.explainer),
-            }
+        world, committed with the claims beside it: the units past the new count leave,
+        or the new ones are placed on the world the batch leaves as a claim's are, and
+        the rows the general path writes for it are written. None when only the general
+        path can take it (it also answers the 404s and 409s): see `_decide_rescale`."""
+        ticket = Ticket(
+            None, actor, report, time.perf_counter(), rescaling=Rescaling(spec, generation)
+        )
+        return self._served_now(engine, ticket)
 
-    def _rescaled(
+    async def rescale_async(
         self,
-        cached: Cached,
+        engine: Engine,
         spec: WorkloadSpec,
-        model: Workload,
         generation: int,
-        reach: set[str] | None,
-    ) -> Rescaled | None:
-        """What changing workload `spec.name`'s count to `spec.units` does, planned on
-        the cached world alone; None when the delta would not be what a whole plan finds
-        (see `rescale`)."""
+        actor: Actor,
+        report: placing.Reporter = placing.silent,
+    ) -> dict[str, Any] | None:
+        """`rescale` for a request's handler, on its event loop (as `claim_async`)."""
+        ticket = Ticket(
+            None, actor, report, time.perf_counter(), rescaling=Rescaling(spec, generation)
+        )
+        return await self._served_async(engine, ticket)
+
+    def _decide_rescale(
+        self, cached: Cached, decided: Decided, ticket: Ticket, rescaling: Rescaling
+    ) -> None:
+        """A count's change judged on the world `decided` leaves. To the general path
+        when the delta would not be what a whole plan finds: what `_decide_removal`
+        declines, a change of anything but the count, a unit that would not find room
+        (it would wait, pending), or a running unit that misfits its place (the answer
+        lists them)."""
         snapshot, planner = cached.snapshot, cached.planner
+        spec = rescaling.spec
         name = spec.name
         row = snapshot.workloads.get(name)
         old = planner.workloads.get(name)
         was = snapshot.workload_specs.get(name)
+        reach = change_scope.reach_of(ticket.actor, snapshot)
         stored = spec.model_dump(mode="json", exclude_defaults=True)
         if (
             row is None
             or old is None
             or was is None
+            or name in decided.gone
             or (reach is not None and row.account not in reach)
-            or row.generation != generation
+            or row.generation != rescaling.generation
             or row.account != spec.account
             or cached.pending
             or not cached.plain
             or not cached.fitting
             or not _simple(spec)
-            or model.mode != "allocation"
             or _count_aside(stored) != _count_aside(was)
         ):
-            return None
+            decided.general.append(ticket)
+            return
+        try:
+            model = self._load(cached, spec, row.document)
+        except SpecError:
+            decided.general.append(ticket)  # reported against the request's body there
+            return
         running = sorted(cached.state.placed(name), key=_ordinal)
         wanted = model.units
-        if not running or wanted == len(running) or wanted < 1:
-            return None  # nothing to do, or every unit gone: the general path's wording
-        after = _workloads_apart(snapshot)
-        after.workload_specs[name] = stored
+        if (
+            model.mode != "allocation"
+            or not running
+            or wanted == len(running)
+            or wanted < 1  # every unit gone: the general path's wording
+        ):
+            decided.general.append(ticket)
+            return
+        try:
+            change_scope.check_items(
+                ticket.actor, snapshot, [Touched("workload", name, CHANGED, (spec.account,))]
+            )
+        except problems.ProblemException as refusal:
+            decided.refused.append((ticket, refusal))
+            return
         moves: list[Move] = []
-        used: dict[str, dict[str, float]] = {}
         result = PlanResult(cached.spec, planner.families)
         if wanted < len(running):
             request = planner.request(old)
             if not planner.pipeline.releasable(request):
-                return None
-            state = cached.state.fork()
+                decided.general.append(ticket)
+                return
+            state = decided.state.fork()
             for unit in running[wanted:]:
                 source = snapshot.placements[unit]
                 moves.append(Move(name, unit, source, None, placing.FEWER_UNITS, REMOVED))
-                del after.units[unit]
-                del after.placements[unit]
                 planner.pipeline.release(request, state, state.remove(unit))
-                left = used.setdefault(source, dict(snapshot.targets[source].used))
-                for resource, amount in old.resources.items():
-                    if resource in left:
-                        left[resource] = max(0.0, left[resource] - amount)
         else:
             if not set(model.resources) <= set(planner.index.resources):
-                return None
+                decided.general.append(ticket)
+                return
             # Numbered after the running units, as the spec reader numbers a workload's
             # units that are still to place (Service.first).
             adding = dataclasses.replace(
                 model, units=wanted - len(running), first=_ordinal(running[-1]) + 1
             )
-            planned = self._plan(cached, cached.spec, cached.state, adding)
+            planned = self._plan(cached, decided.spec, decided.state, adding)
             if planned is None or planned[0].unplaced:
-                return None  # a unit would wait for room: pending, the general path's
+                decided.general.append(ticket)  # a unit would wait for room: pending
+                return
             result, state = planned
             explainer = cached.explainer
             previous = explainer.workloads[name]
@@ -1001,51 +1129,13 @@ class ReplicaWorld:
                 reasons = [explainer.reason(p) for p in result.placements]
             finally:
                 explainer.workloads[name] = previous
-            for placement, why in zip(result.placements, reasons, strict=True):
-                moves.append(Move(name, placement.unit, None, placement.target, why, PLACED))
-                after.units[placement.unit] = (0, name)  # its id once stored
-                after.placements[placement.unit] = placement.target
-                grown = used.setdefault(
-                    placement.target, dict(snapshot.targets[placement.target].used)
-                )
-                for resource, amount in model.resources.items():
-                    grown[resource] = grown.get(resource, 0.0) + amount
-        prepared = placing.Prepared(after, cached.spec, planner, result, moves, used)
-        prepared.workloads = frozenset({name})
-        return Rescaled(prepared, row, state)
-
-    def _advance_rescale(
-        self, engine: Engine, cached: Cached, model: Workload, delta: Rescaled, number: int
-    ) -> None:
-        """Move the cache to `number`: the world with the workload's new count."""
-        prepared = delta.prepared
-        after = prepared.after
-        name = model.name
-        after.targets = dict(after.targets)  # shared with the world before until now
-        for target in prepared.used:
-            row = after.targets[target]
-            after.targets[target] = dataclasses.replace(
-                row, generation=row.generation + 1, used=dict(prepared.used[target])
-            )
-        after.workloads[name] = dataclasses.replace(delta.row, generation=delta.row.generation + 1)
-        added = [move.unit for move in prepared.moves if move.kind == PLACED]
-        if added:
-            with reading(engine) as session:
-                for unit_id, unit in session.execute(
-                    select(Unit.id, Unit.name).where(Unit.name.in_(added))
-                ):
-                    after.units[unit] = (unit_id, name)
-        after.revision = number
-        planner = cached.planner
-        planner.workloads[name] = model  # the explainer's too: one dict
-        cached.spec = dataclasses.replace(
-            cached.spec,
-            workloads=tuple(model if w.name == name else w for w in cached.spec.workloads),
-        )
-        planner.spec = cached.spec
-        cached.snapshot = after
-        cached.state = delta.state
-        cached.revision = number
+            moves += [
+                Move(name, placement.unit, None, placement.target, why, PLACED)
+                for placement, why in zip(result.placements, reasons, strict=True)
+            ]
+        decided.rescaled.append(Rescaled(ticket, row, stored, model, result, moves))
+        decided.gone.add(name)
+        decided.state = state
 
     def read_current(self, engine: Engine, use: Callable[[Cached], Answer]) -> Answer:
         """What `use` reads of the world at the store's current revision (the cache
@@ -1058,15 +1148,6 @@ class ReplicaWorld:
     def forget(self) -> None:
         with self._lock:
             self._cached = None
-
-
-@dataclass
-class Rescaled:
-    """A change of a workload's count, planned on the live world, before it is stored."""
-
-    prepared: placing.Prepared
-    row: WorkloadRow  # the workload's row before the change
-    state: PlanState  # the world after it
 
 
 def _ordinal(unit: str) -> int:
@@ -1086,69 +1167,186 @@ Rows = tuple[
     list[tuple[int, str, float]],
     list[batch.NewWorkload],
     list[batch.NewUnit],
+    batch.Gone,
 ]
 
 
-def _rows(cached: Cached, accepted: list[Accepted]) -> Rows:
-    """What `batch.write` takes for the accepted claims: each target's guard (the
-    generation the cache saw) and its usage raised, the workloads, the units."""
+def _usage(cached: Cached, decided: Decided) -> dict[str, dict[str, float]]:
+    """Each target the batch places on or frees, and what it uses once the batch is
+    stored: what the cache holds, raised by each claim's units there and lowered (never
+    below zero, as the general path writes it) by each deletion's."""
+    targets = cached.snapshot.targets
+    found: dict[str, dict[str, float]] = {}
+    for workload, moves in _moved(decided):
+        for move in moves:
+            if move.destination is not None:
+                used = found.get(move.destination)
+                if used is None:
+                    used = found[move.destination] = dict(targets[move.destination].used)
+                for resource, amount in workload.resources.items():
+                    used[resource] = used.get(resource, 0.0) + amount
+    for workload, moves in _moved(decided):
+        for move in moves:
+            if move.destination is not None or move.source is None:
+                continue
+            used = found.get(move.source)
+            if used is None:
+                used = found[move.source] = dict(targets[move.source].used)
+            for resource, amount in workload.resources.items():
+                if resource in used:
+                    used[resource] = round(max(0.0, used[resource] - amount), 9)
+    return found
+
+
+def _moved(decided: Decided) -> list[tuple[Workload, list[Move]]]:
+    """Each change of the batch's units, with the workload whose asks they carry."""
+    return [
+        *((c.workload, c.moves) for c in decided.accepted),
+        *((r.workload, r.moves) for r in decided.removed),
+        *((r.workload, r.moves) for r in decided.rescaled),
+    ]
+
+
+def _rows(cached: Cached, decided: Decided) -> Rows:
+    """What `batch.write` takes for the batch: each target's guard (the generation the
+    cache saw); the usage a target only gains raised by the amounts placed there, and
+    the usage of one the batch frees written as `_usage` finds it; the workloads and
+    units made, and those deleted, removed or changed."""
     deltas: dict[str, dict[str, float]] = {}
     units: list[batch.NewUnit] = []
     targets = cached.snapshot.targets
-    for claim in accepted:
-        ticket = claim.ticket
-        for move in claim.moves:
-            assert move.destination is not None
+    placing_changes = [
+        *((c.ticket.actor, c.spec.account, c.workload, c.moves) for c in decided.accepted),
+        *((r.ticket.actor, r.row.account, r.workload, r.moves) for r in decided.rescaled),
+    ]
+    for actor, account, workload, moves in placing_changes:
+        for move in moves:
+            if move.destination is None:
+                continue
             found = deltas.setdefault(move.destination, {})
-            for name, amount in claim.workload.resources.items():
+            for name, amount in workload.resources.items():
                 found[name] = found.get(name, 0.0) + amount
             units.append(
                 batch.NewUnit(
                     move.unit,
                     move.workload,
-                    int(move.unit.rpartition("/")[2]),
+                    _ordinal(move.unit),
                     targets[move.destination].id,
                     move.why,
-                    events.Pending(
-                        move.kind,
-                        move.unit,
-                        actor_accessor=ticket.actor.accessor,
-                        actor_role=ticket.actor.role,
-                        target=move.destination,
-                        workload=move.workload,
-                        account=ticket.spec.account,
-                        request_id=ticket.actor.request_id,
-                        details={"from": None, "to": move.destination, "why": move.why},
-                    ),
+                    _unit_event(actor, move, account),
                 )
             )
+    freed: dict[str, dict[str, float]] = {}
+    if decided.removed or decided.rescaled:
+        usage = _usage(cached, decided)
+        freed = {
+            move.source: usage[move.source]
+            for _, moves in _moved(decided)
+            for move in moves
+            if move.destination is None and move.source is not None
+        }
+    touched = [*deltas, *(name for name in freed if name not in deltas)]
     return (
-        [(targets[name].id, targets[name].generation) for name in deltas],
+        [(targets[name].id, targets[name].generation) for name in touched],
         [
             (targets[name].id, resource, amount)
             for name in deltas
+            if name not in freed
             for resource, amount in sorted(deltas[name].items())
         ],
         [
             batch.NewWorkload(
                 c.workload.name,
-                c.ticket.spec.account,
+                c.spec.account,
                 c.stored_spec,
                 API_DOCUMENT,
-                events.Pending(
+                _workload_event(
+                    c.ticket.actor,
                     "workload.created",
                     c.workload.name,
-                    actor_accessor=c.ticket.actor.accessor,
-                    actor_role=c.ticket.actor.role,
-                    workload=c.workload.name,
-                    account=c.ticket.spec.account,
-                    request_id=c.ticket.actor.request_id,
-                    details={"how": "created", "spec": c.stored_spec, "document": API_DOCUMENT},
+                    c.spec.account,
+                    {"how": CREATED, "spec": c.stored_spec, "document": API_DOCUMENT},
                 ),
             )
-            for c in accepted
+            for c in decided.accepted
         ],
         units,
+        _gone(cached, decided, freed),
+    )
+
+
+def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) -> batch.Gone:
+    """The batch's deletions and count changes as rows: each workload at the generation
+    the cache saw, with its workload.deleted or workload.changed event; each unit
+    removed with its unit.removed event (a deleted workload's with no account: the
+    general path reads it from the world after, where the workload is gone); and the
+    freed targets' usage."""
+    if not decided.removed and not decided.rescaled:
+        return batch.NOTHING_GONE
+    targets, units = cached.snapshot.targets, cached.snapshot.units
+    workloads: list[batch.GoneWorkload] = []
+    changed: list[batch.ChangedWorkload] = []
+    gone_units: list[batch.GoneUnit] = []
+    for removal in decided.removed:
+        actor, row, name = removal.ticket.actor, removal.row, removal.workload.name
+        details: dict[str, Any] = {"how": DELETED}
+        if row.document is not None:
+            details["document"] = row.document
+        event = _workload_event(actor, "workload.deleted", name, row.account, details)
+        workloads.append(batch.GoneWorkload(row.id, row.generation, event))
+        gone_units += [
+            batch.GoneUnit(units[m.unit][0], m.unit, m.source, m.why, _unit_event(actor, m, None))
+            for m in removal.moves
+        ]
+    for rescale in decided.rescaled:
+        actor, row, name = rescale.ticket.actor, rescale.row, rescale.workload.name
+        details = {"how": CHANGED, "spec": rescale.stored_spec}
+        if row.document is not None:
+            details["document"] = row.document
+        event = _workload_event(actor, "workload.changed", name, row.account, details)
+        changed.append(batch.ChangedWorkload(row.id, row.generation, rescale.stored_spec, event))
+        gone_units += [
+            batch.GoneUnit(
+                units[m.unit][0], m.unit, m.source, m.why, _unit_event(actor, m, row.account)
+            )
+            for m in rescale.moves
+            if m.destination is None
+        ]
+    used = [
+        (targets[name].id, resource, amount)
+        for name in sorted(freed)
+        for resource, amount in sorted(freed[name].items())
+    ]
+    return batch.Gone(workloads, gone_units, used, changed)
+
+
+def _workload_event(
+    actor: Actor, kind: str, name: str, account: str | None, details: dict[str, Any]
+) -> events.Pending:
+    return events.Pending(
+        kind,
+        name,
+        actor_accessor=actor.accessor,
+        actor_role=actor.role,
+        workload=name,
+        account=account,
+        request_id=actor.request_id,
+        details=details,
+    )
+
+
+def _unit_event(actor: Actor, move: Move, account: str | None) -> events.Pending:
+    """A unit's move, as the general path records it (store/claims.py)."""
+    return events.Pending(
+        move.kind,
+        move.unit,
+        actor_accessor=actor.accessor,
+        actor_role=actor.role,
+        target=move.destination or move.source,
+        workload=move.workload,
+        account=account,
+        request_id=actor.request_id,
+        details={"from": move.source, "to": move.destination, "why": move.why},
     )
 
 
@@ -1161,70 +1359,18 @@ def _committed(stored: batch.Stored) -> Committed:
     return stored.revision, ids, rows
 
 
-def _taken_in_view(decided: Decided, on: Decided | None, ticket: Ticket, world: Snapshot) -> bool:
+def _taken_in_view(
+    decided: Decided, on: Decided | None, ticket: Ticket, spec: WorkloadSpec, world: Snapshot
+) -> bool:
     """Whether the claim of the batch that took the name (not stored yet) belongs to an
     account the ticket's caller sees."""
     reach = change_scope.reach_of(ticket.actor, world)
     if reach is None:
         return True
     for accepted in (*(on.accepted if on is not None else ()), *decided.accepted):
-        if accepted.workload.name == ticket.spec.name:
-            return accepted.ticket.spec.account in reach
+        if accepted.workload.name == spec.name:
+            return accepted.spec.account in reach
     return False
-
-
-def _workloads_apart(snapshot: Snapshot) -> Snapshot:
-    """`snapshot` with its workloads, units and placements copied, for a delta to change.
-    The inventory's containers stay shared: the writer and the scope rule then know it
-    unchanged without comparing 10,000 targets (definitions.same_inventory)."""
-    return dataclasses.replace(
-        snapshot,
-        workloads=dict(snapshot.workloads),
-        workload_specs=dict(snapshot.workload_specs),
-        units=dict(snapshot.units),
-        placements=dict(snapshot.placements),
-    )
-
-
-def _removal(
-    cached: Cached, name: str, generation: int | None, reach: set[str] | None
-) -> tuple[placing.Prepared, WorkloadRow] | None:
-    """What deleting `name` changes, planned on the cached world alone: its units
-    removed and each target's usage lowered by theirs. None when the delta would not be
-    what a whole plan finds (see `ReplicaWorld.remove`)."""
-    snapshot, planner = cached.snapshot, cached.planner
-    row = snapshot.workloads.get(name)
-    workload = planner.workloads.get(name)
-    if (
-        row is None
-        or workload is None
-        or (reach is not None and row.account not in reach)
-        or (generation is not None and row.generation != generation)
-        or cached.pending
-        or not cached.plain
-        or not planner.pipeline.releasable(planner.request(workload))
-    ):
-        return None
-    after = _workloads_apart(snapshot)
-    del after.workloads[name]
-    del after.workload_specs[name]
-    moves: list[Move] = []
-    used: dict[str, dict[str, float]] = {}
-    for unit in cached.state.placed(name):
-        source = snapshot.placements.get(unit)
-        moves.append(Move(name, unit, source, None, "its workload is gone", REMOVED))
-        del after.units[unit]
-        if source is None:
-            continue
-        del after.placements[unit]
-        left = used.setdefault(source, dict(snapshot.targets[source].used))
-        for resource, amount in workload.resources.items():
-            if resource in left:
-                left[resource] = max(0.0, left[resource] - amount)
-    result = PlanResult(cached.spec, planner.families)
-    prepared = placing.Prepared(after, cached.spec, planner, result, moves, used)
-    prepared.workloads = frozenset({name})
-    return prepared, row
 
 
 # The fields that make a workload read more than itself: a Juju directive, constraint or

@@ -300,23 +300,11 @@ def update(
     caller: Caller = ROOT,
     replica: ReplicaWorld | None = None,
 ) -> dict[str, Any]:
-    spec = _spec(change.spec, "/spec")
-    bounded_units([("/spec/units", spec.units)])
     reach = context.accounts_of(engine, caller)
-    account = context.own_account(caller, spec.account, reach, "/spec/account")
-    if account != spec.account:
-        spec = spec.model_copy(update={"account": account})
-    if spec.name != name:
-        # The path and the body are each well-formed, and disagree.
-        raise problems.ProblemException(
-            409,
-            "conflicting-request",
-            f"the spec names {spec.name!r}, the path {name!r}",
-            [{"pointer": "/spec/name", "detail": "must be the workload of the path"}],
-        )
+    spec = _new_spec(name, change, caller, reach)
     if replica is not None:
         # A delta on the live world when only the count changes (service/replica.py).
-        fast = replica.rescale(engine, spec, change.generation, actor, reach, report)
+        fast = replica.rescale(engine, spec, change.generation, actor, report)
         if fast is not None:
             return fast
 
@@ -339,6 +327,26 @@ def update(
     return _answer(placing.transact(engine, prepare, actor, report=report), name)
 
 
+def _new_spec(
+    name: str, change: WorkloadUpdate, caller: Caller, reach: set[str] | None
+) -> WorkloadSpec:
+    """The PUT's spec, read, bounded and owned as the caller's workloads are."""
+    spec = _spec(change.spec, "/spec")
+    bounded_units([("/spec/units", spec.units)])
+    account = context.own_account(caller, spec.account, reach, "/spec/account")
+    if account != spec.account:
+        spec = spec.model_copy(update={"account": account})
+    if spec.name != name:
+        # The path and the body are each well-formed, and disagree.
+        raise problems.ProblemException(
+            409,
+            "conflicting-request",
+            f"the spec names {spec.name!r}, the path {name!r}",
+            [{"pointer": "/spec/name", "detail": "must be the workload of the path"}],
+        )
+    return spec
+
+
 @router.put(
     "/workloads/{name}",
     summary="Change a workload",
@@ -356,16 +364,18 @@ async def put_workload(
     caller: Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN, USER)],
 ) -> dict[str, Any]:
     engine = context.store(request)
-    return await run_in_threadpool(
-        update,
-        engine,
-        name,
-        change,
-        context.actor(request, caller),
-        context.reporter(request),
-        caller,
-        request.app.state.replica,
-    )
+    actor, report = context.actor(request, caller), context.reporter(request)
+    replica: ReplicaWorld | None = request.app.state.replica
+    if replica is not None and caller.role != DOMAIN_ADMIN:
+        # A root-admin's and a user's reach need no read: the replica's thread serves
+        # the change with the claims, with no trip to a worker thread unless the general
+        # path takes it.
+        spec = _new_spec(name, change, caller, context.accounts_of(engine, caller))
+        fast = await replica.rescale_async(engine, spec, change.generation, actor, report)
+        if fast is not None:
+            return fast
+        replica = None
+    return await run_in_threadpool(update, engine, name, change, actor, report, caller, replica)
 
 
 def replace(
@@ -479,12 +489,13 @@ def remove(
     caller: Caller = ROOT,
     replica: ReplicaWorld | None = None,
 ) -> dict[str, Any]:
-    reach = context.accounts_of(engine, caller)
     if replica is not None:
-        # A delta on the live world when it can be one (service/replica.py).
-        fast = replica.remove(engine, name, generation, actor, reach, report)
+        # A delta on the live world, committed with the claims beside it, when it can be
+        # one (service/replica.py); the caller's reach is judged there on the cached world.
+        fast = replica.remove(engine, name, generation, actor, report)
         if fast is not None:
             return fast
+    reach = context.accounts_of(engine, caller)
 
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         row = snapshot.workloads.get(name)
@@ -524,13 +535,12 @@ async def delete_workload(
     generation: Annotated[int | None, Query(ge=0, le=context.MAX_ID)] = None,
 ) -> dict[str, Any]:
     engine = context.store(request)
-    return await run_in_threadpool(
-        remove,
-        engine,
-        name,
-        generation,
-        context.actor(request, caller),
-        context.reporter(request),
-        caller,
-        request.app.state.replica,
-    )
+    actor, report = context.actor(request, caller), context.reporter(request)
+    replica: ReplicaWorld | None = request.app.state.replica
+    if replica is not None:
+        # The replica's thread serves it with the claims: no trip to a worker thread
+        # unless the general path takes it.
+        fast = await replica.remove_async(engine, name, generation, actor, report)
+        if fast is not None:
+            return fast
+    return await run_in_threadpool(remove, engine, name, generation, actor, report, caller)

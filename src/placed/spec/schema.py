@@ -111,6 +111,27 @@ class _Shows:
         return schema
 
 
+class _UnitShape:
+    """A unit name's JSON Schema says its form, WORKLOAD/N, as the reader checks it
+    (`spec/juju/native.py`): the name's pattern, then a slash and a whole number. Only
+    the schema: the reader's error says what to write."""
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        pattern = schema["pattern"]
+        assert pattern.endswith(")+$"), pattern
+        schema["pattern"] = pattern[:-1] + "/[0-9]+$"
+        return schema
+
+
+# A list whose items name themselves (an id, a name): two equal items name one thing
+# twice, which the reader refuses; the schema says so. It cannot say that two items
+# differing elsewhere must not share the name: the reader's rule alone.
+UNIQUE_ITEMS: dict[str, Any] = {"uniqueItems": True}
+
+
 # The longest name or identifier (a target, a workload, a domain, a tag...): a DNS name's
 # and a Kubernetes object's bound. The service's routes take the same (service/*.py).
 MAX_NAME = 253
@@ -148,6 +169,7 @@ UnitName = Annotated[
     StringConstraints(min_length=1, max_length=MAX_UNIT_NAME),
     AfterValidator(visible),
     _Shows(),
+    _UnitShape(),
 ]
 TagList = list[Tag]
 
@@ -266,7 +288,7 @@ class LocationSpec(_Strict):
         None, description="Leaves only: resources units can consume, e.g. {cpu: 8, memory: 32}."
     )
     status: Literal["up", "down"] = Field("up", description="down takes everything below out.")
-    children: list[LocationSpec] = Field(default_factory=list)
+    children: list[LocationSpec] = Field(default_factory=list, json_schema_extra=UNIQUE_ITEMS)
 
 
 # A workload's spread, near or avoid terms: a handful in practice; bounded all the same.
@@ -528,7 +550,7 @@ class SettingsSpec(_Strict):
 class DomainSpec(_Strict):
     """A domain of the tenancy tree: its accounts and its subdomains."""
 
-    accounts: list[Identifier] = Field(default_factory=list)
+    accounts: list[Identifier] = Field(default_factory=list, json_schema_extra=UNIQUE_ITEMS)
     children: dict[Identifier, DomainSpec] = Field(default_factory=dict)
 
 
@@ -538,7 +560,9 @@ class TenancySpec(_Strict):
     domains: dict[Identifier, DomainSpec] = Field(
         default_factory=dict, description="The domains directly under ROOT."
     )
-    accounts: list[Identifier] = Field(default_factory=list, description="ROOT's own accounts.")
+    accounts: list[Identifier] = Field(
+        default_factory=list, description="ROOT's own accounts.", json_schema_extra=UNIQUE_ITEMS
+    )
 
 
 class OfferingSpec(_Strict):
@@ -592,13 +616,15 @@ class SpecDocument(_Strict):
     name: Annotated[str, StringConstraints(max_length=MAX_NAME)] | None = Field(
         None, description="Names this spec in output; needed when a file holds several."
     )
-    inventory: list[LocationSpec] = Field(default_factory=list)
-    workloads: list[WorkloadSpec] = Field(default_factory=list)
+    inventory: list[LocationSpec] = Field(default_factory=list, json_schema_extra=UNIQUE_ITEMS)
+    workloads: list[WorkloadSpec] = Field(default_factory=list, json_schema_extra=UNIQUE_ITEMS)
     settings: SettingsSpec = Field(default_factory=SettingsSpec)
     tenancy: TenancySpec | None = Field(None, description="Domains and accounts (CloudStack).")
-    offerings: list[OfferingSpec] = Field(default_factory=list)
+    offerings: list[OfferingSpec] = Field(default_factory=list, json_schema_extra=UNIQUE_ITEMS)
     storage: list[StoragePoolSpec] = Field(
-        default_factory=list, description="Primary storage pools, dedicable like hosts."
+        default_factory=list,
+        description="Primary storage pools, dedicable like hosts.",
+        json_schema_extra=UNIQUE_ITEMS,
     )
     dedications: list[DedicationSpec] = Field(
         default_factory=list,
@@ -608,6 +634,7 @@ class SpecDocument(_Strict):
         default_factory=list,
         description="Units that already run: the plan starts from them, directives resolve "
         "against them, and new units of their workload are numbered after them.",
+        json_schema_extra=UNIQUE_ITEMS,
     )
 
 

@@ -1,6 +1,6 @@
-"""A group commit of new workloads (service/replica.py): the revision, each target's
-usage raised under the generation the caller saw, the workloads, units, placements,
-events and history, in the caller's transaction.
+"""A group commit of new workloads and deleted ones (service/replica.py): the revision,
+each target's usage moved under the generation the caller saw, the workloads, units and
+placements made or deleted, the events and the history, in the caller's transaction.
 
 The statements are the driver's own SQL with every value already in the form the driver
 takes (each column type's own bind processor, read once per dialect): SQLAlchemy's Core
@@ -23,7 +23,16 @@ from typing import Any
 from sqlalchemy import Connection, Dialect, Table, exc
 
 from placed.store import events, notify
-from placed.store.tables import EventRow, Placement, PlacementHistory, Workload, now, table_of
+from placed.store.tables import (
+    EventRow,
+    Placement,
+    PlacementHistory,
+    Setting,
+    Workload,
+    now,
+    table_of,
+)
+from placed.store.world import CHANGED_SETTING
 
 # Rows per multi-row statement: far below SQLite's and PostgreSQL's bound parameters.
 ROWS_PER_STATEMENT = 500
@@ -63,6 +72,54 @@ class NewUnit:
 
 
 @dataclass(frozen=True, slots=True)
+class GoneWorkload:
+    """A workload deleted, at the generation the caller saw (`Stale` if it moved on)."""
+
+    id: int
+    generation: int
+    event: events.Pending  # its workload.deleted
+
+
+@dataclass(frozen=True, slots=True)
+class ChangedWorkload:
+    """A workload whose spec changes (its count), at the generation the caller saw
+    (`Stale` if it moved on); its generation is raised."""
+
+    id: int
+    generation: int
+    spec: dict[str, Any]
+    event: events.Pending  # its workload.changed
+
+
+@dataclass(frozen=True, slots=True)
+class GoneUnit:
+    """A unit of a deleted workload: its placement (if any) and row go, with its event
+    and its history row."""
+
+    id: int
+    name: str
+    source: str | None  # the target it leaves
+    reason: str
+    event: events.Pending
+
+
+@dataclass(frozen=True, slots=True)
+class Gone:
+    """What a batch deletes or rewrites: workloads deleted, units removed (a deleted
+    workload's, or those past a workload's new count), workloads whose spec changes, and
+    the usage of each target it frees once they are gone (written as is: a lowered
+    `used` never meets `CHECK (used >= 0)` by a rounding's hair)."""
+
+    workloads: Sequence[GoneWorkload] = ()
+    units: Sequence[GoneUnit] = ()
+    used: Sequence[tuple[int, str, float]] = ()
+    changed: Sequence[ChangedWorkload] = ()
+
+
+NOTHING_GONE = Gone()
+
+
+@dataclass(frozen=True, slots=True)
 class Stored:
     revision: int
     workload_ids: dict[str, int]
@@ -83,6 +140,7 @@ class _Types:
     event_at: Processor
     spec: Processor  # workloads.spec
     details: Processor  # events.details
+    setting: Processor  # settings.value
 
 
 _TYPES: dict[tuple[str, str], _Types] = {}
@@ -99,6 +157,7 @@ def _types(dialect: Dialect) -> _Types:
             _processor(table_of(EventRow), "at", dialect),
             _processor(table_of(Workload), "spec", dialect),
             _processor(table_of(EventRow), "details", dialect),
+            _processor(table_of(Setting), "value", dialect),
         )
     return found
 
@@ -131,7 +190,7 @@ class _Plan:
     """The batch's statements, in the order they run."""
 
     revision: _Statement
-    guards: list[_Statement]
+    guards: list[_Statement]  # each must change the rows it expects, else `Stale`
     workloads: list[_Statement]  # returning (id, name)
     units: list[_Statement]  # returning (id, name)
     rest: list[_Statement]
@@ -143,11 +202,13 @@ class _Plan:
 def _plan(
     types: _Types,
     at: Any,
+    seen: int,
     notifies: bool,
     guards: Sequence[tuple[int, int]],
     usage: Sequence[tuple[int, str, float]],
     workloads: Sequence[NewWorkload],
     units: Sequence[NewUnit],
+    gone: Gone,
 ) -> _Plan:
     mark = types.marker
 
@@ -157,12 +218,16 @@ def _plan(
     def rows(row: str, count: int) -> str:
         return ", ".join([sql(row)] * count)
 
+    def marks(count: int) -> str:
+        return ", ".join([mark] * count)
+
+    written = _events(workloads, units, gone)
     revision = _Statement(
         sql(
             "UPDATE revision SET value = value + 1, last_event_id = last_event_id + ? "
             "WHERE id = 1 RETURNING value, last_event_id"
         ),
-        (len(_events(workloads, units)),),
+        (len(written),),
         returns=True,
     )
     # The revision row's lock, taken first by every writer, orders the writers: no two
@@ -171,12 +236,34 @@ def _plan(
     guarded = [
         _Statement(
             sql(f"UPDATE targets SET generation = generation + 1, revision = {REVISION} ")
-            + f"WHERE id IN ({', '.join([mark] * len(part))}) "
+            + f"WHERE id IN ({marks(len(part))}) "
             + f"AND (id, generation) IN (VALUES {rows('(?, ?)', len(part))})",
             (*(id_ for id_, _ in part), *(value for guard in part for value in guard)),
             expect=len(part),
         )
         for part in _chunks(sorted(guards))
+    ]
+    # A deleted workload at the generation seen: one changed since would take units
+    # (and their usage) this batch never counted.
+    guarded += [
+        _Statement(
+            f"DELETE FROM workloads WHERE id IN ({marks(len(part))}) "
+            + f"AND (id, generation) IN (VALUES {rows('(?, ?)', len(part))})",
+            (*(w.id for w in part), *(value for w in part for value in (w.id, w.generation))),
+            expect=len(part),
+        )
+        for part in _chunks(sorted(gone.workloads, key=lambda w: w.id))
+    ]
+    guarded += [
+        _Statement(
+            sql(
+                "UPDATE workloads SET spec = ?, generation = generation + 1, "
+                f"revision = {REVISION} WHERE id = ? AND generation = ?"
+            ),
+            (types.spec(w.spec), w.id, w.generation),
+            expect=1,
+        )
+        for w in gone.changed
     ]
     if usage:
         guarded.append(
@@ -184,6 +271,21 @@ def _plan(
                 sql("UPDATE target_resources SET used = used + ? WHERE target_id = ? AND name = ?"),
                 [(amount, target, resource) for target, resource, amount in usage],
             )
+        )
+    if gone.used:
+        guarded.append(
+            _Statement(
+                sql("UPDATE target_resources SET used = ? WHERE target_id = ? AND name = ?"),
+                [(amount, target, resource) for target, resource, amount in gone.used],
+            )
+        )
+    unit_ids = [u.id for u in gone.units]
+    for part in _chunks(unit_ids):
+        guarded.append(
+            _Statement(f"DELETE FROM placements WHERE unit_id IN ({marks(len(part))})", tuple(part))
+        )
+        guarded.append(
+            _Statement(f"DELETE FROM units WHERE id IN ({marks(len(part))})", tuple(part))
         )
     made = [
         _Statement(
@@ -210,25 +312,35 @@ def _plan(
         for part in _chunks(units)
     ]
     rest: list[_Statement] = []
-    written = _events(workloads, units)
     if written:
         placed_at, event_at, history_at = (
             types.placed_at(at),
             types.event_at(at),
             types.history_at(at),
         )
-        # Event k of n takes id last - (n - 1 - k): the ids the revision handed out. The
-        # workloads' events come first, then the units', whose offsets history reads.
+        # Event k of n takes id last - (n - 1 - k): the ids the revision handed out, in
+        # `_events`' order (the units' events last), whose offsets history reads.
+        first_unit = len(written) - len(units) - len(gone.units)
         offsets = range(len(written) - 1, -1, -1)
-        unit_offsets = range(len(units) - 1, -1, -1)
-        rest += [
-            _Statement(
-                sql(
-                    "INSERT INTO placements (unit_id, target_id, placed_at, revision) "
-                    f"VALUES ((SELECT id FROM units WHERE name = ?), ?, ?, {REVISION})"
-                ),
-                [(u.name, u.target_id, placed_at) for u in units],
-            ),
+        history = [
+            (u.name, None, u.event.target, u.reason, offsets[first_unit + k])
+            for k, u in enumerate(units)
+        ] + [
+            (u.name, u.source, None, u.reason, offsets[first_unit + len(units) + k])
+            for k, u in enumerate(gone.units)
+            if u.source is not None
+        ]
+        if units:
+            rest.append(
+                _Statement(
+                    sql(
+                        "INSERT INTO placements (unit_id, target_id, placed_at, revision) "
+                        f"VALUES ((SELECT id FROM units WHERE name = ?), ?, ?, {REVISION})"
+                    ),
+                    [(u.name, u.target_id, placed_at) for u in units],
+                )
+            )
+        rest.append(
             _Statement(
                 sql(
                     "INSERT INTO events (id, at, actor_accessor, actor_role, kind, subject, "
@@ -252,18 +364,34 @@ def _plan(
                     )
                     for offset, e in zip(offsets, written, strict=True)
                 ],
-            ),
-            _Statement(
-                sql(
-                    "INSERT INTO placement_history (unit_name, from_target, to_target, at, "
-                    f"reason, event_id) VALUES (?, NULL, ?, ?, ?, {LAST_EVENT} - ?)"
-                ),
-                [
-                    (u.name, u.event.target, history_at, u.reason[:HISTORY_REASON], offset)
-                    for offset, u in zip(unit_offsets, units, strict=True)
-                ],
-            ),
-        ]
+            )
+        )
+        if history:
+            rest.append(
+                _Statement(
+                    sql(
+                        "INSERT INTO placement_history (unit_name, from_target, to_target, "
+                        f"at, reason, event_id) VALUES (?, ?, ?, ?, ?, {LAST_EVENT} - ?)"
+                    ),
+                    [
+                        (name, source, to, history_at, reason[:HISTORY_REASON], at_offset)
+                        for name, source, to, reason, at_offset in history
+                    ],
+                )
+            )
+        if gone.workloads or gone.changed:
+            # Another replica brings its world forward from new workloads alone (its
+            # `_claims_since`); a deletion since tells it to read the whole world.
+            rest.append(
+                _Statement(
+                    sql(
+                        "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) "
+                        "DO UPDATE SET value = excluded.value"
+                    ),
+                    # The batch's own revision: any other, and it is `Behind` and rolled back.
+                    (CHANGED_SETTING, types.setting({"value": seen + 1})),
+                )
+            )
         if notifies:
             rest.append(_Statement(sql("SELECT pg_notify(?, '')"), (notify.CHANNEL,)))
     return _Plan(revision, guarded, made, placed, rest)
@@ -276,15 +404,27 @@ def write(
     usage: Sequence[tuple[int, str, float]],
     workloads: Sequence[NewWorkload],
     units: Sequence[NewUnit],
+    gone: Gone = NOTHING_GONE,
 ) -> Stored:
     """Write the batch in `connection`'s transaction. `seen`: the revision it was decided
     on (`Behind` when the next one is not this batch's); `guards`: (target id,
-    generation seen) of every target it places on (`Stale` when one has moved on);
-    `usage`: (target id, resource, amount) to add (`Stale` past capacity: the
-    database's CHECK)."""
+    generation seen) of every target it places on or frees (`Stale` when one has moved
+    on); `usage`: (target id, resource, amount) to add (`Stale` past capacity: the
+    database's CHECK); `gone`: what it deletes, and the usage of the targets it frees
+    (those are not in `usage`)."""
     dialect = connection.dialect
     at = now()
-    plan = _plan(_types(dialect), at, dialect.name == "postgresql", guards, usage, workloads, units)
+    plan = _plan(
+        _types(dialect),
+        at,
+        seen,
+        dialect.name == "postgresql",
+        guards,
+        usage,
+        workloads,
+        units,
+        gone,
+    )
     try:
         if dialect.name == "postgresql":
             _pipelined(connection, plan.statements())
@@ -301,7 +441,7 @@ def write(
         _stale(statement)
     workload_ids = {name: int(id_) for s in plan.workloads for id_, name in s.rows}
     unit_ids = {name: int(id_) for s in plan.units for id_, name in s.rows}
-    pending = _events(workloads, units)
+    pending = _events(workloads, units, gone)
     first = last - len(pending) + 1
     written = [
         events.Written(
@@ -328,9 +468,19 @@ def write(
     )
 
 
-def _events(workloads: Sequence[NewWorkload], units: Sequence[NewUnit]) -> list[events.Pending]:
-    """The batch's events in id order: each new workload's, then each unit's."""
-    return [w.event for w in workloads if w.event is not None] + [u.event for u in units]
+def _events(
+    workloads: Sequence[NewWorkload], units: Sequence[NewUnit], gone: Gone
+) -> list[events.Pending]:
+    """The batch's events in id order: each new workload's, deleted one's and changed
+    one's, then each unit's placement and each removal (a change's cause before its
+    units, as the general path writes them)."""
+    return [
+        *(w.event for w in workloads if w.event is not None),
+        *(w.event for w in gone.workloads),
+        *(w.event for w in gone.changed),
+        *(u.event for u in units),
+        *(u.event for u in gone.units),
+    ]
 
 
 def _behind(seen: int, revision: _Statement) -> tuple[int, int]:
@@ -343,7 +493,7 @@ def _behind(seen: int, revision: _Statement) -> tuple[int, int]:
 
 def _stale(statement: _Statement) -> None:
     if statement.expect is not None and statement.rowcount != statement.expect:
-        raise Stale("a target's generation")
+        raise Stale("a target's or a deleted workload's generation")
 
 
 def _one_by_one(connection: Connection, seen: int, plan: _Plan) -> None:

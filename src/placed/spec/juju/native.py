@@ -50,7 +50,8 @@ def running_units(
     for index, spec in enumerate(specs):
         where: Path = ("running", index)
         name, _, number = spec.unit.rpartition("/")
-        if not name or not number.isdigit():
+        # ASCII digits only, as the schema's pattern says (str.isdigit takes any script's).
+        if not name or not (number.isascii() and number.isdigit()):
             out.add(f"{quoted(spec.unit)} is not a unit name: write WORKLOAD/N", (*where, "unit"))
             continue
         if spec.unit in seen:
