@@ -50,7 +50,6 @@ NOT_YET_MOVED = {
     "service/targets.py",
     "service/tokens.py",
     "service/units.py",
-    "service/usage.py",
 }
 
 

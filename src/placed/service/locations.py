@@ -11,9 +11,9 @@ from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
+from placed.operations.holdings import Holdings
 from placed.service import context, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
-from placed.service.usage import Holdings
 from placed.spec.schema import MAX_NAME
 from placed.store import locations
 from placed.store.database import reading

@@ -14,9 +14,9 @@ from starlette.concurrency import run_in_threadpool
 
 from placed.engine.planner import Planner
 from placed.engine.rebalance import simulate
+from placed.operations.holdings import Holdings
 from placed.service import context, placing, problems
 from placed.service.auth import AGENT, DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
-from placed.service.usage import Holdings
 from placed.spec.schema import MAX_NAME
 from placed.store import settings, targets
 from placed.store.claims import Actor, Extra
