@@ -46,7 +46,6 @@ NOT_YET_MOVED = {
     "service/auth.py",
     "service/cloudstack.py",
     "service/dedications.py",
-    "service/locations.py",
     "service/targets.py",
     "service/tokens.py",
     "service/units.py",
