@@ -47,7 +47,6 @@ NOT_YET_MOVED = {
     "service/cloudstack.py",
     "service/dedications.py",
     "service/targets.py",
-    "service/tokens.py",
     "service/units.py",
 }
 
