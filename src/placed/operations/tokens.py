@@ -18,11 +18,13 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from placed.operations.errors import Conflict, Forbidden, Invalid, NotFound, Where
-from placed.store import accounts, domains, events, tokens
+from placed.store import accounts, domains, events, tables, tokens
 from placed.store.claims import Actor
 from placed.store.database import reading, writing
-from placed.store.tables import ROLES, Token, now
+from placed.store.tables import Token, now
 
+# A token's roles, in the order the API lists them.
+ROLES = tables.ROLES
 ROOT_ADMIN, DOMAIN_ADMIN, USER, AGENT = ROLES
 MAX_LIFETIME_S = tokens.MAX_LIFETIME_S
 WHAT_SCOPE_NAMES = tokens.SCOPE_KINDS
