@@ -45,7 +45,6 @@ NOT_YET_MOVED = {
     # Not moved yet:
     "service/cloudstack.py",
     "service/dedications.py",
-    "service/targets.py",
     "service/units.py",
 }
 
