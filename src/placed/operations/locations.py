@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from placed.operations.holdings import Holdings
+from placed.operations.store import Store
 from placed.store import locations
 from placed.store.database import reading
 
 
 def page(
-    engine: Engine, reach: set[str] | None, after: str | None, wanted: int, chunk: int
+    engine: Store, reach: set[str] | None, after: str | None, wanted: int, chunk: int
 ) -> list[dict[str, Any]]:
     """The next `wanted` locations by name after `after` that some account of `reach`
     may use (None: every one), read `chunk` at a time for a scoped caller."""

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from placed.operations.errors import Conflict, Forbidden, Invalid, NotFound, Where
+from placed.operations.store import Store
 from placed.store import accounts, domains, events, tables, tokens
 from placed.store.claims import Actor
 from placed.store.database import reading, writing
@@ -51,7 +51,7 @@ class Live:
     expires: datetime | None
 
 
-def look_up(engine: Engine, text: str) -> Live | None:
+def look_up(engine: Store, text: str) -> Live | None:
     """The live token `text` names; None when it names none (unknown, revoked, expired)."""
     with reading(engine) as session:
         row = tokens.authenticate(session, text)
@@ -66,7 +66,7 @@ def seconds_until(moment: datetime) -> float:
 
 
 def create(
-    engine: Engine,
+    engine: Store,
     actor: Actor,
     rule: ReachRule,
     role: str,
@@ -107,14 +107,14 @@ def create(
         return info(row), text
 
 
-def listed(engine: Engine, actor: Actor, rule: ReachRule) -> list[dict[str, Any]]:
+def listed(engine: Store, actor: Actor, rule: ReachRule) -> list[dict[str, Any]]:
     """Every token `actor` manages, oldest first, without secrets."""
     with reading(engine) as session:
         reach = _reach(session, actor, rule)
         return [info(row) for row in tokens.listed(session) if reach.holds(row.role, row.scope)]
 
 
-def revoke(engine: Engine, actor: Actor, rule: ReachRule, accessor: str) -> dict[str, Any]:
+def revoke(engine: Store, actor: Actor, rule: ReachRule, accessor: str) -> dict[str, Any]:
     """Revoke the token (again: nothing changes); its row, `revoked` set. The last live
     root-admin token stays (Conflict `last-root-admin`)."""
     with writing(engine) as session:

@@ -7,19 +7,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from placed.model.dedications import Dedication
 from placed.operations.errors import NotFound, Where
 from placed.operations.holdings import Holdings, Places
+from placed.operations.store import Store
 from placed.store.database import reading
 from placed.store.tables import Account, Placement, Target, TargetResource, Unit, Workload
 
 TARGET = "target"
 
 
-def usage(engine: Engine, level: str, reach: set[str] | None) -> dict[str, Any]:
+def usage(engine: Store, level: str, reach: set[str] | None) -> dict[str, Any]:
     """Capacity and use per location of `level`; with `reach` (a scoped caller's
     accounts), only the locations some of them may use, each summed over all its
     targets (another tenant's zone is not named)."""
@@ -33,7 +34,7 @@ def usage(engine: Engine, level: str, reach: set[str] | None) -> dict[str, Any]:
         return found
 
 
-def spread(engine: Engine, name: str, level: str, reach: set[str] | None) -> dict[str, Any]:
+def spread(engine: Store, name: str, level: str, reach: set[str] | None) -> dict[str, Any]:
     """How the workload's units spread over the places of `level` (or targets); a
     workload out of `reach` is not there."""
     with reading(engine) as session:
@@ -43,7 +44,7 @@ def spread(engine: Engine, name: str, level: str, reach: set[str] | None) -> dic
     return found
 
 
-def owners(engine: Engine, names: list[str], principal: str, account: str | None) -> dict[str, Any]:
+def owners(engine: Store, names: list[str], principal: str, account: str | None) -> dict[str, Any]:
     """The owners of the targets named as the principal may see them, every dedication it
     may see, and with `account`, the hosts that account holds implicitly."""
     with reading(engine) as session:
