@@ -44,7 +44,6 @@ NOT_YET_MOVED = {
     "service/simulate.py",
     # Not moved yet:
     "service/dedications.py",
-    "service/units.py",
 }
 
 
