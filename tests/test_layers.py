@@ -43,7 +43,6 @@ NOT_YET_MOVED = {
     # Beside the route modules this move took on (simulate.py plans through placing.py):
     "service/simulate.py",
     # Not moved yet:
-    "service/dedications.py",
 }
 
 
