@@ -35,7 +35,7 @@ from placed.model.dedications import (
     Offering,
 )
 from placed.model.tenancy import Principal
-from placed.operations import dedications as operation
+from placed.operations import offerings, snapshots
 from placed.operations.store import Store
 from placed.service import cloudstack, context, placing, problems
 from placed.service.auth import (
@@ -312,7 +312,7 @@ async def delete_dedication(
 def listing(
     engine: Store, principal: str, kind: str | None, domain: str | None, account: str | None
 ) -> dict[str, Any]:
-    cloud = cloudstack.cloud_of(operation.stored_world(engine))
+    cloud = cloudstack.cloud_of(snapshots.read(engine))
     who = cloudstack.principal_of(cloud, principal)
     try:
         found = cloud.list_dedications(who, kind, domain, account)
@@ -368,7 +368,7 @@ async def list_offerings(
 ) -> dict[str, Any]:
     engine = context.store(request)
 
-    found = await run_in_threadpool(operation.listed_offerings, engine)
+    found = await run_in_threadpool(offerings.listed, engine)
     return {"items": [offering_view(o) for o in found]}
 
 
