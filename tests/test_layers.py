@@ -1,5 +1,9 @@
 """Layers point down only (DEVELOPERS.md, "Layers"), read from the source with ast: an
-import inside a function counts as much as one at the top."""
+import inside a function counts as much as one at the top.
+
+From the top: cli and service -> operations -> store and engine -> policy -> model. The
+service reaches the store through the operations only: it imports neither sqlalchemy nor
+the store's tables (a few modules not moved yet are listed, each with why)."""
 
 from __future__ import annotations
 
@@ -14,10 +18,29 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "placed"
 WEB = {"fastapi", "starlette", "uvicorn"}
 FORBIDDEN = {
     "model": {"placed.spec", "placed.policy", "placed.engine", "placed.store", "placed.cli"}
-    | {"placed.service"},
-    "policy": {"placed.engine", "placed.store", "placed.service", "placed.cli"},
-    "engine": {"placed.store", "placed.service", "placed.cli"} | WEB,
-    "store": {"placed.service", "placed.cli"} | WEB,
+    | {"placed.operations", "placed.service"},
+    "policy": {"placed.engine", "placed.store", "placed.operations", "placed.service"}
+    | {"placed.cli"},
+    "engine": {"placed.store", "placed.operations", "placed.service", "placed.cli"} | WEB,
+    "store": {"placed.service", "placed.cli", "placed.operations"} | WEB,
+    "operations": {"placed.service", "placed.cli"} | WEB,
+}
+
+# What the service leaves to the operations layer.
+BELOW_THE_SERVICE = {"sqlalchemy", "placed.store.tables"}
+# Service modules that still import them, until their work moves into operations/. Each
+# one removed from here is a module the test then holds to the rule.
+NOT_YET_MOVED = {
+    # Being changed by others as this list was written (the live world, one committer):
+    "service/app.py",
+    "service/commit_process.py",
+    "service/context.py",
+    "service/controller.py",
+    "service/middleware.py",
+    "service/migrations.py",
+    "service/placing.py",
+    "service/replica.py",
+    "service/workloads.py",
 }
 
 
@@ -56,3 +79,30 @@ def test_the_walk_sees_an_upward_import(tmp_path: Path) -> None:
     module.write_text("def f():\n    from placed.engine import planner\n    import fastapi\n")
     assert breaks("placed.engine.planner", FORBIDDEN["policy"])
     assert {"placed.engine", "fastapi"} <= imports(module)
+
+
+def service_modules_below_it() -> set[str]:
+    """The service's modules that import sqlalchemy or the store's tables."""
+    return {
+        str(path.relative_to(PACKAGE))
+        for path in sorted((PACKAGE / "service").rglob("*.py"))
+        if any(breaks(name, BELOW_THE_SERVICE) for name in imports(path))
+    }
+
+
+def test_the_service_reaches_the_store_through_the_operations() -> None:
+    found = service_modules_below_it()
+    assert found - NOT_YET_MOVED == set(), "call an operation (placed/operations/) instead"
+    # A module moved is taken off the list, so nothing brings the import back unseen.
+    assert NOT_YET_MOVED - found == set(), "moved: take it off NOT_YET_MOVED"
+
+
+def test_the_walk_sees_a_table_import(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("from placed.store.tables import Token\nfrom sqlalchemy.orm import Session\n")
+    assert {n for n in imports(module) if breaks(n, BELOW_THE_SERVICE)} == {
+        "placed.store.tables",
+        "placed.store.tables.Token",
+        "sqlalchemy.orm",
+        "sqlalchemy.orm.Session",
+    }

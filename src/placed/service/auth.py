@@ -34,15 +34,13 @@ from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute, RouteContext, iter_route_contexts
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
+from placed.operations import tokens
+from placed.operations.tokens import ROLES
 from placed.service import problems
 from placed.service.lockout import AuthFailures
-from placed.store import tokens
-from placed.store.database import reading
-from placed.store.tables import ROLES, now
 
 ROOT_ADMIN, DOMAIN_ADMIN, USER, AGENT = ROLES
 EVERY_ROLE = ROLES
@@ -102,7 +100,7 @@ class TrustedTokens:
     def keep(self, text: str, caller: Caller, expires: datetime | None) -> None:
         seconds = self.seconds
         if expires is not None:
-            seconds = min(seconds, (expires - now()).total_seconds())
+            seconds = min(seconds, tokens.seconds_until(expires))
         if seconds <= 0:
             return
         with self._lock:
@@ -150,23 +148,15 @@ async def authenticate(request: Request, text: str | None) -> Caller:
         raise problems.ProblemException(
             503, "not-ready", "this service has no database, so it cannot check tokens"
         )
-    found = await run_in_threadpool(_look_up, database, text)
+    found = await run_in_threadpool(tokens.look_up, database, text)
     if found is None:
         request.app.state.metrics.auth_failures.inc()
         failures.failed(address)
         raise unauthenticated()
-    caller, expires = found
-    trusted.keep(text, caller, expires)
+    caller = Caller(found.accessor, found.role, found.scope)
+    trusted.keep(text, caller, found.expires)
     request.state.accessor = caller.accessor
     return caller
-
-
-def _look_up(database: Engine, text: str) -> tuple[Caller, datetime | None] | None:
-    with reading(database) as session:
-        row = tokens.authenticate(session, text)
-        if row is None:
-            return None
-        return Caller(row.accessor, row.role, row.scope), row.expires
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,17 +18,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Engine
-
 from placed.engine.cloud import Cloud
 from placed.model.dedications import PERMISSION_DENIED, DedicationError, Event
 from placed.model.tenancy import Principal
+from placed.operations import refusals
+from placed.operations.store import Store
 from placed.policy.dedication import PLACEMENT_FAILED, ZONE_CLOSED_EVENT
 from placed.service import placing
 from placed.service.problems import ProblemException
-from placed.store import events
 from placed.store.claims import Actor, Extra
-from placed.store.database import writing
 from placed.store.world import Snapshot
 
 MIGRATION_REFUSED_EVENT = "migration.refused"
@@ -89,29 +87,22 @@ class Refusal(Exception):
 
 
 def record(
-    engine: Engine, refusal: Refusal, actor: Actor, report: placing.Reporter = placing.silent
+    engine: Store, refusal: Refusal, actor: Actor, report: placing.Reporter = placing.silent
 ) -> ProblemException:
     """Write the refusal's event (it changes no row of the world, so the revision stays),
     report it as any change's events are reported (its log line, the long-poll's wake),
     and return the problem to answer."""
     started = time.perf_counter()
-    with writing(engine) as session:
-        written = events.append(
-            session,
-            MIGRATION_REFUSED_EVENT,
-            refusal.subject,
-            actor_accessor=actor.accessor,
-            actor_role=actor.role,
-            target=refusal.target,
-            workload=refusal.workload,
-            account=refusal.account,
-            request_id=actor.request_id,
-            details={
-                **refusal.details,
-                "error": refusal.error.kind,
-                "why": refusal.error.message,
-            },
-        )
+    written = refusals.record_refusal(
+        engine,
+        MIGRATION_REFUSED_EVENT,
+        refusal.subject,
+        actor,
+        refusal.target,
+        refusal.workload,
+        refusal.account,
+        {**refusal.details, "error": refusal.error.kind, "why": refusal.error.message},
+    )
     report(0, [written], time.perf_counter() - started, False)
     return problem(refusal.error)
 
@@ -153,28 +144,14 @@ def placement_failures(found: Sequence[Event], workload: str) -> list[Extra]:
 
 
 def record_unplaceable(
-    engine: Engine, refused: Unplaceable, actor: Actor, report: placing.Reporter = placing.silent
+    engine: Store, refused: Unplaceable, actor: Actor, report: placing.Reporter = placing.silent
 ) -> ProblemException:
     """Write the claim's failure events (no row of the world changes: the revision
     stays), report them as any change's events are reported, and return the problem."""
     if not refused.failures:
         return refused.answer
     started = time.perf_counter()
-    with writing(engine) as session:
-        written = [
-            events.append(
-                session,
-                failure.kind,
-                failure.subject,
-                actor_accessor=actor.accessor,
-                actor_role=actor.role,
-                workload=failure.workload,
-                account=failure.account,
-                request_id=actor.request_id,
-                details=failure.details,
-            )
-            for failure in refused.failures
-        ]
+    written = refusals.record_failures(engine, refused.failures, actor)
     report(0, written, time.perf_counter() - started, False)
     return refused.answer
 

@@ -25,7 +25,6 @@ from pydantic import (
     StrictStr,
     ValidationError,
 )
-from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from placed.engine.cloud import Cloud
@@ -36,6 +35,8 @@ from placed.model.dedications import (
     Offering,
 )
 from placed.model.tenancy import Principal
+from placed.operations import offerings, snapshots
+from placed.operations.store import Store
 from placed.service import cloudstack, context, placing, problems
 from placed.service.auth import (
     DOMAIN_ADMIN,
@@ -47,9 +48,8 @@ from placed.service.auth import (
 )
 from placed.service.targets import MoveView
 from placed.spec.schema import MAX_NAME, Identifier, SettingsSpec
-from placed.store import offerings, world
+from placed.store import world
 from placed.store.claims import Actor, Extra
-from placed.store.database import reading
 from placed.store.world import Snapshot
 
 router = APIRouter(prefix="/v1")
@@ -188,7 +188,7 @@ Act = Callable[[Cloud, Principal], Dedication]
 
 
 def change(
-    engine: Engine, principal: str, actor: Actor, act: Act, named: str | None = None
+    engine: Store, principal: str, actor: Actor, act: Act, named: str | None = None
 ) -> dict[str, Any]:
     """Apply one dedication operation through the rules and plan the world it leaves.
     `named`: the resource the request's path names (404 when the world has none)."""
@@ -310,11 +310,9 @@ async def delete_dedication(
 
 
 def listing(
-    engine: Engine, principal: str, kind: str | None, domain: str | None, account: str | None
+    engine: Store, principal: str, kind: str | None, domain: str | None, account: str | None
 ) -> dict[str, Any]:
-    with reading(engine) as session:
-        snapshot = world.read(session)
-    cloud = cloudstack.cloud_of(snapshot)
+    cloud = cloudstack.cloud_of(snapshots.read(engine))
     who = cloudstack.principal_of(cloud, principal)
     try:
         found = cloud.list_dedications(who, kind, domain, account)
@@ -370,15 +368,12 @@ async def list_offerings(
 ) -> dict[str, Any]:
     engine = context.store(request)
 
-    def read() -> dict[str, Any]:
-        with reading(engine) as session:
-            return {"items": [offering_view(o) for o in offerings.listed(session)]}
-
-    return await run_in_threadpool(read)
+    found = await run_in_threadpool(offerings.listed, engine)
+    return {"items": [offering_view(o) for o in found]}
 
 
 def put_offering(
-    engine: Engine,
+    engine: Store,
     name: str,
     wanted: Callable[[dict[str, Any] | None], dict[str, Any]],
     actor: Actor,
@@ -489,7 +484,7 @@ def offering_view(offering: Offering) -> dict[str, Any]:
 
 
 def put_setting(
-    engine: Engine, key: str, value: bool | float | str, principal: str, actor: Actor
+    engine: Store, key: str, value: bool | float | str, principal: str, actor: Actor
 ) -> dict[str, Any]:
     if key in world.DOCUMENT_SETTINGS:
         raise problems.ProblemException(
@@ -549,7 +544,7 @@ def _bad_value(key: str, detail: str) -> problems.ProblemException:
 
 
 def _put_world_setting(
-    engine: Engine, key: str, value: bool | float | str, actor: Actor
+    engine: Store, key: str, value: bool | float | str, actor: Actor
 ) -> dict[str, Any]:
     """A heartbeat or guard setting: checked with the others as a spec's `settings:` is
     (a timeout at least 3 heartbeats long), stored in the same transaction as a plan of

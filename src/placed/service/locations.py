@@ -8,15 +8,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
-from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
+from placed.operations import locations as operation
 from placed.service import context, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
-from placed.service.usage import Holdings
 from placed.spec.schema import MAX_NAME
-from placed.store import locations
-from placed.store.database import reading
 
 router = APIRouter(prefix="/v1")
 
@@ -58,28 +55,9 @@ async def list_locations(
 
     def page() -> dict[str, Any]:
         reach = context.accounts_of(engine, caller)
-        with reading(engine) as session:
-            if reach is None:
-                items = locations.views(session, after, limit + 1)
-            else:
-                items = _usable_page(session, reach, after, limit + 1)
+        items = operation.page(engine, reach, after, limit + 1, SCOPED_CHUNK)
         more = len(items) > limit
         items = items[:limit]
         return {"items": items, "next_cursor": items[-1]["name"] if more and items else None}
 
     return await run_in_threadpool(page)
-
-
-def _usable_page(
-    session: Session, reach: set[str], after: str | None, wanted: int
-) -> list[dict[str, Any]]:
-    """The next `wanted` locations after `after` that some account of `reach` may use."""
-    usable = Holdings(session).usable_locations(reach)
-    kept: list[dict[str, Any]] = []
-    while len(kept) < wanted:
-        views = locations.views(session, after, SCOPED_CHUNK)
-        kept += [view for view in views if view["name"] in usable]
-        if len(views) < SCOPED_CHUNK:
-            break
-        after = views[-1]["name"]
-    return kept[:wanted]

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from http import HTTPStatus
 from typing import Any
 
@@ -18,6 +19,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from placed.operations.errors import Conflict, Forbidden, Invalid, NotFound, OperationError
 from placed.spec import SpecError
 
 MEDIA_TYPE = "application/problem+json"
@@ -100,6 +102,34 @@ class ProblemException(Exception):
         self.detail = detail
         self.errors = errors
         self.headers = headers
+
+
+# The status of each domain error (operations/errors.py); a kind of refusal the service
+# does not know answers 422, as a request the operation could not use.
+_STATUS_OF_OPERATION: tuple[tuple[type[OperationError], int], ...] = (
+    (NotFound, 404),
+    (Conflict, 409),
+    (Forbidden, 403),
+    (Invalid, 422),
+)
+
+
+def from_operation(error: OperationError) -> ProblemException:
+    """The problem document a domain error is answered with: one mapping for the service."""
+    status = next((s for kind, s in _STATUS_OF_OPERATION if isinstance(error, kind)), 422)
+    errors = [where.document() for where in error.where] if error.where is not None else None
+    return ProblemException(status, error.kind, error.detail, errors, None, error.extensions)
+
+
+@contextmanager
+def operation_errors() -> Iterator[None]:
+    """Around a route's call of an operation: its domain error raised as the problem it
+    is answered with. (An exception handler in `install` would do this for every route;
+    until every route calls operations, each says where it does.)"""
+    try:
+        yield
+    except OperationError as error:
+        raise from_operation(error) from error
 
 
 def request_id_of(request: Request) -> str:

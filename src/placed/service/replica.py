@@ -233,6 +233,21 @@ class Decided:
             r.workload.name for r in self.rescaled
         }
 
+    def in_scope(
+        self, ticket: Ticket, world: Snapshot, name: str, how: str, account: str | None
+    ) -> bool:
+        """Whether the ticket's change of workload `name` is in its caller's scope: the
+        same rule as every other change's (service/change_scope.py), on the one object
+        it makes, deletes or changes. Refused here when it is not."""
+        try:
+            change_scope.check_items(
+                ticket.actor, world, [Touched("workload", name, how, (account,))]
+            )
+        except problems.ProblemException as refusal:
+            self.refused.append((ticket, refusal))
+            return False
+        return True
+
     def refuse(self, ticket: Ticket, kind: str, detail: str) -> None:
         self.refused.append((ticket, problems.ProblemException(409, kind, detail)))
 
@@ -803,15 +818,7 @@ class ReplicaWorld:
                 else:
                     decided.refuse(ticket, "exists", f"workload {name!r} exists: PUT changes it")
                 continue
-            try:
-                # The same rule as every other change's, on the one object a claim makes.
-                change_scope.check_items(
-                    ticket.actor,
-                    cached.snapshot,
-                    [Touched("workload", name, CREATED, (spec.account,))],
-                )
-            except problems.ProblemException as refusal:
-                decided.refused.append((ticket, refusal))
+            if not decided.in_scope(ticket, cached.snapshot, name, CREATED, spec.account):
                 continue
             try:
                 workload = self._load(cached, spec)
@@ -873,12 +880,7 @@ class ReplicaWorld:
         ):
             decided.general.append(ticket)
             return
-        try:
-            change_scope.check_items(
-                ticket.actor, snapshot, [Touched("workload", name, DELETED, (row.account,))]
-            )
-        except problems.ProblemException as refusal:
-            decided.refused.append((ticket, refusal))
+        if not decided.in_scope(ticket, snapshot, name, DELETED, row.account):
             return
         request = planner.request(workload)
         state = decided.state.fork()
@@ -1089,12 +1091,7 @@ class ReplicaWorld:
         ):
             decided.general.append(ticket)
             return
-        try:
-            change_scope.check_items(
-                ticket.actor, snapshot, [Touched("workload", name, CHANGED, (spec.account,))]
-            )
-        except problems.ProblemException as refusal:
-            decided.refused.append((ticket, refusal))
+        if not decided.in_scope(ticket, snapshot, name, CHANGED, spec.account):
             return
         moves: list[Move] = []
         result = PlanResult(cached.spec, planner.families)

@@ -16,17 +16,16 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from placed.engine.documents import ArgumentError, migration_document, simulation_document
 from placed.engine.planner import Planner
 from placed.engine.rebalance import UnknownTargetError, simulate
+from placed.operations import snapshots
+from placed.operations.store import Store
 from placed.service import cloudstack, context, placing, problems, scopes
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.spec.schema import MAX_NAME
-from placed.store import world
-from placed.store.database import reading
 from placed.store.world import Snapshot
 
 router = APIRouter(prefix="/v1")
@@ -213,9 +212,8 @@ def migrated(snapshot: Snapshot, body: SimulateBody, reach: set[str] | None) -> 
     return {**document, "revision": snapshot.revision, "hidden": hidden}
 
 
-def run(engine: Engine, body: SimulateBody, caller: Caller) -> dict[str, Any]:
-    with reading(engine) as session:
-        snapshot = world.read(session)
+def run(engine: Store, body: SimulateBody, caller: Caller) -> dict[str, Any]:
+    snapshot = snapshots.read(engine)
     reach = reach_of(snapshot, caller)
     if body.migrate:
         return migrated(snapshot, body, reach)

@@ -8,20 +8,16 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Engine
-from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from placed.engine.planner import Planner
 from placed.engine.rebalance import simulate
+from placed.operations import targets as operation
+from placed.operations.store import Store
 from placed.service import context, placing, problems
 from placed.service.auth import AGENT, DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
-from placed.service.usage import Holdings
 from placed.spec.schema import MAX_NAME
-from placed.store import settings, targets
 from placed.store.claims import Actor, Extra
-from placed.store.database import reading, writing
-from placed.store.leases import database_now
 from placed.store.world import Snapshot, TargetRow
 
 router = APIRouter(prefix="/v1")
@@ -109,11 +105,7 @@ async def list_targets(
 
     def page() -> dict[str, Any]:
         reach = context.accounts_of(engine, caller)
-        with reading(engine) as session:
-            if reach is None:
-                items = targets.views(session, after, limit + 1, under=wanted, state=state)
-            else:
-                items = _usable_page(session, reach, after, limit + 1, wanted, state)
+        items = operation.page(engine, reach, after, limit + 1, wanted, state, USABLE_CHUNK)
         more = len(items) > limit
         items = items[:limit]
         return {"items": items, "next_cursor": items[-1]["name"] if more and items else None}
@@ -121,37 +113,9 @@ async def list_targets(
     return await run_in_threadpool(page)
 
 
-# Targets judged at a time for a scoped listing: names and locations only, so a caller
-# who may use little of the fleet pays a light read per chunk, and views are built only
-# for the targets kept.
+# Targets judged at a time for a scoped listing (operations/targets.py: names and
+# locations only, views built only for the targets kept).
 USABLE_CHUNK = 2000
-
-
-def _usable_page(
-    session: Session,
-    reach: set[str],
-    after: str | None,
-    wanted: int,
-    under: list[str],
-    state: str | None,
-) -> list[dict[str, Any]]:
-    """The next `wanted` targets after `after` that some account of `reach` may use
-    (SERVICE.md: domain admins and users see "what they may use"), judged in chunks by
-    name by the dedication in force on each."""
-    holdings = Holdings(session)
-    kept: list[str] = []
-    chunk = max(wanted, USABLE_CHUNK)
-    while len(kept) < wanted:
-        located = targets.placed_names(session, after, chunk, under=under, state=state)
-        if not located:
-            break
-        usable = holdings.usable([name for name, _ in located], reach, dict(located))
-        kept.extend(name for name, _ in located if name in usable)
-        if len(located) < chunk:
-            break
-        after = located[-1][0]
-    kept = kept[:wanted]
-    return targets.views(session, names=kept, limit=len(kept)) if kept else []
 
 
 @router.get(
@@ -170,18 +134,14 @@ async def get_target(
     engine = context.store(request)
 
     def one() -> dict[str, Any]:
-        reach = context.accounts_of(engine, caller)
-        with reading(engine) as session:
-            found = targets.views(session, names=[name], limit=1)
-            if found and reach is not None and not Holdings(session).usable([name], reach):
-                found = []  # as if it were not there: another tenant's is none of its business
-        if not found:
-            raise problems.ProblemException(404, "not-found", f"no target {name!r}")
-        return found[0]
+        return operation.one(engine, name, context.accounts_of(engine, caller))
 
-    return await run_in_threadpool(one)
+    with problems.operation_errors():
+        return await run_in_threadpool(one)
 
 
+# A target's change of state is planned and committed through placing.transact, which is
+# the service's still: these functions move to operations/targets.py with it.
 def replanned(snapshot: Snapshot, name: str, changed: TargetRow) -> placing.Prepared:
     """Target `name` becoming `changed` (an admin state, or liveness): when it stops
     taking work its units move as `placed simulate --down` says, when it starts again
@@ -203,7 +163,7 @@ def replanned_all(snapshot: Snapshot, changed: dict[str, TargetRow]) -> placing.
 
 
 def change_state(
-    engine: Engine,
+    engine: Store,
     name: str,
     state: str,
     reason: str,
@@ -270,7 +230,7 @@ class BatchChange(BaseModel):
 
 
 def change_states(
-    engine: Engine,
+    engine: Store,
     batch: Batch,
     actor: Actor,
     report: placing.Reporter = placing.silent,
@@ -430,23 +390,8 @@ async def heartbeat(
             403, "forbidden", "an agent token sends its own target's heartbeat only"
         )
 
-    def beat() -> dict[str, Any]:
-        with writing(engine) as session:
-            row = targets.by_name(session, name)
-            if row is None:
-                raise problems.ProblemException(404, "not-found", f"no target {name!r}")
-            at = database_now(session)
-            liveness = targets.heartbeat(session, row.id, at)
-            interval, timeout = settings.heartbeats(session)
-        return {
-            "target": name,
-            "liveness": liveness,
-            "last_seen": at.isoformat(),
-            "interval_s": interval,
-            "timeout_s": timeout,
-        }
-
-    return await run_in_threadpool(beat)
+    with problems.operation_errors():
+        return await run_in_threadpool(operation.heartbeat, engine, name)
 
 
 for _state, _summary in (("down", "Take a target down"), ("up", "Bring a target up")):

@@ -11,24 +11,22 @@ leak to it through the answers.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
-from sqlalchemy.orm import Session
 
-from placed.service import change_scope, problems
+from placed.operations import tokens as operation
+from placed.service import change_scope, context, problems
 from placed.service.auth import AGENT, DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.spec.schema import MAX_NAME
-from placed.store import accounts, domains, events, tokens
 from placed.store.claims import Actor
-from placed.store.database import reading, writing
-from placed.store.tables import Token
 
 Role = Literal["root-admin", "domain-admin", "user", "agent"]
-MAX_LIFETIME_S = tokens.MAX_LIFETIME_S
-WHAT_SCOPE_NAMES = tokens.SCOPE_KINDS
+MAX_LIFETIME_S = operation.MAX_LIFETIME_S
+WHAT_SCOPE_NAMES = operation.WHAT_SCOPE_NAMES
 
 
 NO_NUL = r"^[^\x00]*$"  # PostgreSQL stores no NUL in text
@@ -98,50 +96,15 @@ class TokenList(BaseModel):
     items: list[TokenInfo]
 
 
-def info(row: Token) -> dict[str, Any]:
-    return {
-        "accessor": row.accessor,
-        "role": row.role,
-        "scope": row.scope,
-        "description": row.description,
-        "created": row.created,
-        "expires": row.expires,
-        "revoked": row.revoked,
-    }
+def rule_of(actor: Actor) -> operation.ReachRule:
+    """The scope rule (service/change_scope.py) for the tokens `actor` manages."""
 
+    def reach(
+        parents: Mapping[str, str | None], homes: Mapping[str, str]
+    ) -> change_scope.TokenReach:
+        return change_scope.token_reach(actor, parents, homes)
 
-def reach_of(session: Session, caller: Caller) -> change_scope.TokenReach:
-    """The tokens `caller` manages, by the scope rule (service/change_scope.py)."""
-    actor = Actor(accessor=caller.accessor, role=caller.role, scope=caller.scope)
-    if caller.role != DOMAIN_ADMIN:  # no tenancy to read: all or nothing
-        return change_scope.token_reach(actor, {}, {})
-    return change_scope.token_reach(actor, domains.parents(session), accounts.domains_of(session))
-
-
-def scope_error(detail: str, status: int = 422) -> problems.ProblemException:
-    return problems.ProblemException(
-        status, "invalid-scope", detail, errors=[{"pointer": "/scope", "detail": detail}]
-    )
-
-
-def check_shape(role: str, scope: str | None) -> None:
-    """A scope of the shape the role needs (422; TokenRequest's schema says it too)."""
-    problem = tokens.shape_problem(role, scope)
-    if problem is not None:
-        raise scope_error(problem)
-
-
-def check_exists(session: Session, role: str, scope: str | None) -> None:
-    """A scope naming a domain, account or target that exists: a well-formed request
-    naming what the world does not have is a 409, as for a dedication's resource."""
-    problem = tokens.scope_problem(session, role, scope)
-    if problem is not None:
-        raise scope_error(problem, 409)
-
-
-def where(session: Session, role: str, scope: str | None) -> dict[str, str | None]:
-    """The event's domain, account or target, for a token of `role` over `scope`."""
-    return tokens.places(session, role, scope)
+    return reach
 
 
 router = APIRouter(prefix="/v1", tags=["tokens"])
@@ -159,41 +122,18 @@ Manager = Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN)]
     responses=problems.responses(403, 409, 422),
 )
 def create_token(body: TokenRequest, request: Request, caller: Manager) -> NewToken:
-    with writing(request.app.state.database) as session:
-        if caller.role == DOMAIN_ADMIN:
-            if body.role not in (DOMAIN_ADMIN, USER):
-                raise problems.ProblemException(
-                    403, "forbidden", "a domain-admin creates domain-admin and user tokens only"
-                )
-            check_shape(body.role, body.scope)
-            # Outside its subtree is refused whether or not the name exists (see above).
-            if not reach_of(session, caller).holds(body.role, body.scope):
-                what = WHAT_SCOPE_NAMES[body.role]
-                raise problems.ProblemException(
-                    403,
-                    "forbidden",
-                    f"{body.scope!r} is not a {what} within domain {caller.scope!r}",
-                )
-        else:
-            check_shape(body.role, body.scope)
-            check_exists(session, body.role, body.scope)
-        row, text = tokens.create(session, body.role, body.scope, None, body.description)
-        if body.expires_in_s is not None:
-            # Counted from the row's own creation time, so expires - created is exact.
-            row.expires = expires = row.created + timedelta(seconds=body.expires_in_s)
-        else:
-            expires = None
-        events.append(
-            session,
-            "token.created",
-            row.accessor,
-            actor_accessor=caller.accessor,
-            actor_role=caller.role,
-            request_id=problems.request_id_of(request),
-            details={"role": row.role, "scope": row.scope, "expires": _moment(expires)},
-            **where(session, row.role, row.scope),
+    actor = context.actor(request, caller)
+    with problems.operation_errors():
+        row, text = operation.create(
+            request.app.state.database,
+            actor,
+            rule_of(actor),
+            body.role,
+            body.scope,
+            body.description,
+            body.expires_in_s,
         )
-        return NewToken(**info(row), token=text)
+    return NewToken(**row, token=text)
 
 
 @router.get(
@@ -203,10 +143,9 @@ def create_token(body: TokenRequest, request: Request, caller: Manager) -> NewTo
     "of its subtree), oldest first, without secrets.",
 )
 def list_tokens(request: Request, caller: Manager) -> TokenList:
-    with reading(request.app.state.database) as session:
-        reach = reach_of(session, caller)
-        rows = [row for row in tokens.listed(session) if reach.holds(row.role, row.scope)]
-        return TokenList(items=[TokenInfo(**info(row)) for row in rows])
+    actor = context.actor(request, caller)
+    rows = operation.listed(request.app.state.database, actor, rule_of(actor))
+    return TokenList(items=[TokenInfo(**row) for row in rows])
 
 
 @router.delete(
@@ -222,33 +161,12 @@ def revoke_token(
     request: Request,
     caller: Manager,
 ) -> TokenInfo:
-    with writing(request.app.state.database) as session:
-        row = session.get(Token, accessor)
-        if row is None or not reach_of(session, caller).holds(row.role, row.scope):
-            raise problems.ProblemException(404, "not-found", f"no token {accessor!r}")
-        try:
-            done = tokens.revoke_keeping_a_root(session, accessor)
-        except tokens.LastRootAdmin as error:
-            raise problems.ProblemException(409, "last-root-admin", str(error)) from None
-        if done is None:  # tokens are never deleted; read above, so this cannot happen
-            raise problems.ProblemException(404, "not-found", f"no token {accessor!r}")
-        if done.just_now:
-            events.append(
-                session,
-                "token.revoked",
-                row.accessor,
-                actor_accessor=caller.accessor,
-                actor_role=caller.role,
-                request_id=problems.request_id_of(request),
-                details={"role": row.role, "scope": row.scope},
-                **where(session, row.role, row.scope),
-            )
-        request.app.state.trusted_tokens.forget(accessor)
-        return TokenInfo(**info(row))
-
-
-def _moment(at: datetime | None) -> str | None:
-    return at.isoformat() if at is not None else None
+    actor = context.actor(request, caller)
+    with problems.operation_errors():
+        row = operation.revoke(request.app.state.database, actor, rule_of(actor), accessor)
+    # Revoked and committed: this process stops trusting it now, not in TRUST_SECONDS.
+    request.app.state.trusted_tokens.forget(accessor)
+    return TokenInfo(**row)
 
 
 class Self(BaseModel):

@@ -11,16 +11,16 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
-from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from placed.engine.planner import Planner
 from placed.engine.trace import UnknownUnitError, trace, trace_document
+from placed.operations import units as operation
+from placed.operations.store import Store
 from placed.service import cached_explain, context, documents, placing, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.replica import Cached, ReplicaWorld
-from placed.store import placements, revision, world
-from placed.store.database import reading
+from placed.store import world
 
 router = APIRouter(prefix="/v1")
 # How often the cached world is asked again when the store's revision moved between
@@ -30,7 +30,7 @@ HISTORY = 1000  # the unit's moves shown, oldest first
 
 
 def describe(
-    engine: Engine,
+    engine: Store,
     unit: str,
     accounts: set[str] | None = None,
     replica: ReplicaWorld | None = None,
@@ -54,16 +54,15 @@ def describe(
 
 
 def _from_cache(
-    engine: Engine, cached: Cached, unit: str, accounts: set[str] | None
+    engine: Store, cached: Cached, unit: str, accounts: set[str] | None
 ) -> dict[str, Any] | None:
     """The unit's document from the cached world, or None when the store's revision is
     no longer the cache's (the caller brings it forward and asks again): the history is
     read in one transaction with that revision, so the world explained is the store's
     current one as the history is, never an older one."""
-    with reading(engine) as session:
-        if revision.current(session) != cached.revision:
-            return None
-        history = placements.history_page(session, 0, HISTORY, unit)
+    history = operation.history_at(engine, unit, cached.revision, HISTORY)
+    if history is None:
+        return None
     snapshot = cached.snapshot
     workload, row = _found(snapshot, unit, accounts)
     explanation = cached_explain.explanation(
@@ -103,11 +102,9 @@ def _document(
     }
 
 
-def described(engine: Engine, unit: str, accounts: set[str] | None = None) -> dict[str, Any]:
+def described(engine: Store, unit: str, accounts: set[str] | None = None) -> dict[str, Any]:
     """The general path: the whole world read, loaded as a spec and planned."""
-    with reading(engine) as session:
-        snapshot = world.read(session)
-        history = placements.history_page(session, 0, HISTORY, unit)
+    snapshot, history = operation.world_and_history(engine, unit, HISTORY)
     workload, row = _found(snapshot, unit, accounts)
     # The workload's units placed again, everything else where it is: what `placed
     # explain` shows for a unit of a plan.
