@@ -13,6 +13,10 @@ from placed.service import problems
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVICE = ROOT / "src" / "placed" / "service"
+OPERATIONS = ROOT / "src" / "placed" / "operations"
+# An operation's refusal (operations/errors.py) by its class, and the status the service
+# answers it with.
+OPERATION_STATUS = {kind.__name__: status for kind, status in problems._STATUS_OF_OPERATION}
 
 
 def documented() -> dict[int, set[str]]:
@@ -46,6 +50,9 @@ def raised(source: str) -> set[tuple[int | None, str]]:
             status, kind = values[:2]
             if status is None and isinstance(kind, str):
                 found.add((None, kind))
+        # An operation's refusal: `Conflict(detail, "kind", ...)`.
+        if name in OPERATION_STATUS and len(values) > 1 and isinstance(values[1], str):
+            found.add((OPERATION_STATUS[name], values[1]))
     return found
 
 
@@ -55,6 +62,8 @@ def service_kinds() -> set[tuple[int | None, str]]:
         # The console's pages show a problem in HTML (ui/): the API's documents are the rest.
         if "ui" not in path.relative_to(SERVICE).parts:
             kinds |= raised(path.read_text())
+    for path in OPERATIONS.rglob("*.py"):
+        kinds |= raised(path.read_text())
     return kinds
 
 
@@ -76,7 +85,7 @@ def test_the_scan_finds_what_it_should() -> None:
     assert {
         (404, "invalid-parameter"),
         (409, "conflicting-request"),
-        (None, "invalid-scope"),
+        (409, "invalid-scope"),
         (None, "exists"),
         (422, "invalid-world"),
         (405, "method-not-allowed"),
@@ -85,5 +94,6 @@ def test_the_scan_finds_what_it_should() -> None:
     assert len({kind for _, kind in kinds}) >= 30
     source = 'raise ProblemException(409, "made-up", "x")\nraise ProblemException(s, "other")'
     assert raised(source) == {(409, "made-up"), (None, "other")}
+    assert raised('raise Conflict("x", "taken")\nraise NotFound("y")') == {(409, "taken")}
     assert documented()[404] >= {"not-found", "invalid-parameter"}
     assert "made-up" not in set().union(*documented().values())

@@ -41,6 +41,7 @@ from placed.service.bodies import MAX_REQUEST_UNITS
 from placed.service.commit_process import CommitProcess, shareable
 from placed.service.forwarding import Forwarder, Forwarding
 from placed.service.health import Readiness, always_ready
+from placed.service.idempotency import Idempotency
 from placed.service.limits import BodyLimits
 from placed.service.lockout import AuthFailures
 from placed.service.middleware import RequestContext
@@ -145,6 +146,9 @@ def create_app(
     app.state.offload = Offload()
     problems.install(app)
     auth.install(app)
+    # Inside Forwarding: the replica that commits a keyed POST keeps its key (a follower
+    # forwards the header with the write).
+    app.add_middleware(Idempotency)
     # Inside BodyLimits: a forwarded write was checked and its body bounded here first.
     app.add_middleware(Forwarding)
     # Inside RequestContext: a refusal of a body has its request id and is counted.

@@ -197,6 +197,33 @@ async def refusal(rule: auth.Rule, scope: Scope, close: dict[str, str]) -> Any:
     return None
 
 
+class Checked:
+    """A request's route found and its token rule judged before its body is read, by a
+    middleware that acts on writes (forwarding, idempotency keys): each route's rule
+    looked up once."""
+
+    def __init__(self) -> None:
+        self._rules: dict[int, auth.Rule | None] = {}
+
+    async def refusal(self, app: FastAPI, scope: Scope) -> tuple[bool, Any]:
+        """(whether the request has a route, the refusal to send or None). With no
+        route the router answers the 404 or 405."""
+        route = scope.get("route")
+        if route is None:
+            found = route_of(app, scope)
+            if found is None:
+                return False, None
+            route, child = found
+            # As Starlette's router does: the request's metrics name its route.
+            scope.update(child)
+        if id(route) not in self._rules:
+            self._rules[id(route)] = token_rule(route)
+        rule = self._rules[id(route)]
+        if rule is None or auth.CHECKED in scope.get("state", {}):
+            return True, None
+        return True, await refusal(rule, scope, {})
+
+
 class BodyLimits:
     """Pure ASGI, inside RequestContext (which gives the request its id and counts it)."""
 

@@ -21,6 +21,7 @@ from sqlalchemy import (
     Float,
     ForeignKey,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -254,6 +255,26 @@ class OfferingRow(Base):
     disk: Mapped[float] = mapped_column(Float, default=0.0)
     dedicated: Mapped[bool] = mapped_column(default=False)
     implicit: Mapped[str] = mapped_column(String(16), default="strict")
+
+
+class IdempotencyKey(Base):
+    """A POST's `Idempotency-Key`, per caller (a digest of its Authorization header): the
+    request it came with (a digest) and, once answered, the answer, replayed to a retry
+    of the same request within a day (service/idempotency.py)."""
+
+    __tablename__ = "idempotency_keys"
+    __table_args__ = (
+        CheckConstraint(_in("outcome", ("started", "answered", "unknown")), name="outcome"),
+    )
+    caller: Mapped[str] = mapped_column(String(64), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    holder: Mapped[str] = mapped_column(String(64))  # the process that runs the request
+    outcome: Mapped[str] = mapped_column(String(16))
+    status: Mapped[int | None] = mapped_column(Integer)
+    content_type: Mapped[str | None] = mapped_column(String(255))
+    body: Mapped[bytes | None] = mapped_column(LargeBinary)
 
 
 class Setting(Base):
