@@ -1,9 +1,9 @@
 """The load run of issue 17, bounded in count and time on loopback: two real `placed serve`
 replicas on one fresh database, CLIENTS clients (a thread each, with an `httpx.Client` per
-replica) mixing apply, claim, release, check and heartbeat until a deadline, while one
-replica is killed (SIGKILL) and started again and, on PostgreSQL, every connection the
-servers hold is dropped once (`pg_terminate_backend`). Afterwards the rows are read
-directly and the invariants checked.
+replica) mixing apply, claim, release, check and heartbeat until a deadline, while the
+replica that commits (the lease holder) is killed (SIGKILL) and started again and, on
+PostgreSQL, every connection the servers hold is dropped once (`pg_terminate_backend`).
+Afterwards the rows are read directly and the invariants checked.
 
 Duration: `PLACED_LOAD_SECONDS` (default 20 s, what CI runs; the issue's run is
 `PLACED_LOAD_SECONDS=60`); clients: `PLACED_LOAD_CLIENTS` (default 32, the issue's). The
@@ -27,6 +27,10 @@ What is tolerated, precisely:
   replica, for a request that ended after the kill and began before it was serving
   again: a request in flight on a killed server may fail, and nothing listens until the
   restart. The client then sends the same request to the other replica.
+- A 503 `leader-unavailable` problem only from the other replica, for a request that
+  ended after the kill and began before the killed one was serving again: the killed
+  replica is the leader, and the other forwards writes to it (service/forwarding.py)
+  until it serves again at the address its lease names, or the lease runs out.
 - A 503 `database-unavailable` problem only for a request in flight at the connection
   drop (ended after it, began at most DROP_GRACE seconds after it: a claim may have
   joined a group commit whose connection was cut), from either replica: a transaction
@@ -37,11 +41,12 @@ What is tolerated, precisely:
 
 A retried claim that meets 409 `exists`, or a retried release that meets 404, is the
 first try's commit landing before its answer was lost: the outcome counts as accepted.
-A retried claim refused (409 `unplaceable`) after its first try's connection was lost
-is unknown, not refused: the killed replica may have forwarded that try to the leader
-(service/forwarding.py), which goes on and may commit it after the retry was judged on
-a world without it. Only a key the retry repeats (`Idempotency-Key`) could tell the two
-apart; all of it or none of it is still checked.
+Each claim carries an `Idempotency-Key` (its name), which its retries repeat: a retry
+gets the first try's answer (the killed replica may have forwarded that try to the
+leader, which goes on and commits it), waits while the first try still runs (409
+`idempotency-key-in-flight`, sent again like a 503), or is told the outcome is unknown
+(409 `idempotency-outcome-unknown`: the replica that ran it died), so a claim refused is
+never stored, and a claim is never committed twice.
 
 Invariants, from the rows (SQLAlchemy on the store): no target resource over capacity,
 and each target resource's `used` equal to the sum of its units' resources; no unit on
@@ -133,6 +138,14 @@ class Faults:
                 and attempt.ended >= self.killed_at
                 and attempt.began <= self.serving_again_at
             )
+        if attempt.status == 503 and "urn:placed:problem:leader-unavailable" in attempt.detail:
+            # The other replica forwarded the write to the killed leader while it was
+            # down (until it serves again at the address the lease names).
+            return (
+                attempt.server != self.killed
+                and attempt.ended >= self.killed_at
+                and attempt.began <= self.serving_again_at
+            )
         if attempt.status == 503:
             # In flight when the connections were cut, or joined a group commit that was.
             return (
@@ -174,7 +187,6 @@ class Client:
         self.rng = random.Random(number)
         self.sent = 0
         self.version = 0
-        self.lost = False  # the last send lost a connection before it had its answer
 
     def close(self) -> None:
         for http in self.http:
@@ -185,13 +197,11 @@ class Client:
         within RETRY_FOR."""
         first = time.monotonic()
         server = self.home
-        self.lost = False
         while True:
             began = time.monotonic()
             try:
                 answer = self.http[server].request(method, path, **options)
             except httpx.TransportError as error:
-                self.lost = True
                 self._record(Attempt(op, server, began, time.monotonic(), None, repr(error)))
             else:
                 self._record(
@@ -199,7 +209,10 @@ class Client:
                         op, server, began, time.monotonic(), answer.status_code, answer.text[:300]
                     )
                 )
-                if answer.status_code != 503:
+                if (
+                    answer.status_code != 503
+                    and problem_kind(answer) != "idempotency-key-in-flight"
+                ):
                     return answer
             if time.monotonic() - first > RETRY_FOR:
                 return None
@@ -230,7 +243,9 @@ class Client:
         self.sent += 1
         units = self.rng.randint(1, 3)
         body = {"name": name, "units": units, "resources": {"cpu": self.rng.randint(1, 3)}}
-        answer = self.send("claim", "POST", "/v1/workloads", json=body)
+        answer = self.send(
+            "claim", "POST", "/v1/workloads", json=body, headers={"Idempotency-Key": name}
+        )
         ledger = self.ledger
         if answer is None:
             ledger.unknown.add(name)
@@ -240,10 +255,9 @@ class Client:
         if answer.status_code == 201 or kind == "exists":
             ledger.accepted[name] = units
         elif answer.status_code == 409 and kind in ("unplaceable", "claim-conflict"):
-            if self.lost:
-                ledger.unknown.add(name)  # the lost try may still commit (the docstring)
-            else:
-                ledger.refused.add(name)
+            ledger.refused.add(name)
+        elif kind == "idempotency-outcome-unknown":
+            ledger.unknown.add(name)  # its replica died while it ran (the docstring)
         else:
             ledger.unknown.add(name)  # a violation already: the attempt log has it
 
@@ -379,6 +393,10 @@ def run_load(
             timeout=60,
         )
         assert setup.status_code == 200, setup.text
+        # The replica killed is the one that commits (the lease holder): the writes in
+        # flight there, forwarded by the other or its own, are what must not be lost
+        # or committed twice.
+        faults.killed = leader_of(bases, token)
         clients = [Client(n, bases, token, log) for n in range(CLIENTS)]
         reader = EventReader(Client(CLIENTS, bases, token, log))
         start = time.monotonic()
@@ -394,11 +412,28 @@ def run_load(
                 thread.join()
             reader.stop.set()
             threads[-1].join()
+        # A replica leads again (the killed leader's lease taken over, or renewed by it
+        # restarted): its `lease.acquired` is an event the reader must see too.
+        leader_of(bases, token)
         while reader.page():  # the rest, once every client has its answers
             pass
         for client in [*clients, reader.client]:
             client.close()
     return clients, log, faults, reader
+
+
+def leader_of(bases: list[str], token: str) -> int:
+    """The replica holding the controller's lease (waiting for one to take it)."""
+    until = time.monotonic() + 30
+    while True:
+        for index, base in enumerate(bases):
+            seen = httpx.get(
+                f"{base}/v1/leader", headers={"authorization": f"Bearer {token}"}, timeout=10
+            )
+            if seen.status_code == 200 and seen.json()["leading"]:
+                return index
+        assert time.monotonic() < until, "no replica took the lease"
+        time.sleep(0.2)
 
 
 def inject(
