@@ -224,3 +224,28 @@ def test_a_key_held_by_a_replica_that_no_longer_leads_is_unknown_at_once() -> No
         None,
     )
     assert not middleware._running(old, "me", None)
+
+
+def test_an_answer_that_cannot_be_kept_is_still_sent_and_never_run_twice(
+    database: str, monkeypatch: Any
+) -> None:
+    # The database lost under the write of the key's outcome (after the answer went out):
+    # tried again once, then a warning; the client has its answer, and a retry is told
+    # the first still runs rather than running it again.
+    app, root, _ = applied(database)
+    client = TestClient(app, headers=bearer(root))  # a server error would raise here
+    calls: list[str] = []
+
+    def lost(*_: Any) -> None:
+        calls.append("answer")
+        raise RuntimeError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(idempotency, "answer", lost)
+    first = client.post("/v1/workloads", json=CLAIM, headers=keyed("k"))
+    assert first.status_code == 201, first.text
+    assert calls == ["answer", "answer"]
+    monkeypatch.undo()
+    again = client.post("/v1/workloads", json=CLAIM, headers=keyed("k"))
+    assert again.status_code == 409
+    assert again.json()["type"].endswith(":idempotency-key-in-flight")
+    assert stored(app)[0] == ["web"]

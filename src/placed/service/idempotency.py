@@ -31,8 +31,11 @@ token keeps nothing. A key is 1 to 255 printable ASCII characters; another is a 
 from __future__ import annotations
 
 import hashlib
+import logging
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
@@ -54,6 +57,7 @@ IN_FLIGHT_S = 300.0
 MAX_ANSWER = 4 * 1024 * 1024
 # Expired keys are deleted once in so many takes.
 EXPIRE_EVERY = 1000
+log = logging.getLogger("placed.service")
 # This process, as a key's holder, when it runs no controller (whose id it is otherwise).
 PROCESS = uuid.uuid4().hex
 
@@ -113,16 +117,36 @@ class Idempotency:
         try:
             await self.app(scope, _replay(body, receive), kept.send)
         except BaseException:
-            await run_in_threadpool(idempotency.unknown, engine, caller, key)
+            await _keep(rid, idempotency.unknown, engine, caller, key)
             raise
         if kept.status >= 500 or len(kept.body) > MAX_ANSWER:
-            await run_in_threadpool(idempotency.unknown, engine, caller, key)
+            await _keep(rid, idempotency.unknown, engine, caller, key)
         elif kept.retry:
-            await run_in_threadpool(idempotency.release, engine, caller, key)
+            await _keep(rid, idempotency.release, engine, caller, key)
         else:
-            await run_in_threadpool(
-                idempotency.answer, engine, caller, key, kept.status, kept.type, kept.body
+            await _keep(
+                rid, idempotency.answer, engine, caller, key, kept.status, kept.type, kept.body
             )
+
+
+async def _keep(rid: str, write: Callable[..., None], *args: Any) -> None:
+    """What became of the key's request, written after its answer went out: tried again
+    once (a connection lost under the first try is replaced by the pool), then given up
+    with a warning, never an error, since the client has its answer. The key then stays
+    `started`: a retry is told it is in flight, and once its replica no longer leads (or
+    after IN_FLIGHT_S) that the outcome is unknown; it is never run twice."""
+    for attempt in range(2):
+        try:
+            await run_in_threadpool(write, *args)
+            return
+        except Exception as error:  # the database's, whatever its driver calls it
+            if attempt:
+                first = str(error).strip().splitlines()
+                log.warning(
+                    "request %s: the outcome of its Idempotency-Key was not kept: %s",
+                    rid,
+                    first[0] if first else type(error).__name__,
+                )
 
 
 def _fingerprint(scope: Scope, body: bytes) -> str:
