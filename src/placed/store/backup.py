@@ -26,11 +26,20 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from sqlalchemy import exc, text
+from sqlalchemy import exc, text, update
 from sqlalchemy.engine import URL
 
-from placed.store.database import StoreError, make_engine, parse_url, shown, unreachable
+from placed.store import leases
+from placed.store.database import (
+    StoreError,
+    make_engine,
+    parse_url,
+    shown,
+    unreachable,
+    writing,
+)
 from placed.store.schema import status
+from placed.store.tables import Lease
 
 SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database
 PGDMP_MAGIC = b"PGDMP"  # the first 5 bytes of a pg_dump custom-format archive
@@ -136,7 +145,25 @@ def restore(file: Path, database: str) -> Restored:
             f"{shown(url)}: restored {file}, but it holds no placed schema (a backup of "
             "another database?)"
         )
+    _release_leases(database)
     return Restored(shown(url), file, kind, found.revision, found.head, time.monotonic() - started)
+
+
+def _release_leases(database: str) -> None:
+    """Every lease of the backup's moment expired: the processes that held them serve
+    another database (or none), and a replica started on this one would otherwise take
+    a lease's holder for its live leader and forward its writes to that address until
+    the lease ran out."""
+    engine = make_engine(database)
+    try:
+        with writing(engine) as session:
+            session.execute(
+                update(Lease)
+                .values(expires_at=leases.database_now(session))
+                .execution_options(synchronize_session=False)
+            )
+    finally:
+        engine.dispose()
 
 
 @contextmanager
