@@ -106,7 +106,7 @@ def rows(app: FastAPI) -> dict[str, Any]:
                     select(PlacementHistory, EventRow.kind, EventRow.subject)
                     .join(EventRow, EventRow.id == PlacementHistory.event_id)
                     .order_by(PlacementHistory.id)
-                ).tuples()
+                )
             ],
         }
 

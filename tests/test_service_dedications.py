@@ -943,7 +943,7 @@ def test_a_database_from_before_gets_its_implicit_dedications_as_rows(database: 
             connection.execute(delete(DedicationRow).where(DedicationRow.implicit))
             config = schema.config()
             config.attributes["connection"] = connection
-            command.stamp(config, "0003")
+            command.downgrade(config, "0003")
         assert implicit_rows(engine) == []
         assert schema.upgrade(database).after == schema.head()
         assert implicit_rows(engine) == before

@@ -8,7 +8,7 @@ Afterwards the rows are read directly and the invariants checked.
 Duration: `PLACED_LOAD_SECONDS` (default 20 s, what CI runs; the issue's run is
 `PLACED_LOAD_SECONDS=60`); clients: `PLACED_LOAD_CLIENTS` (default 32, the issue's). The
 SQLite variant (two processes on one file, the kill and restart, no connection drop: a
-file has no server to drop them) runs for a third of that, at least 5 s. Nothing here
+file has no server to drop them) runs for a third of that, at least 12 s. Nothing here
 times the service: the deadline bounds the run, and the checks are of what it did.
 
 The mix, per client: claims (`POST /v1/workloads`, 1-3 units of 1-3 cpu on twelve hosts
@@ -55,7 +55,8 @@ every move starts where the one before it ended, the last ends where the unit is
 no workload with more units than its spec asks; every unit of an accepted claim
 placed, every released or refused claim gone; each client's document as its last
 accepted apply left it; event ids unique, without gaps,
-the revision row's last id the highest, and every one of them seen by the long-poller
+the revision row's last id the highest, and every one of them (but the new leader's own
+lease and sweep events after its last page) seen by the long-poller
 paging by id (an id committed after a higher one was visible would have been skipped:
 ids follow commit order).
 """
@@ -73,16 +74,20 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, select, text
 from sqlalchemy.engine import make_url
 
-from placed.store.database import make_engine
+from placed.store.database import make_engine, reading
+from placed.store.tables import EventRow
 from tests.row_invariants import broken_rows, read_rows
 from tests.running_servers import Replica, replicas, upgrade
 
 SECONDS = float(os.environ.get("PLACED_LOAD_SECONDS", "20"))
 CLIENTS = int(os.environ.get("PLACED_LOAD_CLIENTS", "32"))
-SQLITE_SECONDS = max(5.0, SECONDS / 3)
+# At least 12 s: the leader is killed a quarter in, and until it serves again (a second
+# later, and its start) the other forwards to it and answers 503; the claims must still
+# fill the hosts afterwards on a loaded machine.
+SQLITE_SECONDS = max(12.0, SECONDS / 3)
 # After the connection drop, a request may still meet a connection cut under it.
 DROP_GRACE = 5.0
 # A request is tried again (on the other replica) until this long after it was first sent.
@@ -513,10 +518,34 @@ def check_invariants(
             "events": len(rows.events),
         }
     )
-    if reader.seen != rows.events:
+    # After the reader's last page, the replica that took the killed leader's lease may
+    # still commit its own bookkeeping (its lease.acquired, a sweep held back while the
+    # lease is young): not skipped, only later than the last read. Nothing else may be.
+    last = reader.seen[-1] if reader.seen else 0
+    late = late_kinds(url, last)
+    if reader.seen != [e for e in rows.events if e <= last] or any(
+        not kind.startswith(("lease.", "sweep.")) for kind in late
+    ):
         missed = sorted(set(rows.events) - set(reader.seen))[:10]
-        broken.append(f"paging by id, the reader missed {missed} (or saw ids out of order)")
+        broken.append(
+            f"paging by id, the reader missed {missed} (or saw ids out of order); "
+            f"after its last page: {late[:10]}"
+        )
     return broken
+
+
+def late_kinds(url: str, after: int) -> list[str]:
+    """The kinds of the events committed after id `after`, in id order."""
+    engine = make_engine(url)
+    try:
+        with reading(engine) as session:
+            return list(
+                session.scalars(
+                    select(EventRow.kind).where(EventRow.id > after).order_by(EventRow.id)
+                )
+            )
+    finally:
+        engine.dispose()
 
 
 def load_run(url: str, seconds: float, drop: bool) -> None:
