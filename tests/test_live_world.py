@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from sqlalchemy import select
 
-from placed.service import placing, workloads
+from placed.service import migrations, placing, targets, workloads
 from placed.service import replica as replica_module
 from placed.service.replica import Removing, ReplicaWorld, Rescaling, Ticket
 from placed.service.workloads import WorkloadUpdate
@@ -173,6 +173,116 @@ def test_deletes_and_updates_through_the_live_world_write_what_the_general_path_
         assert rows(live_app) == rows(general_app)
         # Every delete and update was a delta: the world was never built again.
         assert replica.rebuilds == built
+
+
+def unordered(stored: dict[str, Any]) -> dict[str, Any]:
+    """`rows` with the events and the history of each change in no order (repr: the
+    details' dicts do not sort)."""
+    return {**stored, "events": sorted(map(repr, stored["events"]))} | {
+        "history": sorted(map(repr, stored["history"]))
+    }
+
+
+def retarget(app: FastAPI, step: str, names: list[str], live: bool) -> dict[str, Any]:
+    """Targets down, up, drained or changed in a batch, through the live world or (`live`
+    False) through the general path alone."""
+    replica: ReplicaWorld | None = app.state.replica if live else None
+    engine = app.state.database
+    if step == "drain":
+        return migrations.drain(engine, names, "a test", ROOT, replica=replica)
+    if step == "batch":
+        asked = targets.Batch(down=names[:1], up=names[1:], reason="a test")
+        return targets.change_states(engine, asked, ROOT, replica=replica)
+    [name] = names
+    return targets.change_state(engine, name, step, "a test", ROOT, replica=replica)
+
+
+TARGET_STEPS: list[tuple[str, list[str] | dict[str, Any]]] = [
+    ("claim", {"name": "a", "units": 3, "resources": {"cpu": 1, "memory": 2}}),
+    ("claim", {"name": "b", "units": 2, "resources": {"cpu": 1}}),
+    ("down", ["h1"]),
+    ("claim", {"name": "c", "units": 1, "resources": {"cpu": 1}}),
+    ("up", ["h1"]),
+    ("drain", ["h2"]),
+    ("up", ["h2"]),
+    ("down", ["h1"]),  # h1 took c's unit while b's were elsewhere: they move again
+    ("batch", ["h3", "h1"]),  # h3 down and h1 up at once
+    ("drain", ["h1", "h2"]),
+]
+
+
+def test_targets_down_up_and_drained_through_the_live_world_write_what_the_general_path_writes(
+    database: str, tmp_path: Path
+) -> None:
+    with another_database(database, tmp_path, "twin.db") as twin:
+        live_app, live_client = applied(database)
+        general_app, general_client = applied(twin)
+        replica: ReplicaWorld = live_app.state.replica
+        built: int | None = None
+        moved = 0
+        for step, asked in TARGET_STEPS:
+            if built is None and replica.rebuilds:
+                built = replica.rebuilds
+            if isinstance(asked, dict):
+                answers = [
+                    c.post("/v1/workloads", json=asked) for c in (live_client, general_client)
+                ]
+                assert [a.status_code for a in answers] == [201, 201], answers[0].text
+                continue
+            live = retarget(live_app, step, asked, True)
+            general = retarget(general_app, step, asked, False)
+            # The general path lists a change's moves in its state's order of units,
+            # the delta by workload and unit: the same moves.
+            for answer in (live, general):
+                answer["moves"].sort(key=lambda move: move["unit"])
+            assert live == general, step
+            moved += len(live["moves"])
+        assert moved >= 6  # the steps move units, not only states
+        assert unordered(rows(live_app)) == unordered(rows(general_app))
+        # Every change of a target's state was a delta: the world was never built again.
+        assert replica.rebuilds == built
+
+
+def test_a_drain_and_the_claim_after_it_do_not_build_the_world_again(database: str) -> None:
+    app, client = applied(database)
+    replica: ReplicaWorld = app.state.replica
+    body = {"name": "a", "units": 4, "resources": {"cpu": 1}}
+    assert client.post("/v1/workloads", json=body).status_code == 201
+    built = replica.rebuilds
+    answer = client.post("/v1/targets/h1/drain", json={"reason": "disk"})
+    assert answer.status_code == 200, answer.text
+    assert all(move["from"] == "h1" and move["to"] != "h1" for move in answer.json()["moves"])
+    claimed = client.post("/v1/workloads", json={"name": "c", "resources": {"cpu": 1}})
+    assert claimed.status_code == 201, claimed.text
+    assert replica.rebuilds == built
+    with reading(app.state.database) as session:
+        stored = world.read(session)
+    cached = replica._cached
+    assert cached is not None and cached.revision == stored.revision
+    assert cached.snapshot.placements == stored.placements
+    assert {
+        n: (r.admin_state, r.generation, r.used) for n, r in cached.snapshot.targets.items()
+    } == {n: (r.admin_state, r.generation, r.used) for n, r in stored.targets.items()}
+    index = cached.planner.index
+    assert not index.up[index.position["h1"]]
+    assert not cached.state.up[index.position["h1"]]
+
+
+def test_a_target_whose_units_find_no_other_place_goes_to_the_general_path(
+    database: str,
+) -> None:
+    app, client = applied(database)
+    replica: ReplicaWorld = app.state.replica
+    body = {"name": "big", "units": 2, "resources": {"cpu": 4}}
+    assert client.post("/v1/workloads", json=body).status_code == 201
+    built = replica.rebuilds
+    answer = client.post("/v1/targets/h1/down", json={"reason": "power"})
+    assert answer.status_code == 200, answer.text
+    # big's unit on h1 has nowhere to go (h2 is full, h3 too small): it waits, as the
+    # general path decides, and the world is read again from the rows it wrote.
+    assert [m["to"] for m in answer.json()["moves"]] == [None]
+    assert client.post("/v1/workloads", json={"name": "x", "resources": {"cpu": 1}}).status_code
+    assert replica.rebuilds == built + 1
 
 
 def test_a_delete_and_the_claim_after_it_do_not_build_the_world_again(database: str) -> None:
@@ -536,8 +646,8 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
 
     @rule(data=st.data(), state=st.sampled_from(["down", "up", "drain"]))
     def target(self, data: st.DataObject, state: str) -> None:
-        # A target's admin state changes through the general path; the claims, deletes
-        # and count changes after it are deltas on the world it leaves.
+        # A delta when every unit it moves finds a place (else the general path); the
+        # claims, deletes and count changes after it are deltas on the world it leaves.
         name = data.draw(st.sampled_from(["h1", "h2", "h3"]))
         answer = self.client.post(f"/v1/targets/{name}/{state}", json={"reason": "a test"})
         assert answer.status_code == 200, answer.text
@@ -586,6 +696,17 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
                         capacity = cached.snapshot.targets[name].capacity[resource]
                         assert abs(capacity - float(state.free[row, position]) - amount) < 1e-9
                 assert sorted(state.units) == sorted(placements)
+                with reading(self.app.state.database) as session:
+                    stored = world.read(session).targets
+                for name, target in stored.items():
+                    live = cached.snapshot.targets[name]
+                    assert (live.admin_state, live.generation) == (
+                        target.admin_state,
+                        target.generation,
+                    )
+                    position = index.position[name]
+                    up = bool(state.up[position])
+                    assert up == bool(index.up[position]) == target.takes_work
         for name, resources in used.items():
             units = [u for u, t in placements.items() if t == name]
             for resource, amount in resources.items():

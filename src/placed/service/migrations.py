@@ -41,6 +41,7 @@ from placed.service.auth import (
     Caller,
     allow,
 )
+from placed.service.replica import ReplicaWorld, Retargeting
 from placed.service.targets import AdminChange, MoveView, Reason, StateChange
 from placed.spec.schema import MAX_NAME
 from placed.store.claims import MOVED, Actor, Extra, Move
@@ -248,11 +249,29 @@ def drain(
     dry_run: bool = False,
     expected_revision: int | None = None,
     report: placing.Reporter = placing.silent,
+    replica: ReplicaWorld | None = None,
 ) -> dict[str, Any]:
     """Drain every target of `names` at once, in one plan and one transaction: all go
     into maintenance before anything is placed again, so a unit leaving one never lands
-    on another (as CloudStack would have it, had it several hosts in maintenance)."""
+    on another (as CloudStack would have it, had it several hosts in maintenance). With
+    `replica`, a delta on its live world when it can be one (every unit finds another
+    place) and no revision is expected."""
     wanted = list(dict.fromkeys(names))  # each once, in order
+    if replica is not None and not dry_run and expected_revision is None:
+        asked = Retargeting(tuple((name, MAINTENANCE) for name in wanted), reason, DRAIN)
+        fast = replica.retarget(engine, asked, actor, report)
+        if fast is not None:
+            done = set(fast["changed"])
+            return {
+                "targets": [
+                    {"target": name, "admin_state": MAINTENANCE, "changed": name in done}
+                    for name in wanted
+                ],
+                "dry_run": False,
+                "revision": fast["revision"],
+                "moves": fast["moves"],
+                "refused": [],
+            }
 
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         missing = [name for name in wanted if name not in snapshot.targets]
@@ -443,6 +462,7 @@ async def post_drain(
         dry_run,
         expected_revision,
         context.reporter(request),
+        request.app.state.replica,
     )
     [one] = done.pop("targets")
     return {**one, **done}
@@ -476,4 +496,5 @@ async def post_drain_many(
         dry_run,
         expected_revision,
         context.reporter(request),
+        request.app.state.replica,
     )

@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 
 from placed.collector import set_aside, without_cycle_collection
 from placed.engine import fit, loop
-from placed.engine.outcomes import Placement, PlanResult
+from placed.engine.outcomes import Outcome, Placement, PlanResult
 from placed.engine.planner import Planner
 from placed.engine.report import Explainer, plan_document
 from placed.engine.state import PlanState
@@ -47,7 +47,7 @@ from placed.spec.load import load_workload
 from placed.spec.schema import WorkloadSpec
 from placed.store import batch, events, revision, settings, world
 from placed.store.batch import Behind, Stale
-from placed.store.claims import PLACED, REMOVED, Actor, Move
+from placed.store.claims import MOVED, PLACED, REMOVED, Actor, Move
 from placed.store.database import reading
 from placed.store.tables import (
     Account,
@@ -61,7 +61,7 @@ from placed.store.tables import (
 from placed.store.tables import (
     Workload as WorkloadRecord,
 )
-from placed.store.world import Snapshot, WorkloadRow
+from placed.store.world import Snapshot, TargetRow, WorkloadRow
 
 API_DOCUMENT = "api"  # the document a workload made through the API belongs to
 # The thread that serves the requests' claims ends after this long without one (a new
@@ -110,11 +110,26 @@ class Rescaling:
     generation: int
 
 
+@dataclass(frozen=True, slots=True)
+class Retargeting:
+    """An admin's change of targets' states: each named target's new admin state (down,
+    up, or maintenance for a drain), in the order asked, and why. `operation` names the
+    route that asks (`DOWN_OR_UP`, `BATCH`, `DRAIN`): its events and its moves' reasons
+    say what the general path's do."""
+
+    states: tuple[tuple[str, str], ...]
+    reason: str
+    operation: str
+
+
+DOWN_OR_UP, BATCH, DRAIN = "state", "batch", "drain"
+
+
 @dataclass
 class Ticket:
-    """One change waiting for its batch, a claim (`spec`), a deletion (`removing`) or a
-    spec update (`rescaling`): what it asks, and once served, its answer (None: the
-    general path takes it) or the problem to raise."""
+    """One change waiting for its batch, a claim (`spec`), a deletion (`removing`), a
+    spec update (`rescaling`) or targets' new states (`retargeting`): what it asks, and
+    once served, its answer (None: the general path takes it) or the problem to raise."""
 
     spec: WorkloadSpec | None
     actor: Actor
@@ -122,6 +137,7 @@ class Ticket:
     started: float
     removing: Removing | None = None
     rescaling: Rescaling | None = None
+    retargeting: Retargeting | None = None
     done: bool = False
     answer: dict[str, Any] | None = None
     error: BaseException | None = None
@@ -186,6 +202,25 @@ class Rescaled:
 
 
 @dataclass
+class Retargeted:
+    """Targets' new states in the batch, to be committed: each named target's row after
+    the change, those whose admin state changes, and the units that move off the ones
+    that stop taking work, by workload (whose asks they carry)."""
+
+    ticket: Ticket
+    rows: dict[str, TargetRow]
+    changed: list[str]
+    moved: list[tuple[Workload, list[Move]]]
+
+    @property
+    def moves(self) -> list[Move]:
+        return [move for _, moves in self.moved for move in moves]
+
+    def writes(self) -> bool:
+        return bool(self.changed or self.moved)
+
+
+@dataclass
 class Decided:
     """A batch as the cached world judges it, before anything is answered."""
 
@@ -204,6 +239,10 @@ class Decided:
     # The names deleted or changed here and in every decision this one was made on: a
     # claim of one of them, or a second change, waits for the rows (the general path).
     gone: set[str] = field(default_factory=set)
+    retargeted: list[Retargeted] = field(default_factory=list)
+    # The targets whose state changes here and in every decision this one was made on:
+    # a second change of one waits for the rows (the general path).
+    targets: set[str] = field(default_factory=set)
 
     def followed_by(self, later: Decided) -> Decided:
         """This decision and `later`, made on the world this one leaves, as one."""
@@ -219,19 +258,27 @@ class Decided:
             self.removed + later.removed,
             self.rescaled + later.rescaled,
             later.gone,
+            self.retargeted + later.retargeted,
+            later.targets,
         )
 
     def writes(self) -> bool:
-        return bool(self.accepted or self.removed or self.rescaled)
+        return bool(
+            self.accepted
+            or self.removed
+            or self.rescaled
+            or any(change.writes() for change in self.retargeted)
+        )
 
     def keep_own_names(self) -> None:
-        """`names` and `gone` of this decision's own changes alone: the one it was made
-        on is stored (else the sets would grow with every batch of an unbroken chain,
-        and a stored workload would read as one not stored yet)."""
+        """`names`, `gone` and `targets` of this decision's own changes alone: the one it
+        was made on is stored (else the sets would grow with every batch of an unbroken
+        chain, and a stored workload would read as one not stored yet)."""
         self.names = {claim.workload.name for claim in self.accepted}
         self.gone = {r.workload.name for r in self.removed} | {
             r.workload.name for r in self.rescaled
         }
+        self.targets = {name for change in self.retargeted for name in change.rows}
 
     def in_scope(
         self, ticket: Ticket, world: Snapshot, name: str, how: str, account: str | None
@@ -287,6 +334,23 @@ class Decided:
                     # `fitting`: no running unit misfits, and a count's change makes none.
                     "incompatible": [],
                     **plan_document(rescale.result, self.explainer),
+                }
+            )
+        for change in self.retargeted:
+            ticket = change.ticket
+            subjects = {*change.rows, *(move.unit for move in change.moves)}
+            recorded = [
+                event
+                for key in {"", *(workload.name for workload, _ in change.moved)}
+                for event in rows.get(key, [])
+                if event.subject in subjects
+            ]
+            ticket.report(0, recorded, time.perf_counter() - ticket.started, False)
+            ticket.finish(
+                answer={
+                    "revision": number,
+                    "changed": list(change.changed),
+                    "moves": placing.moves_document(change.moves),
                 }
             )
 
@@ -796,6 +860,7 @@ class ReplicaWorld:
         else:
             decided = Decided(cached.explainer, on.state, on.spec, on.state)
             taken, gone = set(on.names), set(on.gone)
+            decided.targets = set(on.targets)
         decided.names, decided.gone = taken, gone
         for ticket in batch:
             if ticket.removing is not None:
@@ -803,6 +868,9 @@ class ReplicaWorld:
                 continue
             if ticket.rescaling is not None:
                 self._decide_rescale(cached, decided, ticket, ticket.rescaling)
+                continue
+            if ticket.retargeting is not None:
+                self._decide_retarget(cached, decided, ticket, ticket.retargeting)
                 continue
             spec = ticket.spec
             assert spec is not None
@@ -965,11 +1033,30 @@ class ReplicaWorld:
                     snapshot.units[move.unit] = (ids[move.unit], name)
                     snapshot.placements[move.unit] = move.destination
             planner.workloads[name] = changed[name] = workload
-        for name, used in _usage(cached, decided).items():
+        restated: set[str] = set()
+        for change in decided.retargeted:
+            for name in change.changed:
+                row = snapshot.targets[name]
+                snapshot.targets[name] = dataclasses.replace(
+                    row, admin_state=change.rows[name].admin_state
+                )
+                position = planner.index.position[name]
+                # The index's own flag too: what is read of the target's status apart
+                # from the state (an explanation) says what the rows say.
+                planner.index.up[position] = snapshot.targets[name].takes_work
+                restated.add(name)
+            for move in change.moves:
+                assert move.destination is not None
+                snapshot.placements[move.unit] = move.destination
+        usage = _usage(cached, decided)
+        for name, used in usage.items():
             row = snapshot.targets[name]
             snapshot.targets[name] = dataclasses.replace(
                 row, generation=row.generation + 1, used=used
             )
+        for name in restated - set(usage):
+            row = snapshot.targets[name]
+            snapshot.targets[name] = dataclasses.replace(row, generation=row.generation + 1)
         workloads = cached.spec.workloads
         if decided.removed or changed:
             workloads = tuple(
@@ -997,8 +1084,7 @@ class ReplicaWorld:
         the cached state, the rows the general path writes for it, the cache moved on
         without building the world again. None when only the general path can take it
         (it also answers the 404s and 409s): see `_decide_removal`."""
-        ticket = Ticket(None, actor, report, time.perf_counter(), Removing(name, generation))
-        return self._served_now(engine, ticket)
+        return self._served_now(engine, _ticket(actor, report, removing=Removing(name, generation)))
 
     async def remove_async(
         self,
@@ -1009,7 +1095,7 @@ class ReplicaWorld:
         report: placing.Reporter = placing.silent,
     ) -> dict[str, Any] | None:
         """`remove` for a request's handler, on its event loop (as `claim_async`)."""
-        ticket = Ticket(None, actor, report, time.perf_counter(), Removing(name, generation))
+        ticket = _ticket(actor, report, removing=Removing(name, generation))
         return await self._served_async(engine, ticket)
 
     def rescale(
@@ -1025,9 +1111,7 @@ class ReplicaWorld:
         or the new ones are placed on the world the batch leaves as a claim's are, and
         the rows the general path writes for it are written. None when only the general
         path can take it (it also answers the 404s and 409s): see `_decide_rescale`."""
-        ticket = Ticket(
-            None, actor, report, time.perf_counter(), rescaling=Rescaling(spec, generation)
-        )
+        ticket = _ticket(actor, report, rescaling=Rescaling(spec, generation))
         return self._served_now(engine, ticket)
 
     async def rescale_async(
@@ -1039,10 +1123,23 @@ class ReplicaWorld:
         report: placing.Reporter = placing.silent,
     ) -> dict[str, Any] | None:
         """`rescale` for a request's handler, on its event loop (as `claim_async`)."""
-        ticket = Ticket(
-            None, actor, report, time.perf_counter(), rescaling=Rescaling(spec, generation)
-        )
+        ticket = _ticket(actor, report, rescaling=Rescaling(spec, generation))
         return await self._served_async(engine, ticket)
+
+    def retarget(
+        self,
+        engine: Engine,
+        asked: Retargeting,
+        actor: Actor,
+        report: placing.Reporter = placing.silent,
+    ) -> dict[str, Any] | None:
+        """Targets taken down, brought up or drained as a delta on the live world,
+        committed with the claims beside it: the units of a target that stops taking
+        work placed again on the world the batch leaves, one by one as `placed simulate
+        --down` places them, and the rows the general path writes for it. The answer:
+        the revision, the targets whose state changed, the moves. None when only the
+        general path can take it (it also answers the 404s): see `_decide_retarget`."""
+        return self._served_now(engine, _ticket(actor, report, retargeting=asked))
 
     def _decide_rescale(
         self, cached: Cached, decided: Decided, ticket: Ticket, rescaling: Rescaling
@@ -1134,6 +1231,120 @@ class ReplicaWorld:
         decided.gone.add(name)
         decided.state = state
 
+    def _decide_retarget(
+        self, cached: Cached, decided: Decided, ticket: Ticket, asked: Retargeting
+    ) -> None:
+        """Targets' new states judged on the world `decided` leaves: each target's up
+        flag set, and the units of those that stop taking work released and placed again,
+        workload by workload in the order they were made, each unit on its own (a
+        simulation's order). To the general path when the delta would not be what a
+        whole plan finds: a unit waits for room (one coming up would take it), a workload
+        reads another or is not a plain allocation, a running unit misfits its place, a
+        unit of the targets is not stored yet, a target changed in a batch not stored
+        yet, or a unit finds no other place (it would wait, or a drain refuses it)."""
+        snapshot, planner = cached.snapshot, cached.planner
+        names = [name for name, _ in asked.states]
+        if (
+            any(name not in snapshot.targets for name in names)
+            or any(name in decided.targets for name in names)
+            or cached.pending
+            or not cached.plain
+            or not cached.fitting
+        ):
+            decided.general.append(ticket)
+            return
+        state = decided.state.fork()
+        rows: dict[str, TargetRow] = {}
+        changed: list[str] = []
+        leaving: dict[str, int] = {}
+        coming: set[str] = set()
+        for name, admin_state in asked.states:
+            row = snapshot.targets[name]
+            after = rows[name] = dataclasses.replace(row, admin_state=admin_state)
+            position = state.position(name)
+            if position is None:
+                decided.general.append(ticket)
+                return
+            if row.admin_state != admin_state:
+                changed.append(name)
+            if not after.takes_work and (row.takes_work or asked.operation == DRAIN):
+                # A drain tries again the units an earlier drain of it refused.
+                leaving[name] = position
+            elif after.takes_work and not row.takes_work:
+                coming.add(name)
+            state.up[position] = after.takes_work
+        positions = set(leaving.values())
+        unstored = decided.names | decided.gone
+        if any(
+            state.units[unit][1] in positions for name in unstored for unit in state.placed(name)
+        ):
+            decided.general.append(ticket)  # its units' rows are not written yet
+            return
+        lost: dict[str, list[str]] = {}
+        if leaving:
+            for unit, target in snapshot.placements.items():
+                if target in leaving:
+                    lost.setdefault(snapshot.units[unit][1], []).append(unit)
+        order = sorted(lost, key=lambda workload: snapshot.workloads[workload].id)
+        models = [planner.workloads[workload] for workload in order]
+        for model in models:
+            request = planner.request(model)
+            if not planner.pipeline.releasable(request):
+                decided.general.append(ticket)
+                return
+            lost[model.name].sort(key=_ordinal)
+            for unit in lost[model.name]:
+                planner.pipeline.release(request, state, state.remove(unit))
+        # What each unit was, so that each is judged on its own as a simulation judges
+        # the units it places again (not in a block).
+        was: dict[str, Outcome] = {
+            unit: Placement(workload, unit, snapshot.placements[unit], 0.0, 1, 1, (), via="running")
+            for workload, units in lost.items()
+            for unit in units
+        }
+        result = PlanResult(decided.spec, planner.families)
+        context = loop.Context(planner.judge, state, result, previous=was, again=lost)
+        result.outcomes = loop.run(context, [dataclasses.replace(m, units=0) for m in models])
+        if result.unplaced or state.created or result.events or result.dedications_created:
+            decided.general.append(ticket)
+            return
+        moved: dict[str, list[Move]] = {}
+        for placement in result.placements:
+            source = snapshot.placements[placement.unit]
+            now_on = f"now on {placement.target}: {cached.explainer.reason(placement)}"
+            if asked.operation == DRAIN:
+                why = f"{source} is drained (maintenance): placed again under the same rules; "
+                why += now_on
+            else:
+                # As `placed simulate` words a move (engine/rebalance.py).
+                causes = [f"{source} is down"]
+                if placement.target in coming:
+                    ranks = " and ranks first" if placement.choice == 1 else ""
+                    causes.append(f"{placement.target} is up{ranks}")
+                why = "; ".join([*causes, now_on])
+            moved.setdefault(placement.workload, []).append(
+                Move(placement.workload, placement.unit, source, placement.target, why, MOVED)
+            )
+        touched = [Touched("target", name, CHANGED) for name in changed] + [
+            Touched("workload", workload, CHANGED, (snapshot.workloads[workload].account,))
+            for workload in moved
+        ]
+        try:
+            change_scope.check_items(ticket.actor, snapshot, touched)
+        except problems.ProblemException as refusal:
+            decided.refused.append((ticket, refusal))
+            return
+        decided.retargeted.append(
+            Retargeted(
+                ticket,
+                rows,
+                changed,
+                [(planner.workloads[workload], moves) for workload, moves in moved.items()],
+            )
+        )
+        decided.targets.update(names)
+        decided.state = state
+
     def read_current(self, engine: Engine, use: Callable[[Cached], Answer]) -> Answer:
         """What `use` reads of the world at the store's current revision (the cache
         brought to it first), under the batch lock, so that no claim of this replica
@@ -1145,6 +1356,20 @@ class ReplicaWorld:
     def forget(self) -> None:
         with self._lock:
             self._cached = None
+
+
+def _ticket(
+    actor: Actor,
+    report: placing.Reporter,
+    *,
+    removing: Removing | None = None,
+    rescaling: Rescaling | None = None,
+    retargeting: Retargeting | None = None,
+) -> Ticket:
+    """A change's ticket other than a claim's, started now."""
+    return Ticket(
+        None, actor, report, time.perf_counter(), removing, rescaling, retargeting=retargeting
+    )
 
 
 def _ordinal(unit: str) -> int:
@@ -1170,8 +1395,8 @@ Rows = tuple[
 
 def _usage(cached: Cached, decided: Decided) -> dict[str, dict[str, float]]:
     """Each target the batch places on or frees, and what it uses once the batch is
-    stored: what the cache holds, raised by each claim's units there and lowered (never
-    below zero, as the general path writes it) by each deletion's."""
+    stored: what the cache holds, raised by each unit placed or moved there and lowered
+    (never below zero, as the general path writes it) by each one removed or moved off."""
     targets = cached.snapshot.targets
     found: dict[str, dict[str, float]] = {}
     for workload, moves in _moved(decided):
@@ -1184,7 +1409,7 @@ def _usage(cached: Cached, decided: Decided) -> dict[str, dict[str, float]]:
                     used[resource] = used.get(resource, 0.0) + amount
     for workload, moves in _moved(decided):
         for move in moves:
-            if move.destination is not None or move.source is None:
+            if move.source is None:
                 continue
             used = found.get(move.source)
             if used is None:
@@ -1201,6 +1426,7 @@ def _moved(decided: Decided) -> list[tuple[Workload, list[Move]]]:
         *((c.workload, c.moves) for c in decided.accepted),
         *((r.workload, r.moves) for r in decided.removed),
         *((r.workload, r.moves) for r in decided.rescaled),
+        *(pair for r in decided.retargeted for pair in r.moved),
     ]
 
 
@@ -1234,15 +1460,25 @@ def _rows(cached: Cached, decided: Decided) -> Rows:
                 )
             )
     freed: dict[str, dict[str, float]] = {}
-    if decided.removed or decided.rescaled:
+    if decided.removed or decided.rescaled or decided.retargeted:
         usage = _usage(cached, decided)
+        # A target a unit leaves, or one a target's unit moves to: its usage as it will
+        # be, written whole (a claim's units there counted in it).
         freed = {
-            move.source: usage[move.source]
+            end: usage[end]
             for _, moves in _moved(decided)
             for move in moves
-            if move.destination is None and move.source is not None
+            if move.source is not None
+            for end in (move.source, move.destination)
+            if end is not None
         }
-    touched = [*deltas, *(name for name in freed if name not in deltas)]
+    restated = [
+        name
+        for change in decided.retargeted
+        for name in change.changed
+        if name not in deltas and name not in freed
+    ]
+    touched = [*deltas, *(name for name in freed if name not in deltas), *restated]
     return (
         [(targets[name].id, targets[name].generation) for name in touched],
         [
@@ -1278,7 +1514,7 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
     removed with its unit.removed event (a deleted workload's with no account: the
     general path reads it from the world after, where the workload is gone); and the
     freed targets' usage."""
-    if not decided.removed and not decided.rescaled:
+    if not decided.removed and not decided.rescaled and not decided.retargeted:
         return batch.NOTHING_GONE
     targets, units = cached.snapshot.targets, cached.snapshot.units
     workloads: list[batch.GoneWorkload] = []
@@ -1314,7 +1550,60 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
         for name in sorted(freed)
         for resource, amount in sorted(freed[name].items())
     ]
-    return batch.Gone(workloads, gone_units, used, changed)
+    states: list[batch.TargetState] = []
+    moved: list[batch.MovedUnit] = []
+    for change in decided.retargeted:
+        actor, asked = change.ticket.actor, change.ticket.retargeting
+        assert asked is not None
+        states += [
+            batch.TargetState(
+                targets[name].id,
+                change.rows[name].admin_state,
+                _target_event(actor, asked, name, change),
+            )
+            for name in change.changed
+        ]
+        accounts = cached.snapshot.workloads
+        moved += [
+            batch.MovedUnit(
+                units[m.unit][0],
+                m.unit,
+                m.source,
+                targets[m.destination].id,
+                m.why,
+                _unit_event(actor, m, accounts[m.workload].account),
+            )
+            for m in change.moves
+            if m.source is not None and m.destination is not None
+        ]
+    return batch.Gone(workloads, gone_units, used, changed, states, moved)
+
+
+def _target_event(
+    actor: Actor, asked: Retargeting, name: str, change: Retargeted
+) -> events.Pending:
+    """A target's new state as the route's general path records it: target.down,
+    target.up, or a drain's target.maintenance, with the reason and the moves."""
+    state = change.rows[name].admin_state
+    details: dict[str, Any] = {"reason": asked.reason}
+    if asked.operation == DRAIN:
+        details["operation"] = DRAIN
+    details["moves"] = len(change.moves)
+    if asked.operation == DRAIN:
+        details["refused"] = 0  # a unit with no other place goes to the general path
+        if len(change.rows) > 1:
+            details["batch"] = True
+    elif asked.operation == BATCH:
+        details["batch"] = True
+    return events.Pending(
+        f"target.{state}",
+        name,
+        actor_accessor=actor.accessor,
+        actor_role=actor.role,
+        target=name,
+        request_id=actor.request_id,
+        details=details,
+    )
 
 
 def _workload_event(

@@ -16,6 +16,7 @@ from placed.operations import targets as operation
 from placed.operations.store import Store
 from placed.service import context, placing, problems
 from placed.service.auth import AGENT, DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
+from placed.service.replica import BATCH, DOWN_OR_UP, ReplicaWorld, Retargeting
 from placed.spec.schema import MAX_NAME
 from placed.store.claims import Actor, Extra
 from placed.store.world import Snapshot, TargetRow
@@ -170,9 +171,23 @@ def change_state(
     actor: Actor,
     report: placing.Reporter = placing.silent,
     dry_run: bool = False,
+    replica: ReplicaWorld | None = None,
 ) -> dict[str, Any]:
     """Take a target down or bring it up, moving its units in the same transaction;
-    `dry_run`: plan the same and write nothing (the console's what-if)."""
+    `dry_run`: plan the same and write nothing (the console's what-if). With `replica`,
+    a delta on its live world when it can be one (service/replica.py)."""
+    if replica is not None and not dry_run:
+        asked = Retargeting(((name, state),), reason, DOWN_OR_UP)
+        fast = replica.retarget(engine, asked, actor, report)
+        if fast is not None:
+            return {
+                "target": name,
+                "admin_state": state,
+                "dry_run": False,
+                "changed": bool(fast["changed"]),
+                "revision": fast["revision"],
+                "moves": fast["moves"],
+            }
 
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         row = snapshot.targets.get(name)
@@ -236,9 +251,11 @@ def change_states(
     report: placing.Reporter = placing.silent,
     dry_run: bool = False,
     expected_revision: int | None = None,
+    replica: ReplicaWorld | None = None,
 ) -> dict[str, Any]:
     """Several targets down and others up in one transaction and one simulation: the
-    console's what-if of several targets, and its confirmation."""
+    console's what-if of several targets, and its confirmation. With `replica`, a delta
+    on its live world when it can be one and no revision is expected."""
     wanted = {name: "down" for name in batch.down}
     for index, name in enumerate(batch.up):
         if name in wanted:
@@ -254,6 +271,20 @@ def change_states(
         raise problems.ProblemException(
             422, "invalid-request", "name a target to take down or bring up", []
         )
+    if replica is not None and not dry_run and expected_revision is None:
+        asked = Retargeting(tuple(wanted.items()), batch.reason, BATCH)
+        fast = replica.retarget(engine, asked, actor, report)
+        if fast is not None:
+            done = set(fast["changed"])
+            return {
+                "targets": [
+                    {"target": name, "admin_state": state, "changed": name in done}
+                    for name, state in wanted.items()
+                ],
+                "dry_run": False,
+                "revision": fast["revision"],
+                "moves": fast["moves"],
+            }
 
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         missing = [name for name in wanted if name not in snapshot.targets]
@@ -330,6 +361,7 @@ async def post_batch(
         context.reporter(request),
         dry_run,
         expected_revision,
+        request.app.state.replica,
     )
 
 
@@ -352,6 +384,7 @@ def _state_route(state: str) -> Any:
             context.actor(request, caller),
             context.reporter(request),
             dry_run,
+            request.app.state.replica,
         )
 
     handler.__name__ = f"target_{state}"

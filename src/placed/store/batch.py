@@ -104,16 +104,42 @@ class GoneUnit:
 
 
 @dataclass(frozen=True, slots=True)
+class MovedUnit:
+    """A unit that moves from one target to another (its own target left taking work),
+    with its unit.moved event and its history row."""
+
+    id: int
+    name: str
+    source: str
+    destination_id: int
+    reason: str
+    event: events.Pending
+
+
+@dataclass(frozen=True, slots=True)
+class TargetState:
+    """A target's new admin state (its generation is raised by its guard), with the
+    event that says why (target.down, target.up, target.maintenance)."""
+
+    id: int
+    admin_state: str
+    event: events.Pending
+
+
+@dataclass(frozen=True, slots=True)
 class Gone:
     """What a batch deletes or rewrites: workloads deleted, units removed (a deleted
-    workload's, or those past a workload's new count), workloads whose spec changes, and
-    the usage of each target it frees once they are gone (written as is: a lowered
-    `used` never meets `CHECK (used >= 0)` by a rounding's hair)."""
+    workload's, or those past a workload's new count), workloads whose spec changes,
+    targets whose admin state changes and the units that move off them, and the usage
+    of each target it frees or moves units between (written as is: a lowered `used`
+    never meets `CHECK (used >= 0)` by a rounding's hair)."""
 
     workloads: Sequence[GoneWorkload] = ()
     units: Sequence[GoneUnit] = ()
     used: Sequence[tuple[int, str, float]] = ()
     changed: Sequence[ChangedWorkload] = ()
+    states: Sequence[TargetState] = ()
+    moved: Sequence[MovedUnit] = ()
 
 
 NOTHING_GONE = Gone()
@@ -279,6 +305,13 @@ def _plan(
                 [(amount, target, resource) for target, resource, amount in gone.used],
             )
         )
+    if gone.states:
+        guarded.append(
+            _Statement(
+                sql("UPDATE targets SET admin_state = ? WHERE id = ?"),
+                [(state.admin_state, state.id) for state in gone.states],
+            )
+        )
     unit_ids = [u.id for u in gone.units]
     for part in _chunks(unit_ids):
         guarded.append(
@@ -320,16 +353,24 @@ def _plan(
         )
         # Event k of n takes id last - (n - 1 - k): the ids the revision handed out, in
         # `_events`' order (the units' events last), whose offsets history reads.
-        first_unit = len(written) - len(units) - len(gone.units)
+        first_unit = len(written) - len(units) - len(gone.units) - len(gone.moved)
+        first_moved = first_unit + len(units) + len(gone.units)
         offsets = range(len(written) - 1, -1, -1)
-        history = [
-            (u.name, None, u.event.target, u.reason, offsets[first_unit + k])
-            for k, u in enumerate(units)
-        ] + [
-            (u.name, u.source, None, u.reason, offsets[first_unit + len(units) + k])
-            for k, u in enumerate(gone.units)
-            if u.source is not None
-        ]
+        history = (
+            [
+                (u.name, None, u.event.target, u.reason, offsets[first_unit + k])
+                for k, u in enumerate(units)
+            ]
+            + [
+                (u.name, u.source, None, u.reason, offsets[first_unit + len(units) + k])
+                for k, u in enumerate(gone.units)
+                if u.source is not None
+            ]
+            + [
+                (u.name, u.source, u.event.target, u.reason, offsets[first_moved + k])
+                for k, u in enumerate(gone.moved)
+            ]
+        )
         if units:
             rest.append(
                 _Statement(
@@ -379,9 +420,20 @@ def _plan(
                     ],
                 )
             )
-        if gone.workloads or gone.changed:
+        if gone.moved:
+            rest.append(
+                _Statement(
+                    sql(
+                        "UPDATE placements SET target_id = ?, placed_at = ?, "
+                        f"revision = {REVISION} WHERE unit_id = ?"
+                    ),
+                    [(u.destination_id, placed_at, u.id) for u in gone.moved],
+                )
+            )
+        if gone.workloads or gone.changed or gone.states:
             # Another replica brings its world forward from new workloads alone (its
-            # `_claims_since`); a deletion since tells it to read the whole world.
+            # `_claims_since`); a deletion, a rewrite or a target's new state since tells
+            # it to read the whole world.
             rest.append(
                 _Statement(
                     sql(
@@ -472,14 +524,16 @@ def _events(
     workloads: Sequence[NewWorkload], units: Sequence[NewUnit], gone: Gone
 ) -> list[events.Pending]:
     """The batch's events in id order: each new workload's, deleted one's and changed
-    one's, then each unit's placement and each removal (a change's cause before its
-    units, as the general path writes them)."""
+    one's, each target's new state, then each unit's placement, each removal and each
+    move (a change's cause before its units, as the general path writes them)."""
     return [
         *(w.event for w in workloads if w.event is not None),
         *(w.event for w in gone.workloads),
         *(w.event for w in gone.changed),
+        *(t.event for t in gone.states),
         *(u.event for u in units),
         *(u.event for u in gone.units),
+        *(u.event for u in gone.moved),
     ]
 
 
