@@ -13,8 +13,16 @@ units applied, then:
    spec updates of one of them (its units 1 <-> 2, `PUT` at the generation the client
    last saw). A client with nothing to delete or update claims instead.
 3. **Each change alone**, on the world the mix left, each timed from request to answer
-   (loopback, so the server's time plus about a millisecond): a claim, the claim after
-   it, a delete, the claim after it, a spec update, the claim after it.
+   (loopback, so the server's time plus about a millisecond), each followed by a claim
+   (the first claim after a change): a claim, a delete, a spec update, a host taken down
+   and brought up, the drain of a host holding 100 units, a dedication of an empty host
+   and its release, and a setting change (implicit dedication off and on).
+
+The inventory has, beside the generated hosts, a zone of two: `bench-drain`, sized for
+exactly 100 units and preferring (soft affinity) the workload `running-drain` of 100
+units, so that all of them are there to drain; `bench-spare`, which takes only
+`reserved` workloads (hard affinity), so that it is empty to dedicate. The tenancy is one
+domain, `D1`.
 
 Afterwards the store must hold exactly the workloads the clients' answers say exist, and
 each target's stored `used` must equal the sum of its units' resources; a mismatch, a 5xx
@@ -259,30 +267,73 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
+DRAINED = "bench-drain"  # holds running-drain's 100 units
+SPARE = "bench-spare"  # empty: dedicable
+DRAINED_UNITS = 100
+DOWN = "z00-r00-h00"  # a generated host (it holds some running units)
+
+
+def bench_zone() -> dict[str, Any]:
+    """The zone of the two hosts the changes alone act on (see the module's doc)."""
+    full = {resource: amount * DRAINED_UNITS for resource, amount in CLAIM.items()}
+    return {
+        "id": "bench",
+        "kind": "zone",
+        "children": [
+            {"id": DRAINED, "capacity": full, "soft_affinity": ["drainme"]},
+            {"id": SPARE, "capacity": full, "hard_affinity": ["reserved"]},
+        ],
+    }
+
+
 def _alone(base: str, token: str) -> list[tuple[str, float]]:
     """Each change alone on the world as it stands, and the claim after each."""
     client = Connection(base, token)
     timed: list[tuple[str, float]] = []
+    claims = iter(f"alone-claim-{i}" for i in range(100))
 
-    def step(label: str, method: str, path: str, body: Any, ok: int) -> None:
+    def step(label: str, method: str, path: str, body: Any, ok: int) -> Any:
         status, answer, seconds = client.send(method, path, body)
         if status != ok:
             raise RuntimeError(f"{label}: {status} {str(answer)[:300]}")
         timed.append((label, seconds))
+        return answer
+
+    def then_claim(after: str) -> None:
+        step(f"the claim after {after}", "POST", "/v1/workloads", _spec(next(claims), 1), 201)
 
     try:
         step("claim (1 unit)", "POST", "/v1/workloads", _spec("alone-a", 1), 201)
-        step("the claim after a claim", "POST", "/v1/workloads", _spec("alone-b", 1), 201)
+        then_claim("a claim")
         step("delete (1 unit)", "DELETE", "/v1/workloads/alone-a", None, 200)
-        step("the claim after a delete", "POST", "/v1/workloads", _spec("alone-c", 1), 201)
-        step(
-            "spec update (1 -> 2 units)",
-            "PUT",
-            "/v1/workloads/alone-b",
-            {"generation": 0, "spec": _spec("alone-b", 2)},
+        then_claim("a delete")
+        update = {"generation": 0, "spec": _spec("alone-claim-0", 2)}
+        step("spec update (1 -> 2 units)", "PUT", "/v1/workloads/alone-claim-0", update, 200)
+        then_claim("an update")
+        reason = {"reason": "benchmark"}
+        step("target down", "POST", f"/v1/targets/{DOWN}/down", reason, 200)
+        then_claim("a target down")
+        step("target up", "POST", f"/v1/targets/{DOWN}/up", reason, 200)
+        then_claim("a target up")
+        drained = step(
+            f"drain of a target holding {DRAINED_UNITS} units",
+            "POST",
+            f"/v1/targets/{DRAINED}/drain",
+            reason,
             200,
         )
-        step("the claim after an update", "POST", "/v1/workloads", _spec("alone-d", 1), 201)
+        if len(drained.get("moves", [])) != DRAINED_UNITS:
+            raise RuntimeError(f"the drain moved {len(drained.get('moves', []))} units")
+        then_claim("a drain")
+        dedicated = {"resource": SPARE, "domain": "D1"}
+        step("dedication of a host", "POST", "/v1/dedications", dedicated, 201)
+        then_claim("a dedication")
+        step("release of a dedication", "DELETE", f"/v1/dedications/{SPARE}", None, 200)
+        then_claim("a release")
+        off, on = {"value": False}, {"value": True}
+        step("setting change", "PUT", "/v1/settings/implicit_dedication", off, 200)
+        then_claim("a setting change")
+        client.send("PUT", "/v1/settings/implicit_dedication", on)
     finally:
         client.close()
     return timed
@@ -347,10 +398,15 @@ def measure(kind: str, targets: int, running: int, window: float, seed: int) -> 
         token = upgrade(url)
         document = inventory_document(targets, random.Random(seed + targets))
         running_workloads = running // RUNNING_PER_WORKLOAD
-        document["workloads"] = [
+        document["inventory"].append(bench_zone())
+        document["tenancy"] = {"domains": {"D1": {"accounts": ["A1"]}}}
+        # First, so that the drained host is theirs before the running units spread.
+        drain = {"name": "running-drain", "units": DRAINED_UNITS, "tags": ["drainme"]}
+        document["workloads"] = [{**drain, "resources": CLAIM}] + [
             {"name": f"running-{i}", "units": RUNNING_PER_WORKLOAD, "resources": CLAIM}
             for i in range(running_workloads)
         ]
+        running_workloads += 1
         headers = {"authorization": f"Bearer {token}", "content-type": "application/json"}
         with serving(url) as server:
             base = server.base
@@ -369,8 +425,9 @@ def measure(kind: str, targets: int, running: int, window: float, seed: int) -> 
             progress(f"mixed: {kind}: {mix.operations / mix_seconds:.1f} operations/s")
             alone = _alone(base, token)
         alive = {**pure.alive, **mix.alive}
-        for label, units in (("alone-b", 2), ("alone-c", 1), ("alone-d", 1)):
-            alive[label] = units
+        made = sum(1 for label, _ in alone if label.startswith("the claim after"))
+        alive.update({f"alone-claim-{i}": 1 for i in range(made)})
+        alive["alone-claim-0"] = 2  # the spec update's
         errors = [*pure.errors, *mix.errors, *_check_store(url, alive, running_workloads)]
     return Run(
         kind,
@@ -389,7 +446,7 @@ def measure(kind: str, targets: int, running: int, window: float, seed: int) -> 
 # Issue 35's goals (reported, never enforced: they depend on the machine).
 GOAL_RATIO = 0.8  # the mix's rate against pure one-unit claims
 GOAL_P99 = 0.050
-GOAL_CHANGE = 0.020  # one delete or spec update alone, answered
+GOAL_CHANGE = 0.020  # each change alone, answered
 GOAL_CLAIM_AFTER = 0.010  # the first claim after any change
 QUICK = (200, 200, 2.0)  # targets, units running, window (make test's smoke run)
 FULL = (10_000, 30_000, 10.0)
@@ -423,7 +480,6 @@ def goals(runs: list[Run]) -> list[str]:
     lines = ["", "| database | goal | measured | result |", "|---|---|---|---|"]
     for run in runs:
         p99 = max((_percentile(kind.latencies, 0.99) for kind in run.mix.values()), default=0.0)
-        changes = [s for label, s in run.alone if not label.startswith(("claim", "the claim"))]
         after = [s for label, s in run.alone if label.startswith("the claim after")]
         rows = [
             (
@@ -433,15 +489,19 @@ def goals(runs: list[Run]) -> list[str]:
             ),
             (f"mix p99 at most {GOAL_P99 * 1000:.0f} ms", f"{p99 * 1000:.0f} ms", p99 <= GOAL_P99),
             (
-                f"a delete or an update alone at most {GOAL_CHANGE * 1000:.0f} ms",
-                f"{max(changes, default=0.0) * 1000:.1f} ms",
-                max(changes, default=0.0) <= GOAL_CHANGE,
-            ),
-            (
-                f"the first claim after a change at most {GOAL_CLAIM_AFTER * 1000:.0f} ms",
+                f"the first claim after any change at most {GOAL_CLAIM_AFTER * 1000:.0f} ms",
                 f"{max(after, default=0.0) * 1000:.1f} ms",
                 max(after, default=0.0) <= GOAL_CLAIM_AFTER,
             ),
+        ]
+        rows += [
+            (
+                f"{label} at most {GOAL_CHANGE * 1000:.0f} ms",
+                f"{seconds * 1000:.1f} ms",
+                seconds <= GOAL_CHANGE,
+            )
+            for label, seconds in run.alone
+            if not label.startswith(("claim", "the claim"))
         ]
         for goal, measured, met in rows:
             lines.append(f"| {run.database} | {goal} | {measured} | {'PASS' if met else 'FAIL'} |")
