@@ -15,6 +15,7 @@ from starlette.routing import BaseRoute
 from placed import __version__
 from placed.operations import batch_commits
 from placed.operations.store import Store
+from placed.operations.sweeps import Fault
 from placed.service import (
     apply,
     auth,
@@ -61,7 +62,7 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     log_json: bool = False,
     controlling: controller.Options | None = None,
-    fault: controller.Fault | None = None,
+    fault: Fault | None = None,
     commit_process: bool = False,
     auth_failures_per_minute: int = 0,
     access_log: bool = False,
