@@ -1,24 +1,29 @@
 """An operation's domain error is answered as the problem document of its kind, in one
-mapping (service/problems.py:from_operation)."""
+mapping (service/problems.py:from_operation), which `problems.install` applies to every
+route: a route lets the error out and the client gets the problem."""
 
 from __future__ import annotations
 
 import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
 
 from placed.operations.errors import Conflict, Forbidden, Invalid, NotFound, OperationError, Where
 from placed.service import problems
+from placed.service.metrics import HttpMetrics
+from placed.service.middleware import RequestContext
+
+# Each kind of domain error, and the status and problem type a client gets for it.
+KINDS = [
+    (NotFound("no target 'h1'"), 404, "not-found"),
+    (Conflict("taken", "last-root-admin"), 409, "last-root-admin"),
+    (Forbidden("not yours"), 403, "forbidden"),
+    (Invalid("bad"), 422, "invalid-request"),
+    (OperationError("unclassed", "odd"), 422, "odd"),
+]
 
 
-@pytest.mark.parametrize(
-    ("error", "status", "kind"),
-    [
-        (NotFound("no target 'h1'"), 404, "not-found"),
-        (Conflict("taken", "last-root-admin"), 409, "last-root-admin"),
-        (Forbidden("not yours"), 403, "forbidden"),
-        (Invalid("bad"), 422, "invalid-request"),
-        (OperationError("unclassed", "odd"), 422, "odd"),
-    ],
-)
+@pytest.mark.parametrize(("error", "status", "kind"), KINDS)
 def test_each_domain_error_has_its_status(error: OperationError, status: int, kind: str) -> None:
     problem = problems.from_operation(error)
     assert (problem.status, problem.kind, problem.detail) == (status, kind, error.detail)
@@ -44,3 +49,46 @@ def test_a_route_s_call_raises_the_problem() -> None:
     with pytest.raises(problems.ProblemException) as raised, problems.operation_errors():
         raise Forbidden("a user token acts for its own account")
     assert (raised.value.status, raised.value.kind) == (403, "forbidden")
+
+
+def _app_raising(error: OperationError) -> FastAPI:
+    """An app as create_app installs its errors, with routes that let `error` out of a
+    handler as the service's routes do: from the handler itself and from a worker
+    thread (a route's `run_in_threadpool`)."""
+    app = FastAPI()
+    problems.install(app)
+    app.add_middleware(RequestContext, metrics=HttpMetrics())
+
+    @app.get("/async")
+    async def raising_async() -> None:
+        raise error
+
+    @app.get("/sync")
+    def raising_in_a_thread() -> None:
+        raise error
+
+    return app
+
+
+@pytest.mark.parametrize(("error", "status", "kind"), KINDS)
+@pytest.mark.parametrize("path", ["/async", "/sync"])
+def test_a_route_letting_a_domain_error_out_answers_its_problem(
+    error: OperationError, status: int, kind: str, path: str
+) -> None:
+    client = TestClient(_app_raising(error), raise_server_exceptions=False)
+    answer = client.get(path, headers={"X-Request-Id": "r-1"})
+    assert answer.status_code == status
+    assert answer.headers["content-type"] == problems.MEDIA_TYPE
+    body = answer.json()
+    assert body["type"] == problems.TYPE_PREFIX + kind
+    assert (body["status"], body["detail"], body["request_id"]) == (status, error.detail, "r-1")
+    assert "errors" not in body
+
+
+def test_a_route_s_domain_error_keeps_its_places_and_extensions() -> None:
+    error = Conflict(
+        "stale", "stale-revision", [Where("changed", pointer="/spec")], {"current_revision": 3}
+    )
+    body = TestClient(_app_raising(error)).get("/async").json()
+    assert body["errors"] == [{"pointer": "/spec", "detail": "changed"}]
+    assert body["current_revision"] == 3

@@ -16,7 +16,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from placed.service.controller import LEASE, Controller, Fault, Fenced, Options
+from placed.operations.lease import LEASE, Fenced
+from placed.operations.sweeps import Fault
+from placed.service.controller import Controller, Options
 from placed.store import leases
 from placed.store.database import reading, writing
 from placed.store.tables import (

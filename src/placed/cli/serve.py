@@ -186,7 +186,8 @@ def serve(
         require_current(url)
     except StoreError as error:
         fail_option("--database", str(error))
-    from placed.service.controller import Fault, Options
+    from placed.operations.sweeps import Fault
+    from placed.service.controller import Options
 
     try:
         controlling, fault = Options.from_environment(), Fault.from_environment()

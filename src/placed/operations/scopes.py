@@ -8,8 +8,17 @@ from collections.abc import Collection, Mapping
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from placed.operations.store import Store
 from placed.store import domains
+from placed.store.database import reading
 from placed.store.tables import Account, Domain
+
+
+def accounts_below(store: Store, domain: str) -> set[str]:
+    """The accounts of `domain` and of every domain below it: what a domain-admin of
+    `domain` reaches; none when there is no such domain."""
+    with reading(store) as session:
+        return accounts_in(session, subtree(session, domain))
 
 
 def subtree(session: Session, domain: str) -> set[str]:

@@ -10,10 +10,12 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
-from sqlalchemy import Engine
 from starlette.routing import BaseRoute
 
 from placed import __version__
+from placed.operations import batch_commits
+from placed.operations.store import Store
+from placed.operations.sweeps import Fault
 from placed.service import (
     apply,
     auth,
@@ -38,7 +40,7 @@ from placed.service import (
 from placed.service.auth import TrustedTokens
 from placed.service.bell import EventBell
 from placed.service.bodies import MAX_REQUEST_UNITS
-from placed.service.commit_process import CommitProcess, shareable
+from placed.service.commit_process import CommitProcess
 from placed.service.forwarding import Forwarder, Forwarding
 from placed.service.health import Readiness, always_ready
 from placed.service.idempotency import Idempotency
@@ -55,12 +57,12 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 
 
 def create_app(
-    database: Engine | None = None,
+    database: Store | None = None,
     readiness: Readiness = always_ready,
     max_body_bytes: int = MAX_BODY_BYTES,
     log_json: bool = False,
     controlling: controller.Options | None = None,
-    fault: controller.Fault | None = None,
+    fault: Fault | None = None,
     commit_process: bool = False,
     auth_failures_per_minute: int = 0,
     access_log: bool = False,
@@ -87,15 +89,17 @@ def create_app(
         # Only a served app listens and controls (uvicorn, or a TestClient used as a
         # context): an app a test builds and drops holds no connection of its own.
         listener = None
-        if database is not None and database.dialect.name == "postgresql":
-            listener = notify.Listener(database, bell.ring, bell.heard)
+        if database is not None:
+            listener = notify.listener(database, bell.ring, bell.heard)
+        if listener is not None:
             listener.start()
         running: controller.Controller | None = app.state.controller
         if running is not None:
             running.start()
         committing = None
-        if commit_process and database is not None and shareable(database.url):
-            committing = CommitProcess(database.url)
+        address = batch_commits.address_of(database) if database is not None else None
+        if commit_process and address is not None:
+            committing = CommitProcess(address)
             committing.start()
             app.state.replica.commit_process = committing
         try:

@@ -7,82 +7,34 @@ it back from the threads answering requests: a commit of 2 ms alone took 6 ms th
 process of its own the same statements run on an interpreter nobody else wants, and the
 server waits once, for the answer on a pipe.
 
-The child holds its own connection pool and runs `store.batch.write` exactly as the
-server would; what it raises (`Behind`, `Stale`, a driver's error) is raised again in the
-server. A child that dies leaves the outcome of the batch it held unknown: that batch's
-claims get `Lost` (a 503 that says so), and the next batch starts another child. Until a
-child has said it is ready (its imports and engine take about a second) batches are
-committed in the server's process, as an unserved app always does.
+The child (operations/batch_commits.py) holds its own connection pool and commits each
+batch exactly as the server would; what it raises is raised again in the server. A child
+that dies leaves the outcome of the batch it held unknown: that batch's claims get
+`Lost` (a 503 that says so), and the next batch starts another child. Until a child has
+said it is ready (its imports and engine take about a second) batches are committed in
+the server's process, as an unserved app always does.
 """
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import multiprocessing.connection
-import pickle
-import signal
 import threading
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from sqlalchemy import URL
-
+from placed.operations.batch_commits import RAISED, READY, Lost, commit_forever
+from placed.operations.store import Address
 from placed.store import batch
-from placed.store.database import make_engine
 
-READY = "ready"
-STORED = "stored"
-RAISED = "raised"
 STOP_SECONDS = 5.0
-
-
-def shareable(url: URL) -> bool:
-    """Whether another process opens the same database (not an in-memory SQLite one)."""
-    return url.get_backend_name() != "sqlite" or url.database not in (None, "", ":memory:")
-
-
-class Lost(Exception):
-    """The commit process ended while it held a batch: whether it was stored is unknown."""
-
-
-def _commit_forever(url: URL, pipe: multiprocessing.connection.Connection) -> None:
-    """The child: each batch the server sends, written and committed, and the answer sent
-    back, until the server closes its end."""
-    # Ctrl-C reaches the whole process group: the server stops the child by closing the
-    # pipe, after its last batch, instead of the child dying mid-commit with a traceback.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    engine = make_engine(url)
-    # The server gone (its end closed, or the process killed) ends the child: a batch
-    # it was committing is stored or not as the database decided, and nobody waits.
-    with contextlib.suppress(EOFError, OSError):
-        pipe.send((READY, None))
-        while True:
-            seen, rows = pipe.recv()
-            try:
-                with engine.begin() as connection:
-                    stored = batch.write(connection, seen, *rows)
-            except Exception as error:
-                pipe.send_bytes(_raised(error))
-                continue
-            pipe.send((STORED, stored))
-    engine.dispose()
-
-
-def _raised(error: Exception) -> bytes:
-    """The error pickled to be raised again in the server; one that cannot be pickled (a
-    driver's, holding its connection) as a RuntimeError with its text."""
-    try:
-        return pickle.dumps((RAISED, error))
-    except Exception:  # whatever stops pickling it, its text still goes back
-        return pickle.dumps((RAISED, RuntimeError(f"{type(error).__name__}: {error}")))
 
 
 class CommitProcess:
     """The server's end: `write` sends a batch to the child and waits for its answer.
     Called from one committing thread at a time (the replica's); `close` from another."""
 
-    def __init__(self, url: URL) -> None:
+    def __init__(self, url: Address) -> None:
         self._url = url
         self._lock = threading.Lock()
         self._process: BaseProcess | None = None
@@ -102,7 +54,7 @@ class CommitProcess:
             context = multiprocessing.get_context("spawn")
             ours, theirs = context.Pipe()
             process = context.Process(
-                target=_commit_forever,
+                target=commit_forever,
                 args=(self._url, theirs),
                 name="placed-commit",
                 daemon=True,

@@ -7,9 +7,10 @@ from typing import Annotated, Any
 
 from fastapi import Path, Query, Request
 from pydantic import Field
-from sqlalchemy import Engine
 
-from placed.service import eventlog, scopes
+from placed.operations import scopes
+from placed.operations.store import Store
+from placed.service import eventlog
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller
 from placed.service.bell import EventBell
 from placed.service.metrics import HttpMetrics
@@ -17,7 +18,6 @@ from placed.service.placing import Reporter
 from placed.service.problems import ProblemException, request_id_of
 from placed.spec.schema import MAX_NAME, MAX_UNIT_NAME
 from placed.store.claims import Actor
-from placed.store.database import reading
 from placed.store.events import Recorded
 
 # Ids, revisions and generations: the largest integer a JSON number holds exactly
@@ -52,8 +52,8 @@ def naming_one(*fields: str) -> dict[str, Any]:
     }  # an id of a table keyed by a plain integer (placement history)
 
 
-def store(request: Request) -> Engine:
-    engine: Engine | None = request.app.state.database
+def store(request: Request) -> Store:
+    engine: Store | None = request.app.state.database
     if engine is None:
         raise ProblemException(
             503, "no-store", "this server keeps no state: start it with placed serve"
@@ -99,7 +99,7 @@ def actor(request: Request, caller: Caller) -> Actor:
     return Actor(caller.accessor, caller.role, request_id_of(request), caller.scope)
 
 
-def accounts_of(engine: Engine, caller: Caller) -> set[str] | None:
+def accounts_of(store: Store, caller: Caller) -> set[str] | None:
     """The accounts whose workloads the caller sees and changes: None for every one (a
     root-admin), a domain-admin's subtree's, a user's own; none for an agent."""
     if caller.role == ROOT_ADMIN:
@@ -108,8 +108,7 @@ def accounts_of(engine: Engine, caller: Caller) -> set[str] | None:
         return {caller.scope} if caller.scope else set()
     if caller.role != DOMAIN_ADMIN or caller.scope is None:
         return set()
-    with reading(engine) as session:
-        return scopes.accounts_in(session, scopes.subtree(session, caller.scope))
+    return scopes.accounts_below(store, caller.scope)
 
 
 def own_account(

@@ -20,17 +20,15 @@ with fewer heartbeating targets than `disruption_guard_min_targets` (3) has no m
 to speak of: one silent target of two is half of them, and holding it back would mean a
 small edge site never fails over, so there only the lease's age holds a sweep back.
 
-Fault hooks, for tests only: `PLACED_FAULT=point:N` (or `point:N:stop`) kills this
-process with SIGKILL (or stops it with SIGSTOP) inside a controller transaction:
-`rebalance.after_moves:N` once N unit moves are written, `rebalance.before_commit:N`
-at the Nth commit of a move. Unset, nothing of it runs.
+The store's side of each step (the lease's rows, the heartbeats read, each sweep
+transaction's fence and its fault hooks for tests) is operations/lease.py and
+operations/sweeps.py.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
 import time
 import uuid
@@ -38,27 +36,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, text
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session
-
+from placed.operations import lease, sweeps
+from placed.operations.lease import Fenced
+from placed.operations.store import Store, StoreFailure
+from placed.operations.sweeps import Fault
 from placed.service import eventlog, placing
 from placed.service.bell import EventBell
 from placed.service.context import reporter_of
 from placed.service.metrics import HttpMetrics
 from placed.service.problems import ProblemException
 from placed.service.targets import replanned
-from placed.store import events, leases, settings, targets
 from placed.store.claims import Actor, Extra
-from placed.store.database import reading, writing
-from placed.store.leases import database_now
+from placed.store.targets import Seen
 from placed.store.world import Snapshot
 
-LEASE = "controller"
 ACTOR = Actor(None, "controller", None)
 # Most heartbeating targets stale at once: the fault is likelier the controller's.
 DISRUPTION_SHARE = 0.55
-POINTS = ("rebalance.after_moves", "rebalance.before_commit")
 ENVIRONMENT = {
     "renew_s": "PLACED_LEASE_RENEW_S",
     "ttl_s": "PLACED_LEASE_TTL_S",
@@ -104,41 +98,6 @@ class Options:
 
 
 @dataclass(frozen=True)
-class Fault:
-    point: str
-    count: int
-    stop: bool = False
-
-    @classmethod
-    def from_environment(cls, environment: Mapping[str, str] = os.environ) -> Fault | None:
-        """$PLACED_FAULT as `point:N[:stop]`; None when unset. ValueError: why not."""
-        value = environment.get("PLACED_FAULT", "")
-        if not value:
-            return None
-        parts = value.split(":")
-        if (
-            len(parts) not in (2, 3)
-            or parts[0] not in POINTS
-            or not parts[1].isdigit()
-            or int(parts[1]) < 1
-            or (len(parts) == 3 and parts[2] != "stop")
-        ):
-            raise ValueError(
-                f"$PLACED_FAULT is {value!r}: give point:N or point:N:stop, N from 1, "
-                f"point one of {', '.join(POINTS)}"
-            )
-        return cls(parts[0], int(parts[1]), len(parts) == 3)
-
-    def reached(self, point: str, count: int, session: Session) -> None:
-        # Counts may jump (a commit writes its moves in one statement): at least N.
-        if point != self.point or count < self.count:
-            return
-        session.flush()  # what was written so far is in the database's transaction
-        log.warning("PLACED_FAULT %s:%d reached", point, count)
-        os.kill(os.getpid(), signal.SIGSTOP if self.stop else signal.SIGKILL)
-
-
-@dataclass(frozen=True)
 class Holding:
     """The lease as this process's controller last read it (at most one renewal period
     ago): who holds it, where it takes forwarded writes (None: nowhere said), and
@@ -151,10 +110,6 @@ class Holding:
     until: float
 
 
-class Fenced(Exception):
-    """This process no longer holds the lease at its epoch: it steps down."""
-
-
 class _Gone(Exception):
     """The target was deleted since the sweep read it."""
 
@@ -162,7 +117,7 @@ class _Gone(Exception):
 class Controller:
     def __init__(
         self,
-        engine: Engine,
+        engine: Store,
         metrics: HttpMetrics,
         log_json: bool = False,
         options: Options | None = None,
@@ -185,7 +140,7 @@ class Controller:
         self.suppressed: str | None = None  # why the current episode moves nothing
         self._report = reporter_of(metrics, log_json, bell)  # its moves wake long-polls
         self._log_json = log_json
-        self._commits = 0  # rebalance commits reached, for the fault hook
+        self.rebalance_commits = 0  # reached, for the fault hook (sweeps.Guard)
         self.next_stale_s: float | None = None  # when the first late target turns stale
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -219,9 +174,8 @@ class Controller:
             thread.join(timeout=30)
         if self.leading:
             try:
-                with writing(self.engine) as session:
-                    leases.release(session, LEASE, self.holder)
-            except SQLAlchemyError as error:
+                lease.release(self.engine, self.holder)
+            except StoreFailure as error:
                 log.warning("controller: could not release the lease: %s", error)
         self._holding = None
         self._step_down()
@@ -248,7 +202,7 @@ class Controller:
         except Fenced:
             log.warning("controller: lost the lease (epoch %s); stepping down", self.epoch)
             self._step_down()
-        except SQLAlchemyError as error:
+        except StoreFailure as error:
             # The database is away or ended our session: whatever was in flight rolled
             # back; the next renewal tells whether we still lead.
             log.warning("controller: %s", str(error).splitlines()[0])
@@ -267,24 +221,15 @@ class Controller:
         event is written by the sweep (`_announce`): an event waits for the revision
         row's lock, which a paused leader may hold, and the renewal must not wait."""
         asked = time.monotonic()  # before the database's clock is read: never late
-        with writing(self.engine) as session:
-            row = leases.acquire(session, LEASE, self.holder, self.options.ttl_s, self.address)
-            epoch = row.epoch if row is not None else None
-            moment = database_now(session)
-            if row is not None and row.epoch != self._since_epoch:
-                self.since = moment
-            # Loaded by acquire, held or not: no second read.
-            seen = leases.current(session, LEASE)
-            self._holding = (
-                Holding(
-                    seen.holder,
-                    seen.epoch,
-                    seen.address,
-                    asked + (seen.expires_at - moment).total_seconds(),
-                )
-                if seen is not None
-                else None
-            )
+        renewal = lease.renew(self.engine, self.holder, self.options.ttl_s, self.address)
+        epoch, seen = renewal.epoch, renewal.seen
+        if epoch is not None and epoch != self._since_epoch:
+            self.since = renewal.moment
+        self._holding = (
+            Holding(seen.holder, seen.epoch, seen.address, asked + seen.left_s)
+            if seen is not None
+            else None
+        )
         if epoch is None:
             if self.leading:
                 raise Fenced
@@ -299,27 +244,20 @@ class Controller:
     def _announce(self) -> None:
         if self._unannounced is None or self._unannounced != self.epoch:
             return
-        with writing(self.engine) as session:
-            self._fence(session, lock=True)
-            row = events.append(
-                session,
-                "lease.acquired",
-                LEASE,
-                actor_role=ACTOR.role,
-                details={
-                    "holder": self.holder,
-                    "epoch": self.epoch,
-                    "ttl_s": self.options.ttl_s,
-                    "at": self.since.isoformat() if self.since else None,
-                },
-            )
+        row = lease.record(
+            self.engine,
+            self,
+            ACTOR,
+            "lease.acquired",
+            {
+                "holder": self.holder,
+                "epoch": self.epoch,
+                "ttl_s": self.options.ttl_s,
+                "at": self.since.isoformat() if self.since else None,
+            },
+        )
         self._unannounced = None
         eventlog.emit([row], self._log_json)
-
-    def _fence(self, session: Session, lock: bool) -> None:
-        epoch = self.epoch
-        if epoch is None or not leases.held(session, LEASE, self.holder, epoch, lock=lock):
-            raise Fenced
 
     # The sweep
 
@@ -329,17 +267,13 @@ class Controller:
             self._sweep()
         finally:
             if self.leading:
-                with reading(self.engine) as session:
-                    found = targets.liveness_counts(session)
-                self.metrics.liveness(found)
+                self.metrics.liveness(sweeps.liveness_counts(self.engine))
 
     def _sweep(self) -> None:
         self._announce()
-        with reading(self.engine) as session:
-            moment = database_now(session)
-            interval, timeout = settings.heartbeats(session)
-            seen = targets.seen(session)
-            guard_minimum = settings.disruption_guard_min_targets(session)
+        found = sweeps.heartbeats(self.engine)
+        moment, seen, guard_minimum = found.moment, found.seen, found.guard_minimum
+        interval, timeout = found.interval_s, found.timeout_s
         cutoff = moment - timedelta(seconds=timeout)
         beating = [t for t in seen if t.last_seen is not None]
         stale = [t for t in beating if t.last_seen is not None and t.last_seen < cutoff]
@@ -381,28 +315,26 @@ class Controller:
             )
 
     def _suppress(self, why: str, stale: int, late: int, beating: int, timeout: float) -> None:
-        with writing(self.engine) as session:
-            self._fence(session, lock=True)
-            row = events.append(
-                session,
-                "sweep.suppressed",
-                LEASE,
-                actor_role=ACTOR.role,
-                details={
-                    "reason": (
-                        f"the lease is younger than the heartbeat timeout ({timeout:g} s)"
-                        if why == "lease-new"
-                        else f"{late} of {beating} heartbeating targets look stale at once"
-                    ),
-                    "cause": why,
-                    "stale": stale,
-                    "late": late,
-                    "heartbeating": beating,
-                },
-            )
+        row = lease.record(
+            self.engine,
+            self,
+            ACTOR,
+            "sweep.suppressed",
+            {
+                "reason": (
+                    f"the lease is younger than the heartbeat timeout ({timeout:g} s)"
+                    if why == "lease-new"
+                    else f"{late} of {beating} heartbeating targets look stale at once"
+                ),
+                "cause": why,
+                "stale": stale,
+                "late": late,
+                "heartbeating": beating,
+            },
+        )
         eventlog.emit([row], self._log_json)
 
-    def _change(self, target: targets.Seen, liveness: str, reason: str) -> None:
+    def _change(self, target: Seen, liveness: str, reason: str) -> None:
         """One transaction: the target's liveness and every unit it moves."""
 
         def prepare(snapshot: Snapshot) -> placing.Prepared:
@@ -426,42 +358,12 @@ class Controller:
                 prepare,
                 ACTOR,
                 report=self._report,
-                guard=_Guard(self, target.id, target.name),
+                guard=sweeps.Guard(self, self.options.ttl_s, target.id, target.name),
             )
         except _Gone:
             return
         except ProblemException as error:
             log.warning("controller: %s %s: %s", target.name, liveness, error.detail)
-
-
-class _Guard:
-    """A rebalance transaction's fence, its liveness row, and the fault hooks."""
-
-    def __init__(self, controller: Controller, target_id: int, name: str) -> None:
-        self.controller = controller
-        self.target_id = target_id
-        self.name = name
-
-    def opened(self, session: Session) -> None:
-        if session.get_bind().dialect.name == "postgresql":
-            # A paused leader (SIGSTOP) holds its locks, the revision row's among them,
-            # until resumed; resumed, its fence refuses the commit. Never resumed, the
-            # database ends its session after two TTLs, and so its locks.
-            limit = int(2 * self.controller.options.ttl_s * 1000)
-            session.execute(text(f"SET LOCAL idle_in_transaction_session_timeout = {limit}"))
-        self.controller._fence(session, lock=False)
-
-    def moved(self, session: Session, count: int) -> None:
-        if self.controller.fault is not None:
-            self.controller.fault.reached("rebalance.after_moves", count, session)
-
-    def closing(self, session: Session, prepared: placing.Prepared) -> None:
-        targets.set_liveness(session, self.target_id, prepared.after.targets[self.name].liveness)
-        controller = self.controller
-        if controller.fault is not None and prepared.moves:
-            controller._commits += 1
-            controller.fault.reached("rebalance.before_commit", controller._commits, session)
-        controller._fence(session, lock=True)
 
 
 def _iso(moment: datetime | None) -> str:

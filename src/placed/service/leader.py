@@ -9,11 +9,10 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
+from placed.operations import lease
 from placed.service import context, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
-from placed.service.controller import LEASE, Controller
-from placed.store import leases
-from placed.store.database import reading
+from placed.service.controller import Controller
 
 router = APIRouter(prefix="/v1")
 
@@ -47,27 +46,18 @@ async def leader(
     engine = context.store(request)
     mine: Controller | None = request.app.state.controller
 
-    def read() -> dict[str, Any]:
-        with reading(engine) as session:
-            row = leases.current(session, LEASE)
-            moment = leases.database_now(session)
-            if row is None:
-                return {
-                    "holder": None,
-                    "epoch": 0,
-                    "expires_at": None,
-                    "expired": True,
-                    "address": None,
-                }
-            return {
-                "holder": row.holder,
-                "epoch": row.epoch,
-                "expires_at": row.expires_at.isoformat(),
-                "expired": row.expires_at <= moment,
-                "address": row.address,
-            }
-
-    found = await run_in_threadpool(read)
+    seen = await run_in_threadpool(lease.standing, engine)
+    found: dict[str, Any] = (
+        {
+            "holder": seen.holder,
+            "epoch": seen.epoch,
+            "expires_at": seen.expires_at.isoformat(),
+            "expired": seen.expired,
+            "address": seen.address,
+        }
+        if seen is not None
+        else {"holder": None, "epoch": 0, "expires_at": None, "expired": True, "address": None}
+    )
     found["this_replica"] = mine.holder if mine is not None else None
     found["leading"] = bool(
         mine is not None

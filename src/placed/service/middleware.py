@@ -12,13 +12,12 @@ import re
 import time
 import uuid
 
-from sqlalchemy import exc
 from starlette.datastructures import MutableHeaders
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from placed.operations import failures
 from placed.service import problems
-from placed.service.commit_process import Lost
 from placed.service.metrics import UNMATCHED, HttpMetrics
 
 HEADER = "X-Request-Id"
@@ -48,12 +47,10 @@ def _has_nul(scope: Scope) -> bool:
     return "\x00" in str(scope.get("path", "")) or b"%00" in query or b"\x00" in query
 
 
-def _lost_database(error: exc.DBAPIError | Lost, scope: Scope, rid: str) -> JSONResponse:
-    original = error.orig if isinstance(error, exc.DBAPIError) else None
-    first = str(original or error).strip().splitlines()
+def _lost_database(why: str, scope: Scope, rid: str) -> JSONResponse:
     log.warning(
         "request %s: %s %s: the connection to the database was lost: %s",
-        *(rid, scope["method"], scope["path"], first[0] if first else "?"),
+        *(rid, scope["method"], scope["path"], why),
     )
     return problems.response(
         503,
@@ -64,11 +61,6 @@ def _lost_database(error: exc.DBAPIError | Lost, scope: Scope, rid: str) -> JSON
         rid,
         headers={"Retry-After": "1"},
     )
-
-
-def _is_nul(error: exc.DataError) -> bool:
-    text = str(error.orig or error)
-    return "NUL (0x00)" in text or "\\u0000" in text
 
 
 class RequestContext:
@@ -114,11 +106,10 @@ class RequestContext:
             if response_started:
                 log.exception("request %s: %s %s failed", rid, scope["method"], scope["path"])
                 raise  # cut off mid-way: nothing more can be sent; the server closes it
-            if (isinstance(error, exc.DBAPIError) and error.connection_invalidated) or isinstance(
-                error, Lost
-            ):
-                answer = _lost_database(error, scope, rid)
-            elif isinstance(error, exc.DataError) and _is_nul(error):
+            lost = failures.lost_connection(error)
+            if lost is not None:
+                answer = _lost_database(lost, scope, rid)
+            elif failures.nul_in_text(error):
                 # A body's text with a NUL no model refused: PostgreSQL stores none (and
                 # its transaction is rolled back), so it is the request's fault.
                 answer = problems.response(

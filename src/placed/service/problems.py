@@ -123,9 +123,9 @@ def from_operation(error: OperationError) -> ProblemException:
 
 @contextmanager
 def operation_errors() -> Iterator[None]:
-    """Around a route's call of an operation: its domain error raised as the problem it
-    is answered with. (An exception handler in `install` would do this for every route;
-    until every route calls operations, each says where it does.)"""
+    """Around a call of an operation: its domain error raised as the problem it is
+    answered with. A route needs none (`install` answers every route's domain error);
+    this is for code that must see the problem itself (a console page, a batch)."""
     try:
         yield
     except OperationError as error:
@@ -339,6 +339,8 @@ async def _invalid_request(request: Request, error: Exception) -> JSONResponse:
 
 
 async def _problem(request: Request, error: Exception) -> JSONResponse:
+    if isinstance(error, OperationError):
+        error = from_operation(error)
     assert isinstance(error, ProblemException)
     return response(
         error.status,
@@ -352,11 +354,14 @@ async def _problem(request: Request, error: Exception) -> JSONResponse:
 
 
 def install(app: FastAPI) -> None:
-    """Replace FastAPI's error bodies with problem documents. An unexpected exception is
-    answered by the request context middleware (`middleware.py`), which sees it first."""
+    """Replace FastAPI's error bodies with problem documents, and answer an operation's
+    domain error, wherever a route lets it out, as the problem of its kind
+    (`from_operation`, the service's one mapping). An unexpected exception is answered by
+    the request context middleware (`middleware.py`), which sees it first."""
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(ProblemException, _problem)
+    app.add_exception_handler(OperationError, _problem)
 
 
 def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -1,6 +1,6 @@
 """What a scoped caller reaches: moved to placed.operations.scopes. These names stay for
-the modules that still import them from here (context.py, change_scope.py, simulate.py,
-being changed elsewhere); they import the operations' module once those moves land."""
+the modules that still import them from here (change_scope.py, simulate.py, being
+changed elsewhere); they import the operations' module once those moves land."""
 
 from __future__ import annotations
 

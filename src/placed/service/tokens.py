@@ -123,16 +123,15 @@ Manager = Annotated[Caller, allow(ROOT_ADMIN, DOMAIN_ADMIN)]
 )
 def create_token(body: TokenRequest, request: Request, caller: Manager) -> NewToken:
     actor = context.actor(request, caller)
-    with problems.operation_errors():
-        row, text = operation.create(
-            request.app.state.database,
-            actor,
-            rule_of(actor),
-            body.role,
-            body.scope,
-            body.description,
-            body.expires_in_s,
-        )
+    row, text = operation.create(
+        request.app.state.database,
+        actor,
+        rule_of(actor),
+        body.role,
+        body.scope,
+        body.description,
+        body.expires_in_s,
+    )
     return NewToken(**row, token=text)
 
 
@@ -162,8 +161,7 @@ def revoke_token(
     caller: Manager,
 ) -> TokenInfo:
     actor = context.actor(request, caller)
-    with problems.operation_errors():
-        row = operation.revoke(request.app.state.database, actor, rule_of(actor), accessor)
+    row = operation.revoke(request.app.state.database, actor, rule_of(actor), accessor)
     # Revoked and committed: this process stops trusting it now, not in TRUST_SECONDS.
     request.app.state.trusted_tokens.forget(accessor)
     return TokenInfo(**row)

@@ -117,8 +117,7 @@ async def get_usage(
     def read() -> dict[str, Any]:
         return operation.usage(engine, level, context.accounts_of(engine, caller))
 
-    with problems.operation_errors():
-        return await run_in_threadpool(read)
+    return await run_in_threadpool(read)
 
 
 @router.get(
@@ -138,8 +137,7 @@ async def get_spread(
 ) -> dict[str, Any]:
     engine = context.store(request)
     reach = await run_in_threadpool(context.accounts_of, engine, caller)
-    with problems.operation_errors():
-        return await run_in_threadpool(operation.spread, engine, name, level, reach)
+    return await run_in_threadpool(operation.spread, engine, name, level, reach)
 
 
 @router.get(

@@ -1,7 +1,7 @@
 """Leases, judged by the database's clock only (never compared across machines).
 
 `acquire` takes a free or expired lease (raising its epoch) or renews one's own; the
-controller (service/controller.py) re-checks `holder`, `epoch` and `expires_at > now`
+controller (through operations/lease.py) re-checks `holder`, `epoch` and `expires_at > now`
 in each of its transactions with `held`, last before it commits.
 """
 

@@ -37,6 +37,16 @@ def announce(where: Session | Connection) -> None:
     where.execute(_NOTIFY)
 
 
+def listener(
+    engine: Engine, heard: Callable[[], None], listening: threading.Event | None = None
+) -> Listener | None:
+    """A `Listener` for `engine`, not yet started; None when its database has no
+    notifications (SQLite), and readers poll."""
+    if engine.dialect.name != "postgresql":
+        return None
+    return Listener(engine, heard, listening)
+
+
 class Listener:
     """A thread holding one connection of its own in LISTEN, calling `heard` for each
     notification (and once on each connect, for what committed while it was away).
