@@ -471,8 +471,10 @@ def test_the_mix_runs_with_no_error_and_judges_its_goals(
         and (line.rstrip().endswith("| PASS |") or line.rstrip().endswith("| FAIL |"))
     ]
     # The mix's ratio and p99, the first claim after any change, and each change alone.
-    changes = ("delete", "spec update", "target down", "target up", "drain of a target holding")
-    changes += ("dedication of a host", "release of a dedication", "setting change")
+    changes = (
+        *("delete", "spec update", "target down", "target up", "drain of a target holding"),
+        *("dedication of a host", "release of a dedication", "setting change"),
+    )
     assert len(judged) == 3 + len(changes), judged
     for change in changes:
         assert sum(f"| {change}" in line for line in judged) == 1, (change, judged)
