@@ -35,8 +35,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from sqlalchemy import select
 
-from placed.service import migrations, placing, targets, workloads
+from placed.service import dedications, migrations, placing, targets, workloads
 from placed.service import replica as replica_module
+from placed.service.rededication import Rededicating
 from placed.service.replica import Removing, ReplicaWorld, Rescaling, Ticket
 from placed.service.workloads import WorkloadUpdate
 from placed.spec.schema import WorkloadSpec
@@ -51,6 +52,9 @@ from placed.store.tables import (
     TargetResource,
     Unit,
     Workload,
+)
+from placed.store.tables import (
+    Setting as SettingRow,
 )
 from tests.conftest import another_database
 
@@ -241,6 +245,132 @@ def test_targets_down_up_and_drained_through_the_live_world_write_what_the_gener
         assert unordered(rows(live_app)) == unordered(rows(general_app))
         # Every change of a target's state was a delta: the world was never built again.
         assert replica.rebuilds == built
+
+
+TENANTS = """
+name: tenants
+settings: {now: "2026-12-01T09:00:00Z"}
+tenancy:
+  domains:
+    D1:
+      accounts: [A1, U2]
+      children: {SD1: {accounts: [A3]}}
+    D2: {accounts: [A13]}
+inventory:
+  - id: z1
+    kind: zone
+    children:
+      - id: p1
+        kind: pod
+        children:
+          - id: c1
+            kind: cluster
+            children:
+              - {id: H1a, kind: host, capacity: {cpu: 4, memory: 8}}
+              - {id: H1b, kind: host, capacity: {cpu: 4, memory: 8}}
+          - id: c2
+            kind: cluster
+            children:
+              - {id: H2a, kind: host, capacity: {cpu: 4, memory: 8}}
+              - {id: H2b, kind: host, capacity: {cpu: 4, memory: 8}}
+          - id: c3
+            kind: cluster
+            children: [{id: H3a, kind: host, capacity: {cpu: 4, memory: 8}}]
+offerings:
+  - {name: dedicated-small, cpu: 1, memory: 2, dedicated: true}
+  - {name: shared-small, cpu: 1, memory: 2}
+"""
+
+# Dedications made, absorbed, given another owner and released, each where no VM runs,
+# with tenants' claims between them that the dedications steer.
+DEDICATION_STEPS: list[tuple[str, str, str | None, str | None]] = [
+    ("dedicate", "H3a", "D1", None),
+    ("claim", "d1", "A1", "dedicated-small"),  # only H3a is D1's: it goes there
+    ("dedicate", "c2", "D2", None),
+    ("dedicate", "H2a", "D2", "A13"),  # an account's host inside its domain's cluster
+    ("claim", "s1", "U2", "shared-small"),  # c2 is D2's, H3a D1's: c1 takes it
+    ("update", "c2", "D2", "A13"),  # the cluster to the account: H2a's is absorbed
+    ("claim", "d2", "A13", "dedicated-small"),
+    ("dedicate", "H1b", "SD1", "A3"),
+    ("release", "H1b", None, None),
+    ("claim", "s2", "A3", "shared-small"),
+]
+
+
+def dedication_rows(app: FastAPI) -> dict[str, Any]:
+    """`rows`, with the dedications as stored and the settings that tell other replicas
+    and other changes that the rules changed."""
+    with reading(app.state.database) as session:
+        stored = world.read(session)
+        marks = {
+            key: session.scalar(select(SettingRow.value).where(SettingRow.key == key))
+            for key in (world.RULES_SETTING, world.CHANGED_SETTING)
+        }
+    return {**rows(app), "dedications": stored.dedications, "marks": marks}
+
+
+def test_dedications_through_the_live_world_write_what_the_general_path_writes(
+    database: str, tmp_path: Path
+) -> None:
+    with another_database(database, tmp_path, "twin.db") as twin:
+        live_app, live_client = applied(database, TENANTS)
+        general_app, general_client = applied(twin, TENANTS)
+        replica: ReplicaWorld = live_app.state.replica
+        built: int | None = None
+        for step, name, domain, account in DEDICATION_STEPS:
+            if built is None and replica.rebuilds:
+                built = replica.rebuilds  # the world built once, for the first change
+            if step == "claim":
+                body = {"name": name, "account": domain, "offering": account}
+                answers = [
+                    c.post("/v1/workloads", json=body) for c in (live_client, general_client)
+                ]
+                assert [a.status_code for a in answers] == [201, 201], answers[0].text
+                continue
+            asked = Rededicating(step, name, "root-admin", domain, account)
+            live = dedications.change(live_app.state.database, ROOT, asked, name, replica=replica)
+            general = dedications.change(general_app.state.database, ROOT, asked, name)
+            assert live == general, (step, name)
+        assert built is not None
+        assert unordered(dedication_rows(live_app)) == unordered(dedication_rows(general_app))
+        placed = dict(dedication_rows(live_app)["placements"])
+        assert placed["d1/0"] == "H3a"
+        assert placed["d2/0"] in ("H2a", "H2b")
+        assert placed["s1/0"] in ("H1a", "H1b")
+        # Every dedication's change was a delta: the world was never built again.
+        assert replica.rebuilds == built
+        # The cached world is the stored one: its targets carry the dedications a
+        # plan from the rows gives them.
+        cached = replica._cached
+        assert cached is not None
+        fresh = placing.world_spec(world_of(live_app))
+        assert [(t.id, t.dedication) for t in cached.planner.index.targets] == [
+            (t.id, t.dedication) for t in fresh.inventory.targets
+        ]
+        assert cached.spec.inventory == fresh.inventory
+        assert set(cached.spec.dedications) == set(fresh.dedications)
+
+
+def test_a_dedication_of_a_host_a_vm_runs_on_goes_to_the_general_path(database: str) -> None:
+    app, client = applied(database, TENANTS)
+    replica: ReplicaWorld = app.state.replica
+    body = {"name": "s", "account": "A1", "offering": "shared-small", "units": 5}
+    assert client.post("/v1/workloads", json=body).status_code == 201
+    with reading(app.state.database) as session:
+        host = world.read(session).placements["s/0"]
+    built = replica.rebuilds
+    answer = client.post("/v1/dedications", json={"resource": host, "domain": "D1"})
+    assert answer.status_code == 201, answer.text
+    assert client.post("/v1/workloads", json={"name": "x", "resources": {"cpu": 1}}).status_code
+    assert replica.rebuilds == built + 1
+    refused = client.post("/v1/dedications", json={"resource": "H2a", "domain": "D9"})
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["type"].endswith("invalid-parameter")
+
+
+def world_of(app: FastAPI) -> world.Snapshot:
+    with reading(app.state.database) as session:
+        return world.read(session)
 
 
 def test_a_drain_and_the_claim_after_it_do_not_build_the_world_again(database: str) -> None:

@@ -29,6 +29,7 @@ from sqlalchemy import Engine, select, update
 from placed.service import apply as applying
 from placed.service import dedications, placing, problems, workloads
 from placed.service.controller import Controller, Options
+from placed.service.rededication import DEDICATE, Rededicating
 from placed.service.replica import ReplicaWorld
 from placed.service.workloads import ROOT
 from placed.spec.schema import WorkloadSpec
@@ -271,11 +272,8 @@ def test_a_host_dedicated_meanwhile_takes_no_foreign_unit(database: str) -> None
 
         def dedicate_both() -> None:
             for host in ("H1", "H2"):
-
-                def dedicate(cloud: Any, who: Any, host: str = host) -> Any:
-                    return cloud.dedicate(who, host, "D1", None)
-
-                dedications.change(engine, "root-admin", Actor(), dedicate)
+                asked = Rededicating(DEDICATE, host, "root-admin", "D1")
+                dedications.change(engine, Actor(), asked)
 
         claim = {"name": "vm", "account": "U2", "resources": {"cpu": 1}}
         with between(dedicate_both) as ran, pytest.raises(problems.ProblemException) as refused:

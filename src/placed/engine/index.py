@@ -87,6 +87,15 @@ class TargetIndex:
     def __len__(self) -> int:
         return len(self.targets)
 
+    def rededicated(self, targets: Sequence[Target]) -> None:
+        """The same targets carrying another dedication in force (a live world's
+        dedication change, model.Inventory.rededicated): what an explanation reads of a
+        target. Who owns each target in a plan is the plan state's column, which the
+        change sets itself; nothing else here depends on a dedication."""
+        if [target.id for target in targets] != self.ids:
+            raise ValueError("a dedication change keeps the targets and their order")
+        self.targets = tuple(targets)
+
     @property
     def levels(self) -> dict[str, TopologyLevel]:
         # Built on first use: a plan that no family asks about topology pays nothing.

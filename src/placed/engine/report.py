@@ -30,6 +30,12 @@ class Explainer:
         self._created = {target.id: target for target in created}
         self._targets: dict[str, Target] | None = None
 
+    def rededicated(self, spec: Spec) -> None:
+        """The world's spec after a dedication change (its targets carry other
+        dedications): read its targets again when next asked."""
+        self.spec = spec
+        self._targets = None
+
     def target(self, target_id: str) -> Target:
         found = self._created.get(target_id)
         if found is not None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, fields
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from placed.model.dedications import Dedication
@@ -226,6 +227,55 @@ class Inventory:
                 )
             )
         return cls(roots=roots, targets=tuple(targets))
+
+    def rededicated(self, path: Sequence[str], own: Mapping[str, Dedication | None]) -> Inventory:
+        """The inventory with the dedications of some locations changed while the world
+        runs (seed 004's dedicate, release, update): `own`, each location's own
+        dedication now, all at or below the last location of `path` (its ids from a
+        root down). Only that location's subtree and its ancestors are made again; the
+        targets below it inherit their dedication in force again, the others are kept."""
+        trail: list[Location] = []
+        level: Sequence[Location] = self.roots
+        for node in path:
+            found = next((location for location in level if location.id == node), None)
+            if found is None:
+                raise KeyError(node)
+            trail.append(found)
+            level = found.children
+        top = trail[-1]
+        above = None
+        for location in trail[:-1]:
+            above = _nearest(above, location.dedication)
+        built: dict[int, Location] = {}
+        in_force: dict[str, Dedication | None] = {}
+        # Post-order without recursion, each location's dedication in force passed down.
+        stack: list[tuple[Location, Dedication | None, bool]] = [(top, above, False)]
+        while stack:
+            location, given, ready = stack.pop()
+            mine = own.get(location.id, location.dedication)
+            here = _nearest(given, mine)
+            if not ready:
+                stack.append((location, given, True))
+                stack.extend((child, here, False) for child in location.children)
+                continue
+            if not location.children:
+                in_force[location.id] = here
+            children = tuple(built[id(child)] for child in location.children)
+            built[id(location)] = replace(location, children=children, dedication=mine)
+        made = built[id(top)]
+        for parent, replaced in reversed(list(itertools.pairwise(trail))):
+            made = replace(
+                parent,
+                children=tuple(made if child is replaced else child for child in parent.children),
+            )
+        roots = tuple(made if root is trail[0] else root for root in self.roots)
+        targets = tuple(
+            replace(target, dedication=in_force[target.id])
+            if target.id in in_force and target.dedication != in_force[target.id]
+            else target
+            for target in self.targets
+        )
+        return Inventory(roots=roots, targets=targets)
 
     def locations(self) -> Iterator[Location]:
         for root in self.roots:

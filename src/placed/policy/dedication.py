@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import math
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Self
 
@@ -40,6 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placed.model import Target, Workload
+from placed.model.dedications import Dedication as DedicationRule
 from placed.model.dedications import Event, Owner, covers
 from placed.model.storage import Storage
 from placed.policy.base import (
@@ -156,7 +157,8 @@ def _room(array: NDArray[Any], needed: int) -> NDArray[Any]:
 
 
 # Per index, each target's owner code and who the codes stand for, as the spec's
-# dedications give them (an index never changes).
+# dedications give them (until a live world's change gives its targets others:
+# `owners_changed`).
 _OWNERS: weakref.WeakKeyDictionary[Any, tuple[NDArray[np.intp], tuple[Owner, ...]]] = (
     weakref.WeakKeyDictionary()
 )
@@ -175,6 +177,28 @@ def _spec_owners(index: IndexView) -> tuple[NDArray[np.intp], tuple[Owner, ...]]
         )
         found = _OWNERS[index] = (column, tuple(codes))
     return found
+
+
+def owners_changed(index: IndexView) -> None:
+    """The index's targets carry other dedications (a live world's dedication change):
+    a plan state started from it reads their owners again."""
+    _OWNERS.pop(index, None)
+
+
+def rededicate(state: PlanView, in_force: Mapping[int, DedicationRule | None]) -> None:
+    """The dedication in force on some targets changed (by position) while the world
+    runs: each one's owner in the plan state, and where the state keeps its zone
+    columns already, whether its zone's dedication is the one in force there."""
+    kept = state.family_state(DedicationState)
+    zones_kept = bool(kept.ledger(ZONES_READY, 1)[0])
+    zone_in_force = kept.tally(ZONE_IN_FORCE) if zones_kept else None
+    for position, found in in_force.items():
+        kept.set_owner(position, kept.owner_code(found.owner) if found is not None else NO_OWNER)
+        if zone_in_force is not None:
+            # Tallies are views into the state's own columns.
+            zone = zone_of(state.target(position))
+            zone_in_force[position] = found is not None and found.resource == zone
+    kept.zones_changed()
 
 
 class DedicationState(FamilyState):

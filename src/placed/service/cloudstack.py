@@ -15,11 +15,11 @@ as its cause.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from placed.engine.cloud import Cloud
-from placed.model.dedications import PERMISSION_DENIED, DedicationError, Event
+from placed.model.dedications import PERMISSION_DENIED, Dedication, DedicationError, Event
 from placed.model.tenancy import Principal
 from placed.operations import refusals
 from placed.operations.store import Store
@@ -178,12 +178,12 @@ def dedication_events(found: Sequence[Event]) -> list[Extra]:
     return extra
 
 
-def dedication_entries(cloud: Cloud, snapshot: Snapshot) -> list[dict[str, Any]]:
-    """The cloud's dedications as the spec (and the rows) write them, outermost first as
-    the rows are read: applied in that order, none absorbs another. Implicit ones (a
-    plan's) stay rows as they are, `implicit`."""
+def dedication_entries(found: Iterable[Dedication], snapshot: Snapshot) -> list[dict[str, Any]]:
+    """Dedications as the spec (and the rows) write them, outermost first as the rows
+    are read: applied in that order, none absorbs another. Implicit ones (a plan's) stay
+    rows as they are, `implicit`."""
     entries = []
-    for dedication in cloud.rules.items.values():
+    for dedication in found:
         entry: dict[str, Any] = {"resource": dedication.resource, "domain": dedication.owner.domain}
         if dedication.owner.account:
             entry["account"] = dedication.owner.account

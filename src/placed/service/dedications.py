@@ -46,6 +46,8 @@ from placed.service.auth import (
     Caller,
     allow,
 )
+from placed.service.rededication import DEDICATE, RELEASE, UPDATE, Rededicating
+from placed.service.replica import ReplicaWorld
 from placed.service.targets import MoveView
 from placed.spec.schema import MAX_NAME, Identifier, SettingsSpec
 from placed.store import world
@@ -184,14 +186,37 @@ class SettingChange(BaseModel):
     )
 
 
-Act = Callable[[Cloud, Principal], Dedication]
+def _act(asked: Rededicating) -> Callable[[Cloud, Principal], Dedication]:
+    """What the change asks of the rules, as the caller's principal."""
+
+    def act(cloud: Cloud, who: Principal) -> Dedication:
+        if asked.action == DEDICATE:
+            assert asked.domain is not None
+            return cloud.dedicate(who, asked.resource, asked.domain, asked.account)
+        if asked.action == UPDATE:
+            assert asked.domain is not None
+            return cloud.update(who, asked.resource, asked.domain, asked.account)
+        return cloud.release(who, asked.resource)
+
+    return act
 
 
 def change(
-    engine: Store, principal: str, actor: Actor, act: Act, named: str | None = None
+    engine: Store,
+    actor: Actor,
+    asked: Rededicating,
+    named: str | None = None,
+    report: placing.Reporter = placing.silent,
+    replica: ReplicaWorld | None = None,
 ) -> dict[str, Any]:
     """Apply one dedication operation through the rules and plan the world it leaves.
-    `named`: the resource the request's path names (404 when the world has none)."""
+    `named`: the resource the request's path names (404 when the world has none). With
+    `replica`, a delta on its live world when it can be one (service/rededication.py)."""
+    if replica is not None:
+        fast = replica.rededicate(engine, asked, actor, report)
+        if fast is not None:
+            return fast
+    act = _act(asked)
 
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         if (
@@ -201,7 +226,7 @@ def change(
         ):
             raise problems.ProblemException(404, "not-found", f"no resource {named!r}")
         cloud = cloudstack.cloud_of(snapshot)
-        who = cloudstack.principal_of(cloud, principal)
+        who = cloudstack.principal_of(cloud, asked.principal)
         seen = len(cloud.events)
         try:
             found = act(cloud, who)
@@ -209,7 +234,7 @@ def change(
             raise cloudstack.problem(error) from None
         new_events = cloud.events[seen:]
         after = copy.deepcopy(snapshot)
-        after.dedications = cloudstack.dedication_entries(cloud, snapshot)
+        after.dedications = cloudstack.dedication_entries(cloud.rules.items.values(), snapshot)
         prepared = placing.plan(snapshot, after)
         prepared.extra.extend(cloudstack.dedication_events(new_events))
         was = next((e.details.get("was") for e in new_events if "was" in e.details), None)
@@ -224,12 +249,24 @@ def change(
         )
         return prepared
 
-    committed = placing.transact(engine, prepare, actor)
+    committed = placing.transact(engine, prepare, actor, report=report)
     return {
         **committed.prepared.data,
         "revision": committed.revision,
         "changes": placing.moves_document(committed.prepared.moves),
     }
+
+
+def _changed(request: Request, caller: Caller, asked: Rededicating, named: str | None) -> Any:
+    return run_in_threadpool(
+        change,
+        context.store(request),
+        context.actor(request, caller),
+        asked,
+        named,
+        context.reporter(request),
+        request.app.state.replica,
+    )
 
 
 _WRITE_PROBLEMS = problems.responses(403, 409, 422)
@@ -251,14 +288,11 @@ _WRITE_PROBLEMS = problems.responses(403, 409, 422)
 async def post_dedication(
     request: Request, body: NewDedication, caller: Annotated[Caller, allow(ROOT_ADMIN)]
 ) -> dict[str, Any]:
-    engine = context.store(request)
-
-    def act(cloud: Cloud, who: Principal) -> Dedication:
-        return cloud.dedicate(who, body.resource, body.domain, body.account)
-
-    return await run_in_threadpool(
-        change, engine, context.principal(caller), context.actor(request, caller), act
+    asked = Rededicating(
+        DEDICATE, body.resource, context.principal(caller), body.domain, body.account
     )
+    answer: dict[str, Any] = await _changed(request, caller, asked, None)
+    return answer
 
 
 @router.patch(
@@ -277,14 +311,9 @@ async def patch_dedication(
     body: Owner,
     caller: Annotated[Caller, allow(ROOT_ADMIN)],
 ) -> dict[str, Any]:
-    engine = context.store(request)
-
-    def act(cloud: Cloud, who: Principal) -> Dedication:
-        return cloud.update(who, resource, body.domain, body.account)
-
-    return await run_in_threadpool(
-        change, engine, context.principal(caller), context.actor(request, caller), act, resource
-    )
+    asked = Rededicating(UPDATE, resource, context.principal(caller), body.domain, body.account)
+    answer: dict[str, Any] = await _changed(request, caller, asked, resource)
+    return answer
 
 
 @router.delete(
@@ -299,14 +328,9 @@ async def patch_dedication(
 async def delete_dedication(
     request: Request, resource: context.NamePath, caller: Annotated[Caller, allow(ROOT_ADMIN)]
 ) -> dict[str, Any]:
-    engine = context.store(request)
-
-    def act(cloud: Cloud, who: Principal) -> Dedication:
-        return cloud.release(who, resource)
-
-    return await run_in_threadpool(
-        change, engine, context.principal(caller), context.actor(request, caller), act, resource
-    )
+    asked = Rededicating(RELEASE, resource, context.principal(caller))
+    answer: dict[str, Any] = await _changed(request, caller, asked, resource)
+    return answer
 
 
 def listing(

@@ -38,10 +38,12 @@ from placed.engine.planner import Planner
 from placed.engine.report import Explainer, plan_document
 from placed.engine.state import PlanState
 from placed.model import Spec, Workload
+from placed.model.dedications import Topology
 from placed.model.workload import Mode
-from placed.service import change_scope, placing, problems
+from placed.service import change_scope, placing, problems, rededication
 from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched
 from placed.service.commit_process import CommitProcess
+from placed.service.rededication import Rededicated, Rededicating
 from placed.spec import SpecError
 from placed.spec.load import load_workload
 from placed.spec.schema import WorkloadSpec
@@ -92,6 +94,14 @@ class Cached:
     # No running unit misfits its place (fit.collector): a change's answer then lists no
     # `incompatible`, and a delta need not find which of them the change leaves.
     fitting: bool = True
+    # The locations' tree as the dedication rules read it, made on a dedication's first
+    # change (a change of dedications keeps it).
+    topology: Topology | None = None
+
+    def dedication_topology(self) -> Topology:
+        if self.topology is None:
+            self.topology = Topology.of_roots(self.spec.inventory.roots)
+        return self.topology
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +138,8 @@ DOWN_OR_UP, BATCH, DRAIN = "state", "batch", "drain"
 @dataclass
 class Ticket:
     """One change waiting for its batch, a claim (`spec`), a deletion (`removing`), a
-    spec update (`rescaling`) or targets' new states (`retargeting`): what it asks, and
+    spec update (`rescaling`), targets' new states (`retargeting`) or a dedication's
+    change (`rededicating`): what it asks, and
     once served, its answer (None: the general path takes it) or the problem to raise."""
 
     spec: WorkloadSpec | None
@@ -138,6 +149,7 @@ class Ticket:
     removing: Removing | None = None
     rescaling: Rescaling | None = None
     retargeting: Retargeting | None = None
+    rededicating: Rededicating | None = None
     done: bool = False
     answer: dict[str, Any] | None = None
     error: BaseException | None = None
@@ -243,6 +255,10 @@ class Decided:
     # The targets whose state changes here and in every decision this one was made on:
     # a second change of one waits for the rows (the general path).
     targets: set[str] = field(default_factory=set)
+    # A dedication's change ends the decision: the cached world's targets carry the new
+    # dedication (what explanations read) only once it is stored, so what comes after
+    # it is judged on that world, in the next batch (or on the general path).
+    rededicated: list[tuple[Ticket, Rededicated]] = field(default_factory=list)
 
     def followed_by(self, later: Decided) -> Decided:
         """This decision and `later`, made on the world this one leaves, as one."""
@@ -260,6 +276,7 @@ class Decided:
             later.gone,
             self.retargeted + later.retargeted,
             later.targets,
+            self.rededicated + later.rededicated,
         )
 
     def writes(self) -> bool:
@@ -268,6 +285,7 @@ class Decided:
             or self.removed
             or self.rescaled
             or any(change.writes() for change in self.retargeted)
+            or self.rededicated
         )
 
     def keep_own_names(self) -> None:
@@ -353,6 +371,11 @@ class Decided:
                     "moves": placing.moves_document(change.moves),
                 }
             )
+        for ticket, rededicated in self.rededicated:
+            subjects = {event.subject for event in rededicated.events}
+            recorded = [event for event in rows.get("", []) if event.subject in subjects]
+            ticket.report(0, recorded, time.perf_counter() - ticket.started, False)
+            ticket.finish(answer={**rededicated.answer(), "revision": number})
 
 
 @dataclass
@@ -813,7 +836,7 @@ class ReplicaWorld:
         future = self._committer.submit(self._commit, engine, cached, decided)
         earlier.send()
         speculated: Speculated | None = None
-        if attempt == 0 and not self._taken:
+        if attempt == 0 and not self._taken and not decided.rededicated:
             # Every claim that arrives before the commit ends is taken and decided, in
             # turn, on the world the ones before it leave: the next batch is then all
             # that came meanwhile, its commit's cost shared by as many as it can be.
@@ -863,6 +886,12 @@ class ReplicaWorld:
             decided.targets = set(on.targets)
         decided.names, decided.gone = taken, gone
         for ticket in batch:
+            if decided.rededicated or (on is not None and on.rededicated):
+                decided.general.append(ticket)  # see Decided.rededicated
+                continue
+            if ticket.rededicating is not None:
+                self._decide_rededication(cached, decided, ticket, ticket.rededicating)
+                continue
             if ticket.removing is not None:
                 self._decide_removal(cached, decided, ticket, ticket.removing)
                 continue
@@ -994,6 +1023,10 @@ class ReplicaWorld:
         snapshot = cached.snapshot
         snapshot.revision = number
         planner = cached.planner
+        for _, rededicated in decided.rededicated:
+            cached.spec = rededication.stored(
+                cached.spec, snapshot, planner.index, cached.explainer, rededicated, number
+            )
         for claim in decided.accepted:
             workload = claim.workload
             snapshot.workloads[workload.name] = WorkloadRow(
@@ -1345,6 +1378,50 @@ class ReplicaWorld:
         decided.targets.update(names)
         decided.state = state
 
+    def rededicate(
+        self,
+        engine: Engine,
+        asked: Rededicating,
+        actor: Actor,
+        report: placing.Reporter = placing.silent,
+    ) -> dict[str, Any] | None:
+        """A dedication made, given another owner or released as a delta on the live
+        world, committed with the changes beside it: the rows and events the general
+        path writes for it, and the owners of the targets below the resource in the
+        cached state. The answer as the route's general path gives it; None when only
+        the general path can take it (it also answers every refusal): see
+        service/rededication.py."""
+        return self._served_now(engine, _ticket(actor, report, rededicating=asked))
+
+    def _decide_rededication(
+        self, cached: Cached, decided: Decided, ticket: Ticket, asked: Rededicating
+    ) -> None:
+        """A dedication's change judged on the world `decided` leaves. To the general path
+        when a unit waits for room (the change could open a host to it), a workload reads
+        another or is not a plain allocation, a running unit misfits its place, or the
+        rules cannot judge it here (rededication.judge)."""
+        if cached.pending or not cached.plain or not cached.fitting:
+            decided.general.append(ticket)
+            return
+        judged = rededication.judge(
+            cached.spec,
+            cached.snapshot,
+            cached.planner.index,
+            decided.state,
+            cached.dedication_topology(),
+            asked,
+        )
+        if judged is None:
+            decided.general.append(ticket)
+            return
+        try:
+            change_scope.check_items(ticket.actor, cached.snapshot, judged.touched(cached.snapshot))
+        except problems.ProblemException as refusal:
+            decided.refused.append((ticket, refusal))
+            return
+        decided.rededicated.append((ticket, judged))
+        decided.state = rededication.on_state(decided.state, judged)
+
     def read_current(self, engine: Engine, use: Callable[[Cached], Answer]) -> Answer:
         """What `use` reads of the world at the store's current revision (the cache
         brought to it first), under the batch lock, so that no claim of this replica
@@ -1365,10 +1442,18 @@ def _ticket(
     removing: Removing | None = None,
     rescaling: Rescaling | None = None,
     retargeting: Retargeting | None = None,
+    rededicating: Rededicating | None = None,
 ) -> Ticket:
     """A change's ticket other than a claim's, started now."""
     return Ticket(
-        None, actor, report, time.perf_counter(), removing, rescaling, retargeting=retargeting
+        None,
+        actor,
+        report,
+        time.perf_counter(),
+        removing,
+        rescaling,
+        retargeting=retargeting,
+        rededicating=rededicating,
     )
 
 
@@ -1514,7 +1599,12 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
     removed with its unit.removed event (a deleted workload's with no account: the
     general path reads it from the world after, where the workload is gone); and the
     freed targets' usage."""
-    if not decided.removed and not decided.rescaled and not decided.retargeted:
+    if (
+        not decided.removed
+        and not decided.rescaled
+        and not decided.retargeted
+        and not decided.rededicated
+    ):
         return batch.NOTHING_GONE
     targets, units = cached.snapshot.targets, cached.snapshot.units
     workloads: list[batch.GoneWorkload] = []
@@ -1576,7 +1666,13 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
             for m in change.moves
             if m.source is not None and m.destination is not None
         ]
-    return batch.Gone(workloads, gone_units, used, changed, states, moved)
+    dedications: list[batch.Rededication] = []
+    notes: list[events.Pending] = []
+    for ticket, rededicated in decided.rededicated:
+        written, said = rededication.rows(rededicated, cached.snapshot, ticket.actor)
+        dedications += written
+        notes += said
+    return batch.Gone(workloads, gone_units, used, changed, states, moved, dedications, notes)
 
 
 def _target_event(

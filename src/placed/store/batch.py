@@ -32,7 +32,7 @@ from placed.store.tables import (
     now,
     table_of,
 )
-from placed.store.world import CHANGED_SETTING
+from placed.store.world import CHANGED_SETTING, RULES_SETTING
 
 # Rows per multi-row statement: far below SQLite's and PostgreSQL's bound parameters.
 ROWS_PER_STATEMENT = 500
@@ -127,6 +127,20 @@ class TargetState:
 
 
 @dataclass(frozen=True, slots=True)
+class Rededication:
+    """A dedication row made (`made`), given another owner, or deleted (`gone`: a
+    release, or one a wider dedication absorbs)."""
+
+    resource: str
+    kind: str
+    domain: str
+    account: str | None
+    implicit: bool = False
+    made: bool = False
+    gone: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Gone:
     """What a batch deletes or rewrites: workloads deleted, units removed (a deleted
     workload's, or those past a workload's new count), workloads whose spec changes,
@@ -140,6 +154,10 @@ class Gone:
     changed: Sequence[ChangedWorkload] = ()
     states: Sequence[TargetState] = ()
     moved: Sequence[MovedUnit] = ()
+    # Dedications made, changed or released, and the events of the change that are no
+    # unit's, workload's or target state's (a dedication's).
+    dedications: Sequence[Rededication] = ()
+    notes: Sequence[events.Pending] = ()
 
 
 NOTHING_GONE = Gone()
@@ -312,6 +330,7 @@ def _plan(
                 [(state.admin_state, state.id) for state in gone.states],
             )
         )
+    guarded += _dedication_statements(sql, gone.dedications)
     unit_ids = [u.id for u in gone.units]
     for part in _chunks(unit_ids):
         guarded.append(
@@ -430,23 +449,67 @@ def _plan(
                     [(u.destination_id, placed_at, u.id) for u in gone.moved],
                 )
             )
-        if gone.workloads or gone.changed or gone.states:
-            # Another replica brings its world forward from new workloads alone (its
-            # `_claims_since`); a deletion, a rewrite or a target's new state since tells
-            # it to read the whole world.
-            rest.append(
-                _Statement(
-                    sql(
-                        "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) "
-                        "DO UPDATE SET value = excluded.value"
-                    ),
-                    # The batch's own revision: any other, and it is `Behind` and rolled back.
-                    (CHANGED_SETTING, types.setting({"value": seen + 1})),
+        # Another replica brings its world forward from new workloads alone (its
+        # `_claims_since`); a deletion, a rewrite, a target's new state or a dedication
+        # since tells it to read the whole world. A dedication changes a rule every plan
+        # is judged by: a general path planned on the rules before it is stale.
+        for key, wanted in (
+            (CHANGED_SETTING, gone.workloads or gone.changed or gone.states or gone.dedications),
+            (RULES_SETTING, gone.dedications),
+        ):
+            if wanted:
+                rest.append(
+                    _Statement(
+                        sql(
+                            "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) "
+                            "DO UPDATE SET value = excluded.value"
+                        ),
+                        # The batch's own revision: any other, and it is `Behind` and
+                        # rolled back.
+                        (key, types.setting({"value": seen + 1})),
+                    )
                 )
-            )
         if notifies:
             rest.append(_Statement(sql("SELECT pg_notify(?, '')"), (notify.CHANNEL,)))
     return _Plan(revision, guarded, made, placed, rest)
+
+
+def _dedication_statements(
+    sql: Callable[[str], str], changes: Sequence[Rededication]
+) -> list[_Statement]:
+    """Dedications deleted, made and given another owner, the owner named as the
+    general path names it (store/definitions.py): its domain, and its account or NULL."""
+    owner = "(SELECT id FROM domains WHERE name = ?), (SELECT id FROM accounts WHERE name = ?)"
+    statements = [
+        _Statement(sql("DELETE FROM dedications WHERE resource = ?"), [(d.resource,)])
+        for d in changes
+        if d.gone
+    ]
+    made = [d for d in changes if d.made and not d.gone]
+    if made:
+        statements.append(
+            _Statement(
+                sql(
+                    "INSERT INTO dedications (resource, kind, domain_id, account_id, implicit, "
+                    f"revision) VALUES (?, ?, {owner}, ?, {REVISION})"
+                ),
+                [(d.resource, d.kind, d.domain, d.account, d.implicit) for d in made],
+            )
+        )
+    statements += [
+        _Statement(
+            sql(
+                "UPDATE dedications SET domain_id = (SELECT id FROM domains WHERE name = ?), "
+                "account_id = (SELECT id FROM accounts WHERE name = ?), implicit = ?, "
+                f"revision = {REVISION} WHERE resource = ?"
+            ),
+            (d.domain, d.account, d.implicit, d.resource),
+            expect=1,
+        )
+        for d in changes
+        if not d.made and not d.gone
+    ]
+    return statements
 
 
 def write(
@@ -531,6 +594,7 @@ def _events(
         *(w.event for w in gone.workloads),
         *(w.event for w in gone.changed),
         *(t.event for t in gone.states),
+        *gone.notes,
         *(u.event for u in units),
         *(u.event for u in gone.units),
         *(u.event for u in gone.moved),

@@ -1,0 +1,231 @@
+"""A dedication made, given another owner or released as a delta on the live world
+(service/replica.py): the rules (model/dedications.py) asked on the cached world, the
+owner of each target at or below the resource set in the plan state, the rows and events
+the general path writes for the change, and, once they are stored, the cached world's
+spec, index and explainer carrying the new dedications.
+
+A delta is what a whole plan finds only where the change moves nothing and leaves every
+unit fitting where it runs, so it is one only where no tenant's VM runs at or below the
+resource (it would run under another owner: the general path judges it), the resource
+is no zone (every tenant's request carries the zones' dedications) and the world has no
+storage pool (a pool's owner follows its zone's). The replica sends a world with a unit
+waiting for room (a host opened would take it) to the general path before asking here.
+Anything else, and every refusal of the rules, goes to the general path, which answers
+it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from placed.engine.index import TargetIndex
+from placed.engine.report import Explainer
+from placed.engine.state import PlanState
+from placed.model import Spec
+from placed.model.dedications import Dedication, DedicationError, Dedications, Event, Topology
+from placed.policy.dedication import VMS, ZONE, DedicationState, owners_changed, rededicate
+from placed.service import cloudstack
+from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched
+from placed.store import batch, events
+from placed.store.claims import Actor
+from placed.store.world import Snapshot
+
+DEDICATE, UPDATE, RELEASE = "dedicate", "update", "release"
+
+
+@dataclass(frozen=True, slots=True)
+class Rededicating:
+    """A root admin's dedication change: dedicate `resource` to `domain` (and
+    `account`), give its dedication that owner instead, or release it; `principal`: the
+    caller as the rules read it (`root-admin`, `domain-admin:D1`, `user:A7`)."""
+
+    action: str
+    resource: str
+    principal: str
+    domain: str | None = None
+    account: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rededicated:
+    """What the rules decided: the dedication made, changed or released, their events,
+    every dedication after the change (as the rules hold them, and as rows), each
+    location whose own dedication changes, and the dedication in force on each target
+    at or below the resource, by position."""
+
+    found: Dedication
+    events: tuple[Event, ...]
+    items: tuple[Dedication, ...]
+    entries: list[dict[str, Any]]
+    own: dict[str, Dedication | None]
+    in_force: dict[int, Dedication | None]
+
+    def answer(self) -> dict[str, Any]:
+        """The route's answer but for its revision, as the general path gives it: a
+        change that moves nothing, every unit fitting."""
+        return {
+            "dedication": self.found.to_dict(),
+            "was": next((e.details["was"] for e in self.events if "was" in e.details), None),
+            "absorbed": [
+                dict(e.details)
+                for e in self.events
+                if e.kind == "dedication-released" and e.subject != self.found.resource
+            ],
+            "changes": [],
+            "incompatible": [],
+        }
+
+    def touched(self, before: Snapshot) -> list[Touched]:
+        """The change's diff as the scope rule reads a whole plan's
+        (change_scope.touched): each dedication made, changed or released."""
+        old = {entry["resource"] for entry in before.dedications}
+        return [
+            Touched("dedication", resource, DELETED if now is None else CHANGED)
+            if resource in old
+            else Touched("dedication", resource, CREATED)
+            for resource, now in self.own.items()
+        ]
+
+
+def judge(
+    spec: Spec,
+    snapshot: Snapshot,
+    index: TargetIndex,
+    state: PlanState,
+    topology: Topology,
+    asked: Rededicating,
+) -> Rededicated | None:
+    """The change as the rules make it on the cached world, or None when only the
+    general path can take it (see the module's note)."""
+    resource = asked.resource
+    tenancy = spec.tenancy
+    if (
+        resource not in snapshot.nodes
+        or snapshot.storage
+        or tenancy is None
+        or topology.kinds.get(resource) == ZONE
+    ):
+        return None
+    who = tenancy.principal(asked.principal)
+    if who is None:
+        return None  # the general path refuses an unknown caller
+    hosts = (
+        [resource]
+        if topology.is_leaf(resource)
+        else [node for node in topology.below(resource) if topology.is_leaf(node)]
+    )
+    positions: dict[str, int] = {}
+    for host in hosts:
+        position = index.position.get(host)
+        if position is None:
+            return None
+        positions[host] = position
+    vms = state.family_state(DedicationState).tally(VMS)
+    if any(vms[position] for position in positions.values()):
+        return None
+    now = spec.settings.now
+    # No VM runs on these hosts: the rules ask about no others.
+    rules = Dedications(tenancy, topology, lambda host: (), lambda: now)
+    rules.items.update({d.resource: d for d in spec.dedications})
+    try:
+        if asked.action == DEDICATE:
+            assert asked.domain is not None
+            found = rules.dedicate(who, resource, asked.domain, asked.account)
+        elif asked.action == UPDATE:
+            assert asked.domain is not None
+            found = rules.update(who, resource, asked.domain, asked.account)
+        else:
+            found = rules.release(who, resource)
+    except DedicationError:
+        return None  # the general path answers the rule's problem
+    made = tuple(rules.events)
+    own: dict[str, Dedication | None] = {resource: rules.items.get(resource)}
+    for event in made:
+        if event.kind == "dedication-released" and event.subject != resource:
+            own[event.subject] = None  # absorbed into the wider one
+    return Rededicated(
+        found,
+        made,
+        tuple(rules.items.values()),
+        cloudstack.dedication_entries(rules.items.values(), snapshot),
+        own,
+        {position: rules.owner(host)[0] for host, position in positions.items()},
+    )
+
+
+def on_state(state: PlanState, decided: Rededicated) -> PlanState:
+    """The plan state with the targets' new owners (a fork: `state` is the world the
+    batch's earlier changes leave, which a failed commit keeps)."""
+    after = state.fork()
+    rededicate(after, decided.in_force)
+    return after
+
+
+def rows(
+    decided: Rededicated, before: Snapshot, actor: Actor
+) -> tuple[list[batch.Rededication], list[events.Pending]]:
+    """The dedication rows the change writes, and its events as the general path
+    records them (cloudstack.dedication_events, with the caller)."""
+    old = {entry["resource"] for entry in before.dedications}
+    entries = {entry["resource"]: entry for entry in decided.entries}
+    written: list[batch.Rededication] = []
+    for resource, now in decided.own.items():
+        if now is None:
+            if resource in old:
+                kind = str(before.nodes.get(resource, {}).get("kind", "host"))
+                written.append(batch.Rededication(resource, kind, "", None, gone=True))
+            continue
+        entry = entries[resource]
+        written.append(
+            batch.Rededication(
+                resource,
+                now.kind,
+                entry["domain"],
+                entry.get("account"),
+                bool(entry.get("implicit")),
+                made=resource not in old,
+            )
+        )
+    notes = [
+        events.Pending(
+            extra.kind,
+            extra.subject,
+            actor_accessor=actor.accessor,
+            actor_role=actor.role,
+            target=extra.target,
+            workload=extra.workload,
+            domain=extra.domain,
+            account=extra.account,
+            request_id=actor.request_id,
+            details=extra.details,
+        )
+        for extra in cloudstack.dedication_events(decided.events)
+    ]
+    return written, notes
+
+
+def stored(
+    spec: Spec,
+    snapshot: Snapshot,
+    index: TargetIndex,
+    explainer: Explainer,
+    decided: Rededicated,
+    number: int,
+) -> Spec:
+    """The cached world once the change is stored at revision `number`: the snapshot's
+    dedication rows and rules revision, and the spec whose locations and targets carry
+    the new dedications (returned), which the index and the explainer read from now."""
+    snapshot.dedications = decided.entries
+    snapshot.rules_revision = number
+    path = [decided.found.resource]
+    while (parent := snapshot.parents.get(path[-1])) is not None:
+        path.append(parent)
+    path.reverse()
+    inventory = spec.inventory.rededicated(path, decided.own)
+    after = dataclasses.replace(spec, inventory=inventory, dedications=decided.items)
+    index.rededicated(inventory.targets)
+    owners_changed(index)
+    explainer.rededicated(after)
+    return after
