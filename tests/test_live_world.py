@@ -35,15 +35,16 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from sqlalchemy import select
 
-from placed.service import dedications, migrations, placing, targets, workloads
+from placed.service import dedications, migrations, placing, problems, targets, workloads
 from placed.service import replica as replica_module
+from placed.service.app import create_app
 from placed.service.rededication import Rededicating
 from placed.service.replica import Removing, ReplicaWorld, Rescaling, Ticket
 from placed.service.workloads import WorkloadUpdate
 from placed.spec.schema import WorkloadSpec
 from placed.store import revision, world
 from placed.store.claims import Actor
-from placed.store.database import reading
+from placed.store.database import make_engine, reading
 from placed.store.tables import (
     EventRow,
     Placement,
@@ -351,6 +352,64 @@ def test_dedications_through_the_live_world_write_what_the_general_path_writes(
         assert set(cached.spec.dedications) == set(fresh.dedications)
 
 
+# Settings of the whole world changed with tenants' claims between them: implicit
+# dedication off keeps the host a dedicated VM took, and its account's next VM goes
+# there; the controller's settings change no plan; a value refused, and one unchanged.
+SETTING_STEPS: list[tuple[str, str, Any]] = [
+    ("claim", "d1", ("A13", "dedicated-small")),  # takes an empty host (general path)
+    ("setting", "implicit_dedication", False),
+    ("claim", "s1", ("U2", "shared-small")),
+    ("claim", "d2", ("A13", "dedicated-small")),  # the host d1 took is A13's still
+    ("setting", "heartbeat_interval_s", 5),
+    ("setting", "heartbeat_timeout_s", 1),  # refused: at least 3 heartbeats long
+    ("setting", "implicit_dedication", True),
+    ("setting", "implicit_dedication", True),  # unchanged
+    ("claim", "d3", ("A1", "dedicated-small")),
+]
+
+
+def test_settings_through_the_live_world_write_what_the_general_path_writes(
+    database: str, tmp_path: Path
+) -> None:
+    with another_database(database, tmp_path, "twin.db") as twin:
+        live_app, live_client = applied(database, TENANTS)
+        general_app, general_client = applied(twin, TENANTS)
+        replica: ReplicaWorld = live_app.state.replica
+        built: list[int] = []
+        for step, name, value in SETTING_STEPS:
+            if step == "claim":
+                account, offering = value
+                body = {"name": name, "account": account, "offering": offering}
+                answers = [
+                    c.post("/v1/workloads", json=body) for c in (live_client, general_client)
+                ]
+                assert [a.status_code for a in answers] == [201, 201], answers[0].text
+                built.append(replica.rebuilds)
+                continue
+            results: list[Any] = []
+            for app, fast in ((live_app, replica), (general_app, None)):
+                try:
+                    results.append(
+                        dedications.put_setting(
+                            app.state.database, name, value, "root-admin", ROOT, replica=fast
+                        )
+                    )
+                except problems.ProblemException as refused:
+                    results.append((refused.status, refused.kind))
+            assert results[0] == results[1], (name, value)
+            built.append(replica.rebuilds)
+        assert unordered(dedication_rows(live_app)) == unordered(dedication_rows(general_app))
+        placed = dict(dedication_rows(live_app)["placements"])
+        assert placed["d2/0"] == placed["d1/0"]
+        # From the first setting to the last claim (which takes a host: the general path
+        # writes the implicit dedication), every change was a delta.
+        assert built[1] == built[-2], built
+        with reading(live_app.state.database) as session:
+            stored = world.read(session)
+        cached = replica._cached
+        assert cached is not None and cached.snapshot.settings == stored.settings
+
+
 def test_a_dedication_of_a_host_a_vm_runs_on_goes_to_the_general_path(database: str) -> None:
     app, client = applied(database, TENANTS)
     replica: ReplicaWorld = app.state.replica
@@ -366,6 +425,38 @@ def test_a_dedication_of_a_host_a_vm_runs_on_goes_to_the_general_path(database: 
     refused = client.post("/v1/dedications", json={"resource": "H2a", "domain": "D9"})
     assert refused.status_code == 409, refused.text
     assert refused.json()["type"].endswith("invalid-parameter")
+
+
+def test_another_replica_judges_by_a_dedication_and_a_setting_made_through_the_live_world(
+    database: str,
+) -> None:
+    """Two servers on one database: what one changes as a delta (a dedication, the
+    implicit dedication setting) the other's next claim is judged by (its cache reads
+    the whole world again: the batch marks the rules changed)."""
+    app, client = applied(database, TENANTS)
+    other = create_app(database=make_engine(database))
+    other_client = TestClient(other, headers=client.headers)
+    # Each server's world built, the dedication then a delta of the first one's.
+    for c, name in ((client, "a"), (other_client, "b")):
+        body = {"name": name, "account": "U2", "offering": "shared-small"}
+        assert c.post("/v1/workloads", json=body).status_code == 201
+    built = app.state.replica.rebuilds
+    taken = set(world_of(app).placements.values())
+    empty = next(h for h in ("H1a", "H1b", "H2a", "H2b", "H3a") if h not in taken)
+    answer = client.post("/v1/dedications", json={"resource": empty, "domain": "D2"})
+    assert answer.status_code == 201, answer.text
+    answer = client.put("/v1/settings/implicit_dedication", json={"value": False})
+    assert answer.status_code == 200 and answer.json()["changed"], answer.text
+    assert app.state.replica.rebuilds == built
+    body = {"name": "d", "account": "A13", "offering": "dedicated-small"}
+    claimed = other_client.post("/v1/workloads", json=body)
+    assert claimed.status_code == 201, claimed.text
+    assert [c["to"] for c in claimed.json()["changes"]] == [empty]
+    # With implicit dedication off and no host of D1's, A1's dedicated VM finds none.
+    body = {"name": "e", "account": "A1", "offering": "dedicated-small"}
+    refused = other_client.post("/v1/workloads", json=body)
+    assert refused.status_code == 409, refused.text
+    assert "implicit dedication is off" in refused.text
 
 
 def world_of(app: FastAPI) -> world.Snapshot:
@@ -612,8 +703,8 @@ def test_a_deletion_that_could_place_a_waiting_unit_takes_the_general_path(
 
 def test_a_workload_placed_on_machine_0_reads_others() -> None:
     # `to: 0` is a Juju directive (machine 0), though 0 is falsy.
-    assert not replica_module._plain({"name": "w", "to": 0})
-    assert replica_module._plain({"name": "w", "pattern": False, "services": []})
+    assert replica_module._reads_others({"name": "w", "to": 0})
+    assert not replica_module._reads_others({"name": "w", "pattern": False, "services": []})
 
 
 def test_the_general_path_still_answers_what_the_delta_leaves_to_it(database: str) -> None:

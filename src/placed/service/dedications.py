@@ -46,6 +46,7 @@ from placed.service.auth import (
     Caller,
     allow,
 )
+from placed.service.live_settings import Resetting
 from placed.service.rededication import DEDICATE, RELEASE, UPDATE, Rededicating
 from placed.service.replica import ReplicaWorld
 from placed.service.targets import MoveView
@@ -508,8 +509,16 @@ def offering_view(offering: Offering) -> dict[str, Any]:
 
 
 def put_setting(
-    engine: Store, key: str, value: bool | float | str, principal: str, actor: Actor
+    engine: Store,
+    key: str,
+    value: bool | float | str,
+    principal: str,
+    actor: Actor,
+    report: placing.Reporter = placing.silent,
+    replica: ReplicaWorld | None = None,
 ) -> dict[str, Any]:
+    """Change one setting of the whole world. With `replica`, a delta on its live world
+    when it can be one (service/live_settings.py)."""
     if key in world.DOCUMENT_SETTINGS:
         raise problems.ProblemException(
             422,
@@ -523,17 +532,22 @@ def put_setting(
         raise problems.ProblemException(
             404, "not-found", f"no setting {key!r}; the settings are {', '.join(SETTINGS)}"
         )
-    if key != "implicit_dedication":
-        return _put_world_setting(engine, key, value, actor)
-    if not isinstance(value, bool):
+    if key == "implicit_dedication" and not isinstance(value, bool):
         raise _bad_value(key, "must be true or false")
+    if replica is not None:
+        fast = replica.reset(engine, Resetting(key, value, principal), actor, report)
+        if fast is not None:
+            return fast
+    if key != "implicit_dedication":
+        return _put_world_setting(engine, key, value, actor, report)
+    enabled = bool(value)  # checked above: true or false
 
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         cloud = cloudstack.cloud_of(snapshot)
         who = cloudstack.principal_of(cloud, principal)
         was = cloud.implicit_enabled
         try:
-            cloud.set_implicit(who, value)
+            cloud.set_implicit(who, enabled)
         except DedicationError as error:
             raise cloudstack.problem(error) from None
         after = copy.deepcopy(snapshot)
@@ -547,7 +561,7 @@ def put_setting(
         prepared.data["changed"] = was != value
         return prepared
 
-    committed = placing.transact(engine, prepare, actor)
+    committed = placing.transact(engine, prepare, actor, report=report)
     return {
         "key": key,
         "value": value,
@@ -568,7 +582,11 @@ def _bad_value(key: str, detail: str) -> problems.ProblemException:
 
 
 def _put_world_setting(
-    engine: Store, key: str, value: bool | float | str, actor: Actor
+    engine: Store,
+    key: str,
+    value: bool | float | str,
+    actor: Actor,
+    report: placing.Reporter = placing.silent,
 ) -> dict[str, Any]:
     """A heartbeat or guard setting: checked with the others as a spec's `settings:` is
     (a timeout at least 3 heartbeats long), stored in the same transaction as a plan of
@@ -596,7 +614,7 @@ def _put_world_setting(
         prepared.data.update(changed=was != wanted, value=wanted)
         return prepared
 
-    committed = placing.transact(engine, prepare, actor)
+    committed = placing.transact(engine, prepare, actor, report=report)
     return {
         "key": key,
         "value": committed.prepared.data["value"],
@@ -637,4 +655,6 @@ async def put_setting_route(
         body.value,
         context.principal(caller),
         context.actor(request, caller),
+        context.reporter(request),
+        request.app.state.replica,
     )

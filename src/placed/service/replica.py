@@ -40,9 +40,10 @@ from placed.engine.state import PlanState
 from placed.model import Spec, Workload
 from placed.model.dedications import Topology
 from placed.model.workload import Mode
-from placed.service import change_scope, placing, problems, rededication
+from placed.service import change_scope, live_settings, placing, problems, rededication
 from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched
 from placed.service.commit_process import CommitProcess
+from placed.service.live_settings import Reset, Resetting
 from placed.service.rededication import Rededicated, Rededicating
 from placed.spec import SpecError
 from placed.spec.load import load_workload
@@ -94,6 +95,10 @@ class Cached:
     # No running unit misfits its place (fit.collector): a change's answer then lists no
     # `incompatible`, and a delta need not find which of them the change leaves.
     fitting: bool = True
+    # Every workload is an allocation with no reference to another, whatever its
+    # offering (`plain` but for the offerings): a change of the rules that moves no unit
+    # (a dedication where no VM runs, a setting) leaves every verdict a whole plan gives.
+    allocations: bool = True
     # The locations' tree as the dedication rules read it, made on a dedication's first
     # change (a change of dedications keeps it).
     topology: Topology | None = None
@@ -138,8 +143,8 @@ DOWN_OR_UP, BATCH, DRAIN = "state", "batch", "drain"
 @dataclass
 class Ticket:
     """One change waiting for its batch, a claim (`spec`), a deletion (`removing`), a
-    spec update (`rescaling`), targets' new states (`retargeting`) or a dedication's
-    change (`rededicating`): what it asks, and
+    spec update (`rescaling`), targets' new states (`retargeting`), a dedication's
+    change (`rededicating`) or a setting's (`resetting`): what it asks, and
     once served, its answer (None: the general path takes it) or the problem to raise."""
 
     spec: WorkloadSpec | None
@@ -150,6 +155,7 @@ class Ticket:
     rescaling: Rescaling | None = None
     retargeting: Retargeting | None = None
     rededicating: Rededicating | None = None
+    resetting: Resetting | None = None
     done: bool = False
     answer: dict[str, Any] | None = None
     error: BaseException | None = None
@@ -259,6 +265,15 @@ class Decided:
     # dedication (what explanations read) only once it is stored, so what comes after
     # it is judged on that world, in the next batch (or on the general path).
     rededicated: list[tuple[Ticket, Rededicated]] = field(default_factory=list)
+    # A setting's change ends it too: the world's settings and every tenant's request
+    # change once it is stored.
+    reset: list[tuple[Ticket, Reset]] = field(default_factory=list)
+
+    @property
+    def closed(self) -> bool:
+        """Whether what comes after this decision waits for the next batch (or the
+        general path): a change of the rules themselves is in it."""
+        return bool(self.rededicated or any(reset.changed for _, reset in self.reset))
 
     def followed_by(self, later: Decided) -> Decided:
         """This decision and `later`, made on the world this one leaves, as one."""
@@ -277,6 +292,7 @@ class Decided:
             self.retargeted + later.retargeted,
             later.targets,
             self.rededicated + later.rededicated,
+            self.reset + later.reset,
         )
 
     def writes(self) -> bool:
@@ -286,6 +302,7 @@ class Decided:
             or self.rescaled
             or any(change.writes() for change in self.retargeted)
             or self.rededicated
+            or any(reset.changed for _, reset in self.reset)
         )
 
     def keep_own_names(self) -> None:
@@ -376,6 +393,10 @@ class Decided:
             recorded = [event for event in rows.get("", []) if event.subject in subjects]
             ticket.report(0, recorded, time.perf_counter() - ticket.started, False)
             ticket.finish(answer={**rededicated.answer(), "revision": number})
+        for ticket, reset in self.reset:
+            recorded = [event for event in rows.get("", []) if event.kind == "setting.changed"]
+            ticket.report(0, recorded, time.perf_counter() - ticket.started, False)
+            ticket.finish(answer=reset.answer(number))
 
 
 @dataclass
@@ -462,8 +483,11 @@ class ReplicaWorld:
         self.rebuilds += 1
         explainer = Explainer(spec, planner.families)
         explainer.workloads = planner.workloads
-        plain = all(row.mode == "allocation" for row in snapshot.workloads.values()) and all(
-            _plain(stored) for stored in snapshot.workload_specs.values()
+        allocations = all(
+            row.mode == "allocation" for row in snapshot.workloads.values()
+        ) and not any(_reads_others(stored) for stored in snapshot.workload_specs.values())
+        plain = allocations and not any(
+            _given(stored.get("offering")) for stored in snapshot.workload_specs.values()
         )
         self._cached = Cached(
             snapshot.revision,
@@ -476,6 +500,7 @@ class ReplicaWorld:
             len(planned.unplaced),
             plain,
             not misfits,
+            allocations=allocations,
         )
         return self._cached
 
@@ -836,7 +861,7 @@ class ReplicaWorld:
         future = self._committer.submit(self._commit, engine, cached, decided)
         earlier.send()
         speculated: Speculated | None = None
-        if attempt == 0 and not self._taken and not decided.rededicated:
+        if attempt == 0 and not self._taken and not decided.closed:
             # Every claim that arrives before the commit ends is taken and decided, in
             # turn, on the world the ones before it leave: the next batch is then all
             # that came meanwhile, its commit's cost shared by as many as it can be.
@@ -886,8 +911,11 @@ class ReplicaWorld:
             decided.targets = set(on.targets)
         decided.names, decided.gone = taken, gone
         for ticket in batch:
-            if decided.rededicated or (on is not None and on.rededicated):
-                decided.general.append(ticket)  # see Decided.rededicated
+            if decided.closed or (on is not None and on.closed):
+                decided.general.append(ticket)  # see Decided.closed
+                continue
+            if ticket.resetting is not None:
+                self._decide_reset(cached, decided, ticket, ticket.resetting)
                 continue
             if ticket.rededicating is not None:
                 self._decide_rededication(cached, decided, ticket, ticket.rededicating)
@@ -1027,6 +1055,9 @@ class ReplicaWorld:
             cached.spec = rededication.stored(
                 cached.spec, snapshot, planner.index, cached.explainer, rededicated, number
             )
+        for _, reset in decided.reset:
+            if reset.changed:
+                cached.spec = live_settings.stored(cached.spec, snapshot, planner, reset, number)
         for claim in decided.accepted:
             workload = claim.workload
             snapshot.workloads[workload.name] = WorkloadRow(
@@ -1400,7 +1431,7 @@ class ReplicaWorld:
         when a unit waits for room (the change could open a host to it), a workload reads
         another or is not a plain allocation, a running unit misfits its place, or the
         rules cannot judge it here (rededication.judge)."""
-        if cached.pending or not cached.plain or not cached.fitting:
+        if cached.pending or not cached.allocations or not cached.fitting:
             decided.general.append(ticket)
             return
         judged = rededication.judge(
@@ -1421,6 +1452,43 @@ class ReplicaWorld:
             return
         decided.rededicated.append((ticket, judged))
         decided.state = rededication.on_state(decided.state, judged)
+
+    def reset(
+        self,
+        engine: Engine,
+        asked: Resetting,
+        actor: Actor,
+        report: placing.Reporter = placing.silent,
+    ) -> dict[str, Any] | None:
+        """A setting of the whole world changed as a delta on the live world: the
+        setting's row and event, and (implicit dedication) each tenant's request in the
+        cached world. The answer as the route's general path gives it; None when only
+        the general path can take it: see service/live_settings.py."""
+        return self._served_now(engine, _ticket(actor, report, resetting=asked))
+
+    def _decide_reset(
+        self, cached: Cached, decided: Decided, ticket: Ticket, asked: Resetting
+    ) -> None:
+        """A setting's change judged on the world `decided` leaves; to the general path
+        when a unit waits for room (implicit dedication on could give it a host), a
+        workload reads another or is not a plain allocation, a running unit misfits its
+        place, or the value is not one the delta judges (live_settings.judge)."""
+        if cached.pending or not cached.allocations or not cached.fitting or decided.reset:
+            decided.general.append(ticket)
+            return
+        judged = live_settings.judge(cached.spec, cached.snapshot, asked)
+        if judged is None:
+            decided.general.append(ticket)
+            return
+        if judged.changed:
+            try:
+                change_scope.check_items(
+                    ticket.actor, cached.snapshot, [Touched("setting", judged.key, CHANGED)]
+                )
+            except problems.ProblemException as refusal:
+                decided.refused.append((ticket, refusal))
+                return
+        decided.reset.append((ticket, judged))
 
     def read_current(self, engine: Engine, use: Callable[[Cached], Answer]) -> Answer:
         """What `use` reads of the world at the store's current revision (the cache
@@ -1443,6 +1511,7 @@ def _ticket(
     rescaling: Rescaling | None = None,
     retargeting: Retargeting | None = None,
     rededicating: Rededicating | None = None,
+    resetting: Resetting | None = None,
 ) -> Ticket:
     """A change's ticket other than a claim's, started now."""
     return Ticket(
@@ -1454,6 +1523,7 @@ def _ticket(
         rescaling,
         retargeting=retargeting,
         rededicating=rededicating,
+        resetting=resetting,
     )
 
 
@@ -1603,7 +1673,7 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
         not decided.removed
         and not decided.rescaled
         and not decided.retargeted
-        and not decided.rededicated
+        and not decided.closed
     ):
         return batch.NOTHING_GONE
     targets, units = cached.snapshot.targets, cached.snapshot.units
@@ -1672,7 +1742,14 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
         written, said = rededication.rows(rededicated, cached.snapshot, ticket.actor)
         dedications += written
         notes += said
-    return batch.Gone(workloads, gone_units, used, changed, states, moved, dedications, notes)
+    settings: list[tuple[str, Any]] = []
+    for ticket, reset in decided.reset:
+        if reset.changed:
+            settings.append((reset.key, reset.value))
+            notes.append(reset.event(ticket.actor))
+    return batch.Gone(
+        workloads, gone_units, used, changed, states, moved, dedications, notes, settings
+    )
 
 
 def _target_event(
@@ -1776,10 +1853,9 @@ def _given(value: Any) -> bool:
     return value is not None and value is not False and value != [] and value != ""
 
 
-def _plain(stored: dict[str, Any]) -> bool:
-    """A stored workload (its row's spec) that reads no other (`READS_OTHERS`), with no
-    offering (a dedicated VM's leaving may release its host)."""
-    return not any(_given(stored.get(key)) for key in (*READS_OTHERS, "offering"))
+def _reads_others(stored: dict[str, Any]) -> bool:
+    """Whether a stored workload (its row's spec) reads others (`READS_OTHERS`)."""
+    return any(_given(stored.get(key)) for key in READS_OTHERS)
 
 
 def _simple(spec: WorkloadSpec) -> bool:

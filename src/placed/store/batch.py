@@ -158,6 +158,8 @@ class Gone:
     # unit's, workload's or target state's (a dedication's).
     dedications: Sequence[Rededication] = ()
     notes: Sequence[events.Pending] = ()
+    # Settings of the whole world put (key, value): rules every plan is judged by.
+    settings: Sequence[tuple[str, Any]] = ()
 
 
 NOTHING_GONE = Gone()
@@ -453,22 +455,28 @@ def _plan(
         # `_claims_since`); a deletion, a rewrite, a target's new state or a dedication
         # since tells it to read the whole world. A dedication changes a rule every plan
         # is judged by: a general path planned on the rules before it is stale.
-        for key, wanted in (
-            (CHANGED_SETTING, gone.workloads or gone.changed or gone.states or gone.dedications),
-            (RULES_SETTING, gone.dedications),
-        ):
-            if wanted:
-                rest.append(
-                    _Statement(
-                        sql(
-                            "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) "
-                            "DO UPDATE SET value = excluded.value"
-                        ),
-                        # The batch's own revision: any other, and it is `Behind` and
-                        # rolled back.
-                        (key, types.setting({"value": seen + 1})),
-                    )
+        rules = bool(gone.dedications or gone.settings)
+        told = [
+            (key, seen + 1)  # the batch's own revision: any other, and it is `Behind`
+            for key, wanted in (
+                (CHANGED_SETTING, gone.workloads or gone.changed or gone.states or rules),
+                (RULES_SETTING, rules),
+            )
+            if wanted
+        ]
+        put = [*gone.settings, *told]
+        if put:
+            rest.append(
+                _Statement(
+                    sql(
+                        "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) "
+                        "DO UPDATE SET value = excluded.value"
+                    ),
+                    # Wrapped as store/settings.py wraps a value: a JSON document on every
+                    # backend.
+                    [(key, types.setting({"value": value})) for key, value in put],
                 )
+            )
         if notifies:
             rest.append(_Statement(sql("SELECT pg_notify(?, '')"), (notify.CHANNEL,)))
     return _Plan(revision, guarded, made, placed, rest)

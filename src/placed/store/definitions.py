@@ -88,13 +88,15 @@ def write(
     _dedications(session, before, after, revision)
     for key in SPEC_SETTINGS:
         if after.settings.get(key) != before.settings.get(key) and key in after.settings:
-            settings.put(session, key, after.settings[key])
+            # Part of this change, at its revision (raised once per change, as a batch
+            # raises it for the same setting).
+            settings.put(session, key, after.settings[key], bump=False)
     if after.document_settings != before.document_settings:
         for name in before.document_settings.keys() | after.document_settings.keys():
             if after.document_settings.get(name) != before.document_settings.get(name):
                 settings.put_document(session, name, after.document_settings.get(name))
     if after.storage != before.storage:
-        settings.put(session, STORAGE_SETTING, after.storage)
+        settings.put(session, STORAGE_SETTING, after.storage, bump=False)
     return Written(bumped, written)
 
 
