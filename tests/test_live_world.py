@@ -35,6 +35,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from sqlalchemy import select
 
+from placed.engine.planner import Planner
+from placed.policy.dedication import DedicationState, Tenant
 from placed.service import dedications, migrations, placing, problems, targets, workloads
 from placed.service import replica as replica_module
 from placed.service.app import create_app
@@ -344,7 +346,7 @@ def test_dedications_through_the_live_world_write_what_the_general_path_writes(
         # plan from the rows gives them.
         cached = replica._cached
         assert cached is not None
-        fresh = placing.world_spec(world_of(live_app))
+        fresh = placing.world_spec(snapshot_of(live_app))
         assert [(t.id, t.dedication) for t in cached.planner.index.targets] == [
             (t.id, t.dedication) for t in fresh.inventory.targets
         ]
@@ -441,7 +443,7 @@ def test_another_replica_judges_by_a_dedication_and_a_setting_made_through_the_l
         body = {"name": name, "account": "U2", "offering": "shared-small"}
         assert c.post("/v1/workloads", json=body).status_code == 201
     built = app.state.replica.rebuilds
-    taken = set(world_of(app).placements.values())
+    taken = set(snapshot_of(app).placements.values())
     empty = next(h for h in ("H1a", "H1b", "H2a", "H2b", "H3a") if h not in taken)
     answer = client.post("/v1/dedications", json={"resource": empty, "domain": "D2"})
     assert answer.status_code == 201, answer.text
@@ -459,7 +461,7 @@ def test_another_replica_judges_by_a_dedication_and_a_setting_made_through_the_l
     assert "implicit dedication is off" in refused.text
 
 
-def world_of(app: FastAPI) -> world.Snapshot:
+def snapshot_of(app: FastAPI) -> world.Snapshot:
     with reading(app.state.database) as session:
         return world.read(session)
 
@@ -814,6 +816,36 @@ def from_scratch(app: FastAPI) -> tuple[dict[str, str], dict[str, dict[str, floa
     return dict(snapshot.placements), {n: dict(r.used) for n, r in snapshot.targets.items()}
 
 
+# The stateful test's world: tenants, and a cluster and hosts to dedicate.
+LIVE_SPEC = """
+name: racks
+tenancy:
+  domains:
+    D1: {accounts: [A1]}
+    D2: {accounts: [A2]}
+offerings:
+  - {name: dedicated, cpu: 1, memory: 1, dedicated: true}
+  - {name: shared, cpu: 1, memory: 1}
+inventory:
+  - id: c1
+    kind: cluster
+    children:
+      - {id: h1, kind: host, capacity: {cpu: 4, memory: 8}}
+      - {id: h2, kind: host, capacity: {cpu: 4, memory: 8}}
+  - {id: h3, kind: host, capacity: {cpu: 2, memory: 4}}
+"""
+OWNERS = [("D1", None), ("D2", None), ("D1", "A1"), ("D2", "A2")]
+
+
+def owners_of(state: Any, index: Any) -> dict[str, Any]:
+    """Who owns each target in a plan state (seed 004's owner column, as owners)."""
+    kept = state.family_state(DedicationState)
+    return {
+        target: kept.owners[int(code)] if code >= 0 else None
+        for target, code in zip(index.ids, kept.owner, strict=True)
+    }
+
+
 class ClaimsAndDeletes(RuleBasedStateMachine):
     """Random changes through the service; the live state checked after each."""
 
@@ -825,7 +857,7 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
     @initialize()
     def start(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="placed-live-"))
-        self.app, self.client = applied(f"sqlite:///{self.folder / 'placed.db'}")
+        self.app, self.client = applied(f"sqlite:///{self.folder / 'placed.db'}", LIVE_SPEC)
 
     def teardown(self) -> None:
         if hasattr(self, "app"):
@@ -874,11 +906,42 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
         assert answer.status_code == 200, answer.text
         self._recount()
 
+    @rule(account=st.sampled_from(["A1", "A2"]), offering=st.sampled_from(["dedicated", "shared"]))
+    def tenant_claim(self, account: str, offering: str) -> None:
+        # A dedicated VM with no host of its owner's takes an empty one (the general
+        # path writes the implicit dedication), or waits with implicit dedication off.
+        name = f"w{self.made}"
+        self.made += 1
+        body = {"name": name, "account": account, "offering": offering}
+        answer = self.client.post("/v1/workloads", json=body)
+        assert answer.status_code in (201, 409), answer.text
+        if answer.status_code == 201:
+            self.alive[name] = 1
+
+    @rule(resource=st.sampled_from(["h1", "h2", "h3", "c1"]), owner=st.sampled_from(OWNERS))
+    def dedicate(self, resource: str, owner: tuple[str, str | None]) -> None:
+        # A delta where no VM runs below the resource, else the general path; the rules
+        # refuse what they refuse either way (409).
+        domain, account = owner
+        body = {"resource": resource, "domain": domain, "account": account}
+        answer = self.client.post("/v1/dedications", json=body)
+        assert answer.status_code in (201, 409), answer.text
+
+    @rule(resource=st.sampled_from(["h1", "h2", "h3", "c1"]))
+    def release(self, resource: str) -> None:
+        answer = self.client.delete(f"/v1/dedications/{resource}")
+        assert answer.status_code in (200, 409), answer.text
+
+    @rule(enabled=st.booleans())
+    def implicit(self, enabled: bool) -> None:
+        answer = self.client.put("/v1/settings/implicit_dedication", json={"value": enabled})
+        assert answer.status_code == 200, answer.text
+
     @rule(capacity=st.sampled_from([2, 4, 8]))
     def apply(self, capacity: int) -> None:
         # The document applied again with another target's capacity: a change of the
         # inventory under the running units (its difference from what is stored).
-        spec = SPEC + f"  - {{id: h4, capacity: {{cpu: {capacity}, memory: 8}}}}\n"
+        spec = LIVE_SPEC + f"  - {{id: h4, kind: host, capacity: {{cpu: {capacity}, memory: 8}}}}\n"
         answer = self.client.post(
             "/v1/apply", content=spec, headers={"content-type": "application/yaml"}
         )
@@ -928,6 +991,20 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
                     position = index.position[name]
                     up = bool(state.up[position])
                     assert up == bool(index.up[position]) == target.takes_work
+                # Who owns each target, what explanations read of it, and what each
+                # tenant's request says of implicit dedication: as a plan of the rows.
+                fresh = placing.world_spec(snapshot_of(self.app))
+                planner = Planner(fresh)
+                assert owners_of(state, index) == owners_of(planner.initial_state(), index)
+                assert [t.dedication for t in index.targets] == [
+                    t.dedication for t in fresh.inventory.targets
+                ]
+                assert [(n.id, n.dedication) for n in cached.spec.inventory.locations()] == [
+                    (n.id, n.dedication) for n in fresh.inventory.locations()
+                ]
+                assert {
+                    name: w.request(Tenant) for name, w in cached.planner.workloads.items()
+                } == {name: w.request(Tenant) for name, w in planner.workloads.items()}
         for name, resources in used.items():
             units = [u for u, t in placements.items() if t == name]
             for resource, amount in resources.items():
@@ -938,9 +1015,14 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
 
 
 def _asked(app: FastAPI, workload: str) -> dict[str, float]:
+    """What each unit of `workload` takes: its resources, or its offering's."""
     with reading(app.state.database) as session:
         spec = session.scalar(select(Workload.spec).where(Workload.name == workload))
+        offerings = world.read(session).offerings
     assert spec is not None
+    if spec.get("offering"):
+        offering = next(o for o in offerings if o["name"] == spec["offering"])
+        return {k: float(offering[k]) for k in ("cpu", "memory") if offering.get(k)}
     return {k: float(v) for k, v in (spec.get("resources") or {}).items()}
 
 
