@@ -36,11 +36,11 @@ from placed.engine.report import Explainer, plan_document
 from placed.engine.state import PlanState
 from placed.model import Spec, Workload
 from placed.model.workload import Mode
+from placed.operations.batch_commits import CommitProcess
 from placed.operations.store import Store as Engine
 from placed.operations.store import Transaction
 from placed.service import change_scope, placing, problems
 from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched
-from placed.service.commit_process import CommitProcess
 from placed.spec import SpecError
 from placed.spec.load import load_workload
 from placed.spec.schema import WorkloadSpec
