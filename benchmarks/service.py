@@ -674,6 +674,7 @@ def stage_functions() -> list[tuple[str, list[Callable[..., Any]]]]:
     (none inside another's, so their times add up)."""
     from placed.engine.planner import Planner
     from placed.engine.report import Explainer
+    from placed.operations import transactions
     from placed.service import placing, workloads
     from placed.spec.load import load_spec_data
     from placed.store import world
@@ -689,7 +690,7 @@ def stage_functions() -> list[tuple[str, list[Callable[..., Any]]]]:
         ("plan every unit (`Planner.plan`)", [Planner.plan]),
         ("explain each placement (`Explainer`)", [Explainer.__init__, Explainer.reason]),
         ("the moves and usage (`placing.diff`, `placing.usage`)", [placing.diff, placing.usage]),
-        ("write the rows (`placing._write`)", [placing._write]),
+        ("write the rows (`transactions._write`)", [transactions._write]),
         ("the answer (`workloads._answer`)", [workloads._answer]),
     ]
 

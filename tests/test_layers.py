@@ -3,7 +3,7 @@ import inside a function counts as much as one at the top.
 
 From the top: cli and service -> operations -> store and engine -> policy -> model. The
 service reaches the store through the operations only: it imports neither sqlalchemy nor
-the store's tables (a few modules not moved yet are listed, each with why)."""
+the store's tables."""
 
 from __future__ import annotations
 
@@ -28,15 +28,6 @@ FORBIDDEN = {
 
 # What the service leaves to the operations layer.
 BELOW_THE_SERVICE = {"sqlalchemy", "placed.store.tables"}
-# Service modules that still import them, until their work moves into operations/. Each
-# one removed from here is a module the test then holds to the rule.
-NOT_YET_MOVED = {
-    # Being changed by others as this list was written (the live world, one committer):
-    "service/migrations.py",
-    "service/placing.py",
-    "service/replica.py",
-    "service/workloads.py",
-}
 
 
 def imports(path: Path) -> set[str]:
@@ -87,9 +78,7 @@ def service_modules_below_it() -> set[str]:
 
 def test_the_service_reaches_the_store_through_the_operations() -> None:
     found = service_modules_below_it()
-    assert found - NOT_YET_MOVED == set(), "call an operation (placed/operations/) instead"
-    # A module moved is taken off the list, so nothing brings the import back unseen.
-    assert NOT_YET_MOVED - found == set(), "moved: take it off NOT_YET_MOVED"
+    assert found == set(), "call an operation (placed/operations/) instead"
 
 
 def test_the_walk_sees_a_table_import(tmp_path: Path) -> None:

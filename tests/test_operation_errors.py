@@ -8,7 +8,15 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from placed.operations.errors import Conflict, Forbidden, Invalid, NotFound, OperationError, Where
+from placed.operations.errors import (
+    Conflict,
+    Contended,
+    Forbidden,
+    Invalid,
+    NotFound,
+    OperationError,
+    Where,
+)
 from placed.service import problems
 from placed.service.metrics import HttpMetrics
 from placed.service.middleware import RequestContext
@@ -19,6 +27,7 @@ KINDS = [
     (Conflict("taken", "last-root-admin"), 409, "last-root-admin"),
     (Forbidden("not yours"), 403, "forbidden"),
     (Invalid("bad"), 422, "invalid-request"),
+    (Contended("others were faster"), 409, "claim-conflict"),
     (OperationError("unclassed", "odd"), 422, "odd"),
 ]
 
@@ -92,3 +101,15 @@ def test_a_route_s_domain_error_keeps_its_places_and_extensions() -> None:
     body = TestClient(_app_raising(error)).get("/async").json()
     assert body["errors"] == [{"pointer": "/spec", "detail": "changed"}]
     assert body["current_revision"] == 3
+
+
+def test_a_contended_change_says_when_to_try_again() -> None:
+    """A change others overtook on every try (operations/transactions.py) is a 409
+    claim-conflict with Retry-After: nothing was written, the same request may succeed."""
+    assert problems.from_operation(Contended("try again", retry_after=2)).headers == {
+        "Retry-After": "2"
+    }
+    assert problems.from_operation(Conflict("taken")).headers is None
+    answer = TestClient(_app_raising(Contended("try again"))).get("/sync")
+    assert (answer.status_code, answer.headers["Retry-After"]) == (409, "1")
+    assert answer.json()["type"] == problems.TYPE_PREFIX + "claim-conflict"

@@ -14,10 +14,10 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from placed.operations.scopes import accounts_in, domain_of_account, subtree
 from placed.service import create_app
 from placed.service import tokens as token_routes
 from placed.service.auth import Caller, TrustedTokens
-from placed.service.scopes import accounts_in, domain_of_account, subtree
 from placed.store import accounts, domains, events, targets
 from placed.store import tokens as store_tokens
 from placed.store.credentials import parse

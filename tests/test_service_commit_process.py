@@ -1,5 +1,5 @@
-"""A served app's claims committed by a process of its own (service/commit_process.py,
-operations/batch_commits.py): the same rows stored, the child's refusals raised in the
+"""A served app's claims committed by a process of its own (operations/batch_commits.py,
+its `CommitProcess` the server's end): the same rows stored, the child's refusals raised in the
 server as if it had committed itself, a child that dies costs the batch it held a 503 and
 is replaced."""
 
@@ -17,9 +17,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select, update
 
-from placed.operations.batch_commits import Lost, _raised, shareable
+from placed.operations.batch_commits import CommitProcess, Lost, _raised, shareable
 from placed.service import create_app
-from placed.service.commit_process import CommitProcess
 from placed.store.database import make_engine, parse_url, reading, writing
 from placed.store.tables import Revision, TargetResource, Workload
 

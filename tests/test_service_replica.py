@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
+from placed.operations import transactions
 from placed.service import create_app, placing, problems, workloads
 from placed.service.replica import ReplicaWorld, Ticket
 from placed.spec.schema import WorkloadSpec
@@ -511,7 +512,7 @@ def test_the_cycle_collector_rests_while_the_world_is_built_planned_and_written(
     import gc
 
     seen: dict[str, list[bool]] = {"write": [], "build": []}
-    write, world_spec = placing._write, placing.world_spec
+    write, world_spec = transactions._write, placing.world_spec
 
     def watched_write(*args: Any, **kwargs: Any) -> Any:
         seen["write"].append(gc.isenabled())
@@ -521,7 +522,7 @@ def test_the_cycle_collector_rests_while_the_world_is_built_planned_and_written(
         seen["build"].append(gc.isenabled())
         return world_spec(*args, **kwargs)
 
-    monkeypatch.setattr(placing, "_write", watched_write)
+    monkeypatch.setattr(transactions, "_write", watched_write)
     monkeypatch.setattr(placing, "world_spec", watched_world_spec)
     assert gc.isenabled()
     app, replica = applied(database)

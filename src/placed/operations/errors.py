@@ -71,3 +71,18 @@ class Invalid(OperationError):
     """The request itself is wrong."""
 
     default_kind = "invalid-request"
+
+
+class Contended(Conflict):
+    """Others changed the same rows on every try while this was planned: nothing changed,
+    and the same request may well succeed `retry_after` seconds later. `conflicts`: the
+    tries lost."""
+
+    default_kind = "claim-conflict"
+
+    def __init__(
+        self, detail: str, kind: str | None = None, conflicts: int = 0, retry_after: int = 1
+    ) -> None:
+        super().__init__(detail, kind)
+        self.conflicts = conflicts
+        self.retry_after = retry_after

@@ -10,7 +10,12 @@ from typing import TypeAlias
 
 from sqlalchemy import URL, Engine
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
 
 Store: TypeAlias = Engine
 Address: TypeAlias = URL
 StoreFailure: TypeAlias = SQLAlchemyError
+# An open transaction on the store, as store/database.py's `reading` gives one: what a
+# service module already holding one (the replica's refresh) passes on to the store's
+# reads, never looking inside.
+Transaction: TypeAlias = Session

@@ -1,7 +1,7 @@
 """The controller's sweep where it meets the store: the heartbeats it judges, the
 liveness counts it reports, and the guard of each transaction that takes a stale target
-down or brings it back up (service/controller.py judges; placing.transact plans and
-writes the moves, telling the guard of each step).
+down or brings it back up (service/controller.py judges; service/placing.py plans and
+operations/transactions.py writes the moves, telling the guard of each step).
 
 Fault hooks, for tests only: `PLACED_FAULT=point:N` (or `point:N:stop`) kills this
 process with SIGKILL (or stops it with SIGSTOP) inside such a transaction:
@@ -119,7 +119,7 @@ class Change(Protocol):
 
 class Guard:
     """A sweep transaction's fence, its liveness row, and the fault hooks
-    (placing.Guard)."""
+    (transactions.Guard)."""
 
     def __init__(self, leader: Leader, ttl_s: float, target_id: int, name: str) -> None:
         self.leader = leader

@@ -14,6 +14,7 @@ from starlette.routing import BaseRoute
 
 from placed import __version__
 from placed.operations import batch_commits
+from placed.operations.batch_commits import CommitProcess
 from placed.operations.store import Store
 from placed.operations.sweeps import Fault
 from placed.service import (
@@ -40,7 +41,6 @@ from placed.service import (
 from placed.service.auth import TrustedTokens
 from placed.service.bell import EventBell
 from placed.service.bodies import MAX_REQUEST_UNITS
-from placed.service.commit_process import CommitProcess
 from placed.service.forwarding import Forwarder, Forwarding
 from placed.service.health import Readiness, always_ready
 from placed.service.idempotency import Idempotency
@@ -74,7 +74,7 @@ def create_app(
     `controlling`: run a controller (service/controller.py) while the app runs, with
     these timings; `fault`: its fault hook (tests only). `commit_process`: while the app
     runs, claims' batches are committed by a process of its own
-    (service/commit_process.py; not for an in-memory SQLite database, which another
+    (operations/batch_commits.py; not for an in-memory SQLite database, which another
     process cannot open). `auth_failures_per_minute`: an address that presents more
     tokens that are not live within a minute is answered 429 (service/lockout.py; 0, as
     the tests' apps have it, for never; `placed serve` holds off past 30). `access_log`:

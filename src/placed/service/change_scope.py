@@ -30,8 +30,8 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from placed.operations.scopes import below
 from placed.service.problems import ProblemException
-from placed.service.scopes import below
 from placed.store import definitions
 from placed.store.claims import Actor
 from placed.store.world import Snapshot

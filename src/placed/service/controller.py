@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from placed.operations import lease, sweeps
+from placed.operations.errors import OperationError
 from placed.operations.lease import Fenced
 from placed.operations.store import Store, StoreFailure
 from placed.operations.sweeps import Fault
@@ -362,7 +363,7 @@ class Controller:
             )
         except _Gone:
             return
-        except ProblemException as error:
+        except (ProblemException, OperationError) as error:
             log.warning("controller: %s %s: %s", target.name, liveness, error.detail)
 
 

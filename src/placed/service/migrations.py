@@ -24,7 +24,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from placed.engine.planner import Planner
@@ -35,6 +34,7 @@ from placed.model.dedications import (
     PERMISSION_DENIED,
     DedicationError,
 )
+from placed.operations.store import Store
 from placed.service import cloudstack, context, placing, problems
 from placed.service.auth import (
     ROOT_ADMIN,
@@ -72,7 +72,7 @@ class Migration(BaseModel):
 
 
 def migrate(
-    engine: Engine,
+    engine: Store,
     unit: str,
     target: str,
     principal: str,
@@ -148,7 +148,7 @@ async def post_migrate(
 
 
 def evacuate(
-    engine: Engine,
+    engine: Store,
     name: str,
     reason: str,
     principal: str,
@@ -242,7 +242,7 @@ MAX_DRAIN = 1000  # targets in one drain, as POST /v1/targets:batch takes
 
 
 def drain(
-    engine: Engine,
+    engine: Store,
     names: Sequence[str],
     reason: str,
     actor: Actor,

@@ -3,29 +3,21 @@
 A change reads the world (store/world.py), says what it becomes (store/merge.py for
 applied documents, an admin state for down and up), plans it with the same engine
 functions as the CLI (`Planner.plan`, `simulate`), and commits the difference
-(store/definitions.py, store/claims.py) in one transaction.
-
-Plans run on a snapshot read outside the write transaction, so replicas plan side by
-side; the commit checks each row it writes against the generation the snapshot saw and,
-when someone else changed it first, plans again on fresh rows (server-side retry, with
-jitter). The last try plans inside the write transaction, after taking the revision
-row's lock, so it cannot be overtaken: a claim is refused only when nothing fits, never
-because others were faster.
+(store/definitions.py, store/claims.py) in one transaction: `transact` hands the plan
+to operations/transactions.py, which plans again on fresh rows when someone else
+changed them first, and plans its last try under the revision row's lock, so a claim is
+refused only when nothing fits, never because others were faster.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import random
 import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-
-from sqlalchemy import Engine, exc
-from sqlalchemy.orm import Session
 
 from placed.collector import without_cycle_collection
 from placed.engine import fit
@@ -35,21 +27,18 @@ from placed.engine.rebalance import Simulation
 from placed.engine.report import Explainer
 from placed.engine.state import PlanState
 from placed.model import Spec, Target
+from placed.operations import transactions
+from placed.operations.errors import Contended
+from placed.operations.store import Store
 from placed.policy.dedication import tenant_of
 from placed.service import audit, change_scope, problems
 from placed.service.problems import ProblemException
 from placed.spec import SpecError
 from placed.spec.load import load_spec_data
-from placed.store import claims, definitions, revision, settings, world
 from placed.store.claims import MOVED, PLACED, REMOVED, UNPLACED, Actor, Extra, Move
-from placed.store.database import reading, writing
 from placed.store.events import Recorded
 from placed.store.world import Snapshot, TargetRow
 
-TRIES = 10
-# Tries planned on a snapshot before the last one, which plans under the lock. Under
-# heavy contention most optimistic tries lose, and each costs a whole plan.
-OPTIMISTIC_TRIES = 3
 WORLD = "store"  # the world's name in a problem about it
 INCOMPATIBLE = "unit.incompatible"
 FEWER_UNITS = "its workload has fewer units, or its target no longer takes it"
@@ -545,20 +534,6 @@ def simulated(
     )
 
 
-class Guard(Protocol):
-    """Told of each step of a change's write transaction, inside it: the controller's
-    fencing (service/controller.py). Raising rolls the whole transaction back."""
-
-    def opened(self, session: Session) -> None:
-        """First, before anything is written."""
-
-    def moved(self, session: Session, count: int) -> None:
-        """After `count` unit moves were written."""
-
-    def closing(self, session: Session, prepared: Prepared) -> None:
-        """Last, just before the commit."""
-
-
 class Reporter(Protocol):
     """Told of each change's end: the conflicts retried, the events committed, the
     seconds it took, whether it gave up, and (a whole world planned) its unplaced units
@@ -596,93 +571,45 @@ def unplaced_by_filter(result: PlanResult) -> dict[str, int]:
 
 
 def transact(
-    engine: Engine,
+    engine: Store,
     prepare: Callable[[Snapshot], Prepared],
     actor: Actor,
     dry_run: bool = False,
     expected_revision: int | None = None,
     report: Reporter = silent,
-    guard: Guard | None = None,
+    guard: transactions.Guard | None = None,
 ) -> Committed:
     """Plan with `prepare` on a snapshot and commit what it says, trying again on fresh
-    rows when someone else changed them first. Whatever `prepare` says, a change that
-    touches anything out of `actor`'s scope is a 403 and commits nothing
-    (service/change_scope.py)."""
+    rows when someone else changed them first (operations/transactions.py). Whatever
+    `prepare` says, a change that touches anything out of `actor`'s scope is a 403 and
+    commits nothing (service/change_scope.py)."""
+
+    def checked(snapshot: Snapshot) -> Prepared:
+        prepared = prepare(snapshot)
+        change_scope.check(actor, snapshot, prepared.after, prepared.made_for)
+        return prepared
+
+    started = time.perf_counter()
     # The whole world is read, planned and written as rows here: millions of objects at
     # 10,000 targets, and past each allocation threshold the cycle collector would walk
     # all of them (a third of applying 10,000 targets, measured).
     with without_cycle_collection():
-        return _transact(engine, prepare, actor, dry_run, expected_revision, report, guard)
-
-
-def _transact(
-    engine: Engine,
-    prepare: Callable[[Snapshot], Prepared],
-    actor: Actor,
-    dry_run: bool,
-    expected_revision: int | None,
-    report: Reporter,
-    guard: Guard | None,
-) -> Committed:
-    conflicts = 0
-    started = time.perf_counter()
-    for attempt in range(min(TRIES, OPTIMISTIC_TRIES + 1)):
-        last = attempt == OPTIMISTIC_TRIES
-        prepared: Prepared | None = None
-        snapshot: Snapshot | None = None
-        if not last or dry_run:
-            with reading(engine) as session:
-                snapshot = world.read(session)
-            _expected(snapshot, expected_revision)
-            prepared = prepare(snapshot)
-            change_scope.check(actor, snapshot, prepared.after, prepared.made_for)
-            if dry_run or _nothing(snapshot, prepared):
-                return Committed(prepared, snapshot.revision, [], conflicts)
         try:
-            with writing(engine) as session:
-                if guard is not None:
-                    guard.opened(session)
-                number = revision.bump(session)  # the lock: writers commit one at a time
-                if prepared is None or snapshot is None:
-                    snapshot = world.read(session)
-                    _expected(snapshot, expected_revision, seen=number - 1)
-                    prepared = prepare(snapshot)
-                    change_scope.check(actor, snapshot, prepared.after, prepared.made_for)
-                rows = _write(session, snapshot, prepared, number, actor, guard)
-                final = revision.current(session)  # one change may raise it more than once
-                if guard is not None:
-                    guard.closing(session, prepared)
-            report(
-                conflicts,
-                rows,
-                time.perf_counter() - started,
-                False,
-                unplaced_by_filter(prepared.result),
+            written = transactions.transact(
+                engine, checked, _trail, actor, dry_run, expected_revision, guard
             )
-            return Committed(prepared, final, rows, conflicts)
-        except (definitions.StaleRow, exc.IntegrityError) as error:
-            if isinstance(error, exc.IntegrityError) and last:
-                raise  # under the lock nothing can have raced it: a bug, not a conflict
-            # An IntegrityError on a try planned on a snapshot: another change created a
-            # row of the same name (a target, a location, a workload) since.
-            conflicts += 1
-            # Replicas break ties alike and so collide alike: spread the next tries.
-            time.sleep(random.uniform(0, 0.005 * (2 ** min(attempt, 6))))
-    report(conflicts, [], time.perf_counter() - started, True)
-    raise ProblemException(
-        409,
-        "claim-conflict",
-        f"others changed the same targets {TRIES} times while this was planned; try again",
-        headers={"Retry-After": "1"},
-    )
-
-
-class Moved(Exception):
-    """The store is no longer at the revision a delta was planned on."""
+        except Contended as error:
+            report(error.conflicts, [], time.perf_counter() - started, True)
+            raise
+    if written.committed:
+        seconds = time.perf_counter() - started
+        unplaced = unplaced_by_filter(written.change.result)
+        report(written.conflicts, written.rows, seconds, False, unplaced)
+    return Committed(written.change, written.revision, written.rows, written.conflicts)
 
 
 def commit_delta(
-    engine: Engine,
+    engine: Store,
     snapshot: Snapshot,
     prepared: Prepared,
     actor: Actor,
@@ -691,72 +618,21 @@ def commit_delta(
 ) -> Committed:
     """Commit a change planned as a delta on a live world at `snapshot` (the replica's
     cache), through the same writer as every change: only if the store is still at
-    `snapshot`'s revision (else `Moved`, and nothing is written). `touched`: the
-    change's diff, known to the delta, judged by the scope rule as `transact` judges a
-    whole plan's."""
+    `snapshot`'s revision (else `transactions.Moved`, and nothing is written).
+    `touched`: the change's diff, known to the delta, judged by the scope rule as
+    `transact` judges a whole plan's."""
     started = time.perf_counter()
     change_scope.check_items(actor, snapshot, touched)
-    with writing(engine) as session:
-        number = revision.bump(session)  # the lock: writers commit one at a time
-        if number != snapshot.revision + 1:
-            raise Moved(f"the store is at revision {number - 1}, not {snapshot.revision}")
-        rows = _write(session, snapshot, prepared, number, actor)
-        final = revision.current(session)
-    report(0, rows, time.perf_counter() - started, False)
-    return Committed(prepared, final, rows, 0)
+    written = transactions.commit_at(engine, snapshot, prepared, _trail, actor)
+    report(0, written.rows, time.perf_counter() - started, False)
+    return Committed(prepared, written.revision, written.rows, 0)
 
 
-def _nothing(snapshot: Snapshot, prepared: Prepared) -> bool:
-    """Nothing to write: a change that changes nothing leaves the revision as it is."""
-    return not prepared.moves and not prepared.extra and snapshot.defines_same(prepared.after)
-
-
-def _expected(snapshot: Snapshot, expected: int | None, seen: int | None = None) -> None:
-    current = snapshot.revision if seen is None else seen
-    if expected is not None and current != expected:
-        raise ProblemException(
-            409,
-            "revision-changed",
-            f"the world is at revision {current}, not {expected}: something changed since "
-            "that revision was seen (simulate or plan again, then apply)",
-        )
-
-
-def _write(
-    session: Session,
-    snapshot: Snapshot,
-    prepared: Prepared,
-    number: int,
-    actor: Actor,
-    guard: Guard | None = None,
-) -> list[Recorded]:
-    # Replicas refresh claims alone from the rows; anything else since means reading all.
-    settings.put(session, world.CHANGED_SETTING, number, bump=False)
-    try:
-        wrote = definitions.write(
-            session, snapshot, prepared.after, number, prepared.used, prepared.workloads
-        )
-    except definitions.Refused as error:
-        raise ProblemException(409, error.kind, str(error)) from None
-    accounts = {name: row.account for name, row in prepared.after.workloads.items()}
-    # The change's own objects first (a workload created, then its units placed).
-    trail = audit.events(
-        snapshot, prepared.after, prepared.made_for, prepared.extra, prepared.workloads
+def _trail(before: Snapshot, prepared: Prepared) -> list[Extra]:
+    """The change's audit events (service/audit.py), those it records itself left out."""
+    return audit.events(
+        before, prepared.after, prepared.made_for, prepared.extra, prepared.workloads
     )
-    written: list[Recorded] = []
-    written += claims.commit(
-        session,
-        snapshot,
-        prepared.moves,
-        prepared.used,
-        actor,
-        wrote.targets,
-        trail + prepared.extra,
-        accounts,
-        guard.moved if guard is not None else None,
-        rewritten=wrote.workloads,
-    )
-    return written
 
 
 def moves_document(moves: Sequence[Move]) -> list[dict[str, Any]]:

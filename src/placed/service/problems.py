@@ -19,7 +19,14 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from placed.operations.errors import Conflict, Forbidden, Invalid, NotFound, OperationError
+from placed.operations.errors import (
+    Conflict,
+    Contended,
+    Forbidden,
+    Invalid,
+    NotFound,
+    OperationError,
+)
 from placed.spec import SpecError
 
 MEDIA_TYPE = "application/problem+json"
@@ -118,7 +125,9 @@ def from_operation(error: OperationError) -> ProblemException:
     """The problem document a domain error is answered with: one mapping for the service."""
     status = next((s for kind, s in _STATUS_OF_OPERATION if isinstance(error, kind)), 422)
     errors = [where.document() for where in error.where] if error.where is not None else None
-    return ProblemException(status, error.kind, error.detail, errors, None, error.extensions)
+    # A refusal worth trying again says when (RFC 9110 10.2.3).
+    headers = {"Retry-After": str(error.retry_after)} if isinstance(error, Contended) else None
+    return ProblemException(status, error.kind, error.detail, errors, headers, error.extensions)
 
 
 @contextmanager

@@ -28,9 +28,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Engine, select
-from sqlalchemy.orm import Session
-
 from placed.collector import set_aside, without_cycle_collection
 from placed.engine import fit, loop
 from placed.engine.outcomes import Outcome, Placement, PlanResult
@@ -40,9 +37,11 @@ from placed.engine.state import PlanState
 from placed.model import Spec, Workload
 from placed.model.dedications import Topology
 from placed.model.workload import Mode
+from placed.operations.batch_commits import CommitProcess
+from placed.operations.store import Store as Engine
+from placed.operations.store import Transaction
 from placed.service import change_scope, live_settings, placing, problems, rededication
 from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched
-from placed.service.commit_process import CommitProcess
 from placed.service.live_settings import Reset, Resetting
 from placed.service.rededication import Rededicated, Rededicating
 from placed.spec import SpecError
@@ -50,20 +49,9 @@ from placed.spec.load import load_workload
 from placed.spec.schema import WorkloadSpec
 from placed.store import batch, events, revision, settings, world
 from placed.store.batch import Behind, Stale
+from placed.store.claimed import since as claimed_since
 from placed.store.claims import MOVED, PLACED, REMOVED, Actor, Move
 from placed.store.database import reading
-from placed.store.tables import (
-    Account,
-    Target,
-    TargetResource,
-    Unit,
-)
-from placed.store.tables import (
-    Placement as PlacementRow,
-)
-from placed.store.tables import (
-    Workload as WorkloadRecord,
-)
 from placed.store.world import Snapshot, TargetRow, WorkloadRow
 
 API_DOCUMENT = "api"  # the document a workload made through the API belongs to
@@ -504,26 +492,14 @@ class ReplicaWorld:
         )
         return self._cached
 
-    def _claims_since(self, session: Session, cached: Cached, current: int) -> bool:
+    def _claims_since(self, session: Transaction, cached: Cached, current: int) -> bool:
         """Bring the cache to `current` from the claims committed since (each a new
         workload with its units placed). False when one cannot be read that way."""
         snapshot = cached.snapshot
-        since = cached.revision
-        added = session.scalars(
-            select(WorkloadRecord)
-            .where(WorkloadRecord.revision > since)
-            .order_by(WorkloadRecord.id)
-        ).all()
-        account_names: dict[int, str] = {}
-        with_accounts = sorted({row.account_id for row in added if row.account_id})
-        if with_accounts:
-            for account_id, account in session.execute(
-                select(Account.id, Account.name).where(Account.id.in_(with_accounts))
-            ):
-                account_names[account_id] = account
-        names = {row.id: row.name for row in added}
+        claimed = claimed_since(session, cached.revision)
+        names = {row.id: row.name for row in claimed.workloads}
         models: dict[str, Workload] = {}
-        for row in added:
+        for row in claimed.workloads:
             if row.name in snapshot.workloads:
                 return False  # a change of a known workload: only the general path knows
             try:
@@ -534,53 +510,34 @@ class ReplicaWorld:
             if not _simple(spec) or model.mode != "allocation":
                 return False
             models[row.name] = model
-        placed = session.execute(
-            select(Unit.id, Unit.name, Unit.workload_id, Target.name)
-            .join(PlacementRow, PlacementRow.unit_id == Unit.id)
-            .join(Target, Target.id == PlacementRow.target_id)
-            .where(Unit.workload_id.in_(list(names)))
-            .order_by(Unit.workload_id, Unit.ordinal)
-        ).all()
-        targets = session.execute(
-            select(Target.id, Target.name, Target.generation).where(Target.revision > since)
-        ).all()
-        used: dict[int, dict[str, float]] = {}
-        for target_id, resource, amount in session.execute(
-            select(TargetResource.target_id, TargetResource.name, TargetResource.used).where(
-                TargetResource.target_id.in_([row.id for row in targets])
-            )
-        ):
-            used.setdefault(target_id, {})[resource] = amount
         state, planner = cached.state, cached.planner
-        for row in added:
+        for row in claimed.workloads:
             snapshot.workloads[row.name] = WorkloadRow(
-                row.id,
-                row.generation,
-                row.document,
-                account_names.get(row.account_id) if row.account_id else None,
-                "allocation",
+                row.id, row.generation, row.document, row.account, "allocation"
             )
             snapshot.workload_specs[row.name] = dict(row.spec)
             planner.workloads[row.name] = models[row.name]
-        for unit_id, unit, workload_id, target in placed:
-            position = state.position(target)
+        for placed in claimed.units:
+            position = state.position(placed.target)
             if position is None:
                 return False
-            workload = names[workload_id]
-            snapshot.units[unit] = (unit_id, workload)
-            snapshot.placements[unit] = target
-            state.place(unit, workload, position)
-            state.judging = unit
+            workload = names[placed.workload_id]
+            snapshot.units[placed.name] = (placed.id, workload)
+            snapshot.placements[placed.name] = placed.target
+            state.place(placed.name, workload, position)
+            state.judging = placed.name
             planner.pipeline.reserve(planner.request(models[workload]), state, position)
         state.judging = None
-        for target_id, name, generation in targets:
-            known = snapshot.targets.get(name)
+        for target in claimed.targets:
+            known = snapshot.targets.get(target.name)
             if known is None:
                 return False
-            snapshot.targets[name] = dataclasses.replace(
-                known, generation=generation, used=used.get(target_id, known.used)
+            snapshot.targets[target.name] = dataclasses.replace(
+                known,
+                generation=target.generation,
+                used=target.used if target.used is not None else known.used,
             )
-        if added:
+        if claimed.workloads:
             cached.spec = dataclasses.replace(
                 cached.spec, workloads=(*cached.spec.workloads, *models.values())
             )

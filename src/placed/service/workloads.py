@@ -10,21 +10,19 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
-from sqlalchemy import Engine, func, select
 from starlette.concurrency import run_in_threadpool
 
 from placed.engine.documents import only_workloads
 from placed.engine.report import plan_document
+from placed.operations import workload_listing
+from placed.operations.store import Store
 from placed.service import change_scope, cloudstack, context, documents, placing, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.bodies import bounded_units
 from placed.service.metrics import HttpMetrics
 from placed.service.replica import API_DOCUMENT, ReplicaWorld
 from placed.spec.schema import WorkloadSpec
-from placed.store import settings
 from placed.store.claims import Actor
-from placed.store.database import reading
-from placed.store.tables import Account, Placement, Unit, Workload
 from placed.store.world import Snapshot, WorkloadRow
 
 router = APIRouter(prefix="/v1")
@@ -66,50 +64,16 @@ class WorkloadUpdate(BaseModel):
 
 
 def _views(
-    engine: Engine,
+    engine: Store,
     after: str | None,
     limit: int,
     name: str | None = None,
     accounts: set[str] | None = None,
 ) -> list[dict[str, Any]]:
-    with reading(engine) as session:
-        # Each workload is read with its own document's settings.
-        documents = settings.documents(session)
-        legacy = settings.get(session, settings.LEGACY_DEFAULT_MODE)
-        placed = (
-            select(Unit.workload_id, func.count().label("placed"))
-            .join(Placement, Placement.unit_id == Unit.id)
-            .group_by(Unit.workload_id)
-            .subquery()
-        )
-        query = (
-            select(Workload, Account.name, placed.c.placed)
-            .outerjoin(Account, Account.id == Workload.account_id)
-            .outerjoin(placed, placed.c.workload_id == Workload.id)
-            .order_by(Workload.name)
-            .limit(limit)
-        )
-        if after is not None:
-            query = query.where(Workload.name > after)
-        if name is not None:
-            query = query.where(Workload.name == name)
-        if accounts is not None:
-            query = query.where(Account.name.in_(sorted(accounts)))
-        return [
-            {
-                "name": row.name,
-                "mode": str(
-                    row.spec.get("mode") or settings.default_mode(documents, legacy, row.document)
-                ),
-                "units": int(row.spec.get("units", 1)),
-                "placed": int(count or 0),
-                "account": account,
-                "generation": row.generation,
-                "document": row.document,
-                "spec": row.spec,
-            }
-            for row, account, count in session.execute(query)
-        ]
+    return [
+        dataclasses.asdict(row)
+        for row in workload_listing.listed(engine, after, limit, name, accounts)
+    ]
 
 
 @router.get(
@@ -193,7 +157,7 @@ def _answer(committed: placing.Committed, name: str) -> dict[str, Any]:
 
 
 def claim(
-    engine: Engine,
+    engine: Store,
     spec: WorkloadSpec,
     actor: Actor,
     replica: ReplicaWorld | None = None,
@@ -292,7 +256,7 @@ async def post_workload(
 
 
 def update(
-    engine: Engine,
+    engine: Store,
     name: str,
     change: WorkloadUpdate,
     actor: Actor,
@@ -379,7 +343,7 @@ async def put_workload(
 
 
 def replace(
-    engine: Engine,
+    engine: Store,
     name: str,
     actor: Actor,
     dry_run: bool = False,
@@ -481,7 +445,7 @@ async def post_replace(
 
 
 def remove(
-    engine: Engine,
+    engine: Store,
     name: str,
     generation: int | None,
     actor: Actor,

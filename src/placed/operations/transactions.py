@@ -1,0 +1,214 @@
+"""Commit a planned change in one transaction: the store's half of the one path every
+change takes (service/placing.py plans it and hands it here with the plan to redo).
+
+The plan runs on a snapshot read outside the write transaction, so replicas plan side
+by side; the commit checks each row it writes against the generation the snapshot saw
+and, when someone else changed it first, plans again on fresh rows (server-side retry,
+with jitter). The last try plans inside the write transaction, after taking the
+revision row's lock, so it cannot be overtaken: a claim is refused only when nothing
+fits, never because others were faster.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from sqlalchemy import exc
+from sqlalchemy.orm import Session
+
+from placed.operations.errors import Conflict, Contended
+from placed.operations.store import Store
+from placed.store import claims, definitions, revision, settings, world
+from placed.store.claims import Actor, Extra, Move
+from placed.store.database import reading, writing
+from placed.store.events import Recorded
+from placed.store.world import Snapshot
+
+TRIES = 10
+# Tries planned on a snapshot before the last one, which plans under the lock. Under
+# heavy contention most optimistic tries lose, and each costs a whole plan.
+OPTIMISTIC_TRIES = 3
+
+
+class Change(Protocol):
+    """A planned change, as the writer reads it (service/placing.py's `Prepared`): the
+    world after it, the unit moves, what each target uses once it is done, the events it
+    records itself, the targets it made (each with the workload it was made for), and
+    the only workloads it may define otherwise than the world before it (None: any)."""
+
+    @property
+    def after(self) -> Snapshot: ...
+
+    @property
+    def moves(self) -> Sequence[Move]: ...
+
+    @property
+    def used(self) -> Mapping[str, Mapping[str, float]]: ...
+
+    @property
+    def extra(self) -> Sequence[Extra]: ...
+
+    @property
+    def made_for(self) -> Mapping[str, str]: ...
+
+    @property
+    def workloads(self) -> frozenset[str] | None: ...
+
+
+C = TypeVar("C", bound=Change)
+
+
+@dataclass
+class Written(Generic[C]):
+    """What a change became: `committed` False for a dry run or a change that changes
+    nothing (then `revision` is the world's it was planned on, and no rows)."""
+
+    change: C
+    revision: int
+    rows: list[Recorded]
+    conflicts: int
+    committed: bool
+
+
+class Guard(Protocol):
+    """Told of each step of a change's write transaction, inside it: the controller's
+    fencing (operations/sweeps.py). Raising rolls the whole transaction back."""
+
+    def opened(self, session: Session) -> None:
+        """First, before anything is written."""
+
+    def moved(self, session: Session, count: int) -> None:
+        """After `count` unit moves were written."""
+
+    def closing(self, session: Session, change: Change) -> None:
+        """Last, just before the commit."""
+
+
+# The change's audit events, from the world before it: those it records itself left out.
+Trail = Callable[[Snapshot, C], list[Extra]]
+
+
+def transact(
+    engine: Store,
+    prepare: Callable[[Snapshot], C],
+    trail: Trail[C],
+    actor: Actor,
+    dry_run: bool = False,
+    expected_revision: int | None = None,
+    guard: Guard | None = None,
+) -> Written[C]:
+    """Plan with `prepare` on a snapshot and commit what it says, trying again on fresh
+    rows when someone else changed them first: `Contended` (nothing written) when they
+    did on every try. `expected_revision`: the world's revision the caller saw, else
+    `Conflict` (revision-changed)."""
+    conflicts = 0
+    for attempt in range(min(TRIES, OPTIMISTIC_TRIES + 1)):
+        last = attempt == OPTIMISTIC_TRIES
+        prepared: C | None = None
+        snapshot: Snapshot | None = None
+        if not last or dry_run:
+            with reading(engine) as session:
+                snapshot = world.read(session)
+            _expected(snapshot, expected_revision)
+            prepared = prepare(snapshot)
+            if dry_run or _nothing(snapshot, prepared):
+                return Written(prepared, snapshot.revision, [], conflicts, False)
+        try:
+            with writing(engine) as session:
+                if guard is not None:
+                    guard.opened(session)
+                number = revision.bump(session)  # the lock: writers commit one at a time
+                if prepared is None or snapshot is None:
+                    snapshot = world.read(session)
+                    _expected(snapshot, expected_revision, seen=number - 1)
+                    prepared = prepare(snapshot)
+                rows = _write(session, snapshot, prepared, trail, number, actor, guard)
+                final = revision.current(session)  # one change may raise it more than once
+                if guard is not None:
+                    guard.closing(session, prepared)
+            return Written(prepared, final, rows, conflicts, True)
+        except (definitions.StaleRow, exc.IntegrityError) as error:
+            if isinstance(error, exc.IntegrityError) and last:
+                raise  # under the lock nothing can have raced it: a bug, not a conflict
+            # An IntegrityError on a try planned on a snapshot: another change created a
+            # row of the same name (a target, a location, a workload) since.
+            conflicts += 1
+            # Replicas break ties alike and so collide alike: spread the next tries.
+            time.sleep(random.uniform(0, 0.005 * (2 ** min(attempt, 6))))
+    raise Contended(
+        f"others changed the same targets {TRIES} times while this was planned; try again",
+        conflicts=conflicts,
+    )
+
+
+class Moved(Exception):
+    """The store is no longer at the revision a delta was planned on."""
+
+
+def commit_at(
+    engine: Store, snapshot: Snapshot, change: C, trail: Trail[C], actor: Actor
+) -> Written[C]:
+    """Commit a change planned as a delta on a live world at `snapshot` (the replica's
+    cache), through the same writer as every change: only if the store is still at
+    `snapshot`'s revision (else `Moved`, and nothing is written)."""
+    with writing(engine) as session:
+        number = revision.bump(session)  # the lock: writers commit one at a time
+        if number != snapshot.revision + 1:
+            raise Moved(f"the store is at revision {number - 1}, not {snapshot.revision}")
+        rows = _write(session, snapshot, change, trail, number, actor)
+        final = revision.current(session)
+    return Written(change, final, rows, 0, True)
+
+
+def _nothing(snapshot: Snapshot, change: Change) -> bool:
+    """Nothing to write: a change that changes nothing leaves the revision as it is."""
+    return not change.moves and not change.extra and snapshot.defines_same(change.after)
+
+
+def _expected(snapshot: Snapshot, expected: int | None, seen: int | None = None) -> None:
+    current = snapshot.revision if seen is None else seen
+    if expected is not None and current != expected:
+        raise Conflict(
+            f"the world is at revision {current}, not {expected}: something changed since "
+            "that revision was seen (simulate or plan again, then apply)",
+            "revision-changed",
+        )
+
+
+def _write(
+    session: Session,
+    snapshot: Snapshot,
+    change: C,
+    trail: Trail[C],
+    number: int,
+    actor: Actor,
+    guard: Guard | None = None,
+) -> list[Recorded]:
+    # Replicas refresh claims alone from the rows; anything else since means reading all.
+    settings.put(session, world.CHANGED_SETTING, number, bump=False)
+    try:
+        wrote = definitions.write(
+            session, snapshot, change.after, number, change.used, change.workloads
+        )
+    except definitions.Refused as error:
+        raise Conflict(str(error), error.kind) from None
+    accounts = {name: row.account for name, row in change.after.workloads.items()}
+    # The change's own objects first (a workload created, then its units placed).
+    written: list[Recorded] = []
+    written += claims.commit(
+        session,
+        snapshot,
+        change.moves,
+        change.used,
+        actor,
+        wrote.targets,
+        [*trail(snapshot, change), *change.extra],
+        accounts,
+        guard.moved if guard is not None else None,
+        rewritten=wrote.workloads,
+    )
+    return written

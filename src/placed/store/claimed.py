@@ -1,0 +1,99 @@
+"""What the changes committed since a revision wrote, read as plain rows: the workloads
+written since (each with its account's name), their placed units, and the targets written
+since with what each uses now. A replica's cached world adds them to come up to date
+without reading the whole world again (service/replica.py), when they are claims alone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from placed.store.tables import Account, Placement, Target, TargetResource, Unit, Workload
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedWorkload:
+    id: int
+    name: str
+    generation: int
+    document: str | None
+    account: str | None
+    spec: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedUnit:
+    id: int
+    name: str
+    workload_id: int
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenTarget:
+    """`used`: None when the target has no resource rows."""
+
+    id: int
+    name: str
+    generation: int
+    used: dict[str, float] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    workloads: list[ClaimedWorkload]  # by id
+    units: list[PlacedUnit]  # those placed, by workload and ordinal
+    targets: list[WrittenTarget]
+
+
+def since(session: Session, revision: int) -> Claimed:
+    """The rows written after `revision` that a claim writes (module docstring)."""
+    added = session.scalars(
+        select(Workload).where(Workload.revision > revision).order_by(Workload.id)
+    ).all()
+    accounts: dict[int, str] = {}
+    with_accounts = sorted({row.account_id for row in added if row.account_id})
+    if with_accounts:
+        for account_id, account in session.execute(
+            select(Account.id, Account.name).where(Account.id.in_(with_accounts))
+        ):
+            accounts[account_id] = account
+    workloads = [
+        ClaimedWorkload(
+            row.id,
+            row.name,
+            row.generation,
+            row.document,
+            accounts.get(row.account_id) if row.account_id else None,
+            row.spec,
+        )
+        for row in added
+    ]
+    units = [
+        PlacedUnit(unit_id, name, workload_id, target)
+        for unit_id, name, workload_id, target in session.execute(
+            select(Unit.id, Unit.name, Unit.workload_id, Target.name)
+            .join(Placement, Placement.unit_id == Unit.id)
+            .join(Target, Target.id == Placement.target_id)
+            .where(Unit.workload_id.in_([row.id for row in added]))
+            .order_by(Unit.workload_id, Unit.ordinal)
+        )
+    ]
+    written = session.execute(
+        select(Target.id, Target.name, Target.generation).where(Target.revision > revision)
+    ).all()
+    used: dict[int, dict[str, float]] = {}
+    for target_id, resource, amount in session.execute(
+        select(TargetResource.target_id, TargetResource.name, TargetResource.used).where(
+            TargetResource.target_id.in_([row.id for row in written])
+        )
+    ):
+        used.setdefault(target_id, {})[resource] = amount
+    targets = [
+        WrittenTarget(target_id, name, generation, used.get(target_id))
+        for target_id, name, generation in written
+    ]
+    return Claimed(workloads, units, targets)
