@@ -30,6 +30,7 @@ from placed.store.tables import (
     TargetResource,
     Unit,
 )
+from tests.conftest import another_database
 from tests.fleets import conductors_spec
 from tests.running_servers import BIN
 from tests.service_support import client_of, served, table_digest
@@ -45,11 +46,16 @@ def _world(url: str, spec: str) -> tuple[FastAPI, TestClient]:
     return app, client
 
 
-def _controller(app: FastAPI, holder: str = "a" * 32) -> Controller:
+def _controller(app: FastAPI, holder: str = "a" * 32, live: bool = False) -> Controller:
+    """`live`: its changes deltas of the app's live world when they can be."""
     # A lease of 60 s: the tests step the controller by hand and never renew, and on a
     # loaded machine a shorter one ran out between two steps (Fenced).
     found = Controller(
-        app.state.database, app.state.metrics, options=Options(0.5, 60.0, 0.2), holder=holder
+        app.state.database,
+        app.state.metrics,
+        options=Options(0.5, 60.0, 0.2),
+        holder=holder,
+        replica=app.state.replica if live else None,
     )
     found.renew()
     assert found.leading
@@ -386,6 +392,78 @@ def test_the_fence_before_the_commit_rolls_back_what_was_written(database: str) 
     with pytest.raises(Fenced):
         controller.sweep()
     assert table_digest(app.state.database) == before
+
+
+HOSTS = """
+name: hosts
+settings: {heartbeat_interval_s: 2, heartbeat_timeout_s: 10}
+inventory:
+  - {id: h1, capacity: {cpu: 4}}
+  - {id: h2, capacity: {cpu: 4}}
+  - {id: h3, capacity: {cpu: 4}}
+  - {id: h4, capacity: {cpu: 4}}
+workloads:
+  - {name: web, units: 6, resources: {cpu: 1}}
+"""
+
+
+def _trail(app: FastAPI) -> list[tuple[str, str, Any]]:
+    return [
+        (e.kind, e.subject, e.details)
+        for e in _events(app)
+        if e.kind.startswith(("unit.", "target."))
+    ]
+
+
+def test_a_stale_host_s_units_move_as_a_delta_of_the_live_world(
+    database: str, tmp_path: Path
+) -> None:
+    """The sweep's change of an allocation fleet is a delta of the live world (no world
+    built again) that writes what the general path writes."""
+    with another_database(database, tmp_path, "twin.db") as twin:
+        worlds = [_world(url, HOSTS) for url in (database, twin)]
+        (live, live_client), (general, _) = worlds
+        # The live world built (a claim), and each controller leading a mature lease.
+        assert live_client.post("/v1/workloads", json={"name": "x"}).status_code == 201
+        assert worlds[1][1].post("/v1/workloads", json={"name": "x"}).status_code == 201
+        controllers = [_controller(live, live=True), _controller(general)]
+        built = live.state.replica.rebuilds
+        for app, controller in zip((live, general), controllers, strict=True):
+            _mature(controller)
+            _seen(app, {"h1": 0, "h2": 0, "h3": 0, "h4": 0})
+            controller.sweep()
+            start = _placements(app)
+            _seen(app, {"h1": 60})
+            controller.sweep()
+            assert "h1" not in _placements(app).values()
+            assert _placements(app) != start
+            _seen(app, {"h1": 0})
+            controller.sweep()  # up again: allocation units stay where they went
+        assert _placements(live) == _placements(general)
+        # The general path writes a change's moves in its state's order of units, the
+        # delta by workload and unit: the same events.
+        assert sorted(map(repr, _trail(live))) == sorted(map(repr, _trail(general)))
+        assert [e.kind for e in _events(live, "target.down")] == ["target.down"]
+        assert live.state.replica.rebuilds == built
+        shown = live_client.get("/v1/targets/h1").json()
+        assert (shown["admin_state"], shown["liveness"]) == ("up", "up")
+
+
+def test_a_delta_of_a_controller_that_lost_the_lease_writes_nothing(database: str) -> None:
+    app, client = _world(database, HOSTS)
+    assert client.post("/v1/workloads", json={"name": "x"}).status_code == 201
+    controller = _controller(app, live=True)
+    _mature(controller)
+    _seen(app, {"h1": 60, "h2": 0, "h3": 0, "h4": 0})
+    with writing(app.state.database) as session:
+        session.execute(update(Lease).values(epoch=Lease.epoch + 1, holder="b" * 32))
+    before = table_digest(app.state.database)
+    with pytest.raises(Fenced):
+        controller.sweep()
+    assert table_digest(app.state.database) == before
+    # The next change reads the world again and finds h1 as it was.
+    assert client.post("/v1/workloads", json={"name": "y"}).status_code == 201
+    assert client.get("/v1/targets/h1").json()["liveness"] == "up"
 
 
 def test_fault_and_timing_settings_are_checked() -> None:

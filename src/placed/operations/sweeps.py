@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
 from placed.operations import lease
@@ -117,6 +117,36 @@ class Change(Protocol):
     def moves(self) -> Sequence[Move]: ...
 
 
+def _fence_opened(session: Session, leader: Leader, ttl_s: float) -> None:
+    if session.get_bind().dialect.name == "postgresql":
+        # A paused leader (SIGSTOP) holds its locks, the revision row's among them,
+        # until resumed; resumed, its fence refuses the commit. Never resumed, the
+        # database ends its session after two TTLs, and so its locks.
+        limit = int(2 * ttl_s * 1000)
+        session.execute(text(f"SET LOCAL idle_in_transaction_session_timeout = {limit}"))
+    lease.check(session, leader, lock=False)
+
+
+class Fence:
+    """A sweep's fence for a change the live world writes in its batch's own
+    transaction (service/replica.py, on a Core connection): the lease checked as the
+    transaction opens and again, its row locked, before it commits, as `Guard` checks
+    it. No fault hooks: a leader with one takes the general path, with its `Guard`."""
+
+    def __init__(self, leader: Leader, ttl_s: float) -> None:
+        self.leader = leader
+        self.ttl_s = ttl_s
+
+    def opened(self, connection: Connection) -> None:
+        # A session joined to the connection's transaction: closing it leaves that open.
+        with Session(bind=connection) as session:
+            _fence_opened(session, self.leader, self.ttl_s)
+
+    def closing(self, connection: Connection) -> None:
+        with Session(bind=connection) as session:
+            lease.check(session, self.leader, lock=True)
+
+
 class Guard:
     """A sweep transaction's fence, its liveness row, and the fault hooks
     (transactions.Guard)."""
@@ -128,13 +158,7 @@ class Guard:
         self.name = name
 
     def opened(self, session: Session) -> None:
-        if session.get_bind().dialect.name == "postgresql":
-            # A paused leader (SIGSTOP) holds its locks, the revision row's among them,
-            # until resumed; resumed, its fence refuses the commit. Never resumed, the
-            # database ends its session after two TTLs, and so its locks.
-            limit = int(2 * self.ttl_s * 1000)
-            session.execute(text(f"SET LOCAL idle_in_transaction_session_timeout = {limit}"))
-        lease.check(session, self.leader, lock=False)
+        _fence_opened(session, self.leader, self.ttl_s)
 
     def moved(self, session: Session, count: int) -> None:
         if self.leader.fault is not None:

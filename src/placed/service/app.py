@@ -136,7 +136,14 @@ def create_app(
     app.state.readiness = readiness
     app.state.controller = (
         controller.Controller(
-            database, found, log_json, controlling, fault, bell=bell, address=advertise
+            database,
+            found,
+            log_json,
+            controlling,
+            fault,
+            bell=bell,
+            address=advertise,
+            replica=app.state.replica,
         )
         if database is not None and controlling is not None
         else None

@@ -46,6 +46,7 @@ from placed.service.bell import EventBell
 from placed.service.context import reporter_of
 from placed.service.metrics import HttpMetrics
 from placed.service.problems import ProblemException
+from placed.service.replica import HEARTBEAT, ReplicaWorld, Retargeting
 from placed.service.targets import replanned
 from placed.store.claims import Actor, Extra
 from placed.store.targets import Seen
@@ -126,8 +127,11 @@ class Controller:
         holder: str | None = None,
         bell: EventBell | None = None,
         address: str | None = None,
+        replica: ReplicaWorld | None = None,
     ) -> None:
         self.engine = engine
+        # The live world a target's liveness changes as a delta of, when it can be one.
+        self.replica = replica
         self.address = address  # where this process takes forwarded writes, if anywhere
         self._holding: Holding | None = None
         self.metrics = metrics
@@ -336,7 +340,19 @@ class Controller:
         eventlog.emit([row], self._log_json)
 
     def _change(self, target: Seen, liveness: str, reason: str) -> None:
-        """One transaction: the target's liveness and every unit it moves."""
+        """One transaction: the target's liveness and every unit it moves. A delta of the
+        live world when it can be one (its units placed again as a simulation places
+        them, in the replica's batch, fenced by the lease); with a fault hook set, the
+        general path's, whose guard runs the hooks."""
+        if self.replica is not None and self.fault is None:
+            asked = Retargeting(((target.name, liveness),), reason, HEARTBEAT)
+            fence = sweeps.Fence(self, self.options.ttl_s)
+            try:
+                if self.replica.retarget(self.engine, asked, ACTOR, self._report, fence):
+                    return
+            except (ProblemException, OperationError) as error:
+                log.warning("controller: %s %s: %s", target.name, liveness, error.detail)
+                return
 
         def prepare(snapshot: Snapshot) -> placing.Prepared:
             row = snapshot.targets.get(target.name)

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from placed.collector import set_aside, without_cycle_collection
 from placed.engine import fit, loop
@@ -115,10 +115,10 @@ class Rescaling:
 
 @dataclass(frozen=True, slots=True)
 class Retargeting:
-    """An admin's change of targets' states: each named target's new admin state (down,
-    up, or maintenance for a drain), in the order asked, and why. `operation` names the
-    route that asks (`DOWN_OR_UP`, `BATCH`, `DRAIN`): its events and its moves' reasons
-    say what the general path's do."""
+    """A change of targets' states: each named target's new admin state (down, up, or
+    maintenance for a drain), or its liveness (`HEARTBEAT`: the controller's), in the
+    order asked, and why. `operation` names who asks (`DOWN_OR_UP`, `BATCH`, `DRAIN`,
+    `HEARTBEAT`): its events and its moves' reasons say what the general path's do."""
 
     states: tuple[tuple[str, str], ...]
     reason: str
@@ -126,6 +126,18 @@ class Retargeting:
 
 
 DOWN_OR_UP, BATCH, DRAIN = "state", "batch", "drain"
+# The controller's judgement of heartbeats: each named target's liveness (up or down)
+# rather than its admin state, fenced by the lease (`Fence`).
+HEARTBEAT = "heartbeat"
+
+
+class Fence(Protocol):
+    """A lease's fence around a batch's transaction (operations/sweeps.Fence): checked
+    as it opens and before it commits; either raises to write nothing."""
+
+    def opened(self, connection: Any) -> None: ...
+
+    def closing(self, connection: Any) -> None: ...
 
 
 @dataclass
@@ -144,6 +156,9 @@ class Ticket:
     retargeting: Retargeting | None = None
     rededicating: Rededicating | None = None
     resetting: Resetting | None = None
+    # The controller's change: committed only while it holds the lease, alone in its
+    # batch (a fenced leader's error is its own).
+    fence: Fence | None = None
     done: bool = False
     answer: dict[str, Any] | None = None
     error: BaseException | None = None
@@ -261,7 +276,26 @@ class Decided:
     def closed(self) -> bool:
         """Whether what comes after this decision waits for the next batch (or the
         general path): a change of the rules themselves is in it."""
-        return bool(self.rededicated or any(reset.changed for _, reset in self.reset))
+        return bool(
+            self.rededicated
+            or any(reset.changed for _, reset in self.reset)
+            or any(change.ticket.fence is not None for change in self.retargeted)
+        )
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.accepted
+            or self.removed
+            or self.rescaled
+            or self.retargeted
+            or self.rededicated
+            or self.reset
+        )
+
+    @property
+    def fence(self) -> Fence | None:
+        return next((c.ticket.fence for c in self.retargeted if c.ticket.fence), None)
 
     def followed_by(self, later: Decided) -> Decided:
         """This decision and `later`, made on the world this one leaves, as one."""
@@ -777,7 +811,8 @@ class ReplicaWorld:
                 cached = self._fresh(engine)
                 decided = self._decide(cached, tickets)
                 if decided.writes():
-                    stored = batch.write(connection, cached.revision, *_rows(cached, decided))
+                    written = _rows(cached, decided)
+                    stored = _fenced_write(connection, decided.fence, cached.revision, written)
         except (Stale, Behind):
             # Under the lock only a row the cache misread can be stale: plan it in full.
             self._cached = None
@@ -996,11 +1031,12 @@ class ReplicaWorld:
         saw; the workloads, units and placements made or deleted, events and history."""
         rows = _rows(cached, decided)
         committing = self.commit_process
-        if committing is not None and committing.ready():
+        fence = decided.fence
+        if fence is None and committing is not None and committing.ready():
             return _committed(committing.write(cached.revision, rows))
         # A Core connection, no ORM session: the batch's statements are the driver's.
         with engine.begin() as connection:
-            stored = batch.write(connection, cached.revision, *rows)
+            stored = _fenced_write(connection, fence, cached.revision, rows)
         return _committed(stored)
 
     def _advance(self, cached: Cached, number: int, decided: Decided, ids: dict[str, int]) -> None:
@@ -1057,9 +1093,9 @@ class ReplicaWorld:
         restated: set[str] = set()
         for change in decided.retargeted:
             for name in change.changed:
-                row = snapshot.targets[name]
+                row, now = snapshot.targets[name], change.rows[name]
                 snapshot.targets[name] = dataclasses.replace(
-                    row, admin_state=change.rows[name].admin_state
+                    row, admin_state=now.admin_state, liveness=now.liveness
                 )
                 position = planner.index.position[name]
                 # The index's own flag too: what is read of the target's status apart
@@ -1153,14 +1189,19 @@ class ReplicaWorld:
         asked: Retargeting,
         actor: Actor,
         report: placing.Reporter = placing.silent,
+        fence: Fence | None = None,
     ) -> dict[str, Any] | None:
         """Targets taken down, brought up or drained as a delta on the live world,
         committed with the claims beside it: the units of a target that stops taking
         work placed again on the world the batch leaves, one by one as `placed simulate
         --down` places them, and the rows the general path writes for it. The answer:
         the revision, the targets whose state changed, the moves. None when only the
-        general path can take it (it also answers the 404s): see `_decide_retarget`."""
-        return self._served_now(engine, _ticket(actor, report, retargeting=asked))
+        general path can take it (it also answers the 404s): see `_decide_retarget`.
+        `fence`: the controller's (a target's liveness), committed alone in its batch
+        and only while the controller holds the lease (else the fence's error)."""
+        ticket = _ticket(actor, report, retargeting=asked)
+        ticket.fence = fence
+        return self._served_now(engine, ticket)
 
     def _decide_rescale(
         self, cached: Cached, decided: Decided, ticket: Ticket, rescaling: Rescaling
@@ -1266,7 +1307,8 @@ class ReplicaWorld:
         snapshot, planner = cached.snapshot, cached.planner
         names = [name for name, _ in asked.states]
         if (
-            any(name not in snapshot.targets for name in names)
+            (ticket.fence is not None and not decided.empty)
+            or any(name not in snapshot.targets for name in names)
             or any(name in decided.targets for name in names)
             or cached.pending
             or not cached.plain
@@ -1279,14 +1321,17 @@ class ReplicaWorld:
         changed: list[str] = []
         leaving: dict[str, int] = {}
         coming: set[str] = set()
-        for name, admin_state in asked.states:
+        for name, wanted in asked.states:
             row = snapshot.targets[name]
-            after = rows[name] = dataclasses.replace(row, admin_state=admin_state)
+            if asked.operation == HEARTBEAT:
+                after = rows[name] = dataclasses.replace(row, liveness=wanted)
+            else:
+                after = rows[name] = dataclasses.replace(row, admin_state=wanted)
             position = state.position(name)
             if position is None:
                 decided.general.append(ticket)
                 return
-            if row.admin_state != admin_state:
+            if (row.admin_state, row.liveness) != (after.admin_state, after.liveness):
                 changed.append(name)
             if not after.takes_work and (row.takes_work or asked.operation == DRAIN):
                 # A drain tries again the units an earlier drain of it refused.
@@ -1672,11 +1717,13 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
     for change in decided.retargeted:
         actor, asked = change.ticket.actor, change.ticket.retargeting
         assert asked is not None
+        heartbeat = asked.operation == HEARTBEAT
         states += [
             batch.TargetState(
                 targets[name].id,
-                change.rows[name].admin_state,
+                change.rows[name].liveness if heartbeat else change.rows[name].admin_state,
                 _target_event(actor, asked, name, change),
+                liveness=heartbeat,
             )
             for name in change.changed
         ]
@@ -1714,8 +1761,21 @@ def _target_event(
 ) -> events.Pending:
     """A target's new state as the route's general path records it: target.down,
     target.up, or a drain's target.maintenance, with the reason and the moves."""
+    if asked.operation == HEARTBEAT:
+        # As the controller's general path records it (service/controller.py).
+        liveness = change.rows[name].liveness
+        details = {"reason": asked.reason, "cause": "heartbeat", "moves": len(change.moves)}
+        return events.Pending(
+            f"target.{liveness}",
+            name,
+            actor_accessor=actor.accessor,
+            actor_role=actor.role,
+            target=name,
+            request_id=actor.request_id,
+            details=details,
+        )
     state = change.rows[name].admin_state
-    details: dict[str, Any] = {"reason": asked.reason}
+    details = {"reason": asked.reason}
     if asked.operation == DRAIN:
         details["operation"] = DRAIN
     details["moves"] = len(change.moves)
@@ -1764,6 +1824,16 @@ def _unit_event(actor: Actor, move: Move, account: str | None) -> events.Pending
         request_id=actor.request_id,
         details={"from": move.source, "to": move.destination, "why": move.why},
     )
+
+
+def _fenced_write(connection: Any, fence: Fence | None, seen: int, rows: Rows) -> batch.Stored:
+    """`batch.write` in `connection`'s transaction, inside `fence` when there is one."""
+    if fence is not None:
+        fence.opened(connection)
+    stored = batch.write(connection, seen, *rows)
+    if fence is not None:
+        fence.closing(connection)
+    return stored
 
 
 def _committed(stored: batch.Stored) -> Committed:

@@ -118,12 +118,14 @@ class MovedUnit:
 
 @dataclass(frozen=True, slots=True)
 class TargetState:
-    """A target's new admin state (its generation is raised by its guard), with the
-    event that says why (target.down, target.up, target.maintenance)."""
+    """A target's new admin state, or (`liveness`) the controller's judgement of its
+    heartbeats (its generation is raised by its guard), with the event that says why
+    (target.down, target.up, target.maintenance)."""
 
     id: int
     admin_state: str
     event: events.Pending
+    liveness: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,13 +327,13 @@ def _plan(
                 [(amount, target, resource) for target, resource, amount in gone.used],
             )
         )
-    if gone.states:
-        guarded.append(
-            _Statement(
-                sql("UPDATE targets SET admin_state = ? WHERE id = ?"),
-                [(state.admin_state, state.id) for state in gone.states],
-            )
-        )
+    for liveness, statement in (
+        (False, "UPDATE targets SET admin_state = ? WHERE id = ?"),
+        (True, "UPDATE target_liveness SET liveness = ? WHERE target_id = ?"),
+    ):
+        states = [(s.admin_state, s.id) for s in gone.states if s.liveness == liveness]
+        if states:
+            guarded.append(_Statement(sql(statement), states))
     guarded += _dedication_statements(sql, gone.dedications)
     unit_ids = [u.id for u in gone.units]
     for part in _chunks(unit_ids):
