@@ -21,10 +21,12 @@ and moves the cache to the new revision without building the world again. The te
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +81,22 @@ def applied(url: str, spec: str = SPEC) -> tuple[FastAPI, TestClient]:
     answer = client.post("/v1/apply", content=spec, headers={"content-type": "application/yaml"})
     assert answer.status_code == 200, answer.text
     return app, client
+
+
+@contextlib.contextmanager
+def twins(
+    database: str, tmp_path: Path, spec: str = SPEC
+) -> Iterator[tuple[FastAPI, TestClient, FastAPI, TestClient]]:
+    """The same document applied to two stores of `database`'s kind: one whose changes
+    go through the live world, one whose changes the test sends to the general path."""
+    with another_database(database, tmp_path, "twin.db") as twin:
+        yield (*applied(database, spec), *applied(twin, spec))
+
+
+def claim_both(clients: tuple[TestClient, TestClient], body: dict[str, Any]) -> None:
+    """The same claim through both stores' live worlds: both place it."""
+    answers = [client.post("/v1/workloads", json=body) for client in clients]
+    assert [a.status_code for a in answers] == [201, 201], answers[0].text
 
 
 def rows(app: FastAPI) -> dict[str, Any]:
@@ -154,19 +172,15 @@ STEPS: list[tuple[str, str, dict[str, Any] | None]] = [
 def test_deletes_and_updates_through_the_live_world_write_what_the_general_path_writes(
     database: str, tmp_path: Path
 ) -> None:
-    with another_database(database, tmp_path, "twin.db") as twin:
-        live_app, live_client = applied(database)
-        general_app, general_client = applied(twin)
+    with twins(database, tmp_path) as (live_app, live_client, general_app, general_client):
         replica: ReplicaWorld = live_app.state.replica
         built: int | None = None
         for step, name, body in STEPS:
             if built is None and replica.rebuilds:
                 built = replica.rebuilds  # the world built once, for the first claim
             if step == "claim":
-                answers = [
-                    c.post("/v1/workloads", json=body) for c in (live_client, general_client)
-                ]
-                assert [a.status_code for a in answers] == [201, 201], answers[0].text
+                assert body is not None
+                claim_both((live_client, general_client), body)
                 continue
             if step == "update":
                 assert body is not None
@@ -221,9 +235,7 @@ TARGET_STEPS: list[tuple[str, list[str] | dict[str, Any]]] = [
 def test_targets_down_up_and_drained_through_the_live_world_write_what_the_general_path_writes(
     database: str, tmp_path: Path
 ) -> None:
-    with another_database(database, tmp_path, "twin.db") as twin:
-        live_app, live_client = applied(database)
-        general_app, general_client = applied(twin)
+    with twins(database, tmp_path) as (live_app, live_client, general_app, general_client):
         replica: ReplicaWorld = live_app.state.replica
         built: int | None = None
         moved = 0
@@ -231,10 +243,7 @@ def test_targets_down_up_and_drained_through_the_live_world_write_what_the_gener
             if built is None and replica.rebuilds:
                 built = replica.rebuilds
             if isinstance(asked, dict):
-                answers = [
-                    c.post("/v1/workloads", json=asked) for c in (live_client, general_client)
-                ]
-                assert [a.status_code for a in answers] == [201, 201], answers[0].text
+                claim_both((live_client, general_client), asked)
                 continue
             live = retarget(live_app, step, asked, True)
             general = retarget(general_app, step, asked, False)
@@ -315,9 +324,7 @@ def dedication_rows(app: FastAPI) -> dict[str, Any]:
 def test_dedications_through_the_live_world_write_what_the_general_path_writes(
     database: str, tmp_path: Path
 ) -> None:
-    with another_database(database, tmp_path, "twin.db") as twin:
-        live_app, live_client = applied(database, TENANTS)
-        general_app, general_client = applied(twin, TENANTS)
+    with twins(database, tmp_path, TENANTS) as (live_app, live_client, general_app, general_client):
         replica: ReplicaWorld = live_app.state.replica
         built: int | None = None
         for step, name, domain, account in DEDICATION_STEPS:
@@ -325,10 +332,7 @@ def test_dedications_through_the_live_world_write_what_the_general_path_writes(
                 built = replica.rebuilds  # the world built once, for the first change
             if step == "claim":
                 body = {"name": name, "account": domain, "offering": account}
-                answers = [
-                    c.post("/v1/workloads", json=body) for c in (live_client, general_client)
-                ]
-                assert [a.status_code for a in answers] == [201, 201], answers[0].text
+                claim_both((live_client, general_client), body)
                 continue
             asked = Rededicating(step, name, "root-admin", domain, account)
             live = dedications.change(live_app.state.database, ROOT, asked, name, replica=replica)
@@ -373,19 +377,14 @@ SETTING_STEPS: list[tuple[str, str, Any]] = [
 def test_settings_through_the_live_world_write_what_the_general_path_writes(
     database: str, tmp_path: Path
 ) -> None:
-    with another_database(database, tmp_path, "twin.db") as twin:
-        live_app, live_client = applied(database, TENANTS)
-        general_app, general_client = applied(twin, TENANTS)
+    with twins(database, tmp_path, TENANTS) as (live_app, live_client, general_app, general_client):
         replica: ReplicaWorld = live_app.state.replica
         built: list[int] = []
         for step, name, value in SETTING_STEPS:
             if step == "claim":
                 account, offering = value
                 body = {"name": name, "account": account, "offering": offering}
-                answers = [
-                    c.post("/v1/workloads", json=body) for c in (live_client, general_client)
-                ]
-                assert [a.status_code for a in answers] == [201, 201], answers[0].text
+                claim_both((live_client, general_client), body)
                 built.append(replica.rebuilds)
                 continue
             results: list[Any] = []

@@ -145,25 +145,6 @@ def transact(
     )
 
 
-class Moved(Exception):
-    """The store is no longer at the revision a delta was planned on."""
-
-
-def commit_at(
-    engine: Store, snapshot: Snapshot, change: C, trail: Trail[C], actor: Actor
-) -> Written[C]:
-    """Commit a change planned as a delta on a live world at `snapshot` (the replica's
-    cache), through the same writer as every change: only if the store is still at
-    `snapshot`'s revision (else `Moved`, and nothing is written)."""
-    with writing(engine) as session:
-        number = revision.bump(session)  # the lock: writers commit one at a time
-        if number != snapshot.revision + 1:
-            raise Moved(f"the store is at revision {number - 1}, not {snapshot.revision}")
-        rows = _write(session, snapshot, change, trail, number, actor)
-        final = revision.current(session)
-    return Written(change, final, rows, 0, True)
-
-
 def _nothing(snapshot: Snapshot, change: Change) -> bool:
     """Nothing to write: a change that changes nothing leaves the revision as it is."""
     return not change.moves and not change.extra and snapshot.defines_same(change.after)

@@ -15,7 +15,7 @@ import dataclasses
 import re
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -606,26 +606,6 @@ def transact(
         unplaced = unplaced_by_filter(written.change.result)
         report(written.conflicts, written.rows, seconds, False, unplaced)
     return Committed(written.change, written.revision, written.rows, written.conflicts)
-
-
-def commit_delta(
-    engine: Store,
-    snapshot: Snapshot,
-    prepared: Prepared,
-    actor: Actor,
-    touched: Iterable[change_scope.Touched],
-    report: Reporter = silent,
-) -> Committed:
-    """Commit a change planned as a delta on a live world at `snapshot` (the replica's
-    cache), through the same writer as every change: only if the store is still at
-    `snapshot`'s revision (else `transactions.Moved`, and nothing is written).
-    `touched`: the change's diff, known to the delta, judged by the scope rule as
-    `transact` judges a whole plan's."""
-    started = time.perf_counter()
-    change_scope.check_items(actor, snapshot, touched)
-    written = transactions.commit_at(engine, snapshot, prepared, _trail, actor)
-    report(0, written.rows, time.perf_counter() - started, False)
-    return Committed(prepared, written.revision, written.rows, 0)
 
 
 def _trail(before: Snapshot, prepared: Prepared) -> list[Extra]:

@@ -188,21 +188,7 @@ def rows(
                 made=resource not in old,
             )
         )
-    notes = [
-        events.Pending(
-            extra.kind,
-            extra.subject,
-            actor_accessor=actor.accessor,
-            actor_role=actor.role,
-            target=extra.target,
-            workload=extra.workload,
-            domain=extra.domain,
-            account=extra.account,
-            request_id=actor.request_id,
-            details=extra.details,
-        )
-        for extra in cloudstack.dedication_events(decided.events)
-    ]
+    notes = [extra.pending(actor) for extra in cloudstack.dedication_events(decided.events)]
     return written, notes
 
 

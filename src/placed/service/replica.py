@@ -38,8 +38,7 @@ from placed.model import Spec, Workload
 from placed.model.dedications import Topology
 from placed.model.workload import Mode
 from placed.operations.batch_commits import CommitProcess
-from placed.operations.store import Store as Engine
-from placed.operations.store import Transaction
+from placed.operations.store import Store, Transaction
 from placed.service import change_scope, live_settings, placing, problems, rededication
 from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched
 from placed.service.live_settings import Reset, Resetting
@@ -468,11 +467,11 @@ class ReplicaWorld:
         self._committer: concurrent.futures.ThreadPoolExecutor | None = None
         # Claims taken from the waiting ones while a batch commits: put back if it fails.
         self._taken: list[Ticket] = []
-        # A served app's process for the commits (service/commit_process.py); None: in
+        # A served app's process for the commits (operations/batch_commits.py); None: in
         # this one.
         self.commit_process: CommitProcess | None = None
 
-    def _fresh(self, engine: Engine) -> Cached:
+    def _fresh(self, engine: Store) -> Cached:
         # Building the world makes millions of objects that live until the next build:
         # the cycle collector would walk them all, again and again, while they are made.
         built = self.rebuilds
@@ -482,7 +481,7 @@ class ReplicaWorld:
             set_aside()  # the new world, out of the collector's sight until the next
         return cached
 
-    def _brought_up_to_date(self, engine: Engine) -> Cached:
+    def _brought_up_to_date(self, engine: Store) -> Cached:
         with reading(engine) as session:
             current = revision.current(session)
             cached = self._cached
@@ -600,7 +599,7 @@ class ReplicaWorld:
 
     def claim(
         self,
-        engine: Engine,
+        engine: Store,
         spec: WorkloadSpec,
         actor: Actor,
         report: placing.Reporter = placing.silent,
@@ -614,7 +613,7 @@ class ReplicaWorld:
             return None
         return self._served_now(engine, Ticket(spec, actor, report, time.perf_counter()))
 
-    def _served_now(self, engine: Engine, ticket: Ticket) -> dict[str, Any] | None:
+    def _served_now(self, engine: Store, ticket: Ticket) -> dict[str, Any] | None:
         """`ticket` served by the serving thread, waited for in this one. Not served
         here: under steady load the serving thread holds the batch lock from one batch
         to the next, and a thread waiting for the lock would wait that long for an
@@ -626,7 +625,7 @@ class ReplicaWorld:
             raise ticket.error
         return ticket.answer
 
-    def _enqueue(self, engine: Engine, ticket: Ticket) -> None:
+    def _enqueue(self, engine: Store, ticket: Ticket) -> None:
         """`ticket` in line for the serving thread (started when none runs)."""
         with self._arrived:
             self._waiting.append(ticket)
@@ -640,7 +639,7 @@ class ReplicaWorld:
 
     async def claim_async(
         self,
-        engine: Engine,
+        engine: Store,
         spec: WorkloadSpec,
         actor: Actor,
         report: placing.Reporter = placing.silent,
@@ -653,7 +652,7 @@ class ReplicaWorld:
             return None
         return await self._served_async(engine, Ticket(spec, actor, report, time.perf_counter()))
 
-    async def _served_async(self, engine: Engine, ticket: Ticket) -> dict[str, Any] | None:
+    async def _served_async(self, engine: Store, ticket: Ticket) -> dict[str, Any] | None:
         """`ticket` served by the serving thread, awaited on this event loop."""
         running = asyncio.get_running_loop()
         ticket.waiter = (running, running.create_future())
@@ -664,7 +663,7 @@ class ReplicaWorld:
             raise ticket.error
         return ticket.answer
 
-    def _serving(self, engine: Engine) -> None:
+    def _serving(self, engine: Store) -> None:
         """The serving thread: a batch of what waits, as long as claims keep coming."""
         while True:
             with self._arrived:
@@ -678,7 +677,7 @@ class ReplicaWorld:
                 # request: this thread goes on to the next batch.
                 self._serve_waiting(engine)
 
-    def _serve_waiting(self, engine: Engine) -> None:
+    def _serve_waiting(self, engine: Store) -> None:
         """Serve every claim waiting (under the batch lock), and the claims each batch
         took while it committed."""
         with self._waiting_lock:
@@ -709,7 +708,7 @@ class ReplicaWorld:
                 self._waiting[:0] = taken
 
     def _serve(
-        self, engine: Engine, batch: list[Ticket], speculated: Speculated | None = None
+        self, engine: Store, batch: list[Ticket], speculated: Speculated | None = None
     ) -> tuple[list[Ticket], Speculated | None]:
         """`_serve_batch`, its answers sent before it returns."""
         taken, speculated, answers = self._serve_batch(engine, batch, speculated, Answers())
@@ -718,7 +717,7 @@ class ReplicaWorld:
 
     def _serve_batch(
         self,
-        engine: Engine,
+        engine: Store,
         batch: list[Ticket],
         speculated: Speculated | None,
         earlier: Answers,
@@ -747,7 +746,7 @@ class ReplicaWorld:
 
     def _served(
         self,
-        engine: Engine,
+        engine: Store,
         batch: list[Ticket],
         speculated: Speculated | None,
         earlier: Answers,
@@ -794,7 +793,7 @@ class ReplicaWorld:
         return (*self._pending(), Answers())
 
     def _serve_locked(
-        self, engine: Engine, tickets: list[Ticket]
+        self, engine: Store, tickets: list[Ticket]
     ) -> tuple[list[Ticket], Speculated | None]:
         """`tickets` decided and committed in one transaction that holds the revision
         row's lock from its start (PostgreSQL): the cache is brought up to the revision
@@ -837,7 +836,7 @@ class ReplicaWorld:
 
     def _overlapped(
         self,
-        engine: Engine,
+        engine: Store,
         cached: Cached,
         decided: Decided,
         attempt: int,
@@ -1025,7 +1024,7 @@ class ReplicaWorld:
             return None  # what the general path writes (new targets, dedications)
         return result, after
 
-    def _commit(self, engine: Engine, cached: Cached, decided: Decided) -> Committed:
+    def _commit(self, engine: Store, cached: Cached, decided: Decided) -> Committed:
         """One transaction for the batch (store/batch.py): each target's usage moved by
         what the batch puts there and takes off it, guarded by the generation the cache
         saw; the workloads, units and placements made or deleted, events and history."""
@@ -1130,7 +1129,7 @@ class ReplicaWorld:
 
     def remove(
         self,
-        engine: Engine,
+        engine: Store,
         name: str,
         generation: int | None,
         actor: Actor,
@@ -1145,7 +1144,7 @@ class ReplicaWorld:
 
     async def remove_async(
         self,
-        engine: Engine,
+        engine: Store,
         name: str,
         generation: int | None,
         actor: Actor,
@@ -1157,7 +1156,7 @@ class ReplicaWorld:
 
     def rescale(
         self,
-        engine: Engine,
+        engine: Store,
         spec: WorkloadSpec,
         generation: int,
         actor: Actor,
@@ -1173,7 +1172,7 @@ class ReplicaWorld:
 
     async def rescale_async(
         self,
-        engine: Engine,
+        engine: Store,
         spec: WorkloadSpec,
         generation: int,
         actor: Actor,
@@ -1185,7 +1184,7 @@ class ReplicaWorld:
 
     def retarget(
         self,
-        engine: Engine,
+        engine: Store,
         asked: Retargeting,
         actor: Actor,
         report: placing.Reporter = placing.silent,
@@ -1413,7 +1412,7 @@ class ReplicaWorld:
 
     def rededicate(
         self,
-        engine: Engine,
+        engine: Store,
         asked: Rededicating,
         actor: Actor,
         report: placing.Reporter = placing.silent,
@@ -1457,7 +1456,7 @@ class ReplicaWorld:
 
     def reset(
         self,
-        engine: Engine,
+        engine: Store,
         asked: Resetting,
         actor: Actor,
         report: placing.Reporter = placing.silent,
@@ -1492,7 +1491,7 @@ class ReplicaWorld:
                 return
         decided.reset.append((ticket, judged))
 
-    def read_current(self, engine: Engine, use: Callable[[Cached], Answer]) -> Answer:
+    def read_current(self, engine: Store, use: Callable[[Cached], Answer]) -> Answer:
         """What `use` reads of the world at the store's current revision (the cache
         brought to it first), under the batch lock, so that no claim of this replica
         changes the world meanwhile: `use` changes nothing of it (it forks the state or
@@ -1761,21 +1760,13 @@ def _target_event(
 ) -> events.Pending:
     """A target's new state as the route's general path records it: target.down,
     target.up, or a drain's target.maintenance, with the reason and the moves."""
+    details: dict[str, Any] = {"reason": asked.reason}
     if asked.operation == HEARTBEAT:
         # As the controller's general path records it (service/controller.py).
-        liveness = change.rows[name].liveness
-        details = {"reason": asked.reason, "cause": "heartbeat", "moves": len(change.moves)}
-        return events.Pending(
-            f"target.{liveness}",
-            name,
-            actor_accessor=actor.accessor,
-            actor_role=actor.role,
-            target=name,
-            request_id=actor.request_id,
-            details=details,
-        )
-    state = change.rows[name].admin_state
-    details = {"reason": asked.reason}
+        state = change.rows[name].liveness
+        details["cause"] = "heartbeat"
+    else:
+        state = change.rows[name].admin_state
     if asked.operation == DRAIN:
         details["operation"] = DRAIN
     details["moves"] = len(change.moves)

@@ -85,6 +85,21 @@ class Extra:
     account: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
+    def pending(self, actor: Actor) -> events.Pending:
+        """The event to write, by `actor`."""
+        return events.Pending(
+            self.kind,
+            self.subject,
+            actor_accessor=actor.accessor,
+            actor_role=actor.role,
+            target=self.target,
+            workload=self.workload,
+            domain=self.domain,
+            account=self.account,
+            request_id=actor.request_id,
+            details=self.details,
+        )
+
 
 def commit(
     session: Session,
@@ -208,21 +223,7 @@ def commit(
         connection.execute(insert(table_of(Placement)), landing)
     owners = accounts or {}
     # What caused the moves comes first (a target down, then its units).
-    pending = [
-        events.Pending(
-            item.kind,
-            item.subject,
-            actor_accessor=actor.accessor,
-            actor_role=actor.role,
-            target=item.target,
-            workload=item.workload,
-            domain=item.domain,
-            account=item.account,
-            request_id=actor.request_id,
-            details=item.details,
-        )
-        for item in extra
-    ]
+    pending = [item.pending(actor) for item in extra]
     pending.extend(
         events.Pending(
             move.kind,
