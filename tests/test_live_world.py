@@ -411,6 +411,49 @@ def test_settings_through_the_live_world_write_what_the_general_path_writes(
         assert cached is not None and cached.snapshot.settings == stored.settings
 
 
+def test_a_vm_that_takes_a_host_by_implicit_dedication_is_a_delta_of_the_live_world(
+    database: str, tmp_path: Path
+) -> None:
+    """A dedicated VM with no host of its owner's takes an empty one, which becomes its
+    account's (a stored row): as the general path answers and writes it, the world not
+    built again, and the account's next VM goes to that host."""
+    with twins(database, tmp_path, TENANTS) as (live_app, live_client, general_app, _):
+        replica: ReplicaWorld = live_app.state.replica
+        claims = [
+            ("d1", "A13", "dedicated-small"),
+            ("d2", "A13", "dedicated-small"),
+            ("s1", "U2", "shared-small"),
+            ("e1", "A1", "dedicated-small"),
+            ("f1", "A3", "dedicated-small"),  # 5 VMs: 4 fill a host, the 5th takes another
+        ]
+        built: int | None = None
+        for name, account, offering in claims:
+            body: dict[str, Any] = {"name": name, "account": account, "offering": offering}
+            if name == "f1":
+                body["units"] = 5
+            live = live_client.post("/v1/workloads", json=body)
+            general = workloads.claim(
+                general_app.state.database, WorkloadSpec.model_validate(body), ROOT
+            )
+            assert live.status_code == 201, live.text
+            assert live.json()["placements"] == general["placements"], name
+            assert live.json() == general, name
+            built = replica.rebuilds if built is None else built
+        assert replica.rebuilds == built
+        assert unordered(dedication_rows(live_app)) == unordered(dedication_rows(general_app))
+        stored = snapshot_of(live_app)
+        assert stored.placements["d1/0"] == stored.placements["d2/0"]
+        implicit = {e["resource"]: e["account"] for e in stored.dedications if e.get("implicit")}
+        assert implicit == {
+            stored.placements["d1/0"]: "A13",
+            stored.placements["e1/0"]: "A1",
+            stored.placements["f1/0"]: "A3",
+            stored.placements["f1/4"]: "A3",
+        }
+        listed = live_client.get("/v1/dedications").json()["items"]
+        assert {d["resource"] for d in listed if d["implicit"]} == set(implicit)
+
+
 def test_a_dedication_of_a_host_a_vm_runs_on_goes_to_the_general_path(database: str) -> None:
     app, client = applied(database, TENANTS)
     replica: ReplicaWorld = app.state.replica

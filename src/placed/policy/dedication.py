@@ -81,6 +81,7 @@ ZONE_IN_FORCE = "zone-in-force"
 ZONES_READY = "zones-ready"
 PLACEMENT_FAILED = "placement-failed"
 ZONE_CLOSED_EVENT = "zone-closed"
+IMPLICIT_EVENT = "implicit-dedication"  # a host a plan gave an account (the event's kind)
 
 ZoneDedications = tuple[tuple[str, Owner], ...]
 
@@ -947,7 +948,7 @@ class Dedication(Family):
             Event(
                 tenant.time,
                 "placed",
-                "implicit-dedication",
+                IMPLICIT_EVENT,
                 host,
                 {"account": tenant.account, "domain": tenant.domain, "for": unit},
             )

@@ -17,14 +17,24 @@ it.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from placed.engine.index import TargetIndex
+from placed.engine.outcomes import DedicationCreated
 from placed.engine.report import Explainer
 from placed.engine.state import PlanState
 from placed.model import Spec
-from placed.model.dedications import Dedication, DedicationError, Dedications, Event, Topology
+from placed.model.dedications import (
+    Dedication,
+    DedicationError,
+    Dedications,
+    Event,
+    Owner,
+    Topology,
+)
+from placed.model.tenancy import ROOT_ADMIN, Tenancy
 from placed.policy.dedication import VMS, ZONE, DedicationState, owners_changed, rededicate
 from placed.service import cloudstack
 from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched
@@ -51,13 +61,12 @@ class Rededicating:
 @dataclass(frozen=True, slots=True)
 class Rededicated:
     """What the rules decided: the dedication made, changed or released, their events,
-    every dedication after the change (as the rules hold them, and as rows), each
-    location whose own dedication changes, and the dedication in force on each target
-    at or below the resource, by position."""
+    every dedication after the change as a read of the rows lists them, each location
+    whose own dedication changes, and the dedication in force on each target at or below
+    the resource, by position."""
 
     found: Dedication
     events: tuple[Event, ...]
-    items: tuple[Dedication, ...]
     entries: list[dict[str, Any]]
     own: dict[str, Dedication | None]
     in_force: dict[int, Dedication | None]
@@ -148,11 +157,26 @@ def judge(
     return Rededicated(
         found,
         made,
-        tuple(rules.items.values()),
-        cloudstack.dedication_entries(rules.items.values(), snapshot),
+        _as_read(snapshot, own),
         own,
         {position: rules.owner(host)[0] for host, position in positions.items()},
     )
+
+
+def _as_read(snapshot: Snapshot, own: Mapping[str, Dedication | None]) -> list[dict[str, Any]]:
+    """The world's dedications with `own`'s changes, in the order a read of the rows
+    gives them: outermost first, then as they were made (a changed owner keeps its row,
+    a new dedication's row comes last)."""
+    made = cloudstack.dedication_entries([d for d in own.values() if d is not None], snapshot)
+    now = {entry["resource"]: entry for entry in made}
+    kept = [
+        now.pop(entry["resource"], entry)
+        for entry in snapshot.dedications
+        if entry["resource"] not in own or entry["resource"] in now
+    ]
+    entries = [*kept, *now.values()]
+    entries.sort(key=lambda entry: snapshot.depth(entry["resource"]))
+    return entries
 
 
 def on_state(state: PlanState, decided: Rededicated) -> PlanState:
@@ -197,12 +221,15 @@ def stored(
     snapshot: Snapshot,
     index: TargetIndex,
     explainer: Explainer,
+    topology: Topology,
     decided: Rededicated,
     number: int,
 ) -> Spec:
     """The cached world once the change is stored at revision `number`: the snapshot's
     dedication rows and rules revision, and the spec whose locations and targets carry
-    the new dedications (returned), which the index and the explainer read from now."""
+    the new dedications (returned), which the index and the explainer read from now.
+    The spec's dedications and their events are the rows applied as the loader applies
+    them (spec/cloudstack.apply_dedications): a plan's document lists those events."""
     snapshot.dedications = decided.entries
     snapshot.rules_revision = number
     path = [decided.found.resource]
@@ -210,8 +237,44 @@ def stored(
         path.append(parent)
     path.reverse()
     inventory = spec.inventory.rededicated(path, decided.own)
-    after = dataclasses.replace(spec, inventory=inventory, dedications=decided.items)
+    rules = Dedications(
+        spec.tenancy or Tenancy(), topology, lambda host: (), lambda: spec.settings.now
+    )
+    for entry in decided.entries:
+        rules.dedicate(
+            ROOT_ADMIN,
+            entry["resource"],
+            entry["domain"],
+            entry.get("account"),
+            bool(entry.get("implicit")),
+        )
+    after = dataclasses.replace(
+        spec,
+        inventory=inventory,
+        dedications=tuple(rules.items.values()),
+        events=tuple(rules.events),
+    )
     index.rededicated(inventory.targets)
     owners_changed(index)
     explainer.rededicated(after)
     return after
+
+
+def implicit(snapshot: Snapshot, index: TargetIndex, made: DedicationCreated) -> Rededicated:
+    """A host a claim's VM took by implicit dedication, as the rules hold it (seed 004:
+    the empty host becomes the account's), to store in the cached world as any
+    dedication's change is (`stored`)."""
+    position = index.position[made.resource]
+    owner = Owner(made.domain, made.account, implicit=True)
+    found = Dedication(made.resource, index.targets[position].kind, owner)
+    own: dict[str, Dedication | None] = {made.resource: found}
+    return Rededicated(found, (), _as_read(snapshot, own), own, {position: found})
+
+
+def implicit_row(made: DedicationCreated, index: TargetIndex) -> batch.Rededication:
+    """Its row, as the general path writes an implicit dedication (a host nobody owned:
+    no row there before)."""
+    kind = index.targets[index.position[made.resource]].kind
+    return batch.Rededication(
+        made.resource, kind, made.domain, made.account, implicit=True, made=True
+    )

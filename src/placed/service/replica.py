@@ -39,6 +39,7 @@ from placed.model.dedications import Topology
 from placed.model.workload import Mode
 from placed.operations.batch_commits import CommitProcess
 from placed.operations.store import Store, Transaction
+from placed.policy.dedication import IMPLICIT_EVENT, DedicationState
 from placed.service import change_scope, live_settings, placing, problems, rededication
 from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched
 from placed.service.live_settings import Reset, Resetting
@@ -194,6 +195,10 @@ class Accepted:
     result: PlanResult
     moves: list[Move]
     stored_spec: dict[str, Any]  # the workload's row (its spec, defaults left out)
+    # Its plan in words, made as it is decided when the claim dedicates a host: the
+    # world's targets carry that dedication once stored, and the answer explains the
+    # placement on the world it was made on, as the general path's plan does.
+    document: dict[str, Any] | None = None
 
 
 @dataclass
@@ -279,6 +284,7 @@ class Decided:
             self.rededicated
             or any(reset.changed for _, reset in self.reset)
             or any(change.ticket.fence is not None for change in self.retargeted)
+            or any(claim.result.dedications_created for claim in self.accepted)
         )
 
     @property
@@ -368,7 +374,7 @@ class Decided:
                     "conflicts": 0,
                     "changes": placing.moves_document(claim.moves),
                     "incompatible": [],  # a new workload leaves every running unit fitting
-                    **plan_document(claim.result, self.explainer),
+                    **(claim.document or plan_document(claim.result, self.explainer)),
                 }
             )
         for removal in self.removed:
@@ -965,7 +971,12 @@ class ReplicaWorld:
                 for p in result.placements
             ]
             stored = spec.model_dump(mode="json", exclude_defaults=True)
-            decided.accepted.append(Accepted(ticket, spec, workload, result, moves, stored))
+            document = (
+                plan_document(result, cached.explainer) if result.dedications_created else None
+            )
+            decided.accepted.append(
+                Accepted(ticket, spec, workload, result, moves, stored, document)
+            )
             taken.add(name)
             decided.state = after
         return decided
@@ -1019,9 +1030,11 @@ class ReplicaWorld:
         after = state.fork()
         result = PlanResult(spec_now, cached.planner.families)
         context = loop.Context(cached.planner.judge, after, result)
+        since = _made_so_far(after)
         result.outcomes = loop.run(context, [workload])
-        if after.created or result.events or result.dedications_created:
-            return None  # what the general path writes (new targets, dedications)
+        _made_since(result, since)
+        if after.created or not _only_implicit_dedications(result):
+            return None  # what the general path writes (new targets, failure events)
         return result, after
 
     def _commit(self, engine: Store, cached: Cached, decided: Decided) -> Committed:
@@ -1043,10 +1056,15 @@ class ReplicaWorld:
         snapshot = cached.snapshot
         snapshot.revision = number
         planner = cached.planner
+        # Each read from the dedications the one before leaves (a claim's VMs may take
+        # several hosts).
+        for claim in decided.accepted:
+            for made in claim.result.dedications_created:
+                _store_dedication(
+                    cached, rededication.implicit(snapshot, planner.index, made), number
+                )
         for _, rededicated in decided.rededicated:
-            cached.spec = rededication.stored(
-                cached.spec, snapshot, planner.index, cached.explainer, rededicated, number
-            )
+            _store_dedication(cached, rededicated, number)
         for _, reset in decided.reset:
             if reset.changed:
                 cached.spec = live_settings.stored(cached.spec, snapshot, planner, reset, number)
@@ -1273,7 +1291,7 @@ class ReplicaWorld:
                 model, units=wanted - len(running), first=_ordinal(running[-1]) + 1
             )
             planned = self._plan(cached, decided.spec, decided.state, adding)
-            if planned is None or planned[0].unplaced:
+            if planned is None or planned[0].unplaced or planned[0].dedications_created:
                 decided.general.append(ticket)  # a unit would wait for room: pending
                 return
             result, state = planned
@@ -1369,7 +1387,9 @@ class ReplicaWorld:
         }
         result = PlanResult(decided.spec, planner.families)
         context = loop.Context(planner.judge, state, result, previous=was, again=lost)
+        since = _made_so_far(state)
         result.outcomes = loop.run(context, [dataclasses.replace(m, units=0) for m in models])
+        _made_since(result, since)
         if result.unplaced or state.created or result.events or result.dedications_created:
             decided.general.append(ticket)
             return
@@ -1739,7 +1759,11 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
             for m in change.moves
             if m.source is not None and m.destination is not None
         ]
-    dedications: list[batch.Rededication] = []
+    dedications: list[batch.Rededication] = [
+        rededication.implicit_row(made, cached.planner.index)
+        for claim in decided.accepted
+        for made in claim.result.dedications_created
+    ]
     notes: list[events.Pending] = []
     for ticket, rededicated in decided.rededicated:
         written, said = rededication.rows(rededicated, cached.snapshot, ticket.actor)
@@ -1814,6 +1838,42 @@ def _unit_event(actor: Actor, move: Move, account: str | None) -> events.Pending
         account=account,
         request_id=actor.request_id,
         details={"from": move.source, "to": move.destination, "why": move.why},
+    )
+
+
+def _store_dedication(cached: Cached, rededicated: Rededicated, number: int) -> None:
+    cached.spec = rededication.stored(
+        cached.spec,
+        cached.snapshot,
+        cached.planner.index,
+        cached.explainer,
+        cached.dedication_topology(),
+        rededicated,
+        number,
+    )
+
+
+def _made_so_far(state: PlanState) -> tuple[int, int]:
+    """How many events and implicit dedications `state` holds before a run on it."""
+    kept = state.found_family_state(DedicationState)
+    return len(state.events), len(kept.dedicated) if kept is not None else 0
+
+
+def _made_since(result: PlanResult, since: tuple[int, int]) -> None:
+    """The result's events and implicit dedications of its own run: the loop reports a
+    state's whole lists, and the live world's state holds those of the changes before
+    it (stored already)."""
+    events, made = since
+    result.events = result.events[events:]
+    result.dedications_created = result.dedications_created[made:]
+
+
+def _only_implicit_dedications(result: PlanResult) -> bool:
+    """Whether all the run made, besides placements, is hosts implicitly dedicated to
+    the accounts of the VMs that took them (a stored row each, the batch writes it); a
+    failure event or any other dedication is the general path's to write."""
+    return all(event.kind == IMPLICIT_EVENT for event in result.events) and all(
+        made.implicit for made in result.dedications_created
     )
 
 
