@@ -75,18 +75,17 @@ class Cached:
     state: PlanState  # the world as it stands: every unit in its place
     kinds: set[str]
     explainer: Explainer  # its workloads grow with the claims the cache takes
-    # What a delete can be a delta for: no unit waits for room (a freed place would be
-    # given to it), and every workload is an allocation with no reference to another
-    # (near, avoid, Juju's directives: a deletion can change their verdicts).
+    # What a change other than a claim can be a delta for: no unit waits for room (a
+    # freed place would be given to it), and every workload is an allocation with no
+    # reference to another (near, avoid, Juju's directives: a deletion can change their
+    # verdicts). A tenant's VM is one, whatever its offering: one that holds its host by
+    # implicit dedication is not releasable (policy/dedication.py), and a change that
+    # would release it goes to the whole plan.
     pending: int = 0
     plain: bool = True
     # No running unit misfits its place (fit.collector): a change's answer then lists no
     # `incompatible`, and a delta need not find which of them the change leaves.
     fitting: bool = True
-    # Every workload is an allocation with no reference to another, whatever its
-    # offering (`plain` but for the offerings): a change of the rules that moves no unit
-    # (a dedication where no VM runs, a setting) leaves every verdict a whole plan gives.
-    allocations: bool = True
     # The locations' tree as the dedication rules read it, made on a dedication's first
     # change (a change of dedications keeps it).
     topology: Topology | None = None
@@ -510,11 +509,8 @@ class ReplicaWorld:
         self.rebuilds += 1
         explainer = Explainer(spec, planner.families)
         explainer.workloads = planner.workloads
-        allocations = all(
-            row.mode == "allocation" for row in snapshot.workloads.values()
-        ) and not any(_reads_others(stored) for stored in snapshot.workload_specs.values())
-        plain = allocations and not any(
-            _given(stored.get("offering")) for stored in snapshot.workload_specs.values()
+        plain = all(row.mode == "allocation" for row in snapshot.workloads.values()) and not any(
+            _reads_others(stored) for stored in snapshot.workload_specs.values()
         )
         self._cached = Cached(
             snapshot.revision,
@@ -527,7 +523,6 @@ class ReplicaWorld:
             len(planned.unplaced),
             plain,
             not misfits,
-            allocations=allocations,
         )
         return self._cached
 
@@ -1452,7 +1447,7 @@ class ReplicaWorld:
         when a unit waits for room (the change could open a host to it), a workload reads
         another or is not a plain allocation, a running unit misfits its place, or the
         rules cannot judge it here (rededication.judge)."""
-        if cached.pending or not cached.allocations or not cached.fitting:
+        if cached.pending or not cached.plain or not cached.fitting:
             decided.general.append(ticket)
             return
         judged = rededication.judge(
@@ -1494,7 +1489,7 @@ class ReplicaWorld:
         when a unit waits for room (implicit dedication on could give it a host), a
         workload reads another or is not a plain allocation, a running unit misfits its
         place, or the value is not one the delta judges (live_settings.judge)."""
-        if cached.pending or not cached.allocations or not cached.fitting or decided.reset:
+        if cached.pending or not cached.plain or not cached.fitting or decided.reset:
             decided.general.append(ticket)
             return
         judged = live_settings.judge(cached.spec, cached.snapshot, asked)
