@@ -454,27 +454,33 @@ def test_a_vm_that_takes_a_host_by_implicit_dedication_is_a_delta_of_the_live_wo
         assert {d["resource"] for d in listed if d["implicit"]} == set(implicit)
 
 
-def test_in_a_tenants_world_a_shared_vm_s_delete_is_a_delta_and_a_dedicated_one_s_is_not(
-    database: str,
+def test_deletes_of_tenants_vms_are_deltas_and_release_a_host_s_implicit_dedication(
+    database: str, tmp_path: Path
 ) -> None:
-    """Offerings do not keep the live world from deltas: a shared VM's delete is one. A
-    dedicated VM that holds its host by implicit dedication is the whole plan's to
-    delete: the host's dedication goes with its last such VM."""
-    app, client = applied(database, TENANTS)
-    replica: ReplicaWorld = app.state.replica
-    for name, offering in (("d", "dedicated-small"), ("s", "shared-small")):
-        body = {"name": name, "account": "A13", "offering": offering}
-        assert client.post("/v1/workloads", json=body).status_code == 201
-    built = replica.rebuilds
-    assert client.delete("/v1/workloads/s").status_code == 200
-    assert client.post("/v1/workloads", json={"name": "x", "resources": {"cpu": 1}}).status_code
-    assert replica.rebuilds == built
-    host = snapshot_of(app).placements["d/0"]
-    assert [e["resource"] for e in snapshot_of(app).dedications if e.get("implicit")] == [host]
-    assert client.delete("/v1/workloads/d").status_code == 200
-    assert not [e for e in snapshot_of(app).dedications if e.get("implicit")]
-    assert client.post("/v1/workloads", json={"name": "y", "resources": {"cpu": 1}}).status_code
-    assert replica.rebuilds == built + 1
+    """Offerings do not keep the live world from deltas: a shared VM's delete is one,
+    and so is a dedicated VM's, whose host's implicit dedication ends with its
+    account's last VM there (a row deleted), as the whole plan writes it."""
+    with twins(database, tmp_path, TENANTS) as (live_app, live_client, general_app, other):
+        replica: ReplicaWorld = live_app.state.replica
+        clients = (live_client, other)
+        for name, offering in (("d", "dedicated-small"), ("e", "dedicated-small")):
+            body = {"name": name, "account": "A13", "offering": offering}
+            claim_both(clients, body)
+        claim_both(clients, {"name": "s", "account": "U2", "offering": "shared-small"})
+        built = replica.rebuilds
+        host = snapshot_of(live_app).placements["d/0"]
+        assert snapshot_of(live_app).placements["e/0"] == host
+        for name, released in (("s", False), ("d", False), ("e", True)):
+            live = delete(live_app, name, True)
+            general = delete(general_app, name, False)
+            assert live == general, name
+            implicit = [e for e in snapshot_of(live_app).dedications if e.get("implicit")]
+            assert bool(implicit) != released, name
+        assert unordered(dedication_rows(live_app)) == unordered(dedication_rows(general_app))
+        # The host is nobody's again: another account's dedicated VM may take it.
+        body = {"name": "f", "account": "A1", "offering": "dedicated-small"}
+        assert live_client.post("/v1/workloads", json=body).status_code == 201
+        assert replica.rebuilds == built
 
 
 def test_a_dedication_of_a_host_a_vm_runs_on_goes_to_the_general_path(database: str) -> None:

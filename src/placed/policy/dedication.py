@@ -217,6 +217,7 @@ class DedicationState(FamilyState):
         ledgers: dict[str, FloatArray],
         dedicated: list[tuple[int, Owner]],
         allowed: set[tuple[str, str]],
+        released: list[tuple[int, Owner]] | None = None,
     ) -> None:
         self._owner = owner
         self._size = size
@@ -227,6 +228,9 @@ class DedicationState(FamilyState):
         self._ledgers = ledgers
         # Targets a plan dedicated (implicit dedication), in order, with their owner.
         self.dedicated = dedicated
+        # Hosts whose implicit dedication ended as their owner's last VM there left (a
+        # live world's release), in order, with the owner they had.
+        self.released = released if released is not None else []
         self._allowed = allowed  # (unit, what a fallback allowed it)
         # Masks that depend on the owners alone (the hosts an account's dedications
         # cover, those nobody owns), kept until an owner changes: most units change
@@ -252,6 +256,7 @@ class DedicationState(FamilyState):
             {k: v.copy() for k, v in self._ledgers.items()},
             list(self.dedicated),
             set(self._allowed),
+            list(self.released),
         )
 
     def grown(self, position: int, target: Target) -> None:
@@ -616,15 +621,22 @@ class DedicationFilter(_Filter, Consumer):
         kept.count(VMS, positions)
 
     def can_release(self, prepared: Tenant) -> bool:
-        # A dedicated VM may be the last of its account on a host it holds by implicit
-        # dedication: its leaving releases that dedication, a stored row, which only the
-        # whole plan's commit writes (service/placing.py). A shared VM changes counts.
-        return not prepared.dedicated
+        return True
 
     def release(self, prepared: Tenant, state: Any, position: int) -> None:
         kept = state.family_state(DedicationState)
         kept.count(prepared.tally, position, -1)
         kept.count(VMS, position, -1)
+        if not prepared.dedicated or kept.tally(prepared.tally)[position] > 0:
+            return
+        # The last VM of its account on a host it holds by implicit dedication: the
+        # host is nobody's again, as the whole plan's commit releases it (only VMs of
+        # that account run on such a host: a shared request is never admitted there).
+        code = int(kept.owner[position])
+        owner = kept.owners[code] if code >= 0 else None
+        if owner is not None and owner.implicit and owner.account == prepared.account:
+            kept.set_owner(position, NO_OWNER)
+            kept.released.append((position, owner))
 
     def implicit_at(self, tenant: Tenant, position: int) -> bool:
         setting = int(self.implicit[position]) if position < self.implicit.size else -1

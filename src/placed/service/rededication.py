@@ -278,3 +278,15 @@ def implicit_row(made: DedicationCreated, index: TargetIndex) -> batch.Rededicat
     return batch.Rededication(
         made.resource, kind, made.domain, made.account, implicit=True, made=True
     )
+
+
+def released_implicit(
+    snapshot: Snapshot, index: TargetIndex, host: str, owner: Owner
+) -> Rededicated:
+    """A host's implicit dedication that its owner's last VM there took with it (seed
+    004: the host is released when its last such VM leaves), to store in the cached
+    world as any dedication's change is (`stored`)."""
+    position = index.position[host]
+    found = Dedication(host, index.targets[position].kind, owner)
+    own: dict[str, Dedication | None] = {host: None}
+    return Rededicated(found, (), _as_read(snapshot, own), own, {position: None})

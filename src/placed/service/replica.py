@@ -35,7 +35,7 @@ from placed.engine.planner import Planner
 from placed.engine.report import Explainer, plan_document
 from placed.engine.state import PlanState
 from placed.model import Spec, Workload
-from placed.model.dedications import Topology
+from placed.model.dedications import Owner, Topology
 from placed.model.workload import Mode
 from placed.operations.batch_commits import CommitProcess
 from placed.operations.store import Store, Transaction
@@ -209,6 +209,8 @@ class Removed:
     row: WorkloadRow
     workload: Workload
     moves: list[Move]
+    # Hosts whose implicit dedication its last VM there took with it, and their owner.
+    released: list[tuple[str, Owner]] = field(default_factory=list)
 
 
 @dataclass
@@ -284,6 +286,7 @@ class Decided:
             or any(reset.changed for _, reset in self.reset)
             or any(change.ticket.fence is not None for change in self.retargeted)
             or any(claim.result.dedications_created for claim in self.accepted)
+            or any(removal.released for removal in self.removed)
         )
 
     @property
@@ -1006,13 +1009,15 @@ class ReplicaWorld:
             return
         request = planner.request(workload)
         state = decided.state.fork()
+        before = _released_so_far(state)
         moves: list[Move] = []
         for unit in cached.state.placed(name):
             source = snapshot.placements.get(unit)
             moves.append(Move(name, unit, source, None, "its workload is gone", REMOVED))
             if source is not None:
                 planner.pipeline.release(request, state, state.remove(unit))
-        decided.removed.append(Removed(ticket, row, workload, moves))
+        released = [(state.target_id(p), owner) for p, owner in _released_since(state, before)]
+        decided.removed.append(Removed(ticket, row, workload, moves, released))
         decided.gone.add(name)
         decided.state = state
 
@@ -1058,6 +1063,10 @@ class ReplicaWorld:
                 _store_dedication(
                     cached, rededication.implicit(snapshot, planner.index, made), number
                 )
+        for removal in decided.removed:
+            for host, owner in removal.released:
+                released = rededication.released_implicit(snapshot, planner.index, host, owner)
+                _store_dedication(cached, released, number)
         for _, rededicated in decided.rededicated:
             _store_dedication(cached, rededicated, number)
         for _, reset in decided.reset:
@@ -1272,10 +1281,14 @@ class ReplicaWorld:
                 decided.general.append(ticket)
                 return
             state = decided.state.fork()
+            before = _released_so_far(state)
             for unit in running[wanted:]:
                 source = snapshot.placements[unit]
                 moves.append(Move(name, unit, source, None, placing.FEWER_UNITS, REMOVED))
                 planner.pipeline.release(request, state, state.remove(unit))
+            if _released_since(state, before):
+                decided.general.append(ticket)  # a host's implicit dedication goes with it
+                return
         else:
             if not set(model.resources) <= set(planner.index.resources):
                 decided.general.append(ticket)
@@ -1365,6 +1378,7 @@ class ReplicaWorld:
                     lost.setdefault(snapshot.units[unit][1], []).append(unit)
         order = sorted(lost, key=lambda workload: snapshot.workloads[workload].id)
         models = [planner.workloads[workload] for workload in order]
+        before = _released_so_far(state)
         for model in models:
             request = planner.request(model)
             if not planner.pipeline.releasable(request):
@@ -1373,6 +1387,9 @@ class ReplicaWorld:
             lost[model.name].sort(key=_ordinal)
             for unit in lost[model.name]:
                 planner.pipeline.release(request, state, state.remove(unit))
+        if _released_since(state, before):
+            decided.general.append(ticket)  # a host's implicit dedication goes with its VMs
+            return
         # What each unit was, so that each is judged on its own as a simulation judges
         # the units it places again (not in a block).
         was: dict[str, Outcome] = {
@@ -1758,6 +1775,10 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
         rededication.implicit_row(made, cached.planner.index)
         for claim in decided.accepted
         for made in claim.result.dedications_created
+    ] + [
+        batch.Rededication(host, "", owner.domain, owner.account, implicit=True, gone=True)
+        for removal in decided.removed
+        for host, owner in removal.released
     ]
     notes: list[events.Pending] = []
     for ticket, rededicated in decided.rededicated:
@@ -1846,6 +1867,17 @@ def _store_dedication(cached: Cached, rededicated: Rededicated, number: int) -> 
         rededicated,
         number,
     )
+
+
+def _released_so_far(state: PlanState) -> int:
+    kept = state.found_family_state(DedicationState)
+    return len(kept.released) if kept is not None else 0
+
+
+def _released_since(state: PlanState, since: int) -> list[tuple[int, Owner]]:
+    """The hosts whose implicit dedication a release on `state` ended, since `since`."""
+    kept = state.found_family_state(DedicationState)
+    return kept.released[since:] if kept is not None else []
 
 
 def _made_so_far(state: PlanState) -> tuple[int, int]:
