@@ -10,7 +10,6 @@ changed or released.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -234,7 +233,7 @@ def change(
         except DedicationError as error:
             raise cloudstack.problem(error) from None
         new_events = cloud.events[seen:]
-        after = copy.deepcopy(snapshot)
+        after = snapshot.copy()
         after.dedications = cloudstack.dedication_entries(cloud.rules.items.values(), snapshot)
         prepared = placing.plan(snapshot, after)
         prepared.extra.extend(cloudstack.dedication_events(new_events))
@@ -412,7 +411,7 @@ def put_offering(
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         old = next((o for o in snapshot.offerings if o["name"] == name), None)
         new = wanted(old)
-        after = copy.deepcopy(snapshot)
+        after = snapshot.copy()
         if old != new:
             after.offerings = [o for o in after.offerings if o["name"] != name] + [new]
         prepared = placing.plan(snapshot, after)
@@ -550,7 +549,7 @@ def put_setting(
             cloud.set_implicit(who, enabled)
         except DedicationError as error:
             raise cloudstack.problem(error) from None
-        after = copy.deepcopy(snapshot)
+        after = snapshot.copy()
         if was != value:
             after.settings[key] = value
         prepared = placing.plan(snapshot, after)

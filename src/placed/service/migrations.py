@@ -16,7 +16,6 @@ leave one `migration.refused` event, nothing else.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections import Counter
 from collections.abc import Sequence
@@ -284,7 +283,7 @@ def drain(
             )
         draining = set(wanted)
         rows = {name: snapshot.targets[name] for name in wanted}
-        after = copy.deepcopy(snapshot)
+        after = snapshot.copy()
         for name, row in rows.items():
             after.targets[name] = dataclasses.replace(row, admin_state=MAINTENANCE)
         # The allocation units that run there (mapping and every-mode units follow the
@@ -301,7 +300,7 @@ def drain(
                 for workload, found in units.items()
             }
             again = {workload: found for workload, found in again.items() if found}
-            prepared = placing.plan(snapshot, copy.deepcopy(after), again)
+            prepared = placing.plan(snapshot, after.copy(), again)
             moving = {unit for found in again.values() for unit in found}
             nowhere = {o.unit: o.summary for o in prepared.result.unplaced if o.unit in moving}
             if not nowhere:

@@ -4,7 +4,6 @@ generation the caller saw, DELETE removes it and its units."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from typing import Annotated, Any
 
@@ -358,12 +357,12 @@ def replace(
         row = snapshot.workloads.get(name)
         if row is None or (reach is not None and row.account not in reach):
             raise problems.ProblemException(404, "not-found", f"no workload {name!r}")
-        prepared = placing.plan(snapshot, copy.deepcopy(snapshot))
+        prepared = placing.plan(snapshot, snapshot.copy())
         misfits = {m["unit"]: m for m in prepared.data["incompatible"] if m["workload"] == name}
         stayed: list[dict[str, Any]] = []
         moving = list(misfits)
         while moving:
-            prepared = placing.plan(snapshot, copy.deepcopy(snapshot), {name: moving})
+            prepared = placing.plan(snapshot, snapshot.copy(), {name: moving})
             nowhere = {o.unit: o.summary for o in prepared.result.unplaced if o.unit in misfits}
             if not nowhere:
                 break
@@ -372,7 +371,7 @@ def replace(
             stayed.extend({**misfits[unit], "summary": nowhere[unit]} for unit in nowhere)
             moving = [unit for unit in moving if unit not in nowhere]
             if not moving:
-                prepared = placing.plan(snapshot, copy.deepcopy(snapshot))
+                prepared = placing.plan(snapshot, snapshot.copy())
         prepared.moves = [
             dataclasses.replace(
                 move,

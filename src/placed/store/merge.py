@@ -10,7 +10,6 @@ teams' files never silently overwrite each other.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -74,7 +73,7 @@ def _walk(
 
 def apply(before: Snapshot, documents: Sequence[SpecDocument], prune: bool = False) -> Applied:
     """`before` with `documents` applied in order (each named: its `name`)."""
-    after = copy.deepcopy(before)
+    after = before.copy()
     conflicts: list[Conflict] = []
     capacity: dict[str, dict[str, float]] = {}
     status: dict[str, str] = {}
