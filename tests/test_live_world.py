@@ -483,6 +483,56 @@ def test_deletes_of_tenants_vms_are_deltas_and_release_a_host_s_implicit_dedicat
         assert replica.rebuilds == built
 
 
+def _document(workloads: dict[str, int]) -> str:
+    """The `racks` document again, with these workloads (name: units)."""
+    lines = [f"  - {{name: {n}, units: {u}, resources: {{cpu: 1}}}}" for n, u in workloads.items()]
+    return SPEC + "workloads:\n" + "\n".join(lines) + "\n"
+
+
+APPLY_STEPS: list[tuple[dict[str, int], bool]] = [
+    ({"a": 2, "b": 1}, False),  # workloads added to the document
+    ({"a": 2, "b": 1}, False),  # the same again: nothing changes
+    ({"a": 3, "b": 1, "c": 2}, False),  # a count up, a workload added
+    ({"a": 3}, True),  # pruned: b and c deleted
+    ({"a": 1}, False),  # a count down
+]
+
+
+def test_documents_applied_through_the_live_world_write_what_the_general_path_writes(
+    database: str, tmp_path: Path
+) -> None:
+    with twins(database, tmp_path) as (live_app, live_client, general_app, general_client):
+        replica: ReplicaWorld = live_app.state.replica
+        # The live world built, by a claim (a first apply builds none).
+        claim_both((live_client, general_client), {"name": "x", "resources": {"cpu": 1}})
+        built = replica.rebuilds
+        for workloads_named, prune in APPLY_STEPS:
+            body = _document(workloads_named)
+            answers = []
+            for app, client in ((live_app, live_client), (general_app, general_client)):
+                live = app is live_app
+                kept = app.state.replica
+                app.state.replica = kept if live else None  # the general path alone
+                try:
+                    answer = client.post(
+                        f"/v1/apply?prune={str(prune).lower()}",
+                        content=body,
+                        headers={"content-type": "application/yaml"},
+                    )
+                finally:
+                    app.state.replica = kept
+                assert answer.status_code == 200, answer.text
+                found = answer.json()
+                found["changes"].sort(key=lambda move: move["unit"])
+                found["placements"].sort(key=lambda placed: placed["unit"])
+                answers.append(found)
+            assert answers[0] == answers[1], workloads_named
+        assert unordered(rows(live_app)) == unordered(rows(general_app))
+        # Every apply was a delta: the claim after the last finds the world current.
+        claim_both((live_client, general_client), {"name": "y", "resources": {"cpu": 1}})
+        assert replica.rebuilds == built == 1
+
+
 def test_a_dedication_of_a_host_a_vm_runs_on_goes_to_the_general_path(database: str) -> None:
     app, client = applied(database, TENANTS)
     replica: ReplicaWorld = app.state.replica
@@ -1007,6 +1057,23 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
     def implicit(self, enabled: bool) -> None:
         answer = self.client.put("/v1/settings/implicit_dedication", json={"value": enabled})
         assert answer.status_code == 200, answer.text
+
+    @rule(units=st.integers(1, 3), second=st.booleans(), prune=st.booleans())
+    def apply_workloads(self, units: int, second: bool, prune: bool) -> None:
+        # A document of workloads alone: a delta (new ones placed, counts changed, and
+        # with prune those it names no more deleted) when every unit finds room.
+        lines = [f"  - {{name: app1, units: {units}, resources: {{cpu: 0.5, memory: 1}}}}"]
+        if second:
+            lines.append("  - {name: app2, resources: {cpu: 1, memory: 1}}")
+        body = "name: apps\nworkloads:\n" + "\n".join(lines) + "\n"
+        answer = self.client.post(
+            f"/v1/apply?prune={str(prune).lower()}",
+            content=body,
+            headers={"content-type": "application/yaml"},
+        )
+        assert answer.status_code in (200, 409), answer.text
+        self.alive.update({"app1": units, **({"app2": 1} if second else {})})
+        self._recount()
 
     @rule(capacity=st.sampled_from([2, 4, 8]))
     def apply(self, capacity: int) -> None:

@@ -14,9 +14,10 @@ from placed.engine.report import plan_document
 from placed.service import change_scope, context, documents, placing, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.bodies import read_body
+from placed.service.live_apply import Applying
 from placed.service.offload import OFFLOAD_BYTES, Offload
 from placed.service.plan import PLACED_BYTES, invalid_spec
-from placed.service.replica import API_DOCUMENT
+from placed.service.replica import API_DOCUMENT, ReplicaWorld
 from placed.spec import SpecError
 from placed.spec.juju.convert import native_document
 from placed.spec.juju.files import looks_like_juju_text
@@ -30,6 +31,9 @@ from placed.store.database import reading
 from placed.store.world import Snapshot
 
 router = APIRouter(prefix="/v1")
+# The largest body an apply reads in the live world's serving thread (its claims wait
+# meanwhile): a few workloads' documents; a larger one is read and planned apart.
+LIVE_BYTES = 64 * 1024
 
 
 def sections_of(snapshot: Snapshot) -> dict[str, Any]:
@@ -261,8 +265,25 @@ def apply(
     expected_revision: int | None,
     report: placing.Reporter,
     caller: Caller,
+    replica: ReplicaWorld | None = None,
 ) -> dict[str, Any]:
+    """With `replica`, a delta on its live world when the documents change workloads
+    alone (service/live_apply.py), for a body small enough to read in the serving thread
+    (`LIVE_BYTES`)."""
     reach = context.accounts_of(request_engine, caller)
+    if (
+        replica is not None
+        and not dry_run
+        and expected_revision is None
+        and len(body) <= LIVE_BYTES
+    ):
+
+        def read(snapshot: Snapshot) -> list[SpecDocument]:
+            return scoped(documents_of(body, source, snapshot), caller, reach)
+
+        fast = replica.apply(request_engine, Applying(read, prune), actor, report)
+        if fast is not None:
+            return fast
     named: set[str] = set()
     titles: list[str] = []
 
@@ -393,4 +414,5 @@ async def post_apply(
         expected_revision,
         context.reporter(request),
         caller,
+        request.app.state.replica,
     )

@@ -40,8 +40,9 @@ from placed.model.workload import Mode
 from placed.operations.batch_commits import CommitProcess
 from placed.operations.store import Store, Transaction
 from placed.policy.dedication import IMPLICIT_EVENT, DedicationState
-from placed.service import change_scope, live_settings, placing, problems, rededication
+from placed.service import change_scope, live_apply, live_settings, placing, problems, rededication
 from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched
+from placed.service.live_apply import Applying, Difference
 from placed.service.live_settings import Reset, Resetting
 from placed.service.rededication import Rededicated, Rededicating
 from placed.spec import SpecError
@@ -155,6 +156,7 @@ class Ticket:
     retargeting: Retargeting | None = None
     rededicating: Rededicating | None = None
     resetting: Resetting | None = None
+    applying: Applying | None = None
     # The controller's change: committed only while it holds the lease, alone in its
     # batch (a fenced leader's error is its own).
     fence: Fence | None = None
@@ -197,7 +199,8 @@ class Accepted:
     # Its plan in words, made as it is decided when the claim dedicates a host: the
     # world's targets carry that dedication once stored, and the answer explains the
     # placement on the world it was made on, as the general path's plan does.
-    document: dict[str, Any] | None = None
+    plan: dict[str, Any] | None = None
+    home: str = API_DOCUMENT  # the document it belongs to
 
 
 @dataclass
@@ -247,6 +250,27 @@ class Retargeted:
 
 
 @dataclass
+class Applied:
+    """Documents applied as a delta: their difference from what is stored, and the
+    claims, deletes and count changes of the batch it is made of."""
+
+    ticket: Ticket
+    difference: Difference
+    prune: bool
+    accepted: list[Accepted]
+    removed: list[Removed]
+    rescaled: list[Rescaled]
+
+    @property
+    def moves(self) -> list[Move]:
+        return [
+            *(m for claim in self.accepted for m in claim.moves),
+            *(m for rescale in self.rescaled for m in rescale.moves),
+            *(m for removal in self.removed for m in removal.moves),
+        ]
+
+
+@dataclass
 class Decided:
     """A batch as the cached world judges it, before anything is answered."""
 
@@ -276,6 +300,9 @@ class Decided:
     # A setting's change ends it too: the world's settings and every tenant's request
     # change once it is stored.
     reset: list[tuple[Ticket, Reset]] = field(default_factory=list)
+    # Documents applied: their changes are in the lists above too; an apply that changes
+    # something ends the decision (its answer is the documents' as a whole).
+    applied: list[Applied] = field(default_factory=list)
 
     @property
     def closed(self) -> bool:
@@ -287,6 +314,7 @@ class Decided:
             or any(change.ticket.fence is not None for change in self.retargeted)
             or any(claim.result.dedications_created for claim in self.accepted)
             or any(removal.released for removal in self.removed)
+            or any(not applied.difference.empty for applied in self.applied)
         )
 
     @property
@@ -298,6 +326,7 @@ class Decided:
             or self.retargeted
             or self.rededicated
             or self.reset
+            or self.applied
         )
 
     @property
@@ -322,6 +351,7 @@ class Decided:
             later.targets,
             self.rededicated + later.rededicated,
             self.reset + later.reset,
+            self.applied + later.applied,
         )
 
     def writes(self) -> bool:
@@ -376,7 +406,7 @@ class Decided:
                     "conflicts": 0,
                     "changes": placing.moves_document(claim.moves),
                     "incompatible": [],  # a new workload leaves every running unit fitting
-                    **(claim.document or plan_document(claim.result, self.explainer)),
+                    **(claim.plan or plan_document(claim.result, self.explainer)),
                 }
             )
         for removal in self.removed:
@@ -422,6 +452,25 @@ class Decided:
             recorded = [event for event in rows.get("", []) if event.subject in subjects]
             ticket.report(0, recorded, time.perf_counter() - ticket.started, False)
             ticket.finish(answer={**rededicated.answer(), "revision": number})
+        for applied in self.applied:
+            ticket = applied.ticket
+            results = [c.result for c in applied.accepted] + [r.result for r in applied.rescaled]
+            names = {move.workload for move in applied.moves}
+            recorded = [event for key in ("", *names) for event in rows.get(key, [])]
+            ticket.report(0, recorded, time.perf_counter() - ticket.started, False)
+            result = PlanResult(self.spec, self.explainer.families)
+            result.outcomes = [outcome for found in results for outcome in found.outcomes]
+            ticket.finish(
+                answer={
+                    "revision": number,
+                    "dry_run": False,
+                    "documents": applied.difference.titles,
+                    "changes": placing.moves_document(applied.moves),
+                    "incompatible": [],
+                    "conflicts": 0,
+                    **plan_document(result, self.explainer),
+                }
+            )
         for ticket, reset in self.reset:
             recorded = [event for event in rows.get("", []) if event.kind == "setting.changed"]
             ticket.report(0, recorded, time.perf_counter() - ticket.started, False)
@@ -470,6 +519,8 @@ class ReplicaWorld:
         self._server: threading.Thread | None = None
         self._cached: Cached | None = None
         self.rebuilds = 0
+        # Whether a decision sent a change to the general path since the cache was read.
+        self._general_since = False
         # Commits run here, so the claims that arrive meanwhile are decided while a
         # batch is in flight (`_overlapped`).
         self._committer: concurrent.futures.ThreadPoolExecutor | None = None
@@ -759,7 +810,13 @@ class ReplicaWorld:
         speculated: Speculated | None,
         earlier: Answers,
     ) -> tuple[list[Ticket], Speculated | None, Answers]:
-        cached = self._cached or self._fresh(engine)
+        if self._cached is None or self._general_since:
+            # A change this replica left to the general path has most likely committed
+            # since: read the revision first rather than commit a batch to find it Behind.
+            self._general_since = False
+            cached = self._fresh(engine)
+        else:
+            cached = self._cached
         for attempt in range(TRIES):
             if attempt == 0 and speculated is not None and speculated.holds(cached):
                 decided = speculated.decided
@@ -900,6 +957,12 @@ class ReplicaWorld:
     def _decide(self, cached: Cached, batch: list[Ticket], on: Decided | None = None) -> Decided:
         """What the cached world says of each claim; `on`: on the world that decision
         leaves (its batch committing), its new names taken."""
+        decided = self._decided(cached, batch, on)
+        if decided.general:
+            self._general_since = True
+        return decided
+
+    def _decided(self, cached: Cached, batch: list[Ticket], on: Decided | None = None) -> Decided:
         if on is None:
             decided = Decided(cached.explainer, cached.state, cached.spec, cached.state)
             taken: set[str] = set()
@@ -916,6 +979,9 @@ class ReplicaWorld:
             if ticket.resetting is not None:
                 self._decide_reset(cached, decided, ticket, ticket.resetting)
                 continue
+            if ticket.applying is not None:
+                self._decide_apply(cached, decided, ticket, ticket.applying)
+                continue
             if ticket.rededicating is not None:
                 self._decide_rededication(cached, decided, ticket, ticket.rededicating)
                 continue
@@ -930,58 +996,68 @@ class ReplicaWorld:
                 continue
             spec = ticket.spec
             assert spec is not None
-            name = spec.name
-            if name in gone:
-                decided.general.append(ticket)  # its deletion is not stored yet
-                continue
-            if name in cached.snapshot.workloads or name in taken:
-                if change_scope.hidden(ticket.actor, cached.snapshot, name) or (
-                    name in taken and not _taken_in_view(decided, on, ticket, spec, cached.snapshot)
-                ):
-                    decided.refused.append((ticket, change_scope.name_taken(name)))
-                else:
-                    decided.refuse(ticket, "exists", f"workload {name!r} exists: PUT changes it")
-                continue
-            if not decided.in_scope(ticket, cached.snapshot, name, CREATED, spec.account):
-                continue
-            try:
-                workload = self._load(cached, spec)
-            except SpecError:
-                decided.general.append(ticket)  # reported with the whole spec there
-                continue
-            if workload.mode != "allocation" or not set(workload.resources) <= set(
-                cached.planner.index.resources
-            ):
-                decided.general.append(ticket)
-                continue
-            planned = self._plan(cached, decided.spec, decided.state, workload)
-            if planned is None:
-                decided.general.append(ticket)
-                continue
-            result, after = planned
-            unplaced = result.unplaced
-            if unplaced:
-                decided.refuse(
-                    ticket,
-                    "unplaceable",
-                    f"{len(unplaced)} of the units cannot be placed: {unplaced[0].summary}",
-                )
-                continue
-            cached.explainer.workloads[workload.name] = workload
-            moves = [
-                Move(workload.name, p.unit, None, p.target, cached.explainer.reason(p), PLACED)
-                for p in result.placements
-            ]
-            stored = spec.model_dump(mode="json", exclude_defaults=True)
-            document = (
-                plan_document(result, cached.explainer) if result.dedications_created else None
-            )
-            decided.accepted.append(
-                Accepted(ticket, spec, workload, result, moves, stored, document)
-            )
-            taken.add(name)
-            decided.state = after
+            self._decide_claim(cached, decided, ticket, spec, on)
         return decided
+
+    def _decide_claim(
+        self,
+        cached: Cached,
+        decided: Decided,
+        ticket: Ticket,
+        spec: WorkloadSpec,
+        on: Decided | None,
+        home: str = API_DOCUMENT,
+    ) -> None:
+        """A new workload (of document `home`) placed on the world `decided` leaves, or
+        refused (its name taken, a unit with no place), or left to the general path."""
+        name = spec.name
+        if name in decided.gone:
+            decided.general.append(ticket)  # its deletion is not stored yet
+            return
+        if name in cached.snapshot.workloads or name in decided.names:
+            if change_scope.hidden(ticket.actor, cached.snapshot, name) or (
+                name in decided.names
+                and not _taken_in_view(decided, on, ticket, spec, cached.snapshot)
+            ):
+                decided.refused.append((ticket, change_scope.name_taken(name)))
+            else:
+                decided.refuse(ticket, "exists", f"workload {name!r} exists: PUT changes it")
+            return
+        if not decided.in_scope(ticket, cached.snapshot, name, CREATED, spec.account):
+            return
+        try:
+            workload = self._load(cached, spec, home)
+        except SpecError:
+            decided.general.append(ticket)  # reported with the whole spec there
+            return
+        if workload.mode != "allocation" or not set(workload.resources) <= set(
+            cached.planner.index.resources
+        ):
+            decided.general.append(ticket)
+            return
+        planned = self._plan(cached, decided.spec, decided.state, workload)
+        if planned is None:
+            decided.general.append(ticket)
+            return
+        result, after = planned
+        unplaced = result.unplaced
+        if unplaced:
+            decided.refuse(
+                ticket,
+                "unplaceable",
+                f"{len(unplaced)} of the units cannot be placed: {unplaced[0].summary}",
+            )
+            return
+        cached.explainer.workloads[workload.name] = workload
+        moves = [
+            Move(workload.name, p.unit, None, p.target, cached.explainer.reason(p), PLACED)
+            for p in result.placements
+        ]
+        stored = spec.model_dump(mode="json", exclude_defaults=True)
+        plan = plan_document(result, cached.explainer) if result.dedications_created else None
+        decided.accepted.append(Accepted(ticket, spec, workload, result, moves, stored, plan, home))
+        decided.names.add(name)
+        decided.state = after
 
     def _decide_removal(
         self, cached: Cached, decided: Decided, ticket: Ticket, removing: Removing
@@ -1081,7 +1157,7 @@ class ReplicaWorld:
             snapshot.workloads[workload.name] = WorkloadRow(
                 ids[f"workload:{workload.name}"],
                 0,
-                API_DOCUMENT,
+                claim.home,
                 claim.spec.account,
                 "allocation",
             )
@@ -1490,6 +1566,70 @@ class ReplicaWorld:
         decided.rededicated.append((ticket, judged))
         decided.state = rededication.on_state(decided.state, judged)
 
+    def apply(
+        self,
+        engine: Store,
+        asked: Applying,
+        actor: Actor,
+        report: placing.Reporter = placing.silent,
+    ) -> dict[str, Any] | None:
+        """Documents applied as a delta on the live world when their difference from what
+        is stored is workloads alone (service/live_apply.py): POST /v1/apply's answer, or
+        None when only the general path can take them (it also answers every refusal).
+        Without a world in memory yet, None at once: a first apply (an inventory, most
+        likely) builds no world only to find it the general path's."""
+        if self._cached is None:
+            return None
+        ticket = _ticket(actor, report)
+        ticket.applying = asked
+        return self._served_now(engine, ticket)
+
+    def _decide_apply(
+        self, cached: Cached, decided: Decided, ticket: Ticket, asked: Applying
+    ) -> None:
+        """The documents' difference decided on the world `decided` leaves, as the claims,
+        deletes and count changes it is made of, all or none: to the general path when
+        the difference is more than workloads, when any of them would go there or be
+        refused (a unit with no place waits pending there), or when the batch holds
+        other changes already (the apply answers as one)."""
+        snapshot = cached.snapshot
+        if not decided.empty or cached.pending or not cached.plain or not cached.fitting:
+            decided.general.append(ticket)
+            return
+        try:
+            documents = asked.read(snapshot)
+        except Exception:
+            decided.general.append(ticket)
+            return
+        named = [w.name for document in documents for w in document.workloads]
+        if any(change_scope.hidden(ticket.actor, snapshot, name) for name in named):
+            decided.general.append(ticket)
+            return
+        found = live_apply.difference(snapshot, documents, asked.prune)
+        if found is None:
+            decided.general.append(ticket)
+            return
+        sub = Decided(cached.explainer, decided.state, decided.spec, decided.state)
+        sub.names, sub.gone = set(decided.names), set(decided.gone)
+        for name in found.deleted:
+            self._decide_removal(cached, sub, _part_of(ticket), Removing(name, None))
+        for spec, generation in found.counted:
+            self._decide_rescale(cached, sub, _part_of(ticket), Rescaling(spec, generation))
+        for spec, home in found.created:
+            self._decide_claim(cached, sub, _part_of(ticket), spec, None, home)
+        if sub.general or sub.refused or sub.closed:
+            decided.general.append(ticket)
+            return
+        decided.accepted += sub.accepted
+        decided.removed += sub.removed
+        decided.rescaled += sub.rescaled
+        decided.names |= sub.names
+        decided.gone |= sub.gone
+        decided.state = sub.state
+        decided.applied.append(
+            Applied(ticket, found, asked.prune, sub.accepted, sub.removed, sub.rescaled)
+        )
+
     def reset(
         self,
         engine: Store,
@@ -1562,6 +1702,11 @@ def _ticket(
         rededicating=rededicating,
         resetting=resetting,
     )
+
+
+def _part_of(ticket: Ticket) -> Ticket:
+    """A change an applied document is made of: by its caller, answered with it."""
+    return Ticket(None, ticket.actor, placing.silent, ticket.started)
 
 
 def _ordinal(unit: str) -> int:
@@ -1684,13 +1829,13 @@ def _rows(cached: Cached, decided: Decided) -> Rows:
                 c.workload.name,
                 c.spec.account,
                 c.stored_spec,
-                API_DOCUMENT,
+                c.home,
                 _workload_event(
                     c.ticket.actor,
                     "workload.created",
                     c.workload.name,
                     c.spec.account,
-                    {"how": CREATED, "spec": c.stored_spec, "document": API_DOCUMENT},
+                    {"how": CREATED, "spec": c.stored_spec, "document": c.home},
                 ),
             )
             for c in decided.accepted
@@ -1789,6 +1934,10 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
         written, said = rededication.rows(rededicated, cached.snapshot, ticket.actor)
         dedications += written
         notes += said
+    for applied in decided.applied:
+        if not applied.difference.empty:
+            extras = applied.difference.notes(cached.snapshot, applied.prune)
+            notes += [extra.pending(applied.ticket.actor) for extra in extras]
     settings: list[tuple[str, Any]] = []
     for ticket, reset in decided.reset:
         if reset.changed:

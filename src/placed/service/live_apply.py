@@ -1,0 +1,122 @@
+"""An applied document as a delta on the live world (service/replica.py): its difference
+from what is stored, when that difference is workloads alone (new ones, counts changed,
+and with prune those it no longer names), each then decided as a claim, a count change
+or a delete is, and all of them committed together or none.
+
+Anything else the documents change (the inventory, tenancy, offerings, dedications,
+settings, storage, a document's settings, what runs) goes to the general path, as does
+a workload changed otherwise than in its count, or given to another document, account
+or mode: the whole plan judges those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from placed.spec.schema import SpecDocument, WorkloadSpec
+from placed.store import merge
+from placed.store.claims import Extra
+from placed.store.world import Snapshot
+
+# Compared between the world read and the world after the documents: a delta leaves them.
+_UNCHANGED = (
+    "nodes",
+    "parents",
+    "node_documents",
+    "targets",
+    "domains",
+    "accounts",
+    "offerings",
+    "dedications",
+    "settings",
+    "storage",
+    "document_settings",
+    "legacy_mode",
+    "units",
+    "placements",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Applying:
+    """POST /v1/apply's ask: its documents as read against a world (the caller's scope
+    applied), and whether what a document no longer names is deleted."""
+
+    read: Callable[[Snapshot], list[SpecDocument]]
+    prune: bool
+
+
+@dataclass
+class Difference:
+    """What the documents change, as the changes the live world takes."""
+
+    titles: list[str]
+    documents: list[SpecDocument]
+    named: set[str]
+    created: list[tuple[WorkloadSpec, str]] = field(default_factory=list)  # spec, document
+    counted: list[tuple[WorkloadSpec, int]] = field(default_factory=list)  # spec, generation
+    deleted: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.created or self.counted or self.deleted)
+
+    def notes(self, before: Snapshot, prune: bool) -> list[Extra]:
+        """A `document.applied` event per document, and a `document.pruned` one for each
+        whose prune deleted something (service/apply.py's, which the general path
+        writes)."""
+        found: list[Extra] = []
+        for document in self.documents:
+            name = str(document.name)
+            found.append(
+                Extra(
+                    "document.applied",
+                    name,
+                    details={"prune": prune, "workloads": [w.name for w in document.workloads]},
+                )
+            )
+            deleted = [
+                f"workload {gone}"
+                for gone in self.deleted
+                if before.workloads[gone].document == name
+            ]
+            if deleted:
+                found.append(Extra("document.pruned", name, details={"deleted": deleted}))
+        return found
+
+
+def difference(snapshot: Snapshot, documents: list[SpecDocument], prune: bool) -> Difference | None:
+    """The documents' difference from `snapshot` as workloads created, counts changed and
+    workloads deleted; None when anything else differs (the general path's)."""
+    applied = merge.apply(snapshot, documents, prune)
+    after = applied.after
+    if applied.conflicts or applied.new_dedications:
+        return None
+    if any(getattr(after, key) != getattr(snapshot, key) for key in _UNCHANGED):
+        return None
+    titles = [str(document.name) for document in documents]
+    specs = {w.name: w for document in documents for w in document.workloads}
+    found = Difference(titles, documents, set(specs))
+    for name, stored in after.workload_specs.items():
+        row = after.workloads[name]
+        was = snapshot.workloads.get(name)
+        if was is None:
+            found.created.append((specs[name], str(row.document)))
+            continue
+        if stored == snapshot.workload_specs[name]:
+            if row != was:
+                return None  # its mode read again under another default
+            continue
+        if (row.document, row.account, row.mode) != (was.document, was.account, was.mode):
+            return None
+        if _without_count(stored) != _without_count(snapshot.workload_specs[name]):
+            return None
+        found.counted.append((specs[name], was.generation))
+    found.deleted = [name for name in snapshot.workloads if name not in after.workloads]
+    return found
+
+
+def _without_count(stored: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in stored.items() if key != "units"}
