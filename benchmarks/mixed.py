@@ -16,7 +16,8 @@ units applied, then:
    (loopback, so the server's time plus about a millisecond), each followed by a claim
    (the first claim after a change): a claim, a delete, a spec update, a host taken down
    and brought up, the drain of a host holding 100 units, a dedication of an empty host
-   and its release, and a setting change (implicit dedication off and on).
+   and its release, a setting change (implicit dedication off and on), and a document
+   of one workload applied (new, then with one more unit).
 
 The inventory has, beside the generated hosts, a zone of two: `bench-drain`, sized for
 exactly 100 units and preferring (soft affinity) the workload `running-drain` of 100
@@ -334,6 +335,13 @@ def _alone(base: str, token: str) -> list[tuple[str, float]]:
         step("setting change", "PUT", "/v1/settings/implicit_dedication", off, 200)
         then_claim("a setting change")
         client.send("PUT", "/v1/settings/implicit_dedication", on)
+        # A document of one workload: applied new, then with one more unit.
+        for units, label in ((1, "apply of a new workload's document"), (2, "apply of a count")):
+            document = {"name": "bench-apps", "workloads": [_spec("alone-applied", units)]}
+            applied = step(label, "POST", "/v1/apply", document, 200)
+            if len(applied.get("changes", [])) != 1:
+                raise RuntimeError(f"{label}: {applied.get('changes')}")
+            then_claim(f"an {label}")
     finally:
         client.close()
     return timed
