@@ -14,7 +14,7 @@ from placed.engine.report import plan_document
 from placed.service import change_scope, context, documents, placing, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.bodies import read_body
-from placed.service.live_apply import Applying
+from placed.service.live_apply import Applying, document_events
 from placed.service.offload import OFFLOAD_BYTES, Offload
 from placed.service.plan import PLACED_BYTES, invalid_spec
 from placed.service.replica import API_DOCUMENT, ReplicaWorld
@@ -240,19 +240,7 @@ def _document_events(
             owner = row.document if row is not None else before.node_documents.get(item.name)
             if owner is not None:
                 deleted.setdefault(owner, []).append(f"{item.kind} {item.name}")
-    found: list[Extra] = []
-    for document in documents:
-        name = str(document.name)
-        found.append(
-            Extra(
-                "document.applied",
-                name,
-                details={"prune": prune, "workloads": [w.name for w in document.workloads]},
-            )
-        )
-        if deleted.get(name):
-            found.append(Extra("document.pruned", name, details={"deleted": deleted[name]}))
-    return found
+    return document_events(documents, deleted, prune)
 
 
 def apply(

@@ -18,25 +18,11 @@ from typing import Any
 from placed.spec.schema import SpecDocument, WorkloadSpec
 from placed.store import merge
 from placed.store.claims import Extra
-from placed.store.world import Snapshot
+from placed.store.world import DEFINING, Snapshot
 
-# Compared between the world read and the world after the documents: a delta leaves them.
-_UNCHANGED = (
-    "nodes",
-    "parents",
-    "node_documents",
-    "targets",
-    "domains",
-    "accounts",
-    "offerings",
-    "dedications",
-    "settings",
-    "storage",
-    "document_settings",
-    "legacy_mode",
-    "units",
-    "placements",
-)
+# Compared between the world read and the world after the documents: a delta leaves them
+# (what defines the world but its workloads, and what runs where).
+_UNCHANGED = (*DEFINING, "targets", "units", "placements")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,27 +50,31 @@ class Difference:
         return not (self.created or self.counted or self.deleted)
 
     def notes(self, before: Snapshot, prune: bool) -> list[Extra]:
-        """A `document.applied` event per document, and a `document.pruned` one for each
-        whose prune deleted something (service/apply.py's, which the general path
-        writes)."""
-        found: list[Extra] = []
-        for document in self.documents:
-            name = str(document.name)
-            found.append(
-                Extra(
-                    "document.applied",
-                    name,
-                    details={"prune": prune, "workloads": [w.name for w in document.workloads]},
-                )
+        """The documents' events, as the general path writes them."""
+        deleted: dict[str, list[str]] = {}
+        for gone in self.deleted:
+            deleted.setdefault(str(before.workloads[gone].document), []).append(f"workload {gone}")
+        return document_events(self.documents, deleted, prune)
+
+
+def document_events(
+    documents: list[SpecDocument], deleted: dict[str, list[str]], prune: bool
+) -> list[Extra]:
+    """A `document.applied` event per document, and a `document.pruned` one for each
+    whose prune deleted something, naming what (`deleted`, by document)."""
+    found: list[Extra] = []
+    for document in documents:
+        name = str(document.name)
+        found.append(
+            Extra(
+                "document.applied",
+                name,
+                details={"prune": prune, "workloads": [w.name for w in document.workloads]},
             )
-            deleted = [
-                f"workload {gone}"
-                for gone in self.deleted
-                if before.workloads[gone].document == name
-            ]
-            if deleted:
-                found.append(Extra("document.pruned", name, details={"deleted": deleted}))
-        return found
+        )
+        if deleted.get(name):
+            found.append(Extra("document.pruned", name, details={"deleted": deleted[name]}))
+    return found
 
 
 def difference(snapshot: Snapshot, documents: list[SpecDocument], prune: bool) -> Difference | None:

@@ -51,6 +51,20 @@ CHANGED_SETTING = "world.changed"
 # current ones is stale: its placements were judged by rules that no longer hold, and
 # no target generation of theirs records it (a dedication touches no target row).
 RULES_SETTING = "world.rules"
+# A snapshot's fields that define the world but for its workloads and targets' rows.
+DEFINING = (
+    "nodes",
+    "parents",
+    "node_documents",
+    "domains",
+    "accounts",
+    "offerings",
+    "dedications",
+    "settings",
+    "storage",
+    "document_settings",
+    "legacy_mode",
+)
 DERIVED_MODES = frozenset({"mapping", "every"})
 
 
@@ -135,21 +149,7 @@ class Snapshot:
     def defines_same(self, other: Snapshot) -> bool:
         """Whether `other` defines the same world (placements apart)."""
         return all(
-            getattr(self, key) == getattr(other, key)
-            for key in (
-                "nodes",
-                "parents",
-                "node_documents",
-                "workload_specs",
-                "domains",
-                "accounts",
-                "offerings",
-                "dedications",
-                "settings",
-                "storage",
-                "document_settings",
-                "legacy_mode",
-            )
+            getattr(self, key) == getattr(other, key) for key in (*DEFINING, "workload_specs")
         ) and {
             n: (t.capacity, t.admin_state, t.liveness == "down") for n, t in self.targets.items()
         } == {
