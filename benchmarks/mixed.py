@@ -436,6 +436,7 @@ def measure(kind: str, targets: int, running: int, window: float, seed: int) -> 
         made = sum(1 for label, _ in alone if label.startswith("the claim after"))
         alive.update({f"alone-claim-{i}": 1 for i in range(made)})
         alive["alone-claim-0"] = 2  # the spec update's
+        alive["alone-applied"] = 2  # the applied document's, with its one more unit
         errors = [*pure.errors, *mix.errors, *_check_store(url, alive, running_workloads)]
     return Run(
         kind,
