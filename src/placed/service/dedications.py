@@ -45,7 +45,7 @@ from placed.service.auth import (
     Caller,
     allow,
 )
-from placed.service.live_settings import Resetting
+from placed.service.live_settings import CONTROLLER_SETTINGS, Resetting
 from placed.service.rededication import DEDICATE, RELEASE, UPDATE, Rededicating
 from placed.service.replica import ReplicaWorld
 from placed.service.targets import MoveView
@@ -64,10 +64,7 @@ Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
 SETTINGS = {
     "implicit_dedication": "CloudStack's implicit.dedication.enable: a dedicated request "
     "that finds no dedicated host takes an empty, undedicated one for its account.",
-    **{
-        key: str(SettingsSpec.model_fields[key].description)
-        for key in ("heartbeat_interval_s", "heartbeat_timeout_s", "disruption_guard_min_targets")
-    },
+    **{key: str(SettingsSpec.model_fields[key].description) for key in CONTROLLER_SETTINGS},
 }
 
 

@@ -101,12 +101,13 @@ def difference(snapshot: Snapshot, documents: list[SpecDocument], prune: bool) -
             continue
         if (row.document, row.account, row.mode) != (was.document, was.account, was.mode):
             return None
-        if _without_count(stored) != _without_count(snapshot.workload_specs[name]):
+        if count_aside(stored) != count_aside(snapshot.workload_specs[name]):
             return None
         found.counted.append((specs[name], was.generation))
     found.deleted = [name for name in snapshot.workloads if name not in after.workloads]
     return found
 
 
-def _without_count(stored: dict[str, Any]) -> dict[str, Any]:
+def count_aside(stored: dict[str, Any]) -> dict[str, Any]:
+    """A stored spec without its unit count: what a count-only change leaves alone."""
     return {key: value for key, value in stored.items() if key != "units"}

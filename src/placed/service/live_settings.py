@@ -29,6 +29,13 @@ from placed.store.claims import Actor
 from placed.store.world import Snapshot
 
 IMPLICIT = "implicit_dedication"
+# The controller's settings of the whole world, judged together (a timeout at least 3
+# heartbeats long).
+CONTROLLER_SETTINGS = (
+    "heartbeat_interval_s",
+    "heartbeat_timeout_s",
+    "disruption_guard_min_targets",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,18 +90,14 @@ def judge(spec: Spec, snapshot: Snapshot, asked: Resetting) -> Reset | None:
             return None
         return Reset(key, value, spec.settings.implicit_dedication)
     fields = SettingsSpec.model_fields
-    if key not in fields or key not in _WORLD or isinstance(value, bool | str):
+    if key not in fields or key not in CONTROLLER_SETTINGS or isinstance(value, bool | str):
         return None
-    now = {k: snapshot.settings.get(k, fields[k].default) for k in _WORLD if k != key}
+    now = {k: snapshot.settings.get(k, fields[k].default) for k in CONTROLLER_SETTINGS if k != key}
     try:
         checked = SettingsSpec.model_validate({**now, key: value})
     except ValidationError:
         return None
     return Reset(key, getattr(checked, key), snapshot.settings.get(key, fields[key].default))
-
-
-# The controller's settings, judged together (a timeout at least 3 heartbeats long).
-_WORLD = ("heartbeat_interval_s", "heartbeat_timeout_s", "disruption_guard_min_targets")
 
 
 def stored(spec: Spec, snapshot: Snapshot, planner: Planner, reset: Reset, number: int) -> Spec:

@@ -1332,7 +1332,7 @@ class ReplicaWorld:
             or not cached.plain
             or not cached.fitting
             or not _simple(spec)
-            or _count_aside(stored) != _count_aside(was)
+            or live_apply.count_aside(stored) != live_apply.count_aside(was)
         ):
             decided.general.append(ticket)
             return
@@ -1711,11 +1711,6 @@ def _part_of(ticket: Ticket) -> Ticket:
 
 def _ordinal(unit: str) -> int:
     return int(unit.rpartition("/")[2])
-
-
-def _count_aside(stored: dict[str, Any]) -> dict[str, Any]:
-    """A stored spec without its unit count: what a count-only change leaves alone."""
-    return {key: value for key, value in stored.items() if key != "units"}
 
 
 # What a batch's commit answers: the new revision, the ids of what it made (a workload's
