@@ -1109,6 +1109,11 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
                 current = world.read(session).revision
             if cached.revision == current:
                 assert cached.snapshot.placements == placements
+                # Each target's units as a drain reads them.
+                assert all(
+                    cached.units_on(target) == {u for u, on in placements.items() if on == target}
+                    for target in cached.snapshot.targets
+                )
                 state = cached.state
                 index = cached.planner.index
                 for name, resources in used.items():

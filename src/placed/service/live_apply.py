@@ -21,8 +21,11 @@ from placed.store.claims import Extra
 from placed.store.world import DEFINING, Snapshot
 
 # Compared between the world read and the world after the documents: a delta leaves them
-# (what defines the world but its workloads, and what runs where).
-_UNCHANGED = (*DEFINING, "targets", "units", "placements")
+# (what defines the world but its workloads, and what runs where). The large maps are
+# compared at the keys the documents wrote (merge.Written), the rest whole.
+_BY_NODE = ("nodes", "parents", "node_documents", "targets")
+_BY_UNIT = ("units", "placements")
+_WHOLE = tuple(key for key in DEFINING if key not in _BY_NODE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,12 +87,31 @@ def difference(snapshot: Snapshot, documents: list[SpecDocument], prune: bool) -
     after = applied.after
     if applied.conflicts or applied.new_dedications:
         return None
-    if any(getattr(after, key) != getattr(snapshot, key) for key in _UNCHANGED):
+    written = applied.written
+    if any(getattr(after, key) != getattr(snapshot, key) for key in _WHOLE) or not (
+        all(
+            _same_at(getattr(after, key), getattr(snapshot, key), written.nodes) for key in _BY_NODE
+        )
+        and all(
+            _same_at(getattr(after, key), getattr(snapshot, key), written.units) for key in _BY_UNIT
+        )
+    ):
         return None
     titles = [str(document.name) for document in documents]
     specs = {w.name: w for document in documents for w in document.workloads}
     found = Difference(titles, documents, set(specs))
-    for name, stored in after.workload_specs.items():
+    # In the order of `after`'s workloads, as a whole plan reads them: those stored by
+    # id, then the new ones as the documents name them.
+    position = {name: k for k, name in enumerate(specs)}
+    for name in sorted(
+        written.workloads,
+        key=lambda n: (
+            (0, snapshot.workloads[n].id) if n in snapshot.workloads else (1, position[n])
+        ),
+    ):
+        stored = after.workload_specs.get(name)
+        if stored is None:
+            continue  # deleted: below
         row = after.workloads[name]
         was = snapshot.workloads.get(name)
         if was is None:
@@ -106,6 +128,16 @@ def difference(snapshot: Snapshot, documents: list[SpecDocument], prune: bool) -
         found.counted.append((specs[name], was.generation))
     found.deleted = [name for name in snapshot.workloads if name not in after.workloads]
     return found
+
+
+_ABSENT = object()
+
+
+def _same_at(after: dict[str, Any], before: dict[str, Any], written: set[str]) -> bool:
+    """Whether `after`, a copy of `before` changed only at `written`, equals it."""
+    return len(after) == len(before) and all(
+        after.get(key, _ABSENT) == before.get(key, _ABSENT) for key in written
+    )
 
 
 def count_aside(stored: dict[str, Any]) -> dict[str, Any]:

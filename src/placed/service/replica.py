@@ -91,10 +91,38 @@ class Cached:
     # tenancy (a change of dedications keeps it).
     topology: Topology | None = None
 
+    # Each target's units, kept by every placement the cache takes, so that a drain reads
+    # its targets' units rather than every placement (30,000 of them cost 5 ms a drain).
+    by_target: dict[str, set[str]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.by_target = {}
+        for unit, on in self.snapshot.placements.items():
+            self.by_target.setdefault(on, set()).add(unit)
+
     def dedication_topology(self) -> Topology:
         if self.topology is None:
             self.topology = Topology.of_roots(self.spec.inventory.roots)
         return self.topology
+
+    def units_on(self, target: str) -> set[str]:
+        return self.by_target.get(target, set())
+
+    def put(self, unit: str, target: str) -> None:
+        """`unit` is on `target` now (its row says so)."""
+        placements = self.snapshot.placements
+        before = placements.get(unit)
+        placements[unit] = target
+        if before != target:
+            if before is not None:
+                self.by_target[before].discard(unit)
+            self.by_target.setdefault(target, set()).add(unit)
+
+    def lift(self, unit: str) -> None:
+        """`unit` is on no target now (deleted, or its workload is)."""
+        before = self.snapshot.placements.pop(unit, None)
+        if before is not None:
+            self.by_target[before].discard(unit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -615,7 +643,7 @@ class ReplicaWorld:
                 return False
             workload = names[placed.workload_id]
             snapshot.units[placed.name] = (placed.id, workload)
-            snapshot.placements[placed.name] = placed.target
+            cached.put(placed.name, placed.target)
             state.place(placed.name, workload, position)
             state.judging = placed.name
             planner.pipeline.reserve(planner.request(models[workload]), state, position)
@@ -1166,14 +1194,14 @@ class ReplicaWorld:
             for move in claim.moves:
                 assert move.destination is not None
                 snapshot.units[move.unit] = (ids[move.unit], workload.name)
-                snapshot.placements[move.unit] = move.destination
+                cached.put(move.unit, move.destination)
         for removal in decided.removed:
             name = removal.workload.name
             del snapshot.workloads[name]
             del snapshot.workload_specs[name]
             for move in removal.moves:
                 del snapshot.units[move.unit]
-                snapshot.placements.pop(move.unit, None)
+                cached.lift(move.unit)
             del planner.workloads[name]  # the explainer's too: one dict
         changed: dict[str, Workload] = {}
         for rescale in decided.rescaled:
@@ -1186,10 +1214,10 @@ class ReplicaWorld:
             for move in rescale.moves:
                 if move.destination is None:
                     del snapshot.units[move.unit]
-                    del snapshot.placements[move.unit]
+                    cached.lift(move.unit)
                 else:
                     snapshot.units[move.unit] = (ids[move.unit], name)
-                    snapshot.placements[move.unit] = move.destination
+                    cached.put(move.unit, move.destination)
             planner.workloads[name] = changed[name] = workload
         restated: set[str] = set()
         for change in decided.retargeted:
@@ -1205,7 +1233,7 @@ class ReplicaWorld:
                 restated.add(name)
             for move in change.moves:
                 assert move.destination is not None
-                snapshot.placements[move.unit] = move.destination
+                cached.put(move.unit, move.destination)
         usage = _usage(cached, decided)
         for name, used in usage.items():
             row = snapshot.targets[name]
@@ -1452,10 +1480,9 @@ class ReplicaWorld:
             decided.general.append(ticket)  # its units' rows are not written yet
             return
         lost: dict[str, list[str]] = {}
-        if leaving:
-            for unit, target in snapshot.placements.items():
-                if target in leaving:
-                    lost.setdefault(snapshot.units[unit][1], []).append(unit)
+        for target in leaving:
+            for unit in cached.units_on(target):
+                lost.setdefault(snapshot.units[unit][1], []).append(unit)
         order = sorted(lost, key=lambda workload: snapshot.workloads[workload].id)
         models = [planner.workloads[workload] for workload in order]
         before = _released_so_far(state)
