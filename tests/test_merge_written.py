@@ -14,7 +14,7 @@ from placed.spec.schema import SpecDocument
 from placed.store import merge
 from placed.store.world import Snapshot
 
-FIRST = {
+FIRST: dict[str, Any] = {
     "name": "fleet",
     "inventory": [
         {
@@ -46,7 +46,7 @@ def changed_keys(before: dict[str, Any], after: dict[str, Any]) -> set[str]:
     return {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
 
 
-CHANGES = {
+CHANGES: dict[str, dict[str, Any]] = {
     "the same again": FIRST,
     "a count": {**FIRST, "workloads": [{**FIRST["workloads"][0], "units": 3}]},
     "a rack gone, its host moved up": {
