@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from placed.engine.selection import stable_hashes
+from placed.engine.selection import premixed, stable_hashes
 from placed.model import Spec, Target
 from placed.policy.capacity import capacity_matrix, resource_names
 
@@ -74,6 +74,9 @@ class TargetIndex:
         self.ids = [target.id for target in self.targets]
         self.position = {target_id: position for position, target_id in enumerate(self.ids)}
         self.hashes = stable_hashes(self.ids)
+        # The tie-break's first mixing step on each target's hash alone, made once: a
+        # unit's tie among 10,000 targets then costs two fewer passes over them.
+        self.premixed = premixed(self.hashes)
         self.resources = tuple(resources)
         self.capacity = capacity_matrix(self.targets, self.resources)
         self.up = np.array([target.up for target in self.targets], dtype=bool)

@@ -63,7 +63,7 @@ class FastJudge:
         return compiled
 
     def choose(self, unit: str, top: Positions, state: PlanState) -> int:
-        return break_tie(stable_hash64(unit), top, state.hashes)
+        return break_tie(stable_hash64(unit), top, state.premixed_hashes)
 
     def unit_hashes(self, units: list[str]) -> U64:
         return self._hashes(units)

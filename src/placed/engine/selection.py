@@ -104,12 +104,16 @@ def top_and_feasible(
     return best, int(candidates.size)
 
 
-def break_tie(unit_hash: int, top: NDArray[np.intp], target_hashes: U64) -> int:
+def break_tie(unit_hash: int, top: NDArray[np.intp], target_premixed: U64) -> int:
+    """The rendezvous winner among `top` for the unit: `target_premixed` holds every
+    target's hash `premixed`, so that (as `premixed` says) only the unit's side and the
+    finalizer's last steps remain."""
     if top.size == 1:
         return int(top[0])
-    weights = target_hashes[top]  # a copy of the candidates' hashes, mixed in place
-    weights ^= np.uint64(unit_hash)
-    return int(top[_mix_in_place(weights).argmax()])
+    weights = target_premixed[top]  # a copy of the candidates', mixed in place
+    z = np.uint64(unit_hash)
+    weights ^= z ^ (z >> _S30)
+    return int(top[_finish_in_place(weights, np.empty_like(weights)).argmax()])
 
 
 # A weight block is (units x targets) uint64. About a million cells (8 MB) per block

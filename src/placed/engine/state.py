@@ -39,7 +39,7 @@ from immutables import Map
 from numpy.typing import NDArray
 
 from placed.engine.index import TARGET_LEVEL, TargetIndex
-from placed.engine.selection import stable_hash64
+from placed.engine.selection import premixed, stable_hash64
 from placed.model import Notice, Target
 from placed.model.dedications import Event
 from placed.policy.base import FamilyState
@@ -133,6 +133,13 @@ class PlanState:
     @property
     def hashes(self) -> NDArray[np.uint64]:
         return self._hashes[: self._size]
+
+    @property
+    def premixed_hashes(self) -> NDArray[np.uint64]:
+        """`selection.premixed` of `hashes`: the index's, unless targets were created."""
+        if not self.created:
+            return self.index.premixed
+        return premixed(self.hashes)
 
     def family_state(self, kind: type[State]) -> State:
         """The state family `kind` keeps in this plan, made with `kind.start` on first
