@@ -189,6 +189,34 @@ def _target(outcome: Outcome | None) -> str | None:
     return outcome.target if isinstance(outcome, Placement) else None
 
 
+def move_causes(
+    explainer: Explainer,
+    source: str | None,
+    new: Outcome | None,
+    went_down: set[str],
+    came_up: set[str],
+) -> list[str]:
+    """Why a unit left `source` for where `new` put it, as `placed simulate` words it
+    (the live world's delta words its moves so too, service/replica.py)."""
+    destination = _target(new)
+    causes = []
+    if source in went_down:
+        causes.append(f"{source} is down")
+    if destination in came_up:
+        # `new` is a Placement here: an unplaced unit has no destination.
+        if not isinstance(new, Placement) or new.choice == 1:
+            causes.append(f"{destination} is up and ranks first")
+        elif source is not None and source not in went_down:
+            causes.append(f"{destination} is up and {source} is over the cap")
+        else:
+            causes.append(f"{destination} is up")
+    if isinstance(new, Placement):
+        causes.append(f"now on {destination}: {explainer.reason(new)}")
+    elif isinstance(new, Unplaced):
+        causes.append(new.summary)
+    return causes
+
+
 def _moves(
     explainer: Explainer,
     before: dict[str, Outcome],
@@ -202,21 +230,7 @@ def _moves(
         source, destination = _target(old), _target(new)
         if source == destination:
             continue
-        causes = []
-        if source in went_down:
-            causes.append(f"{source} is down")
-        if destination in came_up:
-            # `new` is a Placement here: an unplaced unit has no destination.
-            if not isinstance(new, Placement) or new.choice == 1:
-                causes.append(f"{destination} is up and ranks first")
-            elif source is not None and source not in went_down:
-                causes.append(f"{destination} is up and {source} is over the cap")
-            else:
-                causes.append(f"{destination} is up")
-        if isinstance(new, Placement):
-            causes.append(f"now on {destination}: {explainer.reason(new)}")
-        elif isinstance(new, Unplaced):
-            causes.append(new.summary)
+        causes = move_causes(explainer, source, new, went_down, came_up)
         workload = (old or new).workload  # type: ignore[union-attr]
         moves.append(Move(workload, unit, source, destination, "; ".join(causes)))
     return moves

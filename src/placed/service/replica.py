@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
 
 from placed.collector import set_aside, without_cycle_collection
-from placed.engine import fit, loop
+from placed.engine import fit, loop, rebalance
 from placed.engine.outcomes import Outcome, Placement, PlanResult
 from placed.engine.planner import Planner
 from placed.engine.report import Explainer, plan_document
@@ -90,6 +90,12 @@ class Cached:
     # The locations' tree as the dedication rules read it, made with a world that has a
     # tenancy (a change of dedications keeps it).
     topology: Topology | None = None
+    # What a target's change of state can be a delta for: every workload plain (above)
+    # but these mapping ones, in the spec's order, whose owners are derived from which
+    # targets are up alone (none asks for resources or balances its load, and the world
+    # has no tenancy: nothing a unit elsewhere takes changes their verdicts). None: some
+    # workload is neither.
+    mapped: tuple[str, ...] | None = ()
 
     # Each target's units, kept by every placement the cache takes, so that a drain reads
     # its targets' units rather than every placement (30,000 of them cost 5 ms a drain).
@@ -594,6 +600,7 @@ class ReplicaWorld:
         plain = all(row.mode == "allocation" for row in snapshot.workloads.values()) and not any(
             _reads_others(stored) for stored in snapshot.workload_specs.values()
         )
+        mapped = () if plain else _mapped(spec, snapshot)
         self._cached = Cached(
             snapshot.revision,
             snapshot,
@@ -605,6 +612,7 @@ class ReplicaWorld:
             len(planned.unplaced),
             plain,
             not misfits,
+            mapped=mapped,
         )
         if spec.tenancy is not None:
             # Made with the world (10 ms at 10,000 targets) rather than by the first
@@ -1444,7 +1452,7 @@ class ReplicaWorld:
             or any(name not in snapshot.targets for name in names)
             or any(name in decided.targets for name in names)
             or cached.pending
-            or not cached.plain
+            or cached.mapped is None
             or not cached.fitting
         ):
             decided.general.append(ticket)
@@ -1480,9 +1488,20 @@ class ReplicaWorld:
             decided.general.append(ticket)  # its units' rows are not written yet
             return
         lost: dict[str, list[str]] = {}
+        mapped = set(cached.mapped)
+        owned: set[str] = set()  # mapping workloads with a unit on a target leaving
         for target in leaving:
             for unit in cached.units_on(target):
-                lost.setdefault(snapshot.units[unit][1], []).append(unit)
+                workload = snapshot.units[unit][1]
+                if workload in mapped:
+                    owned.add(workload)
+                else:
+                    lost.setdefault(workload, []).append(unit)
+        # A target coming up may own any mapping unit again.
+        remapping = [w for w in cached.mapped if coming or w in owned]
+        if remapping and asked.operation == DRAIN:
+            decided.general.append(ticket)  # a drain's own wording and refusals
+            return
         order = sorted(lost, key=lambda workload: snapshot.workloads[workload].id)
         models = [planner.workloads[workload] for workload in order]
         before = _released_so_far(state)
@@ -1512,20 +1531,30 @@ class ReplicaWorld:
         if result.unplaced or state.created or result.events or result.dedications_created:
             decided.general.append(ticket)
             return
+        # Mapping units hold nothing in the state: each remapped workload's owners are
+        # derived again on the state the change leaves, as a simulation derives them.
+        for model in (planner.workloads[name] for name in remapping):
+            derived = loop.STRATEGIES["mapping"].place(
+                model,
+                loop.Context(planner.judge, state, PlanResult(decided.spec, planner.families)),
+            )
+            if not all(isinstance(outcome, Placement) for outcome in derived):
+                decided.general.append(ticket)  # a unit would wait: the whole plan says so
+                return
+            result.outcomes.extend(derived)
         moved: dict[str, list[Move]] = {}
+        went_down = set(leaving)
         for placement in result.placements:
             source = snapshot.placements[placement.unit]
-            now_on = f"now on {placement.target}: {cached.explainer.reason(placement)}"
+            if source == placement.target:
+                continue  # a mapping unit whose owner stays
             if asked.operation == DRAIN:
                 why = f"{source} is drained (maintenance): placed again under the same rules; "
-                why += now_on
+                why += f"now on {placement.target}: {cached.explainer.reason(placement)}"
             else:
-                # As `placed simulate` words a move (engine/rebalance.py).
-                causes = [f"{source} is down"]
-                if placement.target in coming:
-                    ranks = " and ranks first" if placement.choice == 1 else ""
-                    causes.append(f"{placement.target} is up{ranks}")
-                why = "; ".join([*causes, now_on])
+                why = "; ".join(
+                    rebalance.move_causes(cached.explainer, source, placement, went_down, coming)
+                )
             moved.setdefault(placement.workload, []).append(
                 Move(placement.workload, placement.unit, source, placement.target, why, MOVED)
             )
@@ -2136,6 +2165,25 @@ def _given(value: Any) -> bool:
 def _reads_others(stored: dict[str, Any]) -> bool:
     """Whether a stored workload (its row's spec) reads others (`READS_OTHERS`)."""
     return any(_given(stored.get(key)) for key in READS_OTHERS)
+
+
+def _mapped(spec: Spec, snapshot: Snapshot) -> tuple[str, ...] | None:
+    """`Cached.mapped` of a world that is not plain."""
+    if spec.tenancy is not None or any(
+        _reads_others(stored) for stored in snapshot.workload_specs.values()
+    ):
+        return None
+    mapped: list[str] = []
+    for workload in spec.workloads:
+        if (
+            workload.mode == "mapping"
+            and workload.max_load is None
+            and not any(workload.resources.values())
+        ):
+            mapped.append(workload.name)
+        elif workload.mode != "allocation":
+            return None
+    return tuple(mapped)
 
 
 def _simple(spec: WorkloadSpec) -> bool:
