@@ -259,6 +259,59 @@ def test_targets_down_up_and_drained_through_the_live_world_write_what_the_gener
         assert replica.rebuilds == built
 
 
+READERS = """
+name: readers
+inventory:
+  - {id: h1, capacity: {cpu: 8}, tags: [data]}
+  - {id: h2, capacity: {cpu: 8}, tags: [data]}
+  - {id: h3, capacity: {cpu: 8}, tags: [data]}
+  - {id: h4, capacity: {cpu: 8}, tags: [data]}
+  - {id: h5, capacity: {cpu: 8}, tags: [apps]}
+  - {id: h6, capacity: {cpu: 8}, tags: [apps]}
+workloads:
+  - {name: db, units: 2, resources: {cpu: 1}, tags: [data]}
+  - {name: cache, units: 2, resources: {cpu: 1}, tags: [data], avoid: {workload: db, level: target}}
+  - {name: web, units: 4, resources: {cpu: 1}, tags: [apps]}
+  - {name: batch, units: 3, resources: {cpu: 2}, tags: [apps]}
+"""
+
+
+def test_a_world_with_a_reader_keeps_changes_of_the_workloads_no_one_reads_deltas(
+    database: str, tmp_path: Path
+) -> None:
+    """One `avoid` in a fleet: the changes of the workloads it neither is nor names stay
+    deltas, and those of the two it ties together go to the general path."""
+    with twins(database, tmp_path, READERS) as (live_app, _, general_app, _):
+        replica: ReplicaWorld = live_app.state.replica
+        cached = replica.read_current(live_app.state.database, lambda live: live)
+        assert not cached.plain and cached.readers == frozenset({"cache"})
+        assert cached.referenced is not None and "db" in cached.referenced
+        built = replica.rebuilds
+        # Where web's, cache's and db's units run (the same in both stores).
+        placed = dict(cached.snapshot.placements)
+        read = {placed[unit] for unit in placed if unit.split("/")[0] in ("db", "cache")}
+        web_host = next(placed[u] for u in sorted(placed) if placed[u] not in read)
+        body = {"name": "web", "units": 6, "resources": {"cpu": 1}, "tags": ["apps"]}
+        live, general = update(live_app, body, True), update(general_app, body, False)
+        assert live == general
+        live, general = delete(live_app, "batch", True), delete(general_app, "batch", False)
+        assert live["changes"] == general["changes"]
+        live = retarget(live_app, "down", [web_host], True)
+        general = retarget(general_app, "down", [web_host], False)
+        for answer in (live, general):
+            answer["moves"].sort(key=lambda move: move["unit"])
+        assert live == general
+        assert unordered(rows(live_app)) == unordered(rows(general_app))
+        replica.read_current(live_app.state.database, lambda live: live)
+        assert replica.rebuilds == built, "a change of web or batch took the general path"
+        body = {"name": "db", "units": 3, "resources": {"cpu": 1}, "tags": ["data"]}
+        live, general = update(live_app, body, True), update(general_app, body, False)
+        assert live == general
+        assert unordered(rows(live_app)) == unordered(rows(general_app))
+        replica.read_current(live_app.state.database, lambda live: live)
+        assert replica.rebuilds == built + 1  # db is read by cache's avoid
+
+
 CONDUCTORS = """
 name: conductors
 settings: {default_mode: mapping}
@@ -304,6 +357,12 @@ def test_conductors_lost_and_back_are_deltas_that_write_what_the_general_path_wr
             assert live == general, step
             moved += len(live["moves"])
         assert moved >= 20
+        # The allocation among the mapping workloads changes as a plain world's would.
+        body = {"name": "api", "units": 5, "mode": "allocation"}
+        live, general = update(live_app, body, True), update(general_app, body, False)
+        assert live == general
+        live, general = delete(live_app, "api", True), delete(general_app, "api", False)
+        assert live["changes"] == general["changes"]
         assert unordered(rows(live_app)) == unordered(rows(general_app))
         assert replica.rebuilds == built
         # c1 and c4 down leave node-c no conductor (c4's anti-tag, c1 and c4 the only

@@ -4,6 +4,7 @@ Real processes and faults: tests/test_service_failover.py."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from datetime import timedelta
 from pathlib import Path
@@ -408,11 +409,20 @@ workloads:
 
 
 def _trail(app: FastAPI) -> list[tuple[str, str, Any]]:
+    """The moves' and the targets' events, with the second a heartbeat was last seen
+    left out (the twins' sweeps run one after the other, maybe a second apart)."""
     return [
-        (e.kind, e.subject, e.details)
+        (e.kind, e.subject, _unseen(e.details))
         for e in _events(app)
         if e.kind.startswith(("unit.", "target."))
     ]
+
+
+def _unseen(details: dict[str, Any]) -> dict[str, Any]:
+    reason = details.get("reason")
+    if not isinstance(reason, str):
+        return details
+    return {**details, "reason": re.sub(r"\(seen [^)]*\)", "(seen ...)", reason)}
 
 
 def test_a_stale_host_s_units_move_as_a_delta_of_the_live_world(

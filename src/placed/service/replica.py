@@ -22,6 +22,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -96,6 +97,12 @@ class Cached:
     # has no tenancy: nothing a unit elsewhere takes changes their verdicts). None: some
     # workload is neither.
     mapped: tuple[str, ...] | None = ()
+    # In a world of allocations only, some of which read others: the readers, and every
+    # name their references could mean (`referenced`, over-approximated: a pattern means
+    # all). A change of a workload in neither, every unit fitting, is what a whole plan
+    # makes of it: no verdict of another reads it, and what runs stays.
+    readers: frozenset[str] | None = None
+    referenced: frozenset[str] | None = frozenset()
 
     # Each target's units, kept by every placement the cache takes, so that a drain reads
     # its targets' units rather than every placement (30,000 of them cost 5 ms a drain).
@@ -110,6 +117,25 @@ class Cached:
         if self.topology is None:
             self.topology = Topology.of_roots(self.spec.inventory.roots)
         return self.topology
+
+    def free(self, workload: str) -> bool:
+        """Whether a delete, a count change or a move of `workload`'s units is a delta:
+        the world is plain; or every unit fits and the workload is an allocation of a
+        world whose other workloads are `mapped` ones, or one that no other reads and
+        that reads none (`readers`)."""
+        if self.plain:
+            return True
+        if not self.fitting:
+            return False
+        if self.mapped is not None:
+            return workload not in self.mapped
+        readers, referenced = self.readers, self.referenced
+        return (
+            readers is not None
+            and referenced is not None
+            and workload not in readers
+            and workload not in referenced
+        )
 
     def units_on(self, target: str) -> set[str]:
         return self.by_target.get(target, set())
@@ -601,6 +627,7 @@ class ReplicaWorld:
             _reads_others(stored) for stored in snapshot.workload_specs.values()
         )
         mapped = () if plain else _mapped(spec, snapshot)
+        readers, referenced = _readers(snapshot)
         self._cached = Cached(
             snapshot.revision,
             snapshot,
@@ -613,6 +640,8 @@ class ReplicaWorld:
             plain,
             not misfits,
             mapped=mapped,
+            readers=readers,
+            referenced=referenced,
         )
         if spec.tenancy is not None:
             # Made with the world (10 ms at 10,000 targets) rather than by the first
@@ -1116,7 +1145,7 @@ class ReplicaWorld:
             or (reach is not None and row.account not in reach)
             or (removing.generation is not None and row.generation != removing.generation)
             or cached.pending
-            or not cached.plain
+            or not cached.free(name)
             or not planner.pipeline.releasable(planner.request(workload))
         ):
             decided.general.append(ticket)
@@ -1127,7 +1156,9 @@ class ReplicaWorld:
         state = decided.state.fork()
         before = _released_so_far(state)
         moves: list[Move] = []
-        for unit in cached.state.placed(name):
+        # In the rows' order, as the general path lists them (the state's changes with
+        # every move of a unit).
+        for unit in sorted(cached.state.placed(name), key=_ordinal):
             source = snapshot.placements.get(unit)
             moves.append(Move(name, unit, source, None, "its workload is gone", REMOVED))
             if source is not None:
@@ -1365,7 +1396,7 @@ class ReplicaWorld:
             or row.generation != rescaling.generation
             or row.account != spec.account
             or cached.pending
-            or not cached.plain
+            or not cached.free(name)
             or not cached.fitting
             or not _simple(spec)
             or live_apply.count_aside(stored) != live_apply.count_aside(was)
@@ -1452,7 +1483,7 @@ class ReplicaWorld:
             or any(name not in snapshot.targets for name in names)
             or any(name in decided.targets for name in names)
             or cached.pending
-            or cached.mapped is None
+            or (cached.mapped is None and cached.readers is None)
             or not cached.fitting
         ):
             decided.general.append(ticket)
@@ -1488,7 +1519,7 @@ class ReplicaWorld:
             decided.general.append(ticket)  # its units' rows are not written yet
             return
         lost: dict[str, list[str]] = {}
-        mapped = set(cached.mapped)
+        mapped = set(cached.mapped or ())
         owned: set[str] = set()  # mapping workloads with a unit on a target leaving
         for target in leaving:
             for unit in cached.units_on(target):
@@ -1497,8 +1528,11 @@ class ReplicaWorld:
                     owned.add(workload)
                 else:
                     lost.setdefault(workload, []).append(unit)
+        if not all(map(cached.free, lost)):
+            decided.general.append(ticket)  # another reads where its units run
+            return
         # A target coming up may own any mapping unit again.
-        remapping = [w for w in cached.mapped if coming or w in owned]
+        remapping = [w for w in cached.mapped or () if coming or w in owned]
         if remapping and asked.operation == DRAIN:
             decided.general.append(ticket)  # a drain's own wording and refusals
             return
@@ -2165,6 +2199,47 @@ def _given(value: Any) -> bool:
 def _reads_others(stored: dict[str, Any]) -> bool:
     """Whether a stored workload (its row's spec) reads others (`READS_OTHERS`)."""
     return any(_given(stored.get(key)) for key in READS_OTHERS)
+
+
+def _readers(snapshot: Snapshot) -> tuple[frozenset[str] | None, frozenset[str] | None]:
+    """`Cached.readers` and `Cached.referenced`: (None, None) unless every workload is an
+    allocation; `referenced` None when a reader names others by a pattern."""
+    if any(row.mode != "allocation" for row in snapshot.workloads.values()):
+        return None, None
+    readers: set[str] = set()
+    named: set[str] = set()
+    for name, stored in snapshot.workload_specs.items():
+        if not _reads_others(stored):
+            continue
+        readers.add(name)
+        if any(_given(stored.get(key)) for key in _PATTERNS):
+            return frozenset(readers), None
+        for key in READS_OTHERS:
+            named.update(_names_in(stored.get(key)))
+    return frozenset(readers), frozenset(named)
+
+
+# A reader's fields that name others by a pattern, not by name.
+_PATTERNS = ("pattern",)
+_SEPARATORS = re.compile(r"[\s:/,=@]+")
+
+
+def _names_in(value: Any) -> set[str]:
+    """Every name a reference could mean: each string whole, and each piece of it
+    between separators (`lxd:mysql/0` is lxd, mysql and 0)."""
+    found: set[str] = set()
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.values())  # its keys are the spec's fields
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
+        elif item is not None:
+            text = str(item)
+            found.add(text)
+            found.update(piece for piece in _SEPARATORS.split(text) if piece)
+    return found
 
 
 def _mapped(spec: Spec, snapshot: Snapshot) -> tuple[str, ...] | None:
