@@ -1093,6 +1093,7 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.alive: dict[str, int] = {}
+        self.avoids: dict[str, str] = {}  # a reader -> the workload it avoids
         self.made = 0
 
     @initialize()
@@ -1115,14 +1116,40 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
         if answer.status_code == 201:
             self.alive[name] = units
 
+    @rule(data=st.data(), units=st.integers(1, 2))
+    def claim_reader(self, data: st.DataObject, units: int) -> None:
+        # A workload that avoids another: the changes of the two go to the general path,
+        # those of every other workload stay deltas (Cached.free).
+        # Not a document's workload: its prune would delete one a reader names.
+        choices = sorted(set(self.alive) - {"app1", "app2"})
+        if not choices:
+            return
+        avoided = data.draw(st.sampled_from(choices))
+        name = f"w{self.made}"
+        self.made += 1
+        body = {
+            "name": name,
+            "units": units,
+            "resources": {"cpu": 0.5, "memory": 1},
+            "avoid": {"workload": avoided, "level": "target", "mode": "preferred"},
+        }
+        answer = self.client.post("/v1/workloads", json=body)
+        assert answer.status_code in (201, 409), answer.text
+        if answer.status_code == 201:
+            self.alive[name] = units
+            self.avoids[name] = avoided
+
     @rule(data=st.data())
     def remove(self, data: st.DataObject) -> None:
-        if not self.alive:
+        # A workload another avoids is not deleted (the world would name one that is not).
+        removable = sorted(set(self.alive) - set(self.avoids.values()))
+        if not removable:
             return
-        name = data.draw(st.sampled_from(sorted(self.alive)))
+        name = data.draw(st.sampled_from(removable))
         answer = self.client.delete(f"/v1/workloads/{name}")
         assert answer.status_code == 200, answer.text
         assert len(answer.json()["changes"]) == self.alive.pop(name)
+        self.avoids.pop(name, None)
 
     @rule(data=st.data(), units=st.integers(1, 4))
     def rescale(self, data: st.DataObject, units: int) -> None:
@@ -1213,6 +1240,7 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
         self.alive = {
             w["name"]: int(w["spec"].get("units", 1)) for w in items if w["name"] in self.alive
         }
+        self.avoids = {r: a for r, a in self.avoids.items() if r in self.alive}
 
     @invariant()
     def the_live_state_is_the_stored_world(self) -> None:
