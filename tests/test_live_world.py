@@ -38,7 +38,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from sqlalchemy import select
 
 from placed.engine.planner import Planner
-from placed.policy.dedication import DedicationState, Tenant
+from placed.model.dedications import Owner
+from placed.policy.dedication import DedicationState, Tenant, zone_columns
 from placed.service import dedications, migrations, placing, problems, targets, workloads
 from placed.service import replica as replica_module
 from placed.service.app import create_app
@@ -476,6 +477,118 @@ def test_dedications_through_the_live_world_write_what_the_general_path_writes(
         ]
         assert cached.spec.inventory == fresh.inventory
         assert set(cached.spec.dedications) == set(fresh.dedications)
+
+
+ZONES = """
+name: zones
+settings: {now: "2026-12-01T09:00:00Z"}
+tenancy:
+  domains:
+    D1: {accounts: [A1, U2]}
+    D2: {accounts: [A13]}
+inventory:
+  - id: z1
+    kind: zone
+    children:
+      - id: p1
+        kind: pod
+        children:
+          - id: c1
+            kind: cluster
+            children:
+              - {id: H1a, kind: host, capacity: {cpu: 4, memory: 8}}
+              - {id: H1b, kind: host, capacity: {cpu: 4, memory: 8}}
+  - id: z2
+    kind: zone
+    children:
+      - id: p2
+        kind: pod
+        children:
+          - id: c2
+            kind: cluster
+            children:
+              - {id: H2a, kind: host, capacity: {cpu: 4, memory: 8}}
+              - {id: H2b, kind: host, capacity: {cpu: 4, memory: 8}}
+offerings:
+  - {name: dedicated-small, cpu: 1, memory: 2, dedicated: true}
+  - {name: shared-small, cpu: 1, memory: 2}
+workloads:
+  - {name: vm0, account: A13, offering: shared-small}
+running:
+  - {unit: vm0/0, target: H1a}
+"""
+
+# A zone dedicated, given another owner, released and dedicated again while no VM runs
+# in it, with an inner dedication it absorbs; tenants' claims after them read the zones.
+ZONE_STEPS: list[tuple[str, str, str | None, str | None]] = [
+    ("dedicate", "H1b", "D1", "A1"),
+    ("claim", "d0", "A1", "dedicated-small"),  # to H1b: the live state's zone columns made
+    ("dedicate", "H2a", "D2", "A13"),
+    ("dedicate", "z2", "D2", None),  # H2a's, of the same domain, is absorbed
+    ("update", "z2", "D2", "A13"),
+    ("release", "z2", None, None),
+    ("dedicate", "z2", "D1", None),
+    ("claim", "s1", "A13", "shared-small"),  # D2's: the private zone z2 refuses it
+    ("claim", "s2", "U2", "shared-small"),
+    ("claim", "d1", "A1", "dedicated-small"),
+]
+
+
+def test_zone_dedications_through_the_live_world_write_what_the_general_path_writes(
+    database: str, tmp_path: Path
+) -> None:
+    with twins(database, tmp_path, ZONES) as (live_app, live_client, general_app, general_client):
+        replica: ReplicaWorld = live_app.state.replica
+        replica.read_current(live_app.state.database, lambda live: live)
+        built = replica.rebuilds
+        for step, name, domain, account in ZONE_STEPS:
+            if step == "claim":
+                body = {"name": name, "account": domain, "offering": account}
+                claim_both((live_client, general_client), body)
+                continue
+            asked = Rededicating(step, name, "root-admin", domain, account)
+            live = dedications.change(live_app.state.database, ROOT, asked, name, replica=replica)
+            general = dedications.change(general_app.state.database, ROOT, asked, name)
+            assert live == general, (step, name)
+        assert unordered(dedication_rows(live_app)) == unordered(dedication_rows(general_app))
+        placed = dict(dedication_rows(live_app)["placements"])
+        assert placed["s1/0"] in ("H1a", "H1b")
+        # Every change was a delta: the world was never built again.
+        assert replica.rebuilds == built
+        cached = replica._cached
+        assert cached is not None
+        fresh = placing.world_spec(snapshot_of(live_app))
+        assert cached.spec.inventory == fresh.inventory
+        assert set(cached.spec.dedications) == set(fresh.dedications)
+        # Each tenant's request reads the zones' dedications as a plan of the rows does.
+        zones = {
+            w.name: tenant.zones
+            for w in fresh.workloads
+            if isinstance(tenant := w.request(Tenant), Tenant)
+        }
+        assert "vm0" in zones  # a tenant's VM from before the changes
+        assert all(z == (("z2", Owner("D1")),) for z in zones.values())
+        assert {
+            name: cached.planner.workloads[name].request(Tenant).zones  # type: ignore[union-attr]
+            for name in zones
+        } == zones
+        # The zones' columns of the live state are a plan's of the rows.
+        planner = Planner(fresh)
+        state = planner.initial_state()
+        planner.plan(state)
+        found = zones["vm0"]
+        assert zone_columns_of(cached.state, found) == zone_columns_of(state, found)
+
+
+def zone_columns_of(state: Any, zones: Any) -> list[tuple[Owner | None, bool]]:
+    """Beside each target, its zone's owner and whether that dedication is in force (as
+    a plan state keeps them once made, or makes them from the zones' dedications)."""
+    kept = state.family_state(DedicationState)
+    owner, in_force = zone_columns(state, zones)
+    return [
+        (kept.owners[int(code) - 1] if code else None, bool(here))
+        for code, here in zip(owner, in_force, strict=True)
+    ]
 
 
 # Settings of the whole world changed with tenants' claims between them: implicit

@@ -186,19 +186,28 @@ def owners_changed(index: IndexView) -> None:
     _OWNERS.pop(index, None)
 
 
-def rededicate(state: PlanView, in_force: Mapping[int, DedicationRule | None]) -> None:
+def rededicate(
+    state: PlanView,
+    in_force: Mapping[int, DedicationRule | None],
+    zone_owners: Mapping[int, Owner | None] | None = None,
+) -> None:
     """The dedication in force on some targets changed (by position) while the world
     runs: each one's owner in the plan state, and where the state keeps its zone
-    columns already, whether its zone's dedication is the one in force there."""
+    columns already, whether its zone's dedication is the one in force there and
+    (`zone_owners`: a zone's own dedication changed) who that zone's is."""
     kept = state.family_state(DedicationState)
     zones_kept = bool(kept.ledger(ZONES_READY, 1)[0])
     zone_in_force = kept.tally(ZONE_IN_FORCE) if zones_kept else None
+    zone_owner = kept.tally(ZONE_OWNER) if zones_kept else None
     for position, found in in_force.items():
         kept.set_owner(position, kept.owner_code(found.owner) if found is not None else NO_OWNER)
         if zone_in_force is not None:
             # Tallies are views into the state's own columns.
             zone = zone_of(state.target(position))
             zone_in_force[position] = found is not None and found.resource == zone
+    if zone_owner is not None:
+        for position, owner in (zone_owners or {}).items():
+            zone_owner[position] = kept.owner_code(owner) + 1 if owner is not None else 0
     kept.zones_changed()
 
 

@@ -6,26 +6,27 @@ spec, index and explainer carrying the new dedications.
 
 A delta is what a whole plan finds only where the change moves nothing and leaves every
 unit fitting where it runs, so it is one only where no tenant's VM runs at or below the
-resource (it would run under another owner: the general path judges it), the resource
-is no zone (every tenant's request carries the zones' dedications) and the world has no
-storage pool (a pool's owner follows its zone's). The replica sends a world with a unit
-waiting for room (a host opened would take it) to the general path before asking here.
-Anything else, and every refusal of the rules, goes to the general path, which answers
-it.
+resource (it would run under another owner: the general path judges it) and the world
+has no storage pool (a pool's owner follows its zone's). A zone's change also sets the
+zone's owner beside each host in it, and every tenant's request carries the zones'
+dedications (`Tenant.zones`, as spec/cloudstack.with_storage gives them). The replica
+sends a world with a unit waiting for room (a host opened would take it) to the general
+path before asking here. Anything else, and every refusal of the rules, goes to the
+general path, which answers it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from placed.engine.index import TargetIndex
 from placed.engine.outcomes import DedicationCreated
 from placed.engine.report import Explainer
 from placed.engine.state import PlanState
-from placed.model import Spec
+from placed.model import Spec, Workload
 from placed.model.dedications import (
     Dedication,
     DedicationError,
@@ -35,7 +36,14 @@ from placed.model.dedications import (
     Topology,
 )
 from placed.model.tenancy import ROOT_ADMIN, Tenancy
-from placed.policy.dedication import VMS, ZONE, DedicationState, owners_changed, rededicate
+from placed.policy.dedication import (
+    VMS,
+    ZONE,
+    DedicationState,
+    Tenant,
+    owners_changed,
+    rededicate,
+)
 from placed.service import cloudstack
 from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched
 from placed.store import batch, events
@@ -70,6 +78,8 @@ class Rededicated:
     entries: list[dict[str, Any]]
     own: dict[str, Dedication | None]
     in_force: dict[int, Dedication | None]
+    # A zone's own dedication changed: its owner beside each host in it, by position.
+    zone_owners: dict[int, Owner | None] = field(default_factory=dict)
 
     def answer(self) -> dict[str, Any]:
         """The route's answer but for its revision, as the general path gives it: a
@@ -110,12 +120,7 @@ def judge(
     general path can take it (see the module's note)."""
     resource = asked.resource
     tenancy = spec.tenancy
-    if (
-        resource not in snapshot.nodes
-        or snapshot.storage
-        or tenancy is None
-        or topology.kinds.get(resource) == ZONE
-    ):
+    if resource not in snapshot.nodes or snapshot.storage or tenancy is None:
         return None
     who = tenancy.principal(asked.principal)
     if who is None:
@@ -154,12 +159,16 @@ def judge(
     for event in made:
         if event.kind == "dedication-released" and event.subject != resource:
             own[event.subject] = None  # absorbed into the wider one
+    zone = own[resource] if topology.kinds.get(resource) == ZONE else None
     return Rededicated(
         found,
         made,
         _as_read(snapshot, own),
         own,
         {position: rules.owner(host)[0] for host, position in positions.items()},
+        {position: zone.owner if zone is not None else None for position in positions.values()}
+        if topology.kinds.get(resource) == ZONE
+        else {},
     )
 
 
@@ -183,7 +192,7 @@ def on_state(state: PlanState, decided: Rededicated) -> PlanState:
     """The plan state with the targets' new owners (a fork: `state` is the world the
     batch's earlier changes leave, which a failed commit keeps)."""
     after = state.fork()
-    rededicate(after, decided.in_force)
+    rededicate(after, decided.in_force, decided.zone_owners)
     return after
 
 
@@ -224,12 +233,15 @@ def stored(
     topology: Topology,
     decided: Rededicated,
     number: int,
+    workloads: dict[str, Workload],
 ) -> Spec:
     """The cached world once the change is stored at revision `number`: the snapshot's
     dedication rows and rules revision, and the spec whose locations and targets carry
     the new dedications (returned), which the index and the explainer read from now.
     The spec's dedications and their events are the rows applied as the loader applies
-    them (spec/cloudstack.apply_dedications): a plan's document lists those events."""
+    them (spec/cloudstack.apply_dedications): a plan's document lists those events. A
+    zone's change gives each tenant's request the zones' dedications anew, in
+    `workloads` (the planner's, which the explainer shares) and in the spec."""
     snapshot.dedications = decided.entries
     snapshot.rules_revision = number
     path = [decided.found.resource]
@@ -248,16 +260,40 @@ def stored(
             entry.get("account"),
             bool(entry.get("implicit")),
         )
+    dedications = tuple(rules.items.values())
+    tenants = spec.workloads
+    if decided.zone_owners:
+        zones = tuple((d.resource, d.owner) for d in dedications if d.kind == ZONE)
+        changed = _with_zones(workloads, zones)
+        workloads.update(changed)
+        tenants = tuple(changed.get(w.name, w) for w in spec.workloads)
     after = dataclasses.replace(
         spec,
         inventory=inventory,
-        dedications=tuple(rules.items.values()),
+        dedications=dedications,
         events=tuple(rules.events),
+        workloads=tenants,
     )
     index.rededicated(inventory.targets)
     owners_changed(index)
     explainer.rededicated(after)
     return after
+
+
+def _with_zones(
+    workloads: Mapping[str, Workload], zones: tuple[tuple[str, Owner], ...]
+) -> dict[str, Workload]:
+    """Each tenant's VM whose request reads other zones' dedications, with these."""
+    changed: dict[str, Workload] = {}
+    for name, workload in workloads.items():
+        tenant = workload.request(Tenant)
+        if isinstance(tenant, Tenant) and tenant.zones != zones:
+            request = dataclasses.replace(tenant, zones=zones)
+            changed[name] = dataclasses.replace(
+                workload,
+                requests=tuple(request if r is tenant else r for r in workload.requests),
+            )
+    return changed
 
 
 def implicit(snapshot: Snapshot, index: TargetIndex, made: DedicationCreated) -> Rededicated:

@@ -2104,6 +2104,7 @@ def _store_dedication(cached: Cached, rededicated: Rededicated, number: int) -> 
         cached.dedication_topology(),
         rededicated,
         number,
+        cached.planner.workloads,
     )
 
 
