@@ -445,6 +445,38 @@ class Mapping(Strategy):
         ]
 
 
+def owners_again(
+    judge: Judge,
+    workload: Workload,
+    keys: list[str],
+    state: PlanState,
+    current: dict[str, str] | None = None,
+) -> list[Outcome] | None:
+    """Where some units of a mapping workload without max_load go on `state`, as
+    `Mapping.place` would place them among all of its units (each unit's owner is its
+    own rendezvous choice, whatever the others'); with `current` (where each unit is),
+    only those whose owner changes. None when no target takes them."""
+    assert workload.mode == "mapping" and workload.max_load is None
+    request = judge.request(workload)
+    keep = judge.feasible(request, state)
+    score = judge.scores(request, state)
+    top = top_candidates(keep, score)
+    if top.size == 0:
+        return None
+    chosen = (
+        judge.choose_each(keys, top, state) if top.size > 1 else np.zeros(len(keys), dtype=np.intp)
+    )
+    if current is not None:
+        owners = [state.target_id(p) for p in top.tolist()]
+        moving = [
+            k
+            for k, (key, c) in enumerate(zip(keys, chosen.tolist(), strict=True))
+            if current.get(key) != owners[c]
+        ]
+        keys, chosen = [keys[k] for k in moving], chosen[moving]
+    return Mapping._placements(judge, workload, keys, keep, top, score, chosen, state)
+
+
 class Every(Strategy):
     def place(self, workload: Workload, context: Context) -> list[Outcome]:
         judge, state = context.judge, context.state

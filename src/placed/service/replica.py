@@ -1520,12 +1520,12 @@ class ReplicaWorld:
             return
         lost: dict[str, list[str]] = {}
         mapped = set(cached.mapped or ())
-        owned: set[str] = set()  # mapping workloads with a unit on a target leaving
+        owned: dict[str, list[str]] = {}  # mapping workloads' units on targets leaving
         for target in leaving:
             for unit in cached.units_on(target):
                 workload = snapshot.units[unit][1]
                 if workload in mapped:
-                    owned.add(workload)
+                    owned.setdefault(workload, []).append(unit)
                 else:
                     lost.setdefault(workload, []).append(unit)
         if not all(map(cached.free, lost)):
@@ -1567,12 +1567,18 @@ class ReplicaWorld:
             return
         # Mapping units hold nothing in the state: each remapped workload's owners are
         # derived again on the state the change leaves, as a simulation derives them.
+        # With no target coming, only the units of those leaving can change owner (the
+        # others' choice is still there): theirs alone are derived.
+        # A target coming may own any unit: those whose owner changes are kept.
         for model in (planner.workloads[name] for name in remapping):
-            derived = loop.STRATEGIES["mapping"].place(
-                model,
-                loop.Context(planner.judge, state, PlanResult(decided.spec, planner.families)),
-            )
-            if not all(isinstance(outcome, Placement) for outcome in derived):
+            derived: list[Outcome] | None
+            if coming:
+                keys = [model.unit_key(i) for i in range(model.units)]
+                derived = loop.owners_again(planner.judge, model, keys, state, snapshot.placements)
+            else:
+                keys = sorted(owned[model.name], key=_ordinal)
+                derived = loop.owners_again(planner.judge, model, keys, state)
+            if derived is None or not all(isinstance(o, Placement) for o in derived):
                 decided.general.append(ticket)  # a unit would wait: the whole plan says so
                 return
             result.outcomes.extend(derived)
