@@ -1,7 +1,8 @@
-"""The live world's stateful test (tests/test_live_world.py), run longer than `make test`
-runs it: random claims, deletes, count changes, targets down, up and drained and the
-document applied again, with the live state checked against a plan from scratch of the
-stored rows after every step.
+"""The live world's stateful tests (tests/test_live_world.py), run longer than `make test`
+runs them: random claims, deletes, count changes, targets down, up and drained and the
+document applied again; and conductors lost and back in a mapping fleet, with
+allocations claimed and deleted among them. The live state is checked against a plan
+from scratch of the stored rows after every step.
 
     .venv/bin/python benchmarks/live_world.py [--examples 100]
 """
@@ -19,7 +20,10 @@ from pathlib import Path
 from harness import progress
 
 CHECKOUT = Path(__file__).resolve().parent.parent
-TEST = "tests/test_live_world.py::test_random_claims_and_deletes_keep_the_live_world_the_stored_one"
+TESTS = [
+    "tests/test_live_world.py::test_random_claims_and_deletes_keep_the_live_world_the_stored_one",
+    "tests/test_live_world.py::test_random_conductors_lost_and_back_keep_the_live_world_the_stored_one",
+]
 QUICK, FULL = 2, 100  # examples of 12 steps each (make test runs 12 itself)
 
 
@@ -33,10 +37,20 @@ class LiveWorld:
 
 def run(quick: bool, examples: int | None = None) -> LiveWorld:
     examples = examples or (QUICK if quick else FULL)
-    progress(f"live world: the stateful test, {examples} examples of 12 steps")
+    progress(f"live world: the stateful tests, {examples} examples of 12 steps each")
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:warnings", "-p", "no:cacheprovider", TEST],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:warnings",
+            "-p",
+            "no:cacheprovider",
+            *TESTS,
+        ],
         cwd=CHECKOUT,
         env={**os.environ, "PLACED_LIVE_EXAMPLES": str(examples)},
         capture_output=True,
@@ -49,11 +63,12 @@ def run(quick: bool, examples: int | None = None) -> LiveWorld:
 
 def section(found: LiveWorld) -> list[str]:
     lines = [
-        "## The live world's stateful test (issue 35)",
+        "## The live world's stateful tests (issue 35)",
         "",
-        f"{found.examples} random sequences of 12 steps (claims, deletes, count changes, "
-        "targets down, up and drained, the document applied again), the live state checked "
-        "against a plan from scratch of the stored rows after each step: "
+        f"{found.examples} random sequences of 12 steps for each test (claims, deletes, count "
+        "changes, targets down, up and drained, dedications, settings, documents applied; "
+        "and conductors lost and back in a mapping fleet), the live state checked against a "
+        "plan from scratch of the stored rows after each step: "
         + ("**passed**" if found.ok else "**FAILED**")
         + f" in {found.seconds:.0f} s.",
         "",

@@ -1430,6 +1430,106 @@ def _asked(app: FastAPI, workload: str) -> dict[str, float]:
     return {k: float(v) for k, v in (spec.get("resources") or {}).items()}
 
 
+FLEET_SPEC = """
+name: conductors
+settings: {default_mode: mapping}
+inventory:
+  - {id: c1, kind: conductor, tags: [rack10, net1]}
+  - {id: c2, kind: conductor, tags: [rack11, net1]}
+  - {id: c3, kind: conductor, tags: [net1]}
+  - {id: c4, kind: conductor, tags: [rack10], anti_tags: [customer1]}
+  - {id: c5, kind: conductor, tags: [rack11]}
+workloads:
+  - {name: fleet, units: 24}
+  - {name: rack10-nodes, units: 6, tags: [rack10]}
+  - {name: node-c, tags: [rack10, customer1]}
+"""
+CONDUCTOR_NAMES = ["c1", "c2", "c3", "c4", "c5"]
+
+
+class ConductorsComingAndGoing(RuleBasedStateMachine):
+    """Random conductors lost and back in a mapping fleet, with allocations claimed and
+    deleted among them; the live state checked after each change, as above."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.alive: list[str] = []
+        self.made = 0
+
+    @initialize()
+    def start(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="placed-fleet-"))
+        self.app, self.client = applied(f"sqlite:///{self.folder / 'placed.db'}", FLEET_SPEC)
+
+    def teardown(self) -> None:
+        if hasattr(self, "app"):
+            self.app.state.database.dispose()
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    @rule(name=st.sampled_from(CONDUCTOR_NAMES), state=st.sampled_from(["down", "up"]))
+    def conductor(self, name: str, state: str) -> None:
+        answer = self.client.post(f"/v1/targets/{name}/{state}", json={"reason": "a test"})
+        assert answer.status_code == 200, answer.text
+
+    @rule(down=st.sampled_from(CONDUCTOR_NAMES), up=st.sampled_from(CONDUCTOR_NAMES))
+    def batch(self, down: str, up: str) -> None:
+        if down == up:
+            return
+        body = {"down": [down], "up": [up], "reason": "a test"}
+        answer = self.client.post("/v1/targets:batch", json=body)
+        assert answer.status_code == 200, answer.text
+
+    @rule(units=st.integers(1, 3))
+    def claim(self, units: int) -> None:
+        name = f"api{self.made}"
+        self.made += 1
+        body = {"name": name, "units": units, "mode": "allocation"}
+        answer = self.client.post("/v1/workloads", json=body)
+        assert answer.status_code in (201, 409), answer.text
+        if answer.status_code == 201:
+            self.alive.append(name)
+
+    @rule(data=st.data())
+    def remove(self, data: st.DataObject) -> None:
+        if not self.alive:
+            return
+        name = data.draw(st.sampled_from(self.alive))
+        answer = self.client.delete(f"/v1/workloads/{name}")
+        assert answer.status_code == 200, answer.text
+        self.alive.remove(name)
+
+    @invariant()
+    def the_live_state_is_the_stored_world(self) -> None:
+        if not hasattr(self, "app"):
+            return
+        placements, _ = from_scratch(self.app)  # a plan of the rows moves no node
+        replica: ReplicaWorld = self.app.state.replica
+        if replica._cached is None:
+            return
+        cached = replica.read_current(self.app.state.database, lambda live: live)
+        with reading(self.app.state.database) as session:
+            current = world.read(session).revision
+        if cached.revision == current:
+            assert cached.snapshot.placements == placements
+            assert all(
+                cached.units_on(target) == {u for u, on in placements.items() if on == target}
+                for target in cached.snapshot.targets
+            )
+
+
+def test_random_conductors_lost_and_back_keep_the_live_world_the_stored_one() -> None:
+    examples = int(os.environ.get("PLACED_LIVE_EXAMPLES", "12"))
+    ConductorsComingAndGoing.TestCase.settings = settings(
+        max_examples=examples,
+        stateful_step_count=12,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    ConductorsComingAndGoing.TestCase().runTest()
+
+
 def test_random_claims_and_deletes_keep_the_live_world_the_stored_one() -> None:
     # `make bench` runs it longer (benchmarks/live_world.py).
     examples = int(os.environ.get("PLACED_LIVE_EXAMPLES", "12"))
