@@ -260,6 +260,57 @@ def test_targets_down_up_and_drained_through_the_live_world_write_what_the_gener
         assert replica.rebuilds == built
 
 
+EDGE = """
+name: edge
+inventory:
+  - {id: n1, capacity: {cpu: 4}, properties: {arch: arm}}
+  - {id: n2, capacity: {cpu: 4}, properties: {arch: arm}}
+  - {id: n3, capacity: {cpu: 8}, properties: {arch: x86}}
+  - {id: n4, capacity: {cpu: 4}, properties: {arch: arm}}
+workloads:
+  - {name: agent, mode: every, resources: {cpu: 1}}
+  - {name: app, units: 3, resources: {cpu: 1}}
+  - {name: arm-only, mode: every, resources: {cpu: 1}, constraints: "arch == arm"}
+"""
+
+# Edge nodes lost and back: their every-mode units removed and given again, with the
+# allocation units they held placed elsewhere, one node at a time and together.
+EDGE_STEPS: list[tuple[str, list[str]]] = [
+    ("down", ["n1"]),
+    ("up", ["n1"]),
+    ("down", ["n4"]),
+    ("batch", ["n2", "n4"]),  # n2 down and n4 up at once
+    ("down", ["n1"]),
+    ("up", ["n2"]),
+    ("up", ["n1"]),
+]
+
+
+def test_edge_nodes_lost_and_back_are_deltas_that_write_what_the_general_path_writes(
+    database: str, tmp_path: Path
+) -> None:
+    with twins(database, tmp_path, EDGE) as (live_app, _, general_app, _):
+        replica: ReplicaWorld = live_app.state.replica
+        cached = replica.read_current(live_app.state.database, lambda live: live)
+        assert cached.every == ("agent", "arm-only") and cached.mapped == ()
+        built = replica.rebuilds
+        moved = 0
+        for step, asked in EDGE_STEPS:
+            live = retarget(live_app, step, asked, True)
+            general = retarget(general_app, step, asked, False)
+            for answer in (live, general):
+                answer["moves"].sort(key=lambda move: move["unit"])
+            assert live == general, step
+            moved += len(live["moves"])
+            assert unordered(rows(live_app)) == unordered(rows(general_app)), step
+        assert moved >= 12
+        assert replica.rebuilds == built
+        # Each unit's number is one no other unit of its workload has.
+        with reading(live_app.state.database) as session:
+            numbers = session.execute(select(Unit.workload_id, Unit.ordinal)).all()
+        assert len(numbers) == len(set(numbers))
+
+
 READERS = """
 name: readers
 inventory:
@@ -1517,6 +1568,30 @@ class ConductorsComingAndGoing(RuleBasedStateMachine):
             )
 
 
+# The same changes on an edge fleet: every-mode workloads (a unit on each node that
+# takes them, holding room there) beside the allocations.
+EDGE_FLEET_SPEC = """
+name: edge
+inventory:
+  - {id: c1, capacity: {cpu: 4}, properties: {arch: arm}}
+  - {id: c2, capacity: {cpu: 4}, properties: {arch: arm}}
+  - {id: c3, capacity: {cpu: 8}, properties: {arch: x86}}
+  - {id: c4, capacity: {cpu: 2}, properties: {arch: arm}}
+  - {id: c5, capacity: {cpu: 4}, properties: {arch: x86}}
+workloads:
+  - {name: agent, mode: every, resources: {cpu: 1}}
+  - {name: arm-only, mode: every, resources: {cpu: 1}, constraints: "arch == arm"}
+  - {name: app, units: 3, resources: {cpu: 1}}
+"""
+
+
+class EdgeNodesComingAndGoing(ConductorsComingAndGoing):
+    @initialize()
+    def start(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="placed-edge-"))
+        self.app, self.client = applied(f"sqlite:///{self.folder / 'placed.db'}", EDGE_FLEET_SPEC)
+
+
 def test_random_conductors_lost_and_back_keep_the_live_world_the_stored_one() -> None:
     examples = int(os.environ.get("PLACED_LIVE_EXAMPLES", "12"))
     ConductorsComingAndGoing.TestCase.settings = settings(
@@ -1528,6 +1603,19 @@ def test_random_conductors_lost_and_back_keep_the_live_world_the_stored_one() ->
         suppress_health_check=list(HealthCheck),
     )
     ConductorsComingAndGoing.TestCase().runTest()
+
+
+def test_random_edge_nodes_lost_and_back_keep_the_live_world_the_stored_one() -> None:
+    examples = int(os.environ.get("PLACED_LIVE_EXAMPLES", "12"))
+    EdgeNodesComingAndGoing.TestCase.settings = settings(
+        max_examples=examples,
+        stateful_step_count=12,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    EdgeNodesComingAndGoing.TestCase().runTest()
 
 
 def test_random_claims_and_deletes_keep_the_live_world_the_stored_one() -> None:

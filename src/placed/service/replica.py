@@ -52,7 +52,7 @@ from placed.spec.schema import WorkloadSpec
 from placed.store import batch, events, revision, settings, world
 from placed.store.batch import Behind, Stale
 from placed.store.claimed import since as claimed_since
-from placed.store.claims import MOVED, PLACED, REMOVED, Actor, Move
+from placed.store.claims import MOVED, PLACED, REMOVED, Actor, Move, next_ordinals
 from placed.store.database import reading
 from placed.store.world import Snapshot, TargetRow, WorkloadRow
 
@@ -97,6 +97,11 @@ class Cached:
     # has no tenancy: nothing a unit elsewhere takes changes their verdicts). None: some
     # workload is neither.
     mapped: tuple[str, ...] | None = ()
+    # Every-mode workloads (a unit on each target that takes them) beside `mapped`: a
+    # target's change of state removes its units and gives one to each target coming,
+    # numbered from `ordinals` (the first free unit number of each).
+    every: tuple[str, ...] = ()
+    ordinals: dict[str, int] = field(default_factory=dict)
     # In a world of allocations only, some of which read others: the readers, and every
     # name their references could mean (`referenced`, over-approximated: a pattern means
     # all). A change of a workload in neither, every unit fitting, is what a whole plan
@@ -125,8 +130,8 @@ class Cached:
         that reads none (`readers`)."""
         if self.plain:
             return True
-        if not self.fitting:
-            return False
+        if not self.fitting or self.every:
+            return False  # room freed may give an every-mode workload a unit
         if self.mapped is not None:
             return workload not in self.mapped
         readers, referenced = self.readers, self.referenced
@@ -300,6 +305,7 @@ class Retargeted:
     rows: dict[str, TargetRow]
     changed: list[str]
     moved: list[tuple[Workload, list[Move]]]
+    numbers: dict[str, int] = field(default_factory=dict)  # each new unit's ordinal
 
     @property
     def moves(self) -> list[Move]:
@@ -372,6 +378,7 @@ class Decided:
             self.rededicated
             or any(reset.changed for _, reset in self.reset)
             or any(change.ticket.fence is not None for change in self.retargeted)
+            or any(change.numbers for change in self.retargeted)
             or any(claim.result.dedications_created for claim in self.accepted)
             or any(removal.released for removal in self.removed)
             or any(not applied.difference.empty for applied in self.applied)
@@ -614,6 +621,8 @@ class ReplicaWorld:
             ):
                 return cached
             snapshot = world.read(session)
+            every_mode = {n for n, row in snapshot.workloads.items() if row.mode == "every"}
+            ordinals = next_ordinals(session, every_mode) if every_mode else {}
         spec = placing.world_spec(snapshot)
         planner = Planner(spec)
         misfits: list[fit.Misfit] = []
@@ -626,7 +635,8 @@ class ReplicaWorld:
         plain = all(row.mode == "allocation" for row in snapshot.workloads.values()) and not any(
             _reads_others(stored) for stored in snapshot.workload_specs.values()
         )
-        mapped = () if plain else _mapped(spec, snapshot)
+        fleet = ((), ()) if plain else _fleet(spec, snapshot)
+        mapped, every = fleet if fleet is not None else (None, ())
         readers, referenced = _readers(snapshot)
         self._cached = Cached(
             snapshot.revision,
@@ -642,6 +652,8 @@ class ReplicaWorld:
             mapped=mapped,
             readers=readers,
             referenced=referenced,
+            every=every,
+            ordinals=ordinals,
         )
         if spec.tenancy is not None:
             # Made with the world (10 ms at 10,000 targets) rather than by the first
@@ -1271,7 +1283,16 @@ class ReplicaWorld:
                 planner.index.up[position] = snapshot.targets[name].takes_work
                 restated.add(name)
             for move in change.moves:
-                assert move.destination is not None
+                if move.destination is None:  # an every-mode unit off a target leaving
+                    del snapshot.units[move.unit]
+                    cached.lift(move.unit)
+                    continue
+                if move.source is None:  # one on a target coming
+                    snapshot.units[move.unit] = (ids[move.unit], move.workload)
+                    after_it = change.numbers[move.unit] + 1
+                    cached.ordinals[move.workload] = max(
+                        after_it, cached.ordinals.get(move.workload, 0)
+                    )
                 cached.put(move.unit, move.destination)
         usage = _usage(cached, decided)
         for name, used in usage.items():
@@ -1519,48 +1540,59 @@ class ReplicaWorld:
             decided.general.append(ticket)  # its units' rows are not written yet
             return
         lost: dict[str, list[str]] = {}
-        mapped = set(cached.mapped or ())
+        mapped, every = set(cached.mapped or ()), set(cached.every)
         owned: dict[str, list[str]] = {}  # mapping workloads' units on targets leaving
+        dropped: dict[str, list[str]] = {}  # every-mode ones'
         for target in leaving:
             for unit in cached.units_on(target):
                 workload = snapshot.units[unit][1]
                 if workload in mapped:
                     owned.setdefault(workload, []).append(unit)
+                elif workload in every:
+                    dropped.setdefault(workload, []).append(unit)
                 else:
                     lost.setdefault(workload, []).append(unit)
-        if not all(map(cached.free, lost)):
+        if cached.mapped is None and not all(map(cached.free, lost)):
             decided.general.append(ticket)  # another reads where its units run
             return
-        # A target coming up may own any mapping unit again.
+        # A target coming up may own any mapping unit again, and take an every-mode one.
         remapping = [w for w in cached.mapped or () if coming or w in owned]
-        if remapping and asked.operation == DRAIN:
+        if (remapping or (every and (coming or dropped))) and asked.operation == DRAIN:
             decided.general.append(ticket)  # a drain's own wording and refusals
             return
-        order = sorted(lost, key=lambda workload: snapshot.workloads[workload].id)
-        models = [planner.workloads[workload] for workload in order]
+        # Each allocation with units to place again, and each every-mode workload (it
+        # may lose units and gain others), in the order they were made: a simulation's.
+        judged = sorted({*lost, *every}, key=lambda workload: snapshot.workloads[workload].id)
+        models = [planner.workloads[workload] for workload in judged]
         before = _released_so_far(state)
-        for model in models:
-            request = planner.request(model)
-            if not planner.pipeline.releasable(request):
-                decided.general.append(ticket)
-                return
-            lost[model.name].sort(key=_ordinal)
-            for unit in lost[model.name]:
-                planner.pipeline.release(request, state, state.remove(unit))
+        for units in (lost, dropped):
+            for name, leaving_units in units.items():
+                request = planner.request(planner.workloads[name])
+                if not planner.pipeline.releasable(request):
+                    decided.general.append(ticket)
+                    return
+                leaving_units.sort(key=_ordinal if units is lost else str)
+                for unit in leaving_units:
+                    planner.pipeline.release(request, state, state.remove(unit))
         if _released_since(state, before):
             decided.general.append(ticket)  # a host's implicit dedication goes with its VMs
             return
         # What each unit was, so that each is judged on its own as a simulation judges
-        # the units it places again (not in a block).
+        # the units it places again (not in a block); and the every-mode units that stay.
         was: dict[str, Outcome] = {
             unit: Placement(workload, unit, snapshot.placements[unit], 0.0, 1, 1, (), via="running")
             for workload, units in lost.items()
             for unit in units
         }
+        for name in every:
+            for unit in state.placed(name):
+                was[unit] = Placement(name, unit, snapshot.placements[unit], 0.0, 1, 1, (), "every")
         result = PlanResult(decided.spec, planner.families)
         context = loop.Context(planner.judge, state, result, previous=was, again=lost)
         since = _made_so_far(state)
-        result.outcomes = loop.run(context, [dataclasses.replace(m, units=0) for m in models])
+        result.outcomes = loop.run(
+            context, [m if m.mode == "every" else dataclasses.replace(m, units=0) for m in models]
+        )
         _made_since(result, since)
         if result.unplaced or state.created or result.events or result.dedications_created:
             decided.general.append(ticket)
@@ -1584,10 +1616,26 @@ class ReplicaWorld:
             result.outcomes.extend(derived)
         moved: dict[str, list[Move]] = {}
         went_down = set(leaving)
+        numbers: dict[str, int] = {}  # each new every-mode unit's number
+        next_number: dict[str, int] = {}
         for placement in result.placements:
-            source = snapshot.placements[placement.unit]
+            source = snapshot.placements.get(placement.unit)
             if source == placement.target:
-                continue  # a mapping unit whose owner stays
+                continue  # a mapping unit whose owner stays, an every-mode one that stays
+            if source is None:  # an every-mode unit on a target coming
+                why = "; ".join(
+                    rebalance.move_causes(cached.explainer, None, placement, went_down, coming)
+                )
+                # Numbered after the workload's last unit, as the general path numbers a
+                # unit named by its target (the decision ends here: see Decided.closed).
+                first = cached.ordinals.get(placement.workload, 0)
+                ordinal = next_number.get(placement.workload, first)
+                next_number[placement.workload] = ordinal + 1
+                numbers[placement.unit] = ordinal
+                moved.setdefault(placement.workload, []).append(
+                    Move(placement.workload, placement.unit, None, placement.target, why, PLACED)
+                )
+                continue
             if asked.operation == DRAIN:
                 why = f"{source} is drained (maintenance): placed again under the same rules; "
                 why += f"now on {placement.target}: {cached.explainer.reason(placement)}"
@@ -1597,6 +1645,11 @@ class ReplicaWorld:
                 )
             moved.setdefault(placement.workload, []).append(
                 Move(placement.workload, placement.unit, source, placement.target, why, MOVED)
+            )
+        for name, off in dropped.items():
+            moved.setdefault(name, []).extend(
+                Move(name, unit, snapshot.placements[unit], None, placing.FEWER_UNITS, REMOVED)
+                for unit in off
             )
         touched = [Touched("target", name, CHANGED) for name in changed] + [
             Touched("workload", workload, CHANGED, (snapshot.workloads[workload].account,))
@@ -1613,6 +1666,7 @@ class ReplicaWorld:
                 rows,
                 changed,
                 [(planner.workloads[workload], moves) for workload, moves in moved.items()],
+                numbers,
             )
         )
         decided.targets.update(names)
@@ -1870,6 +1924,26 @@ def _rows(cached: Cached, decided: Decided) -> Rows:
         *((c.ticket.actor, c.spec.account, c.workload, c.moves) for c in decided.accepted),
         *((r.ticket.actor, r.row.account, r.workload, r.moves) for r in decided.rescaled),
     ]
+    accounts = cached.snapshot.workloads
+    for change in decided.retargeted:
+        for workload, moves in change.moved:
+            for move in moves:
+                if move.source is not None or move.destination is None:
+                    continue
+                found = deltas.setdefault(move.destination, {})
+                for name, amount in workload.resources.items():
+                    found[name] = found.get(name, 0.0) + amount
+                account = accounts[workload.name].account
+                units.append(
+                    batch.NewUnit(
+                        move.unit,
+                        move.workload,
+                        change.numbers[move.unit],
+                        targets[move.destination].id,
+                        move.why,
+                        _unit_event(change.ticket.actor, move, account),
+                    )
+                )
     for actor, account, workload, moves in placing_changes:
         for move in moves:
             if move.destination is None:
@@ -1999,6 +2073,17 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
             for name in change.changed
         ]
         accounts = cached.snapshot.workloads
+        gone_units += [
+            batch.GoneUnit(
+                units[m.unit][0],
+                m.unit,
+                m.source,
+                m.why,
+                _unit_event(actor, m, accounts[m.workload].account),
+            )
+            for m in change.moves
+            if m.destination is None
+        ]
         moved += [
             batch.MovedUnit(
                 units[m.unit][0],
@@ -2249,13 +2334,14 @@ def _names_in(value: Any) -> set[str]:
     return found
 
 
-def _mapped(spec: Spec, snapshot: Snapshot) -> tuple[str, ...] | None:
-    """`Cached.mapped` of a world that is not plain."""
+def _fleet(spec: Spec, snapshot: Snapshot) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """`Cached.mapped` and `Cached.every` of a world that is not plain."""
     if spec.tenancy is not None or any(
         _reads_others(stored) for stored in snapshot.workload_specs.values()
     ):
         return None
     mapped: list[str] = []
+    every: list[str] = []
     for workload in spec.workloads:
         if (
             workload.mode == "mapping"
@@ -2263,9 +2349,11 @@ def _mapped(spec: Spec, snapshot: Snapshot) -> tuple[str, ...] | None:
             and not any(workload.resources.values())
         ):
             mapped.append(workload.name)
+        elif workload.mode == "every":
+            every.append(workload.name)
         elif workload.mode != "allocation":
             return None
-    return tuple(mapped)
+    return tuple(mapped), tuple(every)
 
 
 def _simple(spec: WorkloadSpec) -> bool:

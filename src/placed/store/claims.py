@@ -346,6 +346,12 @@ def _some(names: Sequence[str]) -> str:
     return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
+def next_ordinals(session: Session, workloads: set[str]) -> dict[str, int]:
+    """Per workload, the first unit number none of its units has (a unit named by its
+    target, as an every-mode one is, takes the next)."""
+    return _next_ordinals(session, workloads)
+
+
 def _next_ordinals(session: Session, workloads: set[str]) -> dict[str, int]:
     """Per workload, the first unit number none of its units has."""
     found = dict.fromkeys(workloads, 0)
