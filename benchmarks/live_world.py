@@ -1,8 +1,8 @@
 """The live world's stateful tests (tests/test_live_world.py), run longer than `make test`
 runs them: random claims, deletes, count changes, targets down, up and drained and the
 document applied again; and conductors lost and back in a mapping fleet and nodes in an
-edge fleet (every-mode workloads), with allocations claimed and deleted among them. The live state is checked against a plan
-from scratch of the stored rows after every step.
+edge fleet (every-mode workloads), with allocations claimed and deleted among them. The
+live state is checked against a plan from scratch of the stored rows after every step.
 
     .venv/bin/python benchmarks/live_world.py [--examples 100]
 """

@@ -18,7 +18,9 @@ change re-evaluating 10,000 every-mode units) runs after `dedication`, and
 also run alone. `mixed.py` (issue 35: claims, deletes and spec updates mixed, against
 pure claims in the same run, and each change alone) runs after `service.py`, and alone;
 `replicas.py` (issue 35: two replicas on one PostgreSQL, clients alternating, against one
-in the same run) after it, and alone.
+in the same run) after it, and alone; `failover.py` (issue 35: a mapping fleet's and an
+edge fleet's target lost and back, the live world's delta against the general path)
+after the stateful tests, and alone.
 `harness.py` holds the configuration and the timing, profiling and table helpers;
 `inventories.py` the random problems the scenarios share. `compare.py` runs this file
 against two source trees.
@@ -44,6 +46,7 @@ import sys
 from pathlib import Path
 
 import controller
+import failover
 import live_world
 import mixed
 import replicas
@@ -230,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     mix = mixed.run(config.quick, config.seed)
     paired = replicas.run(config.quick)
     stateful = live_world.run(config.quick)
+    failed_over = failover.run(config.quick)
     judged = acceptance.run(allocations, mappings, evaluations, checked, loaded)
     sections = [
         allocation.section(allocations),
@@ -246,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         mixed.section(mix.runs, mix.window) + [f"- skipped: {why}" for why in mix.skipped],
         replicas.section(paired),
         live_world.section(stateful),
+        failover.section(failed_over),
         controller.section(controlled),
         acceptance.section(judged),
     ]

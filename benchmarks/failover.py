@@ -1,0 +1,142 @@
+"""A fleet's target lost and back through the live world's delta and through the general
+path (issue 35): a mapping fleet (Ironic's conductors, one mapping workload of nodes)
+and an edge fleet (every-mode workloads beside an allocation), each change timed in one
+process on SQLite, from the call to its answer.
+
+    .venv/bin/python benchmarks/failover.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from harness import progress
+from placed.service import targets
+from placed.service.app import create_app
+from placed.store import schema
+from placed.store.claims import Actor
+from placed.store.database import make_engine
+
+ROOT = Actor("b" * 16, "root-admin", "bench")
+ROUNDS = 3  # each a target down, then up
+
+
+def mapping_fleet(conductors: int, nodes: int) -> dict[str, Any]:
+    return {
+        "name": "fleet",
+        "settings": {"default_mode": "mapping"},
+        "inventory": [
+            {"id": f"c{i}", "kind": "conductor", "tags": ["ironic"]}
+            for i in range(1, conductors + 1)
+        ],
+        "workloads": [{"name": "nodes", "units": nodes, "tags": ["ironic"]}],
+    }
+
+
+def edge_fleet(sites: int, apps: int) -> dict[str, Any]:
+    return {
+        "name": "edge",
+        "inventory": [{"id": f"c{i}", "capacity": {"cpu": 8}} for i in range(1, sites + 1)],
+        "workloads": [
+            {"name": "agent", "mode": "every", "resources": {"cpu": 1}},
+            {"name": "apps", "units": apps, "resources": {"cpu": 1}},
+        ],
+    }
+
+
+@dataclass
+class Timed:
+    fleet: str
+    path: str
+    down: list[float] = field(default_factory=list)
+    up: list[float] = field(default_factory=list)
+    moves: int = 0
+    rebuilds: int = 0
+
+
+def measure(fleet: str, document: dict[str, Any], live: bool) -> Timed:
+    found = Timed(fleet, "delta" if live else "general path")
+    with tempfile.TemporaryDirectory() as folder:
+        url = f"sqlite:///{Path(folder) / 'placed.db'}"
+        token = schema.upgrade(url).root_token
+        app = create_app(database=make_engine(url))
+        client = TestClient(app, headers={"Authorization": f"Bearer {token}"})
+        applied = client.post("/v1/apply", json=document)
+        if applied.status_code != 200:
+            raise RuntimeError(f"{fleet}: {applied.status_code} {applied.text[:300]}")
+        replica = app.state.replica
+        engine = app.state.database
+        if live:
+            replica.read_current(engine, lambda world: world)  # the world in memory
+        built = replica.rebuilds
+        for _ in range(ROUNDS):
+            for state, times in (("down", found.down), ("up", found.up)):
+                started = time.perf_counter()
+                answer = targets.change_state(
+                    engine, "c1", state, "benchmark", ROOT, replica=replica if live else None
+                )
+                times.append(time.perf_counter() - started)
+                found.moves = max(found.moves, len(answer["moves"]))
+        found.rebuilds = replica.rebuilds - built
+        engine.dispose()
+    return found
+
+
+def run(quick: bool) -> list[Timed]:
+    sizes = (10, 1_000, 20, 40) if quick else (100, 10_000, 1_000, 2_000)
+    conductors, nodes, sites, apps = sizes
+    fleets = {
+        f"mapping: {conductors} conductors, {nodes:,} nodes": mapping_fleet(conductors, nodes),
+        f"edge: {sites:,} sites, an agent on each, {apps:,} app units": edge_fleet(sites, apps),
+    }
+    found = []
+    for name, document in fleets.items():
+        for live in (True, False):
+            progress(f"failover: {name}, {'delta' if live else 'general path'}")
+            found.append(measure(name, document, live))
+    return found
+
+
+def section(found: list[Timed]) -> list[str]:
+    def ms(values: list[float]) -> str:
+        return f"{statistics.median(values) * 1000:.1f} ms"
+
+    lines = [
+        "## A fleet's target lost and back (issue 35)",
+        "",
+        f"`benchmarks/failover.py`: c1 down, then up, {ROUNDS} times, through "
+        "`targets.change_state` in one process (SQLite), with the live world and without "
+        "it (the general path plans the whole world); medians. `rebuilds`: times the "
+        "live world was built again from the rows after the first build (0: every change "
+        "a delta).",
+        "",
+        "| fleet | path | down | up | units moved (most) | rebuilds |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {t.fleet} | {t.path} | {ms(t.down)} | {ms(t.up)} | {t.moves} | "
+        f"{t.rebuilds if t.path == 'delta' else '-'} |"
+        for t in found
+    ]
+    return [*lines, ""]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small fleets")
+    args = parser.parse_args(argv)
+    print("\n".join(section(run(args.quick))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
