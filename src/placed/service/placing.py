@@ -220,7 +220,7 @@ def plan(
     made_for = _keep_created(after, state)
     implicit_dedications(after, planner, result, final)
     earlier = _Earlier(before)
-    moves = [_explained(move, planner, state) for move in diff(before, final)]
+    moves = [explained(move, planner, state) for move in diff(before, final)]
     moves.extend(_redeployed(before, after, final, planner, earlier))
     used = usage(planner, state, after)
     _within_capacity(after, used)
@@ -316,7 +316,7 @@ class _Earlier:
         return self._planner
 
 
-def _explained(move: Move, planner: Planner, state: PlanState) -> Move:
+def explained(move: Move, planner: Planner, state: PlanState) -> Move:
     """An every-mode unit removed from a target that is still there: say which rule of
     its workload that target now fails (the agbot cancels the agreement)."""
     if move.kind != REMOVED or move.source is None:

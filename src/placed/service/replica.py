@@ -1557,9 +1557,6 @@ class ReplicaWorld:
             return
         # A target coming up may own any mapping unit again, and take an every-mode one.
         remapping = [w for w in cached.mapped or () if coming or w in owned]
-        if (remapping or (every and (coming or dropped))) and asked.operation == DRAIN:
-            decided.general.append(ticket)  # a drain's own wording and refusals
-            return
         # Each allocation with units to place again, and each every-mode workload (it
         # may lose units and gain others), in the order they were made: a simulation's.
         judged = sorted({*lost, *every}, key=lambda workload: snapshot.workloads[workload].id)
@@ -1647,10 +1644,14 @@ class ReplicaWorld:
                 Move(placement.workload, placement.unit, source, placement.target, why, MOVED)
             )
         for name, off in dropped.items():
-            moved.setdefault(name, []).extend(
+            removed = [
                 Move(name, unit, snapshot.placements[unit], None, placing.FEWER_UNITS, REMOVED)
                 for unit in off
-            )
+            ]
+            if asked.operation == DRAIN:
+                # A drain words it as a whole plan does: the rule the target now fails.
+                removed = [placing.explained(move, planner, state) for move in removed]
+            moved.setdefault(name, []).extend(removed)
         touched = [Touched("target", name, CHANGED) for name in changed] + [
             Touched("workload", workload, CHANGED, (snapshot.workloads[workload].account,))
             for workload in moved
@@ -2182,7 +2183,12 @@ def _unit_event(actor: Actor, move: Move, account: str | None) -> events.Pending
         workload=move.workload,
         account=account,
         request_id=actor.request_id,
-        details={"from": move.source, "to": move.destination, "why": move.why},
+        details={
+            "from": move.source,
+            "to": move.destination,
+            "why": move.why,
+            **(move.details or {}),
+        },
     )
 
 
