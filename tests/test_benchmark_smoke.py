@@ -76,7 +76,8 @@ def test_report_has_every_section(quick_run: tuple[int, str, str]) -> None:
         "## The service: claims through the API",
         "## Mixed traffic (issue 35)",
         "## Two replicas on one PostgreSQL (issue 35)",
-        "## The live world's stateful test (issue 35)",
+        "## The live world's stateful tests (issue 35)",
+        "## A fleet's target lost and back (issue 35)",
         "## The controller: from a missed heartbeat to every unit moved",
         "## Acceptance",
     ):
