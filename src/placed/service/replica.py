@@ -500,12 +500,16 @@ class Decided:
         for change in self.retargeted:
             ticket = change.ticket
             subjects = {*change.rows, *(move.unit for move in change.moves)}
-            recorded = [
-                event
-                for key in {"", *(workload.name for workload, _ in change.moved)}
-                for event in rows.get(key, [])
-                if event.subject in subjects
-            ]
+            # In the order they were committed (each workload's are apart in `rows`).
+            recorded = sorted(
+                (
+                    event
+                    for key in {"", *(workload.name for workload, _ in change.moved)}
+                    for event in rows.get(key, [])
+                    if event.subject in subjects
+                ),
+                key=lambda event: event.id,
+            )
             ticket.report(0, recorded, time.perf_counter() - ticket.started, False)
             ticket.finish(
                 answer={
@@ -523,7 +527,10 @@ class Decided:
             ticket = applied.ticket
             results = [c.result for c in applied.accepted] + [r.result for r in applied.rescaled]
             names = {move.workload for move in applied.moves}
-            recorded = [event for key in ("", *names) for event in rows.get(key, [])]
+            recorded = sorted(
+                (event for key in ("", *names) for event in rows.get(key, [])),
+                key=lambda event: event.id,
+            )
             ticket.report(0, recorded, time.perf_counter() - ticket.started, False)
             result = PlanResult(self.spec, self.explainer.families)
             result.outcomes = [outcome for found in results for outcome in found.outcomes]
