@@ -1595,9 +1595,11 @@ class EdgeNodesComingAndGoing(ConductorsComingAndGoing):
         self.app, self.client = applied(f"sqlite:///{self.folder / 'placed.db'}", EDGE_FLEET_SPEC)
 
 
-def test_random_conductors_lost_and_back_keep_the_live_world_the_stored_one() -> None:
+def run_stateful(machine: type[RuleBasedStateMachine]) -> None:
+    """`machine`'s random sequences of 12 steps, PLACED_LIVE_EXAMPLES of them (12 unless
+    told; `make bench` runs more, benchmarks/live_world.py)."""
     examples = int(os.environ.get("PLACED_LIVE_EXAMPLES", "12"))
-    ConductorsComingAndGoing.TestCase.settings = settings(
+    machine.TestCase.settings = settings(
         max_examples=examples,
         stateful_step_count=12,
         deadline=None,
@@ -1605,31 +1607,17 @@ def test_random_conductors_lost_and_back_keep_the_live_world_the_stored_one() ->
         database=None,
         suppress_health_check=list(HealthCheck),
     )
-    ConductorsComingAndGoing.TestCase().runTest()
+    machine.TestCase().runTest()
+
+
+def test_random_conductors_lost_and_back_keep_the_live_world_the_stored_one() -> None:
+    run_stateful(ConductorsComingAndGoing)
 
 
 def test_random_edge_nodes_lost_and_back_keep_the_live_world_the_stored_one() -> None:
-    examples = int(os.environ.get("PLACED_LIVE_EXAMPLES", "12"))
-    EdgeNodesComingAndGoing.TestCase.settings = settings(
-        max_examples=examples,
-        stateful_step_count=12,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    EdgeNodesComingAndGoing.TestCase().runTest()
+    run_stateful(EdgeNodesComingAndGoing)
 
 
 def test_random_claims_and_deletes_keep_the_live_world_the_stored_one() -> None:
     # `make bench` runs it longer (benchmarks/live_world.py).
-    examples = int(os.environ.get("PLACED_LIVE_EXAMPLES", "12"))
-    ClaimsAndDeletes.TestCase.settings = settings(
-        max_examples=examples,
-        stateful_step_count=12,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    ClaimsAndDeletes.TestCase().runTest()
+    run_stateful(ClaimsAndDeletes)
