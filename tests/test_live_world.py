@@ -39,9 +39,9 @@ from sqlalchemy import select
 
 from placed.engine.planner import Planner
 from placed.model.dedications import Owner
+from placed.model.workload import Avoid
 from placed.policy.dedication import DedicationState, Tenant, zone_columns
-from placed.service import dedications, migrations, placing, problems, targets, workloads
-from placed.service import replica as replica_module
+from placed.service import coupling, dedications, migrations, placing, problems, targets, workloads
 from placed.service.app import create_app
 from placed.service.rededication import Rededicating
 from placed.service.replica import Removing, ReplicaWorld, Rescaling, Ticket
@@ -294,7 +294,7 @@ def test_edge_nodes_lost_and_back_are_deltas_that_write_what_the_general_path_wr
     with twins(database, tmp_path, EDGE) as (live_app, _, general_app, _):
         replica: ReplicaWorld = live_app.state.replica
         cached = replica.read_current(live_app.state.database, lambda live: live)
-        assert cached.every == ("agent", "arm-only") and cached.mapped == ()
+        assert cached.coupling.every == ("agent", "arm-only") and cached.coupling.mapped == ()
         built = replica.rebuilds
         moved = 0
         for step, asked in EDGE_STEPS:
@@ -338,8 +338,8 @@ def test_a_world_with_a_reader_keeps_changes_of_the_workloads_no_one_reads_delta
     with twins(database, tmp_path, READERS) as (live_app, _, general_app, _):
         replica: ReplicaWorld = live_app.state.replica
         cached = replica.read_current(live_app.state.database, lambda live: live)
-        assert not cached.plain and cached.readers == frozenset({"cache"})
-        assert cached.referenced is not None and "db" in cached.referenced
+        assert not cached.coupling.plain and cached.coupling.readers == frozenset({"cache"})
+        assert cached.coupling.referenced is not None and "db" in cached.coupling.referenced
         built = replica.rebuilds
         # Where web's, cache's and db's units run (the same in both stores).
         placed = dict(cached.snapshot.placements)
@@ -364,6 +364,80 @@ def test_a_world_with_a_reader_keeps_changes_of_the_workloads_no_one_reads_delta
         assert unordered(rows(live_app)) == unordered(rows(general_app))
         replica.read_current(live_app.state.database, lambda live: live)
         assert replica.rebuilds == built + 1  # db is read by cache's avoid
+
+
+NAMERS = """
+name: namers
+inventory:
+  - {id: d1, capacity: {cpu: 8}, tags: [data]}
+  - {id: d2, capacity: {cpu: 8}, tags: [data]}
+  - {id: d3, capacity: {cpu: 8}, tags: [data]}
+  - {id: d4, capacity: {cpu: 8}, tags: [data]}
+  - {id: a1, capacity: {cpu: 8}, tags: [apps]}
+  - {id: a2, capacity: {cpu: 8}, tags: [apps]}
+  - {id: a3, capacity: {cpu: 8}, tags: [apps]}
+workloads:
+  - {name: db, units: 2, resources: {cpu: 1}, tags: [data]}
+  - {name: web, units: 2, resources: {cpu: 1}, tags: [apps]}
+"""
+NAMING_CLAIMS: list[dict[str, Any]] = [
+    {"name": "cache", "units": 2, "resources": {"cpu": 1}, "tags": ["data"],
+     "avoid": {"workload": "db", "level": "target"}},
+    {"name": "sidecar", "units": 2, "resources": {"cpu": 1}, "tags": ["apps"],
+     "near": {"workload": "web", "level": "target"}},
+    {"name": "plain", "units": 3, "resources": {"cpu": 2}},
+    {"name": "replica", "units": 2, "resources": {"cpu": 1}, "tags": ["data"],
+     "avoid": [{"workload": "db", "level": "target"}, {"workload": "cache", "level": "target"}]},
+]  # fmt: skip
+
+
+def test_claims_that_name_others_are_deltas_that_write_what_the_general_path_writes(
+    database: str, tmp_path: Path
+) -> None:
+    """A claim with near or avoid is placed on the live world (its terms read the plan
+    state's counts); the workloads it avoids get the mirrored term a world loaded whole
+    gives them, and the workloads it names are no longer free for deltas."""
+    with twins(database, tmp_path, NAMERS) as (live_app, live_client, general_app, other):
+        replica: ReplicaWorld = live_app.state.replica
+        replica.read_current(live_app.state.database, lambda live: live)
+        built = replica.rebuilds
+        for body in NAMING_CLAIMS:
+            spec = WorkloadSpec.model_validate(body)
+            live = workloads.claim(live_app.state.database, spec, ROOT, replica=replica)
+            general = workloads.claim(general_app.state.database, spec, ROOT)
+            assert live == general, body["name"]
+        assert replica.rebuilds == built, "a claim that names others took the general path"
+        assert rows(live_app) == rows(general_app)
+        cached = replica.read_current(live_app.state.database, lambda live: live)
+        assert cached.coupling.readers == frozenset({"cache", "sidecar", "replica"})
+        referenced = cached.coupling.referenced
+        assert referenced is not None and {"db", "web", "cache"} <= referenced
+        # The models' rules are what a world loaded from the rows holds: db and cache
+        # avoid those that avoid them (mirrored), and nothing else changed.
+        with reading(live_app.state.database) as session:
+            scratch = placing.world_spec(world.read(session))
+        wanted = [(w.name, w.requests) for w in scratch.workloads]
+        assert [(w.name, w.requests) for w in cached.spec.workloads] == wanted
+        assert [(n, w.requests) for n, w in cached.planner.workloads.items()] == wanted
+        db = next(w for w in scratch.workloads if w.name == "db").request(Avoid)
+        assert db is not None and any(term.mirrored for term in db.terms)
+        # A name no stored workload has: the general path answers it.
+        ghost = {"name": "ghost", "units": 1, "near": {"workload": "nobody", "level": "target"}}
+        answers = [client.post("/v1/workloads", json=ghost) for client in (live_client, other)]
+        assert answers[0].status_code == answers[1].status_code == 422, answers[0].text
+        assert answers[0].json()["errors"] == answers[1].json()["errors"]
+        # plain is named by no one: its delete stays a delta; db is avoided: its count's
+        # change is the general path's.
+        live, general = delete(live_app, "plain", True), delete(general_app, "plain", False)
+        assert live["changes"] == general["changes"]
+        replica.read_current(live_app.state.database, lambda live: live)
+        assert replica.rebuilds == built
+        body = {"name": "db", "units": 3, "resources": {"cpu": 1}, "tags": ["data"]}
+        live, general = update(live_app, body, True), update(general_app, body, False)
+        assert live == general
+        assert rows(live_app) == rows(general_app)
+        replica.read_current(live_app.state.database, lambda live: live)
+        assert replica.rebuilds == built + 1
 
 
 CONDUCTORS = """
@@ -403,7 +477,7 @@ def test_conductors_lost_and_back_are_deltas_that_write_what_the_general_path_wr
         replica: ReplicaWorld = live_app.state.replica
         cached = replica.read_current(live_app.state.database, lambda live: live)
         built = replica.rebuilds
-        assert cached is not None and cached.mapped == ("fleet", "rack10-nodes", "node-c")
+        assert cached is not None and cached.coupling.mapped == ("fleet", "rack10-nodes", "node-c")
         moved = 0
         for step, asked in CONDUCTOR_STEPS:
             live = retarget(live_app, step, asked, True)
@@ -869,6 +943,41 @@ def test_another_replica_judges_by_a_dedication_and_a_setting_made_through_the_l
     assert "implicit dedication is off" in refused.text
 
 
+def test_another_replica_reads_claims_that_name_others_without_building_its_world(
+    database: str,
+) -> None:
+    """Two servers on one database: the claims with near and avoid one commits, the other
+    reads from the rows committed since (its world not built again), with the same
+    coupling and mirrored terms as the server that placed them."""
+    app, client = applied(database, NAMERS)
+    other = create_app(database=make_engine(database))
+    other_client = TestClient(other, headers=client.headers)
+    body = {"name": "first", "units": 1, "resources": {"cpu": 1}}
+    assert other_client.post("/v1/workloads", json=body).status_code == 201
+    built = other.state.replica.rebuilds
+    for body in NAMING_CLAIMS:
+        assert client.post("/v1/workloads", json=body).status_code == 201, body
+    mine = app.state.replica.read_current(app.state.database, lambda live: live)
+    theirs = other.state.replica.read_current(other.state.database, lambda live: live)
+    assert other.state.replica.rebuilds == built
+    assert theirs.coupling == mine.coupling
+    assert [(w.name, w.requests) for w in theirs.spec.workloads] == [
+        (w.name, w.requests) for w in mine.spec.workloads
+    ]
+    # The next claim of db's neighbour, judged there, avoids what those claims placed.
+    body = {
+        "name": "late",
+        "units": 1,
+        "tags": ["data"],
+        "avoid": {"workload": "replica", "level": "target"},
+    }
+    answer = other_client.post("/v1/workloads", json=body)
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["changes"][0]["to"] not in {
+        mine.snapshot.placements[u] for u in ("replica/0", "replica/1")
+    }
+
+
 def snapshot_of(app: FastAPI) -> world.Snapshot:
     with reading(app.state.database) as session:
         return world.read(session)
@@ -950,6 +1059,36 @@ def claim_ticket(name: str, units: int, cpu: float) -> Ticket:
 
 def removal_ticket(name: str, generation: int | None = None) -> Ticket:
     return Ticket(None, ROOT, placing.silent, 0.0, Removing(name, generation))
+
+
+def test_a_batch_judges_what_follows_a_claim_that_names_others_by_that_claim(
+    database: str,
+) -> None:
+    """One batch: a claim that avoids `a`, then deletes of `a` and of `b`. The delete of
+    `a` is judged by the coupling the claim left (a is named now: the general path), the
+    delete of `b` (named by no one) stays a delta, and the world is not built again."""
+    app, client = applied(database)
+    replica: ReplicaWorld = app.state.replica
+    engine = app.state.database
+    for name in ("a", "b"):
+        body = {"name": name, "units": 1, "resources": {"cpu": 1, "memory": 1}}
+        assert client.post("/v1/workloads", json=body).status_code == 201
+    built = replica.rebuilds
+    reader = WorkloadSpec.model_validate(
+        {"name": "r", "units": 1, "avoid": {"workload": "a", "level": "target"}}
+    )
+    group = [
+        Ticket(reader, ROOT, placing.silent, 0.0),
+        removal_ticket("a"),
+        removal_ticket("b"),
+    ]
+    replica._serve(engine, group)
+    assert all(t.done and t.error is None for t in group)
+    assert [t.answer is not None for t in group] == [True, False, True]
+    assert replica.rebuilds == built
+    cached = replica._cached
+    assert cached is not None and cached.coupling.readers == frozenset({"r"})
+    assert cached.coupling.referenced is not None and "a" in cached.coupling.referenced
 
 
 def test_claims_and_deletes_served_together_commit_as_one_revision(database: str) -> None:
@@ -1113,8 +1252,8 @@ def test_a_deletion_that_could_place_a_waiting_unit_takes_the_general_path(
 
 def test_a_workload_placed_on_machine_0_reads_others() -> None:
     # `to: 0` is a Juju directive (machine 0), though 0 is falsy.
-    assert replica_module._reads_others({"name": "w", "to": 0})
-    assert not replica_module._reads_others({"name": "w", "pattern": False, "services": []})
+    assert coupling.reads_others({"name": "w", "to": 0})
+    assert not coupling.reads_others({"name": "w", "pattern": False, "services": []})
 
 
 def test_the_general_path_still_answers_what_the_delta_leaves_to_it(database: str) -> None:

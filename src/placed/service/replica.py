@@ -22,7 +22,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -37,12 +36,14 @@ from placed.engine.report import Explainer, plan_document
 from placed.engine.state import PlanState
 from placed.model import Spec, Workload
 from placed.model.dedications import Owner, Topology
-from placed.model.workload import Mode
+from placed.model.workload import Avoid, Mode, Near
 from placed.operations.batch_commits import CommitProcess
 from placed.operations.store import Store, Transaction
+from placed.policy.affinity import mirror_avoids
 from placed.policy.dedication import IMPLICIT_EVENT, DedicationState
 from placed.service import change_scope, live_apply, live_settings, placing, problems, rededication
 from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched
+from placed.service.coupling import READS_OTHERS, Coupling, names_others, reads_others
 from placed.service.live_apply import Applying, Difference
 from placed.service.live_settings import Reset, Resetting
 from placed.service.rededication import Rededicated, Rededicating
@@ -77,37 +78,24 @@ class Cached:
     state: PlanState  # the world as it stands: every unit in its place
     kinds: set[str]
     explainer: Explainer  # its workloads grow with the claims the cache takes
-    # What a change other than a claim can be a delta for: no unit waits for room (a
-    # freed place would be given to it), and every workload is an allocation with no
-    # reference to another (near, avoid, Juju's directives: a deletion can change their
-    # verdicts). A tenant's VM is one, whatever its offering: one that holds its host by
-    # implicit dedication is not releasable (policy/dedication.py), and a change that
-    # would release it goes to the whole plan.
+    # Units waiting for room: a change other than a claim is a delta only when none does
+    # (a freed place would be given to one). A tenant's VM is no different, whatever its
+    # offering: one that holds its host by implicit dedication is not releasable
+    # (policy/dedication.py), and a change that would release it goes to the whole plan.
     pending: int = 0
-    plain: bool = True
     # No running unit misfits its place (fit.collector): a change's answer then lists no
     # `incompatible`, and a delta need not find which of them the change leaves.
     fitting: bool = True
+    # How the workloads read each other: what a change of one can be a delta for. A claim
+    # that reads others changes it in its decision (`Decided.coupling`) and here once
+    # stored.
+    coupling: Coupling = field(default_factory=Coupling)
     # The locations' tree as the dedication rules read it, made with a world that has a
     # tenancy (a change of dedications keeps it).
     topology: Topology | None = None
-    # What a target's change of state can be a delta for: every workload plain (above)
-    # but these mapping ones, in the spec's order, whose owners are derived from which
-    # targets are up alone (none asks for resources or balances its load, and the world
-    # has no tenancy: nothing a unit elsewhere takes changes their verdicts). None: some
-    # workload is neither.
-    mapped: tuple[str, ...] | None = ()
-    # Every-mode workloads (a unit on each target that takes them) beside `mapped`: a
-    # target's change of state removes its units and gives one to each target coming,
-    # numbered from `ordinals` (the first free unit number of each).
-    every: tuple[str, ...] = ()
+    # The first free unit number of each every-mode workload (`Coupling.every`): a
+    # target coming gets a unit of each, numbered from here.
     ordinals: dict[str, int] = field(default_factory=dict)
-    # In a world of allocations only, some of which read others: the readers, and every
-    # name their references could mean (`referenced`, over-approximated: a pattern means
-    # all). A change of a workload in neither, every unit fitting, is what a whole plan
-    # makes of it: no verdict of another reads it, and what runs stays.
-    readers: frozenset[str] | None = None
-    referenced: frozenset[str] | None = frozenset()
 
     # Each target's units, kept by every placement the cache takes, so that a drain reads
     # its targets' units rather than every placement (30,000 of them cost 5 ms a drain).
@@ -122,25 +110,6 @@ class Cached:
         if self.topology is None:
             self.topology = Topology.of_roots(self.spec.inventory.roots)
         return self.topology
-
-    def free(self, workload: str) -> bool:
-        """Whether a delete, a count change or a move of `workload`'s units is a delta:
-        the world is plain; or every unit fits and the workload is an allocation of a
-        world whose other workloads are `mapped` ones, or one that no other reads and
-        that reads none (`readers`)."""
-        if self.plain:
-            return True
-        if not self.fitting or self.every:
-            return False  # room freed may give an every-mode workload a unit
-        if self.mapped is not None:
-            return workload not in self.mapped
-        readers, referenced = self.readers, self.referenced
-        return (
-            readers is not None
-            and referenced is not None
-            and workload not in readers
-            and workload not in referenced
-        )
 
     def units_on(self, target: str) -> set[str]:
         return self.by_target.get(target, set())
@@ -369,6 +338,8 @@ class Decided:
     # Documents applied: their changes are in the lists above too; an apply that changes
     # something ends the decision (its answer is the documents' as a whole).
     applied: list[Applied] = field(default_factory=list)
+    # How the workloads read each other once this decision's claims are in the world.
+    coupling: Coupling = field(default_factory=Coupling)
 
     @property
     def closed(self) -> bool:
@@ -419,6 +390,7 @@ class Decided:
             self.rededicated + later.rededicated,
             self.reset + later.reset,
             self.applied + later.applied,
+            later.coupling,
         )
 
     def writes(self) -> bool:
@@ -639,12 +611,9 @@ class ReplicaWorld:
         self.rebuilds += 1
         explainer = Explainer(spec, planner.families)
         explainer.workloads = planner.workloads
-        plain = all(row.mode == "allocation" for row in snapshot.workloads.values()) and not any(
-            _reads_others(stored) for stored in snapshot.workload_specs.values()
+        coupling = Coupling.of(
+            spec, snapshot.workload_specs, (row.mode for row in snapshot.workloads.values())
         )
-        fleet = ((), ()) if plain else _fleet(spec, snapshot)
-        mapped, every = fleet if fleet is not None else (None, ())
-        readers, referenced = _readers(snapshot)
         self._cached = Cached(
             snapshot.revision,
             snapshot,
@@ -654,12 +623,8 @@ class ReplicaWorld:
             kinds,
             explainer,
             len(planned.unplaced),
-            plain,
             not misfits,
-            mapped=mapped,
-            readers=readers,
-            referenced=referenced,
-            every=every,
+            coupling,
             ordinals=ordinals,
         )
         if spec.tenancy is not None:
@@ -683,7 +648,7 @@ class ReplicaWorld:
                 model = self._load(cached, spec, row.document)
             except (SpecError, ValueError):
                 return False
-            if not _simple(spec) or model.mode != "allocation":
+            if not names_others(row.spec) or model.mode != "allocation":
                 return False
             models[row.name] = model
         state, planner = cached.state, cached.planner
@@ -713,10 +678,17 @@ class ReplicaWorld:
                 generation=target.generation,
                 used=target.used if target.used is not None else known.used,
             )
+        mirrored: dict[str, Workload] = {}
+        for row in claimed.workloads:
+            if reads_others(row.spec):
+                cached.coupling = cached.coupling.with_reader(row.name, dict(row.spec))
+                found = _mirrored(planner.workloads, models[row.name])
+                planner.workloads.update(found)  # the next claim's mirror adds to these
+                mirrored.update(found)
         if claimed.workloads:
-            cached.spec = dataclasses.replace(
-                cached.spec, workloads=(*cached.spec.workloads, *models.values())
-            )
+            kept = tuple(mirrored.get(w.name, w) for w in cached.spec.workloads)
+            made = tuple(planner.workloads[name] for name in models)  # mirrored, some
+            cached.spec = dataclasses.replace(cached.spec, workloads=(*kept, *made))
             planner.spec = cached.spec
         snapshot.revision = cached.revision = current
         return True
@@ -752,7 +724,7 @@ class ReplicaWorld:
         Claims that arrive while another batch commits wait for the lock together; the
         first of them to get it serves them all in one transaction (a group commit), so
         the commit's cost is shared instead of paid once per claim in a queue."""
-        if not _simple(spec):
+        if not _claimable(spec):
             return None
         return self._served_now(engine, Ticket(spec, actor, report, time.perf_counter()))
 
@@ -791,7 +763,7 @@ class ReplicaWorld:
         waiting claims in batches and wakes each handler when its answer is known: a
         thread of the pool per claim would cost two thread switches a claim, each a
         wait for the GIL, and most of them only to wait for the batch lock."""
-        if not _simple(spec):
+        if not _claimable(spec):
             return None
         return await self._served_async(engine, Ticket(spec, actor, report, time.perf_counter()))
 
@@ -1049,10 +1021,12 @@ class ReplicaWorld:
     def _decided(self, cached: Cached, batch: list[Ticket], on: Decided | None = None) -> Decided:
         if on is None:
             decided = Decided(cached.explainer, cached.state, cached.spec, cached.state)
+            decided.coupling = cached.coupling
             taken: set[str] = set()
             gone: set[str] = set()
         else:
             decided = Decided(cached.explainer, on.state, on.spec, on.state)
+            decided.coupling = on.coupling
             taken, gone = set(on.names), set(on.gone)
             decided.targets = set(on.targets)
         decided.names, decided.gone = taken, gone
@@ -1114,9 +1088,16 @@ class ReplicaWorld:
         except SpecError:
             decided.general.append(ticket)  # reported with the whole spec there
             return
-        if workload.mode != "allocation" or not set(workload.resources) <= set(
-            cached.planner.index.resources
+        if (
+            workload.mode != "allocation"
+            or not set(workload.resources) <= set(cached.planner.index.resources)
+            or any(
+                other not in cached.planner.workloads or other in decided.gone | decided.names
+                for other in _named(workload)
+            )
         ):
+            # A name a reader's term gives that is not stored as it stands: the general
+            # path reads (and answers) it.
             decided.general.append(ticket)
             return
         planned = self._plan(cached, decided.spec, decided.state, workload)
@@ -1142,6 +1123,8 @@ class ReplicaWorld:
         decided.accepted.append(Accepted(ticket, spec, workload, result, moves, stored, plan, home))
         decided.names.add(name)
         decided.state = after
+        if reads_others(stored):
+            decided.coupling = decided.coupling.with_reader(name, stored)
 
     def _decide_removal(
         self, cached: Cached, decided: Decided, ticket: Ticket, removing: Removing
@@ -1164,7 +1147,7 @@ class ReplicaWorld:
             or (reach is not None and row.account not in reach)
             or (removing.generation is not None and row.generation != removing.generation)
             or cached.pending
-            or not cached.free(name)
+            or not decided.coupling.free(name, cached.fitting)
             or not planner.pipeline.releasable(planner.request(workload))
         ):
             decided.general.append(ticket)
@@ -1277,6 +1260,9 @@ class ReplicaWorld:
                     snapshot.units[move.unit] = (ids[move.unit], name)
                     cached.put(move.unit, move.destination)
             planner.workloads[name] = changed[name] = workload
+        for claim in decided.accepted:
+            for other, mirrored in _mirrored(planner.workloads, claim.workload).items():
+                planner.workloads[other] = changed[other] = mirrored
         restated: set[str] = set()
         for change in decided.retargeted:
             for name in change.changed:
@@ -1317,11 +1303,12 @@ class ReplicaWorld:
                 for w in workloads
                 if w.name in changed or w.name not in decided.gone
             )
-        cached.spec = dataclasses.replace(
-            cached.spec, workloads=(*workloads, *(c.workload for c in decided.accepted))
-        )
+        # A claim's model as mirrored by those after it in the batch.
+        claimed = (planner.workloads[claim.workload.name] for claim in decided.accepted)
+        cached.spec = dataclasses.replace(cached.spec, workloads=(*workloads, *claimed))
         planner.spec = cached.spec
         cached.state = decided.state
+        cached.coupling = decided.coupling
         cached.revision = number
 
     def remove(
@@ -1424,9 +1411,9 @@ class ReplicaWorld:
             or row.generation != rescaling.generation
             or row.account != spec.account
             or cached.pending
-            or not cached.free(name)
+            or not decided.coupling.free(name, cached.fitting)
             or not cached.fitting
-            or not _simple(spec)
+            or reads_others(_fields(spec))
             or live_apply.count_aside(stored) != live_apply.count_aside(was)
         ):
             decided.general.append(ticket)
@@ -1511,7 +1498,7 @@ class ReplicaWorld:
             or any(name not in snapshot.targets for name in names)
             or any(name in decided.targets for name in names)
             or cached.pending
-            or (cached.mapped is None and cached.readers is None)
+            or (decided.coupling.mapped is None and decided.coupling.readers is None)
             or not cached.fitting
         ):
             decided.general.append(ticket)
@@ -1547,7 +1534,8 @@ class ReplicaWorld:
             decided.general.append(ticket)  # its units' rows are not written yet
             return
         lost: dict[str, list[str]] = {}
-        mapped, every = set(cached.mapped or ()), set(cached.every)
+        coupling = decided.coupling
+        mapped, every = set(coupling.mapped or ()), set(coupling.every)
         owned: dict[str, list[str]] = {}  # mapping workloads' units on targets leaving
         dropped: dict[str, list[str]] = {}  # every-mode ones'
         for target in leaving:
@@ -1559,11 +1547,11 @@ class ReplicaWorld:
                     dropped.setdefault(workload, []).append(unit)
                 else:
                     lost.setdefault(workload, []).append(unit)
-        if cached.mapped is None and not all(map(cached.free, lost)):
+        if coupling.mapped is None and not all(coupling.free(w, cached.fitting) for w in lost):
             decided.general.append(ticket)  # another reads where its units run
             return
         # A target coming up may own any mapping unit again, and take an every-mode one.
-        remapping = [w for w in cached.mapped or () if coming or w in owned]
+        remapping = [w for w in coupling.mapped or () if coming or w in owned]
         # Each allocation with units to place again, and each every-mode workload (it
         # may lose units and gain others), in the order they were made: a simulation's.
         judged = sorted({*lost, *every}, key=lambda workload: snapshot.workloads[workload].id)
@@ -1702,7 +1690,7 @@ class ReplicaWorld:
         when a unit waits for room (the change could open a host to it), a workload reads
         another or is not a plain allocation, a running unit misfits its place, or the
         rules cannot judge it here (rededication.judge)."""
-        if cached.pending or not cached.plain or not cached.fitting:
+        if cached.pending or not decided.coupling.plain or not cached.fitting:
             decided.general.append(ticket)
             return
         judged = rededication.judge(
@@ -1751,7 +1739,7 @@ class ReplicaWorld:
         refused (a unit with no place waits pending there), or when the batch holds
         other changes already (the apply answers as one)."""
         snapshot = cached.snapshot
-        if not decided.empty or cached.pending or not cached.plain or not cached.fitting:
+        if not decided.empty or cached.pending or not decided.coupling.plain or not cached.fitting:
             decided.general.append(ticket)
             return
         try:
@@ -1769,6 +1757,7 @@ class ReplicaWorld:
             return
         sub = Decided(cached.explainer, decided.state, decided.spec, decided.state)
         sub.names, sub.gone = set(decided.names), set(decided.gone)
+        sub.coupling = decided.coupling
         for name in found.deleted:
             self._decide_removal(cached, sub, _part_of(ticket), Removing(name, None))
         for spec, generation in found.counted:
@@ -1784,6 +1773,7 @@ class ReplicaWorld:
         decided.names |= sub.names
         decided.gone |= sub.gone
         decided.state = sub.state
+        decided.coupling = sub.coupling
         decided.applied.append(
             Applied(ticket, found, asked.prune, sub.accepted, sub.removed, sub.rescaled)
         )
@@ -1808,7 +1798,7 @@ class ReplicaWorld:
         when a unit waits for room (implicit dedication on could give it a host), a
         workload reads another or is not a plain allocation, a running unit misfits its
         place, or the value is not one the delta judges (live_settings.judge)."""
-        if cached.pending or not cached.plain or not cached.fitting or decided.reset:
+        if cached.pending or not decided.coupling.plain or not cached.fitting or decided.reset:
             decided.general.append(ticket)
             return
         judged = live_settings.judge(cached.spec, cached.snapshot, asked)
@@ -2280,101 +2270,44 @@ def _taken_in_view(
     return False
 
 
-# The fields that make a workload read more than itself: a Juju directive, constraint or
-# machine, near or avoid (the workloads they name, and avoid's mirrored terms), an Open
-# Horizon service or pattern.
-READS_OTHERS = (
-    "near",
-    "avoid",
-    "to",
-    "juju_constraints",
-    "new_machines",
-    "service",
-    "services",
-    "pattern",
-)
+def _fields(spec: WorkloadSpec) -> dict[str, Any]:
+    """A request's fields that may read other workloads (`READS_OTHERS`)."""
+    return {key: getattr(spec, key) for key in READS_OTHERS}
 
 
-def _given(value: Any) -> bool:
-    """Whether a field holds anything: `to: 0` does (machine 0), `pattern: false` and an
-    empty list do not."""
-    return value is not None and value is not False and value != [] and value != ""
+def _claimable(spec: WorkloadSpec) -> bool:
+    """A claim the cache can take: one that reads no other workload, or reads them by name
+    only (near, avoid: `coupling.NAMING`), whose units the plan state counts. An account
+    and an offering are read from the cached world's tenancy and offerings, as the whole
+    spec's loader reads them."""
+    return names_others(_fields(spec))
 
 
-def _reads_others(stored: dict[str, Any]) -> bool:
-    """Whether a stored workload (its row's spec) reads others (`READS_OTHERS`)."""
-    return any(_given(stored.get(key)) for key in READS_OTHERS)
-
-
-def _readers(snapshot: Snapshot) -> tuple[frozenset[str] | None, frozenset[str] | None]:
-    """`Cached.readers` and `Cached.referenced`: (None, None) unless every workload is an
-    allocation; `referenced` None when a reader names others by a pattern."""
-    if any(row.mode != "allocation" for row in snapshot.workloads.values()):
-        return None, None
-    readers: set[str] = set()
+def _named(workload: Workload) -> set[str]:
+    """The other workloads a workload's near and avoid terms name."""
     named: set[str] = set()
-    for name, stored in snapshot.workload_specs.items():
-        if not _reads_others(stored):
+    for request in (workload.request(Near), workload.request(Avoid)):
+        if request is not None:
+            named.update(term.workload for term in request.terms if not term.mirrored)
+    named.discard(workload.name)
+    return named
+
+
+def _mirrored(workloads: dict[str, Workload], reader: Workload) -> dict[str, Workload]:
+    """Each workload `reader` avoids, with the mirrored term the loader gives it
+    (policy.affinity.mirror_avoids), as a world loaded whole would hold it."""
+    avoided = reader.request(Avoid)
+    if avoided is None:
+        return {}
+    found: dict[str, Workload] = {}
+    for term in avoided.terms:
+        other = workloads.get(term.workload)
+        if other is None or term.mirrored or other is reader or term.workload in found:
             continue
-        readers.add(name)
-        if any(_given(stored.get(key)) for key in _PATTERNS):
-            return frozenset(readers), None
-        for key in READS_OTHERS:
-            named.update(_names_in(stored.get(key)))
-    return frozenset(readers), frozenset(named)
-
-
-# A reader's fields that name others by a pattern, not by name.
-_PATTERNS = ("pattern",)
-_SEPARATORS = re.compile(r"[\s:/,=@]+")
-
-
-def _names_in(value: Any) -> set[str]:
-    """Every name a reference could mean: each string whole, and each piece of it
-    between separators (`lxd:mysql/0` is lxd, mysql and 0)."""
-    found: set[str] = set()
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, dict):
-            pending.extend(item.values())  # its keys are the spec's fields
-        elif isinstance(item, list | tuple):
-            pending.extend(item)
-        elif item is not None:
-            text = str(item)
-            found.add(text)
-            found.update(piece for piece in _SEPARATORS.split(text) if piece)
+        mirrored = mirror_avoids([reader, other])[1]
+        if mirrored is not other:
+            found[term.workload] = mirrored
     return found
-
-
-def _fleet(spec: Spec, snapshot: Snapshot) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """`Cached.mapped` and `Cached.every` of a world that is not plain."""
-    if spec.tenancy is not None or any(
-        _reads_others(stored) for stored in snapshot.workload_specs.values()
-    ):
-        return None
-    mapped: list[str] = []
-    every: list[str] = []
-    for workload in spec.workloads:
-        if (
-            workload.mode == "mapping"
-            and workload.max_load is None
-            and not any(workload.resources.values())
-        ):
-            mapped.append(workload.name)
-        elif workload.mode == "every":
-            every.append(workload.name)
-        elif workload.mode != "allocation":
-            return None
-    return tuple(mapped), tuple(every)
-
-
-def _simple(spec: WorkloadSpec) -> bool:
-    """A workload the cache can take: none of `READS_OTHERS`. A claim without them needs
-    no mirrored terms: an avoid names a workload that exists, never a claim's new name
-    (test_service_replica). An account and an offering are read from the cached world's
-    tenancy and offerings, as the whole spec's loader reads them."""
-    return not any(_given(getattr(spec, key)) for key in READS_OTHERS)
 
 
 __all__ = ["Placement", "ReplicaWorld"]
