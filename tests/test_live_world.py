@@ -844,6 +844,39 @@ def test_deletes_of_tenants_vms_are_deltas_and_release_a_host_s_implicit_dedicat
         assert replica.rebuilds == built
 
 
+def test_a_count_cut_that_ends_a_host_s_implicit_dedication_is_a_delta(
+    database: str, tmp_path: Path
+) -> None:
+    """A dedicated VM workload cut to fewer units: where its last VMs on a host go, the
+    host's implicit dedication ends (its row deleted), in the same transaction, as the
+    whole plan writes it; the world is not built again."""
+    with twins(database, tmp_path, TENANTS) as (live_app, live_client, general_app, other):
+        replica: ReplicaWorld = live_app.state.replica
+        body = {"name": "d", "account": "A13", "offering": "dedicated-small", "units": 5}
+        claim_both((live_client, other), body)
+        built = replica.rebuilds
+        placed = snapshot_of(live_app).placements
+        hosts = {placed[f"d/{n}"] for n in range(5)}
+        assert len(hosts) == 2, placed  # four VMs fill one host, the fifth takes another
+        implicit = [e for e in snapshot_of(live_app).dedications if e.get("implicit")]
+        assert len(implicit) == 2
+        for units, left in ((4, 1), (2, 1)):
+            body["units"] = units
+            live, general = update(live_app, body, True), update(general_app, body, False)
+            assert live == general, units
+            implicit = [e for e in snapshot_of(live_app).dedications if e.get("implicit")]
+            assert len(implicit) == left, units
+            assert unordered(rows(live_app)) == unordered(rows(general_app))
+        assert unordered(dedication_rows(live_app)) == unordered(dedication_rows(general_app))
+        cached = replica.read_current(live_app.state.database, lambda live: live)
+        assert replica.rebuilds == built
+        assert len([e for e in cached.snapshot.dedications if e.get("implicit")]) == 1
+        # The host let go is nobody's again: another account's dedicated VM may take it.
+        body = {"name": "f", "account": "A1", "offering": "dedicated-small", "units": 4}
+        assert live_client.post("/v1/workloads", json=body).status_code == 201
+        assert replica.rebuilds == built
+
+
 def _document(workloads: dict[str, int]) -> str:
     """The `racks` document again, with these workloads (name: units)."""
     lines = [f"  - {{name: {n}, units: {u}, resources: {{cpu: 1}}}}" for n, u in workloads.items()]

@@ -262,6 +262,9 @@ class Rescaled:
     workload: Workload
     result: PlanResult
     moves: list[Move]
+    # Hosts whose implicit dedication a count cut ends (its account's last VMs there
+    # gone), and their owner, as a deletion's.
+    released: list[tuple[str, Owner]] = field(default_factory=list)
 
 
 @dataclass
@@ -352,6 +355,7 @@ class Decided:
             or any(change.numbers for change in self.retargeted)
             or any(claim.result.dedications_created for claim in self.accepted)
             or any(removal.released for removal in self.removed)
+            or any(rescale.released for rescale in self.rescaled)
             or any(not applied.difference.empty for applied in self.applied)
         )
 
@@ -1212,8 +1216,8 @@ class ReplicaWorld:
                 _store_dedication(
                     cached, rededication.implicit(snapshot, planner.index, made), number
                 )
-        for removal in decided.removed:
-            for host, owner in removal.released:
+        for releasing in _releasing(decided):
+            for host, owner in releasing.released:
                 released = rededication.released_implicit(snapshot, planner.index, host, owner)
                 _store_dedication(cached, released, number)
         for _, rededicated in decided.rededicated:
@@ -1436,6 +1440,7 @@ class ReplicaWorld:
         if not decided.in_scope(ticket, snapshot, name, CHANGED, spec.account):
             return
         moves: list[Move] = []
+        released: list[tuple[str, Owner]] = []
         result = PlanResult(cached.spec, planner.families)
         if wanted < len(running):
             request = planner.request(old)
@@ -1448,9 +1453,7 @@ class ReplicaWorld:
                 source = snapshot.placements[unit]
                 moves.append(Move(name, unit, source, None, placing.FEWER_UNITS, REMOVED))
                 planner.pipeline.release(request, state, state.remove(unit))
-            if _released_since(state, before):
-                decided.general.append(ticket)  # a host's implicit dedication goes with it
-                return
+            released = [(state.target_id(p), owner) for p, owner in _released_since(state, before)]
         else:
             if not set(model.resources) <= set(planner.index.resources):
                 decided.general.append(ticket)
@@ -1476,7 +1479,7 @@ class ReplicaWorld:
                 Move(name, placement.unit, None, placement.target, why, PLACED)
                 for placement, why in zip(result.placements, reasons, strict=True)
             ]
-        decided.rescaled.append(Rescaled(ticket, row, stored, model, result, moves))
+        decided.rescaled.append(Rescaled(ticket, row, stored, model, result, moves, released))
         decided.gone.add(name)
         decided.state = state
 
@@ -2100,8 +2103,8 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
         for made in claim.result.dedications_created
     ] + [
         batch.Rededication(host, "", owner.domain, owner.account, implicit=True, gone=True)
-        for removal in decided.removed
-        for host, owner in removal.released
+        for change in _releasing(decided)
+        for host, owner in change.released
     ]
     notes: list[events.Pending] = []
     for ticket, rededicated in decided.rededicated:
@@ -2200,6 +2203,12 @@ def _store_dedication(cached: Cached, rededicated: Rededicated, number: int) -> 
         number,
         cached.planner.workloads,
     )
+
+
+def _releasing(decided: Decided) -> list[Removed | Rescaled]:
+    """The deletions and count changes of a batch, whose last units on a host may end
+    its implicit dedication."""
+    return [*decided.removed, *decided.rescaled]
 
 
 def _released_so_far(state: PlanState) -> int:
