@@ -849,7 +849,8 @@ def test_a_count_cut_that_ends_a_host_s_implicit_dedication_is_a_delta(
 ) -> None:
     """A dedicated VM workload cut to fewer units: where its last VMs on a host go, the
     host's implicit dedication ends (its row deleted), in the same transaction, as the
-    whole plan writes it; the world is not built again."""
+    whole plan writes it; grown again, the new VMs take an empty host the same way. The
+    world is not built again."""
     with twins(database, tmp_path, TENANTS) as (live_app, live_client, general_app, other):
         replica: ReplicaWorld = live_app.state.replica
         body = {"name": "d", "account": "A13", "offering": "dedicated-small", "units": 5}
@@ -860,7 +861,7 @@ def test_a_count_cut_that_ends_a_host_s_implicit_dedication_is_a_delta(
         assert len(hosts) == 2, placed  # four VMs fill one host, the fifth takes another
         implicit = [e for e in snapshot_of(live_app).dedications if e.get("implicit")]
         assert len(implicit) == 2
-        for units, left in ((4, 1), (2, 1)):
+        for units, left in ((4, 1), (2, 1), (6, 2), (4, 1)):
             body["units"] = units
             live, general = update(live_app, body, True), update(general_app, body, False)
             assert live == general, units
@@ -874,6 +875,43 @@ def test_a_count_cut_that_ends_a_host_s_implicit_dedication_is_a_delta(
         # The host let go is nobody's again: another account's dedicated VM may take it.
         body = {"name": "f", "account": "A1", "offering": "dedicated-small", "units": 4}
         assert live_client.post("/v1/workloads", json=body).status_code == 201
+        assert replica.rebuilds == built
+
+
+def test_a_host_going_down_under_a_tenant_s_vms_moves_its_implicit_dedication_as_a_delta(
+    database: str, tmp_path: Path
+) -> None:
+    """A host its account holds by implicit dedication goes down: the VMs move to an
+    empty host, which they take by implicit dedication, and the first host's dedication
+    ends, rows and events as the whole plan writes them, the world not built again."""
+    with twins(database, tmp_path, TENANTS) as (live_app, live_client, general_app, other):
+        replica: ReplicaWorld = live_app.state.replica
+        claim_both(
+            (live_client, other),
+            {"name": "d", "account": "A13", "offering": "dedicated-small", "units": 2},
+        )
+        claim_both((live_client, other), {"name": "s", "account": "U2", "offering": "shared-small"})
+        built = replica.rebuilds
+        host = snapshot_of(live_app).placements["d/0"]
+        live = retarget(live_app, "down", [host], True)
+        general = retarget(general_app, "down", [host], False)
+        for answer in (live, general):
+            answer["moves"].sort(key=lambda move: move["unit"])
+        assert live == general
+        assert {m["unit"] for m in live["moves"]} >= {"d/0", "d/1"}
+        assert unordered(rows(live_app)) == unordered(rows(general_app))
+        assert unordered(dedication_rows(live_app)) == unordered(dedication_rows(general_app))
+        cached = replica.read_current(live_app.state.database, lambda live: live)
+        assert replica.rebuilds == built, "the host's change took the general path"
+        implicit = [e["resource"] for e in cached.snapshot.dedications if e.get("implicit")]
+        assert implicit == [cached.snapshot.placements["d/0"]] and host not in implicit
+        # Back up: nobody's, so another account's dedicated VM may take it.
+        for app, live_path in ((live_app, True), (general_app, False)):
+            retarget(app, "up", [host], live_path)
+        body = {"name": "f", "account": "A1", "offering": "dedicated-small", "units": 4}
+        claim_both((live_client, other), body)
+        assert unordered(rows(live_app)) == unordered(rows(general_app))
+        replica.read_current(live_app.state.database, lambda live: live)
         assert replica.rebuilds == built
 
 

@@ -30,7 +30,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 from placed.collector import set_aside, without_cycle_collection
 from placed.engine import fit, loop, rebalance
-from placed.engine.outcomes import Outcome, Placement, PlanResult
+from placed.engine.outcomes import DedicationCreated, Outcome, Placement, PlanResult
 from placed.engine.planner import Planner
 from placed.engine.report import Explainer, plan_document
 from placed.engine.state import PlanState
@@ -265,6 +265,9 @@ class Rescaled:
     # Hosts whose implicit dedication a count cut ends (its account's last VMs there
     # gone), and their owner, as a deletion's.
     released: list[tuple[str, Owner]] = field(default_factory=list)
+    # Its plan's document when its new VMs took hosts by implicit dedication: made on the
+    # world it was decided on, as a claim's (the hosts are not dedicated there yet).
+    plan: dict[str, Any] | None = None
 
 
 @dataclass
@@ -278,6 +281,10 @@ class Retargeted:
     changed: list[str]
     moved: list[tuple[Workload, list[Move]]]
     numbers: dict[str, int] = field(default_factory=dict)  # each new unit's ordinal
+    # Hosts whose implicit dedication ends as their account's last VMs move off, and
+    # their owner; hosts the moved VMs take by implicit dedication.
+    released: list[tuple[str, Owner]] = field(default_factory=list)
+    made: list[DedicationCreated] = field(default_factory=list)
 
     @property
     def moves(self) -> list[Move]:
@@ -352,8 +359,9 @@ class Decided:
             self.rededicated
             or any(reset.changed for _, reset in self.reset)
             or any(change.ticket.fence is not None for change in self.retargeted)
-            or any(change.numbers for change in self.retargeted)
+            or any(change.numbers or change.released or change.made for change in self.retargeted)
             or any(claim.result.dedications_created for claim in self.accepted)
+            or any(rescale.result.dedications_created for rescale in self.rescaled)
             or any(removal.released for removal in self.removed)
             or any(rescale.released for rescale in self.rescaled)
             or any(not applied.difference.empty for applied in self.applied)
@@ -470,12 +478,17 @@ class Decided:
                     "changes": placing.moves_document(rescale.moves),
                     # `fitting`: no running unit misfits, and a count's change makes none.
                     "incompatible": [],
-                    **plan_document(rescale.result, self.explainer),
+                    **(rescale.plan or plan_document(rescale.result, self.explainer)),
                 }
             )
         for change in self.retargeted:
             ticket = change.ticket
-            subjects = {*change.rows, *(move.unit for move in change.moves)}
+            subjects = {
+                *change.rows,
+                *(move.unit for move in change.moves),
+                *(host for host, _ in change.released),
+                *(made.resource for made in change.made),
+            }
             # In the order they were committed (each workload's are apart in `rows`).
             recorded = sorted(
                 (
@@ -1211,12 +1224,9 @@ class ReplicaWorld:
         planner = cached.planner
         # Each read from the dedications the one before leaves (a claim's VMs may take
         # several hosts).
-        for claim in decided.accepted:
-            for made in claim.result.dedications_created:
-                _store_dedication(
-                    cached, rededication.implicit(snapshot, planner.index, made), number
-                )
-        for releasing in _releasing(decided):
+        for made in _made(decided):
+            _store_dedication(cached, rededication.implicit(snapshot, planner.index, made), number)
+        for releasing in (*_releasing(decided), *decided.retargeted):
             for host, owner in releasing.released:
                 released = rededication.released_implicit(snapshot, planner.index, host, owner)
                 _store_dedication(cached, released, number)
@@ -1441,6 +1451,7 @@ class ReplicaWorld:
             return
         moves: list[Move] = []
         released: list[tuple[str, Owner]] = []
+        plan: dict[str, Any] | None = None
         result = PlanResult(cached.spec, planner.families)
         if wanted < len(running):
             request = planner.request(old)
@@ -1464,7 +1475,7 @@ class ReplicaWorld:
                 model, units=wanted - len(running), first=_ordinal(running[-1]) + 1
             )
             planned = self._plan(cached, decided.spec, decided.state, adding)
-            if planned is None or planned[0].unplaced or planned[0].dedications_created:
+            if planned is None or planned[0].unplaced:
                 decided.general.append(ticket)  # a unit would wait for room: pending
                 return
             result, state = planned
@@ -1473,13 +1484,15 @@ class ReplicaWorld:
             explainer.workloads[name] = adding
             try:
                 reasons = [explainer.reason(p) for p in result.placements]
+                if result.dedications_created:
+                    plan = plan_document(result, explainer)
             finally:
                 explainer.workloads[name] = previous
             moves += [
                 Move(name, placement.unit, None, placement.target, why, PLACED)
                 for placement, why in zip(result.placements, reasons, strict=True)
             ]
-        decided.rescaled.append(Rescaled(ticket, row, stored, model, result, moves, released))
+        decided.rescaled.append(Rescaled(ticket, row, stored, model, result, moves, released, plan))
         decided.gone.add(name)
         decided.state = state
 
@@ -1569,9 +1582,7 @@ class ReplicaWorld:
                 leaving_units.sort(key=_ordinal if units is lost else str)
                 for unit in leaving_units:
                     planner.pipeline.release(request, state, state.remove(unit))
-        if _released_since(state, before):
-            decided.general.append(ticket)  # a host's implicit dedication goes with its VMs
-            return
+        released = [(state.target_id(p), owner) for p, owner in _released_since(state, before)]
         # What each unit was, so that each is judged on its own as a simulation judges
         # the units it places again (not in a block); and the every-mode units that stay.
         was: dict[str, Outcome] = {
@@ -1589,7 +1600,7 @@ class ReplicaWorld:
             context, [m if m.mode == "every" else dataclasses.replace(m, units=0) for m in models]
         )
         _made_since(result, since)
-        if result.unplaced or state.created or result.events or result.dedications_created:
+        if result.unplaced or state.created or not _only_implicit_dedications(result):
             decided.general.append(ticket)
             return
         # Mapping units hold nothing in the state: each remapped workload's owners are
@@ -1666,6 +1677,8 @@ class ReplicaWorld:
                 changed,
                 [(planner.workloads[workload], moves) for workload, moves in moved.items()],
                 numbers,
+                released,
+                list(result.dedications_created),
             )
         )
         decided.targets.update(names)
@@ -2098,12 +2111,10 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
             if m.source is not None and m.destination is not None
         ]
     dedications: list[batch.Rededication] = [
-        rededication.implicit_row(made, cached.planner.index)
-        for claim in decided.accepted
-        for made in claim.result.dedications_created
+        rededication.implicit_row(made, cached.planner.index) for made in _made(decided)
     ] + [
         batch.Rededication(host, "", owner.domain, owner.account, implicit=True, gone=True)
-        for change in _releasing(decided)
+        for change in (*_releasing(decided), *decided.retargeted)
         for host, owner in change.released
     ]
     notes: list[events.Pending] = []
@@ -2203,6 +2214,16 @@ def _store_dedication(cached: Cached, rededicated: Rededicated, number: int) -> 
         number,
         cached.planner.workloads,
     )
+
+
+def _made(decided: Decided) -> list[DedicationCreated]:
+    """The hosts a batch's VMs take by implicit dedication: claimed, added by a count's
+    change, or moved off a target."""
+    return [
+        *(made for claim in decided.accepted for made in claim.result.dedications_created),
+        *(made for rescale in decided.rescaled for made in rescale.result.dedications_created),
+        *(made for change in decided.retargeted for made in change.made),
+    ]
 
 
 def _releasing(decided: Decided) -> list[Removed | Rescaled]:
