@@ -396,7 +396,8 @@ def test_claims_that_name_others_are_deltas_that_write_what_the_general_path_wri
 ) -> None:
     """A claim with near or avoid is placed on the live world (its terms read the plan
     state's counts); the workloads it avoids get the mirrored term a world loaded whole
-    gives them, and the workloads it names are no longer free for deltas."""
+    gives them, and the workloads it names are no longer free for deltas. A reader no
+    one names stays free: its count changes and its delete are deltas too."""
     with twins(database, tmp_path, NAMERS) as (live_app, live_client, general_app, other):
         replica: ReplicaWorld = live_app.state.replica
         replica.read_current(live_app.state.database, lambda live: live)
@@ -426,12 +427,31 @@ def test_claims_that_name_others_are_deltas_that_write_what_the_general_path_wri
         answers = [client.post("/v1/workloads", json=ghost) for client in (live_client, other)]
         assert answers[0].status_code == answers[1].status_code == 422, answers[0].text
         assert answers[0].json()["errors"] == answers[1].json()["errors"]
-        # plain is named by no one: its delete stays a delta; db is avoided: its count's
-        # change is the general path's.
-        live, general = delete(live_app, "plain", True), delete(general_app, "plain", False)
-        assert live["changes"] == general["changes"]
-        replica.read_current(live_app.state.database, lambda live: live)
-        assert replica.rebuilds == built
+        # plain, sidecar and replica are named by no one: their deletes and count changes
+        # stay deltas (replica's delete takes its mirrored terms off db and cache); db is
+        # avoided: its count's change is the general path's.
+        changes = [
+            ("update", {**NAMING_CLAIMS[1], "units": 3}),  # sidecar grows near web
+            ("update", {**NAMING_CLAIMS[3], "units": 1}),
+            ("delete", {"name": "replica"}),
+            ("delete", {"name": "plain"}),
+        ]
+        for step, body in changes:
+            if step == "update":
+                live, general = update(live_app, body, True), update(general_app, body, False)
+                assert live == general, body
+            else:
+                live = delete(live_app, body["name"], True)
+                general = delete(general_app, body["name"], False)
+                assert live["changes"] == general["changes"], body
+            assert unordered(rows(live_app)) == unordered(rows(general_app)), body
+        cached = replica.read_current(live_app.state.database, lambda live: live)
+        assert replica.rebuilds == built, "a change of a reader no one names was not a delta"
+        with reading(live_app.state.database) as session:
+            scratch = placing.world_spec(world.read(session))
+        wanted = [(w.name, w.requests) for w in scratch.workloads]
+        assert [(w.name, w.requests) for w in cached.spec.workloads] == wanted
+        assert [(n, w.requests) for n, w in cached.planner.workloads.items()] == wanted
         body = {"name": "db", "units": 3, "resources": {"cpu": 1}, "tags": ["data"]}
         live, general = update(live_app, body, True), update(general_app, body, False)
         assert live == general

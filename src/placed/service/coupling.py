@@ -53,10 +53,14 @@ class Coupling:
     every: tuple[str, ...] = ()
     # In a world of allocations only, some of which read others: the readers, and every
     # name their references could mean (`referenced`, over-approximated: a pattern means
-    # all). A change of a workload in neither, every unit fitting, is what a whole plan
-    # makes of it: no verdict of another reads it, and what runs stays.
+    # all). A change of a workload no reader names, every unit fitting, is what a whole
+    # plan makes of it: no verdict of another reads where its units run, and what runs
+    # stays. One that reads others by more than names (`directed`: a Juju directive may
+    # have made machines for it) plans whole. A reader deleted stays in these until the
+    # world is built again: an over-approximation, never a name missed.
     readers: frozenset[str] | None = None
     referenced: frozenset[str] | None = frozenset()
+    directed: frozenset[str] = frozenset()
 
     @staticmethod
     def of(spec: Spec, stored: Mapping[str, dict[str, Any]], modes: Iterable[str]) -> Coupling:
@@ -67,25 +71,26 @@ class Coupling:
         fleet = ((), ()) if plain else _fleet(spec, stored)
         mapped, every = fleet if fleet is not None else (None, ())
         readers, referenced = _readers(stored) if allocations else (None, None)
-        return Coupling(plain, mapped, every, readers, referenced)
+        directed = frozenset(n for n, s in stored.items() if not names_others(s))
+        return Coupling(plain, mapped, every, readers, referenced, directed)
 
     def free(self, workload: str, fitting: bool) -> bool:
         """Whether a delete, a count change or a move of `workload`'s units is a delta:
         the world is plain; or every unit fits (`fitting`) and the workload is an
         allocation of a world whose other workloads are `mapped` ones, or one that no
-        other reads and that reads none (`readers`)."""
+        reader names and that reads others by name at most (`readers`)."""
         if self.plain:
             return True
         if not fitting or self.every:
             return False  # room freed may give an every-mode workload a unit
         if self.mapped is not None:
             return workload not in self.mapped
-        readers, referenced = self.readers, self.referenced
+        referenced = self.referenced
         return (
-            readers is not None
+            self.readers is not None
             and referenced is not None
-            and workload not in readers
             and workload not in referenced
+            and workload not in self.directed
         )
 
     def with_reader(self, name: str, stored: dict[str, Any]) -> Coupling:

@@ -710,6 +710,34 @@ class ReplicaWorld:
         snapshot.revision = cached.revision = current
         return True
 
+    def _unmirrored(self, cached: Cached, gone: Workload) -> dict[str, Workload]:
+        """Each workload `gone` avoided, without the mirrored term it gave it: read again
+        from its stored spec and mirrored by the avoiders left, in the world's order, as a
+        world loaded whole without `gone` holds it."""
+        avoided = gone.request(Avoid)
+        if avoided is None:
+            return {}
+        planner, snapshot = cached.planner, cached.snapshot
+        found: dict[str, Workload] = {}
+        for term in avoided.terms:
+            name = term.workload
+            current = planner.workloads.get(name)
+            if term.mirrored or current is None or name == gone.name or name in found:
+                continue
+            spec = WorkloadSpec.model_validate(snapshot.workload_specs[name])
+            base = dataclasses.replace(
+                self._load(cached, spec, snapshot.workloads[name].document),
+                units=current.units,
+                first=current.first,
+            )
+            avoiders = [
+                model
+                for model in planner.workloads.values()
+                if model is not current and name in _named(model)
+            ]
+            found[name] = mirror_avoids([*avoiders, base])[-1]
+        return found
+
     def _load(
         self, cached: Cached, spec: WorkloadSpec, document: str | None = API_DOCUMENT
     ) -> Workload:
@@ -1277,6 +1305,9 @@ class ReplicaWorld:
         for claim in decided.accepted:
             for other, mirrored in _mirrored(planner.workloads, claim.workload).items():
                 planner.workloads[other] = changed[other] = mirrored
+        for removal in decided.removed:
+            for other, unmirrored in self._unmirrored(cached, removal.workload).items():
+                planner.workloads[other] = changed[other] = unmirrored
         restated: set[str] = set()
         for change in decided.retargeted:
             for name in change.changed:
@@ -1427,7 +1458,7 @@ class ReplicaWorld:
             or cached.pending
             or not decided.coupling.free(name, cached.fitting)
             or not cached.fitting
-            or reads_others(_fields(spec))
+            or not names_others(_fields(spec))
             or live_apply.count_aside(stored) != live_apply.count_aside(was)
         ):
             decided.general.append(ticket)
