@@ -985,6 +985,63 @@ def test_documents_applied_through_the_live_world_write_what_the_general_path_wr
         assert replica.rebuilds == built == 1
 
 
+def _namers(*workloads: str) -> str:
+    """The `namers` document with these workloads (each a flow mapping)."""
+    inventory = NAMERS.split("workloads:")[0]
+    return inventory + "workloads:\n" + "".join(f"  - {w}\n" for w in workloads)
+
+
+DB = "{name: db, units: 2, resources: {cpu: 1}, tags: [data]}"
+WEB = "{name: web, units: %d, resources: {cpu: 1}, tags: [apps]}"
+CACHE = (
+    "{name: cache, units: %d, resources: {cpu: 1}, tags: [data],"
+    " avoid: {workload: db, level: target}}"
+)
+SIDECAR = (
+    "{name: sidecar, units: 1, resources: {cpu: 1}, tags: [apps],"
+    " near: {workload: web, level: target}}"
+)
+NAMING_APPLIES = [
+    (_namers(DB, WEB % 3, CACHE % 1), False),  # a reader made, web grown
+    (_namers(DB, WEB % 3, CACHE % 2, SIDECAR), False),  # the reader grown, another made
+    (_namers(DB, WEB % 3, CACHE % 2), True),  # sidecar pruned: named by no one
+]  # fmt: skip
+
+
+def test_documents_with_readers_applied_through_the_live_world_are_deltas(
+    database: str, tmp_path: Path
+) -> None:
+    """Documents whose workloads read others (near, avoid) are applied as deltas too:
+    readers made, grown and pruned, as the general path writes them."""
+    with twins(database, tmp_path, NAMERS) as (live_app, live_client, general_app, other):
+        replica: ReplicaWorld = live_app.state.replica
+        claim_both((live_client, other), {"name": "x", "resources": {"cpu": 1}})
+        built = replica.rebuilds
+        for body, prune in NAMING_APPLIES:
+            answers = []
+            for app, client in ((live_app, live_client), (general_app, other)):
+                kept = app.state.replica
+                app.state.replica = kept if app is live_app else None  # the general path
+                try:
+                    answer = client.post(
+                        f"/v1/apply?prune={str(prune).lower()}",
+                        content=body,
+                        headers={"content-type": "application/yaml"},
+                    )
+                finally:
+                    app.state.replica = kept
+                assert answer.status_code == 200, answer.text
+                found = answer.json()
+                found["changes"].sort(key=lambda move: move["unit"])
+                found["placements"].sort(key=lambda placed: placed["unit"])
+                answers.append(found)
+            assert answers[0] == answers[1], body
+            assert unordered(rows(live_app)) == unordered(rows(general_app)), body
+        cached = replica.read_current(live_app.state.database, lambda live: live)
+        assert replica.rebuilds == built, "an apply with readers took the general path"
+        assert cached.coupling.readers is not None and "cache" in cached.coupling.readers
+
+
 def test_a_dedication_of_a_host_a_vm_runs_on_goes_to_the_general_path(database: str) -> None:
     app, client = applied(database, TENANTS)
     replica: ReplicaWorld = app.state.replica

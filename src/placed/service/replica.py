@@ -1126,6 +1126,9 @@ class ReplicaWorld:
             else:
                 decided.refuse(ticket, "exists", f"workload {name!r} exists: PUT changes it")
             return
+        if not _claimable(spec):
+            decided.general.append(ticket)  # a document's workload with a Juju directive
+            return
         if not decided.in_scope(ticket, cached.snapshot, name, CREATED, spec.account):
             return
         try:
@@ -1786,7 +1789,7 @@ class ReplicaWorld:
         refused (a unit with no place waits pending there), or when the batch holds
         other changes already (the apply answers as one)."""
         snapshot = cached.snapshot
-        if not decided.empty or cached.pending or not decided.coupling.plain or not cached.fitting:
+        if not decided.empty or cached.pending or not cached.fitting:
             decided.general.append(ticket)
             return
         try:
