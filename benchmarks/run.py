@@ -20,7 +20,8 @@ pure claims in the same run, and each change alone) runs after `service.py`, and
 `replicas.py` (issue 35: two replicas on one PostgreSQL, clients alternating, against one
 in the same run) after it, and alone; `failover.py` (issue 35: a mapping fleet's and an
 edge fleet's target lost and back, the live world's delta against the general path)
-after the stateful tests, and alone.
+after the stateful tests, and alone; `readers.py` (issue 35: workloads with near and avoid
+claimed, resized and deleted, the delta against the general path) after it, and alone.
 `harness.py` holds the configuration and the timing, profiling and table helpers;
 `inventories.py` the random problems the scenarios share. `compare.py` runs this file
 against two source trees.
@@ -49,6 +50,7 @@ import controller
 import failover
 import live_world
 import mixed
+import readers
 import replicas
 import service
 from harness import SEED, Config, machine, progress
@@ -234,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     paired = replicas.run(config.quick)
     stateful = live_world.run(config.quick)
     failed_over = failover.run(config.quick)
+    read_by = readers.run(config.quick)
     judged = acceptance.run(allocations, mappings, evaluations, checked, loaded)
     sections = [
         allocation.section(allocations),
@@ -251,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         replicas.section(paired),
         live_world.section(stateful),
         failover.section(failed_over),
+        readers.section(*read_by),
         controller.section(controlled),
         acceptance.section(judged),
     ]

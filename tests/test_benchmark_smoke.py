@@ -78,6 +78,7 @@ def test_report_has_every_section(quick_run: tuple[int, str, str]) -> None:
         "## Two replicas on one PostgreSQL (issue 35)",
         "## The live world's stateful tests (issue 35)",
         "## A fleet's target lost and back (issue 35)",
+        "## Workloads that read others (issue 35)",
         "## The controller: from a missed heartbeat to every unit moved",
         "## Acceptance",
     ):
@@ -271,6 +272,24 @@ def test_a_fleet_s_target_lost_and_back_is_a_delta_that_moves_what_the_general_p
         assert delta[5] == "0", delta  # no rebuild
         assert int(delta[4]) > 0 and delta[4] == general[4], (delta, general)
         assert all(cell.endswith(" ms") for cell in (*delta[2:4], *general[2:4]))
+
+
+def test_workloads_that_read_others_are_deltas_of_the_live_world(
+    quick_run: tuple[int, str, str],
+) -> None:
+    """Issue 35: a workload with avoid or near claimed, resized and deleted is a delta of
+    the live world (never built again), each change timed both ways."""
+    _, report, _ = quick_run
+    found = report.split("## Workloads that read others", 1)[1].split("\n## ", 1)[0]
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in found.splitlines()
+        if line.startswith(("| delta", "| general path"))
+    ]
+    assert [row[0] for row in rows] == ["delta", "general path"], found
+    delta, general = rows
+    assert delta[-1] == "0", delta  # no rebuild
+    assert all(cell.endswith(" ms") for cell in (*delta[1:-1], *general[1:-1])), found
 
 
 KUBERNETES_SHAPES = (
