@@ -460,6 +460,73 @@ def test_claims_that_name_others_are_deltas_that_write_what_the_general_path_wri
         assert replica.rebuilds == built + 1
 
 
+MACHINES = """
+name: machines
+inventory:
+  - {id: "0", kind: machine, capacity: {cpu: 8}}
+  - {id: "1", kind: machine, capacity: {cpu: 8}}
+  - {id: "2", kind: machine, capacity: {cpu: 8}}
+workloads:
+  - {name: mysql, units: 1, resources: {cpu: 1}, to: "1"}
+"""
+DIRECTED_CLAIMS: list[tuple[dict[str, Any], bool]] = [
+    ({"name": "wp", "units": 1, "resources": {"cpu": 1}, "to": "mysql/0"}, True),
+    ({"name": "m2", "units": 2, "resources": {"cpu": 1}, "to": ["0", "2"]}, True),
+    ({"name": "both", "units": 2, "to": ["wp", "mysql"]}, True),  # the first unit of each
+    ({"name": "lx", "units": 1, "to": "lxd:0"}, False),  # a container made: planned whole
+    ({"name": "on1", "units": 1, "to": "1"}, True),
+]
+
+
+def test_claims_with_juju_directives_are_deltas_that_write_what_the_general_path_writes(
+    database: str, tmp_path: Path
+) -> None:
+    """A claim whose `to:` names machines or other units that exist is placed on the live
+    world, its directives read against the workloads they name; one that makes a
+    container plans whole. Either way, the answers and rows are the general path's."""
+    with twins(database, tmp_path, MACHINES) as (live_app, live_client, general_app, other):
+        replica: ReplicaWorld = live_app.state.replica
+        claim_both((live_client, other), {"name": "x", "units": 1})  # the world built
+        # A second server on the live store, its world built: it reads the claims that
+        # are deltas from the rows, as claims.
+        second = create_app(database=make_engine(live_app.state.database.url))
+        second.state.replica.read_current(second.state.database, lambda live: live)
+        for body, delta in DIRECTED_CLAIMS[:3]:
+            built = replica.rebuilds
+            spec = WorkloadSpec.model_validate(body)
+            live = workloads.claim(live_app.state.database, spec, ROOT, replica=replica)
+            general = workloads.claim(general_app.state.database, spec, ROOT)
+            assert live == general, body["name"]
+            assert unordered(rows(live_app)) == unordered(rows(general_app)), body["name"]
+            replica.read_current(live_app.state.database, lambda live: live)
+            assert (replica.rebuilds == built) == delta, body["name"]
+            # Read after each: a claim naming one read in the same catch-up (not in its
+            # world yet) would send it to build its world again.
+            theirs = second.state.replica.read_current(second.state.database, lambda w: w)
+        assert second.state.replica.rebuilds == 1
+        mine = replica.read_current(live_app.state.database, lambda live: live)
+        assert theirs.coupling == mine.coupling
+        assert [(w.name, w.requests) for w in theirs.spec.workloads] == [
+            (w.name, w.requests) for w in mine.spec.workloads
+        ]
+        for body, delta in DIRECTED_CLAIMS[3:]:
+            built = replica.rebuilds
+            spec = WorkloadSpec.model_validate(body)
+            live = workloads.claim(live_app.state.database, spec, ROOT, replica=replica)
+            general = workloads.claim(general_app.state.database, spec, ROOT)
+            assert live == general, body["name"]
+            replica.read_current(live_app.state.database, lambda live: live)
+            assert (replica.rebuilds == built) == delta, body["name"]
+        assert unordered(rows(live_app)) == unordered(rows(general_app))
+        cached = replica.read_current(live_app.state.database, lambda live: live)
+        assert {"wp", "m2", "both", "on1"} <= cached.coupling.directed
+        # A directive naming a unit that does not run: the general path answers it.
+        ghost = {"name": "ghost", "units": 1, "to": "nobody/0"}
+        answers = [client.post("/v1/workloads", json=ghost) for client in (live_client, other)]
+        assert answers[0].status_code == answers[1].status_code == 422, answers[0].text
+        assert answers[0].json()["errors"] == answers[1].json()["errors"]
+
+
 CONDUCTORS = """
 name: conductors
 settings: {default_mode: mapping}

@@ -29,10 +29,14 @@ READS_OTHERS = (
     "services",
     "pattern",
 )
-# Those a claim may hold and still be a delta: they name workloads that exist, whose units'
-# places the plan state counts (near, avoid); the others make machines or read the whole
-# spec.
+# Those a workload may hold and still be free for deltas (`Coupling.free`): they name
+# workloads that exist, whose units' places the plan state counts (near, avoid).
 NAMING = ("near", "avoid")
+# Those a claim may hold and still be a delta: a Juju directive (`to:`) too, read against
+# the workloads it names (spec.load.load_directed); a claim whose directive would make a
+# machine or a container, or fall back with a warning, plans whole. Juju constraints, new
+# machines and Open Horizon's services and patterns read the whole spec.
+CLAIMABLE = (*NAMING, "to")
 # A reader's fields that name others by a pattern, not by name.
 _PATTERNS = ("pattern",)
 _SEPARATORS = re.compile(r"[\s:/,=@]+")
@@ -95,17 +99,24 @@ class Coupling:
 
     def with_reader(self, name: str, stored: dict[str, Any]) -> Coupling:
         """This coupling once allocation workload `name`, whose stored spec reads others
-        by name (`NAMING`), is in the world."""
+        as a claim may (`CLAIMABLE`), is in the world."""
         readers = None if self.readers is None else self.readers | {name}
         referenced = self.referenced
         if readers is not None and referenced is not None:
             named: set[str] = set()
             for key in READS_OTHERS:
-                named.update(_names_in(stored.get(key)))
+                named.update(names_in(stored.get(key)))
             referenced = referenced | named
+        directed = self.directed if names_others(stored) else self.directed | {name}
         # A reader makes the world neither plain nor a fleet (`_fleet`).
         return dataclasses.replace(
-            self, plain=False, mapped=None, every=(), readers=readers, referenced=referenced
+            self,
+            plain=False,
+            mapped=None,
+            every=(),
+            readers=readers,
+            referenced=referenced,
+            directed=directed,
         )
 
 
@@ -121,8 +132,13 @@ def reads_others(stored: Mapping[str, Any]) -> bool:
 
 
 def names_others(stored: Mapping[str, Any]) -> bool:
-    """Whether it reads others by name alone (`NAMING`): a claim the live world takes."""
+    """Whether it reads others by name alone (`NAMING`), if at all."""
     return not any(given(stored.get(key)) for key in READS_OTHERS if key not in NAMING)
+
+
+def claimable(stored: Mapping[str, Any]) -> bool:
+    """Whether it reads others by what a claim on the live world reads (`CLAIMABLE`)."""
+    return not any(given(stored.get(key)) for key in READS_OTHERS if key not in CLAIMABLE)
 
 
 def _readers(
@@ -139,11 +155,11 @@ def _readers(
         if any(given(spec.get(key)) for key in _PATTERNS):
             return frozenset(readers), None
         for key in READS_OTHERS:
-            named.update(_names_in(spec.get(key)))
+            named.update(names_in(spec.get(key)))
     return frozenset(readers), frozenset(named)
 
 
-def _names_in(value: Any) -> set[str]:
+def names_in(value: Any) -> set[str]:
     """Every name a reference could mean: each string whole, and each piece of it
     between separators (`lxd:mysql/0` is lxd, mysql and 0)."""
     found: set[str] = set()
@@ -183,4 +199,14 @@ def _fleet(
     return tuple(mapped), tuple(every)
 
 
-__all__ = ["NAMING", "READS_OTHERS", "Coupling", "given", "names_others", "reads_others"]
+__all__ = [
+    "CLAIMABLE",
+    "NAMING",
+    "READS_OTHERS",
+    "Coupling",
+    "claimable",
+    "given",
+    "names_in",
+    "names_others",
+    "reads_others",
+]

@@ -34,21 +34,29 @@ from placed.engine.outcomes import DedicationCreated, Outcome, Placement, PlanRe
 from placed.engine.planner import Planner
 from placed.engine.report import Explainer, plan_document
 from placed.engine.state import PlanState
-from placed.model import Spec, Workload
+from placed.model import Running, Spec, Workload
 from placed.model.dedications import Owner, Topology
 from placed.model.workload import Avoid, Mode, Near
 from placed.operations.batch_commits import CommitProcess
 from placed.operations.store import Store, Transaction
 from placed.policy.affinity import mirror_avoids
 from placed.policy.dedication import IMPLICIT_EVENT, DedicationState
+from placed.policy.directives import directed_of
 from placed.service import change_scope, live_apply, live_settings, placing, problems, rededication
 from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched
-from placed.service.coupling import READS_OTHERS, Coupling, names_others, reads_others
+from placed.service.coupling import (
+    READS_OTHERS,
+    Coupling,
+    claimable,
+    names_in,
+    names_others,
+    reads_others,
+)
 from placed.service.live_apply import Applying, Difference
 from placed.service.live_settings import Reset, Resetting
 from placed.service.rededication import Rededicated, Rededicating
 from placed.spec import SpecError
-from placed.spec.load import load_workload
+from placed.spec.load import load_directed, load_workload
 from placed.spec.schema import WorkloadSpec
 from placed.store import batch, events, revision, settings, world
 from placed.store.batch import Behind, Stale
@@ -665,7 +673,7 @@ class ReplicaWorld:
                 model = self._load(cached, spec, row.document)
             except (SpecError, ValueError):
                 return False
-            if not names_others(row.spec) or model.mode != "allocation":
+            if not claimable(row.spec) or model.mode != "allocation":
                 return False
             models[row.name] = model
         state, planner = cached.state, cached.planner
@@ -743,6 +751,30 @@ class ReplicaWorld:
     ) -> Workload:
         """`spec` as the general path reads it: with its own document's default mode (the
         world spec's settings hold none of any document's)."""
+        model = self._base(cached, spec, document)
+        if spec.to is None:
+            return model
+        # Its directives read against the workloads its entries could name (every name
+        # its entries could mean), with their running units, as a whole load reads them.
+        snapshot, planner = cached.snapshot, cached.planner
+        named = sorted(
+            (name for name in names_in(spec.to) if name in planner.workloads),
+            key=lambda name: snapshot.workloads[name].id,
+        )
+        models = [
+            (stored, self._base(cached, stored, snapshot.workloads[name].document))
+            for name in named
+            for stored in [WorkloadSpec.model_validate(snapshot.workload_specs[name])]
+        ]
+        running = tuple(
+            Running(name, unit, snapshot.placements[unit])
+            for name in named
+            for unit in sorted(cached.state.placed(name), key=_ordinal)
+        )
+        return load_directed(spec, model, models, set(snapshot.targets), running)
+
+    def _base(self, cached: Cached, spec: WorkloadSpec, document: str | None) -> Workload:
+        """`spec` without its Juju directives read (`load_workload`)."""
         world = cached.spec
         mode = cached.snapshot.default_mode(document)
         return load_workload(
@@ -1228,10 +1260,13 @@ class ReplicaWorld:
         result = PlanResult(spec_now, cached.planner.families)
         context = loop.Context(cached.planner.judge, after, result)
         since = _made_so_far(after)
+        noticed = len(after.notices)
         result.outcomes = loop.run(context, [workload])
         _made_since(result, since)
         if after.created or not _only_implicit_dedications(result):
             return None  # what the general path writes (new targets, failure events)
+        if len(after.notices) != noticed:
+            return None  # a directive fell back: the general path's answer warns
         return result, after
 
     def _commit(self, engine: Store, cached: Cached, decided: Decided) -> Committed:
@@ -2340,19 +2375,25 @@ def _fields(spec: WorkloadSpec) -> dict[str, Any]:
 
 
 def _claimable(spec: WorkloadSpec) -> bool:
-    """A claim the cache can take: one that reads no other workload, or reads them by name
-    only (near, avoid: `coupling.NAMING`), whose units the plan state counts. An account
-    and an offering are read from the cached world's tenancy and offerings, as the whole
-    spec's loader reads them."""
-    return names_others(_fields(spec))
+    """A claim the cache can take: one that reads no other workload, or reads them as
+    `coupling.CLAIMABLE` says (near, avoid, a Juju directive). An account and an offering
+    are read from the cached world's tenancy and offerings, as the whole spec's loader
+    reads them."""
+    return claimable(_fields(spec))
 
 
 def _named(workload: Workload) -> set[str]:
-    """The other workloads a workload's near and avoid terms name."""
+    """The other workloads a workload's near and avoid terms name, and those whose units
+    its Juju directives place it beside."""
     named: set[str] = set()
     for request in (workload.request(Near), workload.request(Avoid)):
         if request is not None:
             named.update(term.workload for term in request.terms if not term.mirrored)
+    directed = directed_of(workload)
+    if directed is not None:
+        named.update(
+            plan.beside.split("/", 1)[0] for plan in directed.units.values() if plan.beside
+        )
     named.discard(workload.name)
     return named
 

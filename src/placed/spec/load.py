@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from placed.collector import without_cycle_collection
-from placed.model import Inventory, Location, Settings, Spec, TagRules, Workload
+from placed.model import Inventory, Location, Running, Settings, Spec, TagRules, Workload
 from placed.model.dedications import Dedication, Event, Offering
 from placed.model.storage import Storage
 from placed.model.tenancy import Tenancy
@@ -124,6 +124,28 @@ def load_workload(
     if problems:
         raise SpecError("request", problems)
     return workload
+
+
+def load_directed(
+    spec: WorkloadSpec,
+    workload: Workload,
+    named: Sequence[tuple[WorkloadSpec, Workload]],
+    target_ids: set[str],
+    running: tuple[Running, ...],
+) -> Workload:
+    """A workload with a Juju directive (`to:`), `workload` as `load_workload` read it,
+    for a world that is already loaded: its directives read against the workloads its
+    entries may name (`named`: each one's spec and model as `load_workload` reads them),
+    their `running` units and the inventory's targets, as the whole spec's loader reads
+    them (spec/juju/native.py)."""
+    problems: list[Problem] = []
+    out = Collector(SourceMap(), problems)
+    read = native.directed_workloads(
+        [*(s for s, _ in named), spec], [*(w for _, w in named), workload], target_ids, running, out
+    )
+    if problems:
+        raise SpecError("request", problems)
+    return next(w for w in read if w.name == workload.name)
 
 
 def parse_documents(text: str, source: str = "<spec>") -> list[SpecDocument]:
