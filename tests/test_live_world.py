@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
@@ -557,10 +558,16 @@ CONDUCTOR_STEPS: list[tuple[str, list[str]]] = [
 ]
 
 
+# The same fleet with its load balanced: no conductor holds more than the mean (the
+# stable assignment under the cap, made afresh by every change of the conductors).
+BALANCED = CONDUCTORS.replace("{name: fleet, units: 12}", "{name: fleet, units: 12, max_load: 1.0}")
+
+
+@pytest.mark.parametrize("fleet", [CONDUCTORS, BALANCED], ids=["hashed", "max_load"])
 def test_conductors_lost_and_back_are_deltas_that_write_what_the_general_path_writes(
-    database: str, tmp_path: Path
+    database: str, tmp_path: Path, fleet: str
 ) -> None:
-    with twins(database, tmp_path, CONDUCTORS) as (live_app, _, general_app, _):
+    with twins(database, tmp_path, fleet) as (live_app, _, general_app, _):
         replica: ReplicaWorld = live_app.state.replica
         cached = replica.read_current(live_app.state.database, lambda live: live)
         built = replica.rebuilds
@@ -1851,6 +1858,7 @@ workloads:
   - {name: fleet, units: 24}
   - {name: rack10-nodes, units: 6, tags: [rack10]}
   - {name: node-c, tags: [rack10, customer1]}
+  - {name: balanced, units: 10, tags: [net1], max_load: 1.0}
 """
 CONDUCTOR_NAMES = ["c1", "c2", "c3", "c4", "c5"]
 

@@ -477,6 +477,32 @@ def owners_again(
     return Mapping._placements(judge, workload, keys, keep, top, score, chosen, state)
 
 
+def owners_bounded(
+    context: Context, workload: Workload, before: PlanState | None, current: dict[str, str]
+) -> tuple[list[Outcome], dict[str, str]]:
+    """Where a mapping workload with max_load puts its units on `context.state` after a
+    change of targets, kept to those whose owner differs from `current` (where each unit
+    is) and those left with no owner; and where a plan of the world `before` put each.
+
+    With `before`, as `placed simulate` puts them (engine/rebalance.py): the owners a
+    plan of the world before the change gives, repaired under the cap (only units of lost
+    targets, or units going to joining targets, move). Without, as a plan of the world
+    after the change assigns them afresh (a drain's)."""
+    assert workload.mode == "mapping" and workload.max_load is not None
+    previous: dict[str, Outcome] = {}
+    if before is not None:
+        planned = Context(context.judge, before, context.result)
+        previous = {outcome.unit: outcome for outcome in Mapping().place(workload, planned)}
+    after = Context(context.judge, context.state, context.result, previous, before)
+    found = [
+        outcome
+        for outcome in Mapping().place(workload, after)
+        if not isinstance(outcome, Placement) or current.get(outcome.unit) != outcome.target
+    ]
+    owners = {unit: o.target for unit, o in previous.items() if isinstance(o, Placement)}
+    return found, owners
+
+
 class Every(Strategy):
     def place(self, workload: Workload, context: Context) -> list[Outcome]:
         judge, state = context.judge, context.state

@@ -49,9 +49,9 @@ class Coupling:
     plain: bool = True
     # What a target's change of state can be a delta for: every workload plain (above)
     # but these mapping ones, in the spec's order, whose owners are derived from which
-    # targets are up alone (none asks for resources or balances its load, and the world
-    # has no tenancy: nothing a unit elsewhere takes changes their verdicts). None: some
-    # workload is neither.
+    # targets are up alone (none asks for resources, and the world has no tenancy:
+    # nothing a unit elsewhere takes changes their verdicts; one with max_load is
+    # assigned afresh). None: some workload is neither.
     mapped: tuple[str, ...] | None = ()
     # Every-mode workloads (a unit on each target that takes them) beside `mapped`.
     every: tuple[str, ...] = ()
@@ -186,11 +186,7 @@ def _fleet(
     mapped: list[str] = []
     every: list[str] = []
     for workload in spec.workloads:
-        if (
-            workload.mode == "mapping"
-            and workload.max_load is None
-            and not any(workload.resources.values())
-        ):
+        if workload.mode == "mapping" and not any(workload.resources.values()):
             mapped.append(workload.name)
         elif workload.mode == "every":
             every.append(workload.name)

@@ -1636,7 +1636,13 @@ class ReplicaWorld:
             decided.general.append(ticket)  # another reads where its units run
             return
         # A target coming up may own any mapping unit again, and take an every-mode one.
-        remapping = [w for w in coupling.mapped or () if coming or w in owned]
+        # One that balances its load (max_load) is assigned afresh over all of its units by
+        # any change of its candidates, as a whole plan assigns it.
+        remapping = [
+            w
+            for w in coupling.mapped or ()
+            if coming or w in owned or planner.workloads[w].max_load is not None
+        ]
         # Each allocation with units to place again, and each every-mode workload (it
         # may lose units and gain others), in the order they were made: a simulation's.
         judged = sorted({*lost, *every}, key=lambda workload: snapshot.workloads[workload].id)
@@ -1677,9 +1683,17 @@ class ReplicaWorld:
         # With no target coming, only the units of those leaving can change owner (the
         # others' choice is still there): theirs alone are derived.
         # A target coming may own any unit: those whose owner changes are kept.
+        planned_on: dict[str, str] = {}  # see owners_bounded
         for model in (planner.workloads[name] for name in remapping):
             derived: list[Outcome] | None
-            if coming:
+            if model.max_load is not None:
+                # A drain plans the world after it afresh; any other change of targets is
+                # a simulation's, which repairs the owners a plan of the world before gave
+                # (and words a move from there: `planned_on`).
+                planned = None if asked.operation == DRAIN else decided.state
+                derived, owners = loop.owners_bounded(context, model, planned, snapshot.placements)
+                planned_on.update(owners)
+            elif coming:
                 keys = [model.unit_key(i) for i in range(model.units)]
                 derived = loop.owners_again(planner.judge, model, keys, state, snapshot.placements)
             else:
@@ -1714,9 +1728,14 @@ class ReplicaWorld:
             if asked.operation == DRAIN:
                 why = f"{source} is drained (maintenance): placed again under the same rules; "
                 why += f"now on {placement.target}: {cached.explainer.reason(placement)}"
+            elif planned_on.get(placement.unit, source) == placement.target:
+                # Where the simulation's own plan of the world before put it: no move of
+                # the simulation's, only of the rows (service/placing.simulated).
+                why = cached.explainer.reason(placement)
             else:
+                said_from = planned_on.get(placement.unit, source)
                 why = "; ".join(
-                    rebalance.move_causes(cached.explainer, source, placement, went_down, coming)
+                    rebalance.move_causes(cached.explainer, said_from, placement, went_down, coming)
                 )
             moved.setdefault(placement.workload, []).append(
                 Move(placement.workload, placement.unit, source, placement.target, why, MOVED)
