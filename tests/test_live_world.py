@@ -664,10 +664,31 @@ def dedication_rows(app: FastAPI) -> dict[str, Any]:
     return {**rows(app), "dedications": stored.dedications, "marks": marks}
 
 
+# The tenants' world with a rack of its own running two workloads, one avoiding the
+# other: dedications elsewhere and settings stay deltas beside a reader.
+WITH_READERS = (
+    TENANTS.split("offerings:")[0]
+    + "  - {id: spare, kind: cluster, children: [{id: S1, kind: host, capacity: {cpu: 4},"
+    + " tags: [spare]}, {id: S2, kind: host, capacity: {cpu: 4}, tags: [spare]}]}\n"
+    + "offerings:"
+    + TENANTS.split("offerings:")[1]
+    + "workloads:\n"
+    + "  - {name: ref, units: 1, resources: {cpu: 1}, tags: [spare]}\n"
+    + "  - {name: r, units: 1, resources: {cpu: 1}, tags: [spare],"
+    + " avoid: {workload: ref, level: target}}\n"
+)
+
+
+@pytest.mark.parametrize("world_text", [TENANTS, WITH_READERS], ids=["tenants", "readers"])
 def test_dedications_through_the_live_world_write_what_the_general_path_writes(
-    database: str, tmp_path: Path
+    database: str, tmp_path: Path, world_text: str
 ) -> None:
-    with twins(database, tmp_path, TENANTS) as (live_app, live_client, general_app, general_client):
+    with twins(database, tmp_path, world_text) as (
+        live_app,
+        live_client,
+        general_app,
+        general_client,
+    ):
         replica: ReplicaWorld = live_app.state.replica
         built: int | None = None
         for step, name, domain, account in DEDICATION_STEPS:
@@ -829,10 +850,16 @@ SETTING_STEPS: list[tuple[str, str, Any]] = [
 ]
 
 
+@pytest.mark.parametrize("world_text", [TENANTS, WITH_READERS], ids=["tenants", "readers"])
 def test_settings_through_the_live_world_write_what_the_general_path_writes(
-    database: str, tmp_path: Path
+    database: str, tmp_path: Path, world_text: str
 ) -> None:
-    with twins(database, tmp_path, TENANTS) as (live_app, live_client, general_app, general_client):
+    with twins(database, tmp_path, world_text) as (
+        live_app,
+        live_client,
+        general_app,
+        general_client,
+    ):
         replica: ReplicaWorld = live_app.state.replica
         built: list[int] = []
         for step, name, value in SETTING_STEPS:

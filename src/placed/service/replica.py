@@ -1791,10 +1791,12 @@ class ReplicaWorld:
         self, cached: Cached, decided: Decided, ticket: Ticket, asked: Rededicating
     ) -> None:
         """A dedication's change judged on the world `decided` leaves. To the general path
-        when a unit waits for room (the change could open a host to it), a workload reads
-        another or is not a plain allocation, a running unit misfits its place, or the
-        rules cannot judge it here (rededication.judge)."""
-        if cached.pending or not decided.coupling.plain or not cached.fitting:
+        when a unit waits for room (the change could open a host to it), a workload is not
+        an allocation (a mapping or every-mode one's owners read the dedications), a
+        running unit misfits its place, or the rules cannot judge it here
+        (rededication.judge: a unit runs below the resource). A reader's verdicts read
+        where units run, which a dedication of a resource nothing runs below leaves."""
+        if cached.pending or decided.coupling.readers is None or not cached.fitting:
             decided.general.append(ticket)
             return
         judged = rededication.judge(
@@ -1900,9 +1902,14 @@ class ReplicaWorld:
     ) -> None:
         """A setting's change judged on the world `decided` leaves; to the general path
         when a unit waits for room (implicit dedication on could give it a host), a
-        workload reads another or is not a plain allocation, a running unit misfits its
-        place, or the value is not one the delta judges (live_settings.judge)."""
-        if cached.pending or not decided.coupling.plain or not cached.fitting or decided.reset:
+        workload is not an allocation, a running unit misfits its place, or the value is
+        not one the delta judges (live_settings.judge)."""
+        if (
+            cached.pending
+            or decided.coupling.readers is None
+            or not cached.fitting
+            or decided.reset
+        ):
             decided.general.append(ticket)
             return
         judged = live_settings.judge(cached.spec, cached.snapshot, asked)
