@@ -314,6 +314,51 @@ def test_edge_nodes_lost_and_back_are_deltas_that_write_what_the_general_path_wr
         assert len(numbers) == len(set(numbers))
 
 
+TIGHT_EDGE = """
+name: tight-edge
+inventory:
+  - {id: n1, capacity: {cpu: 3}, properties: {arch: arm}, tags: [hot]}
+  - {id: n2, capacity: {cpu: 3}, properties: {arch: arm}}
+  - {id: n3, capacity: {cpu: 4}, properties: {arch: x86}}
+workloads:
+  - {name: agent, mode: every, resources: {cpu: 1}}
+  - {name: hog, units: 2, resources: {cpu: 1}, tags: [hot]}
+  - {name: arm-only, mode: every, resources: {cpu: 1}, constraints: "arch == arm"}
+  - {name: app, units: 2, resources: {cpu: 1}}
+"""
+
+
+def test_deletes_and_count_cuts_in_an_edge_fleet_are_deltas_unless_an_every_unit_gains(
+    database: str, tmp_path: Path
+) -> None:
+    """In a fleet with every-mode workloads, a delete or a count cut frees room: a delta
+    when no every-mode workload would take a freed target (the whole plan gives none a
+    unit), the general path when one would (hog's cut frees room on n1, which arm-only
+    now takes)."""
+    with twins(database, tmp_path, TIGHT_EDGE) as (live_app, _, general_app, _):
+        replica: ReplicaWorld = live_app.state.replica
+        cached = replica.read_current(live_app.state.database, lambda live: live)
+        assert not any(u.startswith("arm-only/") for u in cached.units_on("n1"))
+        built = replica.rebuilds
+        live, general = delete(live_app, "app", True), delete(general_app, "app", False)
+        assert live["changes"] == general["changes"]
+        assert unordered(rows(live_app)) == unordered(rows(general_app))
+        replica.read_current(live_app.state.database, lambda live: live)
+        assert replica.rebuilds == built, "a delete that gives no every-mode unit was not a delta"
+        body = {"name": "hog", "units": 1, "resources": {"cpu": 1}, "tags": ["hot"]}
+        live, general = update(live_app, body, True), update(general_app, body, False)
+        assert live == general
+        assert any(c["unit"].startswith("arm-only/") for c in live["changes"]), live
+        assert unordered(rows(live_app)) == unordered(rows(general_app))
+        replica.read_current(live_app.state.database, lambda live: live)
+        assert replica.rebuilds == built + 1  # the general path's: arm-only gained n1
+        live, general = delete(live_app, "hog", True), delete(general_app, "hog", False)
+        assert live["changes"] == general["changes"]
+        assert unordered(rows(live_app)) == unordered(rows(general_app))
+        replica.read_current(live_app.state.database, lambda live: live)
+        assert replica.rebuilds == built + 1
+
+
 READERS = """
 name: readers
 inventory:

@@ -85,10 +85,12 @@ class Coupling:
         reader names and that reads others by name at most (`readers`)."""
         if self.plain:
             return True
-        if not fitting or self.every:
-            return False  # room freed may give an every-mode workload a unit
+        if not fitting:
+            return False
         if self.mapped is not None:
-            return workload not in self.mapped
+            # Room it frees may give an every-mode workload a unit: the change checks
+            # (ReplicaWorld._every_gains), and takes no room (a count cut, a delete).
+            return workload not in self.mapped and workload not in self.every
         referenced = self.referenced
         return (
             self.readers is not None

@@ -1212,9 +1212,10 @@ class ReplicaWorld:
         """A deletion judged on the world `decided` leaves: its units released there. To
         the general path (which answers the 404s and 409s, and plans the whole world)
         when the delta would not be what a whole plan finds: a unit waits for room (a
-        freed place would be given to it), a workload reads another (near, avoid, Juju's
-        directives), the workload is not a plain allocation, or it was made or deleted
-        in a batch not stored yet."""
+        freed place would be given to it), a reader names the workload or it has a Juju
+        directive (`Coupling.free`), it is not an allocation, the room it frees would give
+        an every-mode workload a unit (`_every_gains`), or it was made or deleted in a
+        batch not stored yet."""
         snapshot, planner = cached.snapshot, cached.planner
         name = removing.name
         row = snapshot.workloads.get(name)
@@ -1246,9 +1247,36 @@ class ReplicaWorld:
             if source is not None:
                 planner.pipeline.release(request, state, state.remove(unit))
         released = [(state.target_id(p), owner) for p, owner in _released_since(state, before)]
+        if self._every_gains(cached, decided, state, moves):
+            decided.general.append(ticket)
+            return
         decided.removed.append(Removed(ticket, row, workload, moves, released))
         decided.gone.add(name)
         decided.state = state
+
+    def _every_gains(
+        self, cached: Cached, decided: Decided, state: PlanState, moves: list[Move]
+    ) -> bool:
+        """Whether the room `moves` free (units off their targets) on `state` could give
+        an every-mode workload a unit, which a whole plan would place: a freed target
+        without one of its units that it now takes. One that holds a unit of an every-mode
+        workload judged after it counts as taken too: a whole plan derives the every-mode
+        units in order, and the one judged first there finds that unit's room free."""
+        every = decided.coupling.every
+        freed = {m.source for m in moves if m.source is not None}
+        if not every or not freed:
+            return False
+        planner = cached.planner
+        positions = [p for name in sorted(freed) if (p := state.position(name)) is not None]
+        hosting = [{state.units[unit][1] for unit in state.placed(name)} for name in every]
+        for k, name in enumerate(every):
+            keep = planner.judge.feasible(planner.request(planner.workloads[name]), state)
+            for position in positions:
+                if position not in hosting[k] and (
+                    keep[position] or any(position in later for later in hosting[k + 1 :])
+                ):
+                    return True
+        return False
 
     def _plan(
         self, cached: Cached, spec_now: Spec, state: PlanState, workload: Workload
@@ -1534,8 +1562,13 @@ class ReplicaWorld:
                 moves.append(Move(name, unit, source, None, placing.FEWER_UNITS, REMOVED))
                 planner.pipeline.release(request, state, state.remove(unit))
             released = [(state.target_id(p), owner) for p, owner in _released_since(state, before)]
+            if self._every_gains(cached, decided, state, moves):
+                decided.general.append(ticket)
+                return
         else:
-            if not set(model.resources) <= set(planner.index.resources):
+            if decided.coupling.every or not set(model.resources) <= set(planner.index.resources):
+                # Room taken in an edge fleet: every-mode units the whole plan derives
+                # after it may not fit where they run (the general path removes them).
                 decided.general.append(ticket)
                 return
             # Numbered after the running units, as the spec reader numbers a workload's
