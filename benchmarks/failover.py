@@ -1,7 +1,8 @@
 """A fleet's target lost and back through the live world's delta and through the general
-path (issue 35): a mapping fleet (Ironic's conductors, one mapping workload of nodes)
-and an edge fleet (every-mode workloads beside an allocation), each change timed in one
-process on SQLite, from the call to its answer.
+path (issue 35): a mapping fleet (Ironic's conductors, one mapping workload of nodes),
+the same with its load balanced (max_load), and an edge fleet (every-mode workloads
+beside an allocation), each change timed in one process on SQLite, from the call to its
+answer.
 
     .venv/bin/python benchmarks/failover.py [--quick]
 """
@@ -30,7 +31,8 @@ ROOT = Actor("b" * 16, "root-admin", "bench")
 ROUNDS = 3  # each a target down, then up
 
 
-def mapping_fleet(conductors: int, nodes: int) -> dict[str, Any]:
+def mapping_fleet(conductors: int, nodes: int, max_load: float | None = None) -> dict[str, Any]:
+    balanced = {} if max_load is None else {"max_load": max_load}
     return {
         "name": "fleet",
         "settings": {"default_mode": "mapping"},
@@ -38,7 +40,7 @@ def mapping_fleet(conductors: int, nodes: int) -> dict[str, Any]:
             {"id": f"c{i}", "kind": "conductor", "tags": ["ironic"]}
             for i in range(1, conductors + 1)
         ],
-        "workloads": [{"name": "nodes", "units": nodes, "tags": ["ironic"]}],
+        "workloads": [{"name": "nodes", "units": nodes, "tags": ["ironic"], **balanced}],
     }
 
 
@@ -96,6 +98,9 @@ def run(quick: bool) -> list[Timed]:
     conductors, nodes, sites, apps = sizes
     fleets = {
         f"mapping: {conductors} conductors, {nodes:,} nodes": mapping_fleet(conductors, nodes),
+        f"mapping: {conductors} conductors, {nodes:,} nodes, max_load 1.0": mapping_fleet(
+            conductors, nodes, 1.0
+        ),
         f"edge: {sites:,} sites, an agent on each, {apps:,} app units": edge_fleet(sites, apps),
     }
     found = []

@@ -257,8 +257,9 @@ def test_the_controller_moves_a_silent_conductors_units(quick_run: tuple[int, st
 def test_a_fleet_s_target_lost_and_back_is_a_delta_that_moves_what_the_general_path_moves(
     quick_run: tuple[int, str, str],
 ) -> None:
-    """Issue 35: in a mapping fleet and an edge fleet, each change of c1 is a delta of
-    the live world (never built again) and moves as many units as the general path."""
+    """Issue 35: in a mapping fleet (hashed, and balanced by max_load) and an edge fleet,
+    each change of c1 is a delta of the live world (never built again) and moves as many
+    units as the general path."""
     _, report, _ = quick_run
     found = report.split("## A fleet's target lost and back", 1)[1].split("\n## ", 1)[0]
     rows = [
@@ -266,8 +267,8 @@ def test_a_fleet_s_target_lost_and_back_is_a_delta_that_moves_what_the_general_p
         for line in found.splitlines()
         if line.startswith(("| mapping", "| edge"))
     ]
-    assert [row[1] for row in rows] == ["delta", "general path"] * 2, found
-    for delta, general in (rows[0:2], rows[2:4]):
+    assert [row[1] for row in rows] == ["delta", "general path"] * 3, found
+    for delta, general in (rows[0:2], rows[2:4], rows[4:6]):
         assert delta[0] == general[0]
         assert delta[5] == "0", delta  # no rebuild
         assert int(delta[4]) > 0 and delta[4] == general[4], (delta, general)
