@@ -566,6 +566,16 @@ def test_claims_with_juju_directives_are_deltas_that_write_what_the_general_path
         assert unordered(rows(live_app)) == unordered(rows(general_app))
         cached = replica.read_current(live_app.state.database, lambda live: live)
         assert {"wp", "m2", "both", "on1"} <= cached.coupling.directed
+        # Deletes of those no directive names are deltas (the container made for lx
+        # stays, as the whole plan keeps it); mysql, which wp's names, plans whole.
+        built = replica.rebuilds
+        for name, delta in (("both", True), ("lx", True), ("m2", True), ("mysql", False)):
+            live, general = delete(live_app, name, True), delete(general_app, name, False)
+            assert live["changes"] == general["changes"], name
+            assert unordered(rows(live_app)) == unordered(rows(general_app)), name
+            replica.read_current(live_app.state.database, lambda live: live)
+            assert (replica.rebuilds == built) == delta, name
+        cached = replica.read_current(live_app.state.database, lambda live: live)
         # A directive naming a unit that does not run: the general path answers it.
         ghost = {"name": "ghost", "units": 1, "to": "nobody/0"}
         answers = [client.post("/v1/workloads", json=ghost) for client in (live_client, other)]

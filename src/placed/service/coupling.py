@@ -78,11 +78,13 @@ class Coupling:
         directed = frozenset(n for n, s in stored.items() if not names_others(s))
         return Coupling(plain, mapped, every, readers, referenced, directed)
 
-    def free(self, workload: str, fitting: bool) -> bool:
+    def free(self, workload: str, fitting: bool, leaving: bool = False) -> bool:
         """Whether a delete, a count change or a move of `workload`'s units is a delta:
         the world is plain; or every unit fits (`fitting`) and the workload is an
         allocation of a world whose other workloads are `mapped` ones, or one that no
-        reader names and that reads others by name at most (`readers`)."""
+        reader names and that reads others by name at most (`readers`). `leaving`: its
+        units only leave (a delete), which a Juju directive of its own does not read (the
+        machines and containers made for them stay, as a whole plan keeps them)."""
         if self.plain:
             return True
         if not fitting:
@@ -96,7 +98,7 @@ class Coupling:
             self.readers is not None
             and referenced is not None
             and workload not in referenced
-            and workload not in self.directed
+            and (leaving or workload not in self.directed)
         )
 
     def with_reader(self, name: str, stored: dict[str, Any]) -> Coupling:

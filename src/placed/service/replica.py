@@ -1228,7 +1228,7 @@ class ReplicaWorld:
             or (reach is not None and row.account not in reach)
             or (removing.generation is not None and row.generation != removing.generation)
             or cached.pending
-            or not decided.coupling.free(name, cached.fitting)
+            or not decided.coupling.free(name, cached.fitting, leaving=True)
             or not planner.pipeline.releasable(planner.request(workload))
         ):
             decided.general.append(ticket)
