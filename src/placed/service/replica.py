@@ -1,11 +1,13 @@
 """Each replica's world in memory: the engine's index and plan state at one revision, so
 a claim plans one workload in O(targets) instead of planning the whole world again.
 
-A claim (POST /v1/workloads) of a new allocation workload without a Juju directive
-(which reads the whole spec) forks the cached state, places its units there, and commits
-them with `used = used + delta` guarded by each target's generation. An account and an
-offering are read against the cached world's tenancy and offerings, and its dedications
-are in the cached index and state, as in a whole plan. When the write transaction
+A claim (POST /v1/workloads) of a new allocation workload forks the cached state, places
+its units there, and commits them with `used = used + delta` guarded by each target's
+generation. An account and an offering are read against the cached world's tenancy and
+offerings, and its dedications are in the cached index and state, as in a whole plan;
+near and avoid read the named workloads' units in the state, and a Juju directive is
+read against the workloads it names (service/coupling.py says which claims qualify, and
+which later changes of the workloads they name stay deltas). When the write transaction
 starts right after the cached revision (its lock is the revision row's), nothing else
 can have changed, and the cache moves to the new revision with the claim in it;
 otherwise (another replica committed first) the batch is decided again: on PostgreSQL in a
@@ -1159,7 +1161,7 @@ class ReplicaWorld:
                 decided.refuse(ticket, "exists", f"workload {name!r} exists: PUT changes it")
             return
         if not _claimable(spec):
-            decided.general.append(ticket)  # a document's workload with a Juju directive
+            decided.general.append(ticket)  # a document's: Juju constraints, a pattern...
             return
         if not decided.in_scope(ticket, cached.snapshot, name, CREATED, spec.account):
             return
