@@ -12,20 +12,14 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from fastapi.testclient import TestClient
-
 from harness import progress
+from in_process import applied_world
 from placed.service import targets
-from placed.service.app import create_app
-from placed.store import schema
 from placed.store.claims import Actor
-from placed.store.database import make_engine
 
 ROOT = Actor("b" * 16, "root-admin", "bench")
 ROUNDS = 3  # each a target down, then up
@@ -67,16 +61,7 @@ class Timed:
 
 def measure(fleet: str, document: dict[str, Any], live: bool) -> Timed:
     found = Timed(fleet, "delta" if live else "general path")
-    with tempfile.TemporaryDirectory() as folder:
-        url = f"sqlite:///{Path(folder) / 'placed.db'}"
-        token = schema.upgrade(url).root_token
-        app = create_app(database=make_engine(url))
-        client = TestClient(app, headers={"Authorization": f"Bearer {token}"})
-        applied = client.post("/v1/apply", json=document)
-        if applied.status_code != 200:
-            raise RuntimeError(f"{fleet}: {applied.status_code} {applied.text[:300]}")
-        replica = app.state.replica
-        engine = app.state.database
+    with applied_world(document, fleet) as (replica, engine):
         if live:
             replica.read_current(engine, lambda world: world)  # the world in memory
         built = replica.rebuilds
@@ -89,7 +74,6 @@ def measure(fleet: str, document: dict[str, Any], live: bool) -> Timed:
                 times.append(time.perf_counter() - started)
                 found.moves = max(found.moves, len(answer["moves"]))
         found.rebuilds = replica.rebuilds - built
-        engine.dispose()
     return found
 
 

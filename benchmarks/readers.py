@@ -11,23 +11,19 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from harness import progress
+from in_process import applied_world
 from placed.service import workloads
-from placed.service.app import create_app
 from placed.service.workloads import WorkloadUpdate
 from placed.spec.schema import WorkloadSpec
-from placed.store import schema
 from placed.store.claims import Actor
-from placed.store.database import make_engine, reading
+from placed.store.database import reading
 from placed.store.tables import Workload
 
 ROOT = Actor("b" * 16, "root-admin", "bench")
@@ -75,16 +71,7 @@ class Timed:
 
 def measure(document: dict[str, Any], live: bool) -> Timed:
     found = Timed("delta" if live else "general path")
-    with tempfile.TemporaryDirectory() as folder:
-        url = f"sqlite:///{Path(folder) / 'placed.db'}"
-        token = schema.upgrade(url).root_token
-        app = create_app(database=make_engine(url))
-        client = TestClient(app, headers={"Authorization": f"Bearer {token}"})
-        applied = client.post("/v1/apply", json=document)
-        if applied.status_code != 200:
-            raise RuntimeError(f"readers: {applied.status_code} {applied.text[:300]}")
-        replica = app.state.replica
-        engine = app.state.database
+    with applied_world(document, "readers") as (replica, engine):
         replica.read_current(engine, lambda cached: cached)  # the world in memory
         built = replica.rebuilds
         through = replica if live else None
@@ -120,7 +107,6 @@ def measure(document: dict[str, Any], live: bool) -> Timed:
                     workloads.remove(engine, name, None, ROOT, replica=through)
                 found.times[change].append(time.perf_counter() - started)
         found.rebuilds = replica.rebuilds - built
-        engine.dispose()
     return found
 
 

@@ -1106,6 +1106,31 @@ APPLY_STEPS: list[tuple[dict[str, int], bool]] = [
 ]
 
 
+def apply_both(
+    live: tuple[FastAPI, TestClient], general: tuple[FastAPI, TestClient], body: str, prune: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The same documents applied through the first store's live world and through the
+    second's general path alone: both answers, their changes and placements sorted."""
+    answers = []
+    for app, client in (live, general):
+        kept = app.state.replica
+        app.state.replica = kept if app is live[0] else None  # the general path alone
+        try:
+            answer = client.post(
+                f"/v1/apply?prune={str(prune).lower()}",
+                content=body,
+                headers={"content-type": "application/yaml"},
+            )
+        finally:
+            app.state.replica = kept
+        assert answer.status_code == 200, answer.text
+        found = answer.json()
+        found["changes"].sort(key=lambda move: move["unit"])
+        found["placements"].sort(key=lambda placed: placed["unit"])
+        answers.append(found)
+    return answers[0], answers[1]
+
+
 def test_documents_applied_through_the_live_world_write_what_the_general_path_writes(
     database: str, tmp_path: Path
 ) -> None:
@@ -1116,25 +1141,10 @@ def test_documents_applied_through_the_live_world_write_what_the_general_path_wr
         built = replica.rebuilds
         for workloads_named, prune in APPLY_STEPS:
             body = _document(workloads_named)
-            answers = []
-            for app, client in ((live_app, live_client), (general_app, general_client)):
-                live = app is live_app
-                kept = app.state.replica
-                app.state.replica = kept if live else None  # the general path alone
-                try:
-                    answer = client.post(
-                        f"/v1/apply?prune={str(prune).lower()}",
-                        content=body,
-                        headers={"content-type": "application/yaml"},
-                    )
-                finally:
-                    app.state.replica = kept
-                assert answer.status_code == 200, answer.text
-                found = answer.json()
-                found["changes"].sort(key=lambda move: move["unit"])
-                found["placements"].sort(key=lambda placed: placed["unit"])
-                answers.append(found)
-            assert answers[0] == answers[1], workloads_named
+            live, general = apply_both(
+                (live_app, live_client), (general_app, general_client), body, prune
+            )
+            assert live == general, workloads_named
         assert unordered(rows(live_app)) == unordered(rows(general_app))
         # Every apply was a delta: the claim after the last finds the world current.
         claim_both((live_client, general_client), {"name": "y", "resources": {"cpu": 1}})
@@ -1174,24 +1184,8 @@ def test_documents_with_readers_applied_through_the_live_world_are_deltas(
         claim_both((live_client, other), {"name": "x", "resources": {"cpu": 1}})
         built = replica.rebuilds
         for body, prune in NAMING_APPLIES:
-            answers = []
-            for app, client in ((live_app, live_client), (general_app, other)):
-                kept = app.state.replica
-                app.state.replica = kept if app is live_app else None  # the general path
-                try:
-                    answer = client.post(
-                        f"/v1/apply?prune={str(prune).lower()}",
-                        content=body,
-                        headers={"content-type": "application/yaml"},
-                    )
-                finally:
-                    app.state.replica = kept
-                assert answer.status_code == 200, answer.text
-                found = answer.json()
-                found["changes"].sort(key=lambda move: move["unit"])
-                found["placements"].sort(key=lambda placed: placed["unit"])
-                answers.append(found)
-            assert answers[0] == answers[1], body
+            live, general = apply_both((live_app, live_client), (general_app, other), body, prune)
+            assert live == general, body
             assert unordered(rows(live_app)) == unordered(rows(general_app)), body
         cached = replica.read_current(live_app.state.database, lambda live: live)
         assert replica.rebuilds == built, "an apply with readers took the general path"
