@@ -1276,6 +1276,57 @@ def test_another_replica_reads_claims_that_name_others_without_building_its_worl
     }
 
 
+def test_another_replica_reads_deletes_and_count_changes_from_the_rows(database: str) -> None:
+    """Two servers on one database: the deletes and count changes one commits as deltas,
+    the other reads from the rows (units released and placed, rows and models replaced)
+    without building its world again, and holds what a world built from the rows holds.
+    A change of the whole plan's since (a target down) sends it to build it again."""
+    app, client = applied(database)
+    other = create_app(database=make_engine(database))
+    replica: ReplicaWorld = other.state.replica
+    for name, units in (("a", 2), ("b", 3), ("c", 1)):
+        made = {"name": name, "units": units, "resources": {"cpu": 1, "memory": 1}}
+        assert client.post("/v1/workloads", json=made).status_code == 201
+    replica.read_current(other.state.database, lambda live: live)
+    built = replica.rebuilds
+    steps: list[tuple[str, dict[str, Any]]] = [
+        ("update", {"name": "b", "units": 5, "resources": {"cpu": 1, "memory": 1}}),
+        ("delete", {"name": "a"}),
+        ("update", {"name": "b", "units": 1, "resources": {"cpu": 1, "memory": 1}}),
+        ("claim", {"name": "d", "units": 2, "resources": {"cpu": 2}}),
+        ("delete", {"name": "c"}),
+    ]
+    for step, body in steps:
+        if step == "update":
+            update(app, body, True)
+        elif step == "delete":
+            delete(app, body["name"], True)
+        else:
+            assert client.post("/v1/workloads", json=body).status_code == 201
+        theirs = replica.read_current(other.state.database, lambda live: live)
+        assert replica.rebuilds == built, step
+        fresh = create_app(database=make_engine(database)).state.replica
+        scratch = fresh.read_current(other.state.database, lambda live: live)
+        assert theirs.revision == scratch.revision
+        assert theirs.snapshot.placements == scratch.snapshot.placements, (step, body)
+        assert theirs.snapshot.units == scratch.snapshot.units
+        assert theirs.snapshot.workload_specs == scratch.snapshot.workload_specs
+        assert {n: (t.generation, t.used) for n, t in theirs.snapshot.targets.items()} == {
+            n: (t.generation, t.used) for n, t in scratch.snapshot.targets.items()
+        }
+        assert (theirs.state.free == scratch.state.free).all()
+        assert sorted(theirs.state.units) == sorted(scratch.state.units)
+        # (A cached model keeps its spec's count; the units and first unit a world built
+        # from the rows gives it are those still to place, which the cache never reads.)
+        assert [(w.name, w.requests) for w in theirs.spec.workloads] == [
+            (w.name, w.requests) for w in scratch.spec.workloads
+        ]
+    # A target taken down (a whole plan's change for another replica): built again.
+    retarget(app, "down", ["h1"], True)
+    replica.read_current(other.state.database, lambda live: live)
+    assert replica.rebuilds == built + 1
+
+
 def snapshot_of(app: FastAPI) -> world.Snapshot:
     with reading(app.state.database) as session:
         return world.read(session)
@@ -1703,11 +1754,15 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
     @initialize()
     def start(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="placed-live-"))
-        self.app, self.client = applied(f"sqlite:///{self.folder / 'placed.db'}", LIVE_SPEC)
+        url = f"sqlite:///{self.folder / 'placed.db'}"
+        self.app, self.client = applied(url, LIVE_SPEC)
+        self.follower = create_app(database=make_engine(url))
+        self.follower.state.replica.read_current(self.follower.state.database, lambda w: w)
 
     def teardown(self) -> None:
         if hasattr(self, "app"):
             self.app.state.database.dispose()
+            self.follower.state.database.dispose()
             shutil.rmtree(self.folder, ignore_errors=True)
 
     @rule(units=st.integers(1, 3), cpu=st.sampled_from([0.5, 1.0, 2.0]))
@@ -1851,12 +1906,27 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
         if not hasattr(self, "app"):
             return
         placements, used = from_scratch(self.app)
-        replica: ReplicaWorld = self.app.state.replica
+        # The replica that made the changes, and another on the same store that reads
+        # them from the rows (claims, deletes and count changes) or builds its world again.
+        for app in (self.app, self.follower):
+            self._holds_the_stored_world(app, placements, used)
+        for name, resources in used.items():
+            units = [u for u, t in placements.items() if t == name]
+            for resource, amount in resources.items():
+                want = sum(
+                    _asked(self.app, unit.rpartition("/")[0]).get(resource, 0.0) for unit in units
+                )
+                assert abs(amount - want) < 1e-9, (name, resource, amount, want)
+
+    def _holds_the_stored_world(
+        self, app: FastAPI, placements: dict[str, str], used: dict[str, dict[str, float]]
+    ) -> None:
+        replica: ReplicaWorld = app.state.replica
         cached = replica._cached
         if cached is not None:
             # Brought to the store's revision as the next change would find it: from the
             # rows when a change went through the general path, else as it stands.
-            cached = replica.read_current(self.app.state.database, lambda live: live)
+            cached = replica.read_current(app.state.database, lambda live: live)
             with reading(self.app.state.database) as session:
                 current = world.read(session).revision
             if cached.revision == current:
@@ -1900,13 +1970,9 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
                 assert {
                     name: w.request(Tenant) for name, w in cached.planner.workloads.items()
                 } == {name: w.request(Tenant) for name, w in planner.workloads.items()}
-        for name, resources in used.items():
-            units = [u for u, t in placements.items() if t == name]
-            for resource, amount in resources.items():
-                want = sum(
-                    _asked(self.app, unit.rpartition("/")[0]).get(resource, 0.0) for unit in units
-                )
-                assert abs(amount - want) < 1e-9, (name, resource, amount, want)
+                assert [(w.name, w.requests) for w in cached.spec.workloads] == [
+                    (w.name, w.requests) for w in fresh.workloads
+                ]
 
 
 def _asked(app: FastAPI, workload: str) -> dict[str, float]:

@@ -169,8 +169,10 @@ def _write(
     actor: Actor,
     guard: Guard | None = None,
 ) -> list[Recorded]:
-    # Replicas refresh claims alone from the rows; anything else since means reading all.
+    # Replicas refresh claims, deletes and count changes committed as deltas from the
+    # rows; a whole plan's change since means reading all.
     settings.put(session, world.CHANGED_SETTING, number, bump=False)
+    settings.put(session, world.RESHAPED_SETTING, number, bump=False)
     try:
         wrote = definitions.write(
             session, snapshot, change.after, number, change.used, change.workloads

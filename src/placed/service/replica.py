@@ -62,6 +62,7 @@ from placed.spec.load import load_directed, load_workload
 from placed.spec.schema import WorkloadSpec
 from placed.store import batch, events, revision, settings, world
 from placed.store.batch import Behind, Stale
+from placed.store.claimed import Claimed
 from placed.store.claimed import since as claimed_since
 from placed.store.claims import MOVED, PLACED, REMOVED, Actor, Move, next_ordinals
 from placed.store.database import reading
@@ -620,10 +621,11 @@ class ReplicaWorld:
             if cached is not None and cached.revision == current:
                 return cached
             changed = int(settings.get(session, world.CHANGED_SETTING, 0) or 0)
+            reshaped = int(settings.get(session, world.RESHAPED_SETTING, 0) or 0)
             if (
                 cached is not None
-                and changed <= cached.revision
-                and self._claims_since(session, cached, current)
+                and reshaped <= cached.revision
+                and self._claims_since(session, cached, current, changed > cached.revision)
             ):
                 return cached
             snapshot = world.read(session)
@@ -660,14 +662,25 @@ class ReplicaWorld:
             self._cached.dedication_topology()
         return self._cached
 
-    def _claims_since(self, session: Transaction, cached: Cached, current: int) -> bool:
+    def _claims_since(
+        self, session: Transaction, cached: Cached, current: int, resized: bool = False
+    ) -> bool:
         """Bring the cache to `current` from the claims committed since (each a new
-        workload with its units placed). False when one cannot be read that way."""
+        workload with its units placed), and with `resized` the deletes and count changes
+        committed as deltas since (`_resized`). False when one cannot be read that way."""
         snapshot = cached.snapshot
-        claimed = claimed_since(session, cached.revision)
+        claimed = claimed_since(session, cached.revision, resized)
+        rewritten: set[str] = set()
+        if resized:
+            done = self._resized(cached, claimed)
+            if done is None:
+                return False
+            rewritten = done
         names = {row.id: row.name for row in claimed.workloads}
         models: dict[str, Workload] = {}
         for row in claimed.workloads:
+            if row.name in rewritten:
+                continue
             if row.name in snapshot.workloads:
                 return False  # a change of a known workload: only the general path knows
             try:
@@ -680,16 +693,20 @@ class ReplicaWorld:
             models[row.name] = model
         state, planner = cached.state, cached.planner
         for row in claimed.workloads:
+            if row.name in rewritten:
+                continue
             snapshot.workloads[row.name] = WorkloadRow(
                 row.id, row.generation, row.document, row.account, "allocation"
             )
             snapshot.workload_specs[row.name] = dict(row.spec)
             planner.workloads[row.name] = models[row.name]
         for placed in claimed.units:
+            workload = names[placed.workload_id]
+            if workload in rewritten:
+                continue
             position = state.position(placed.target)
             if position is None:
                 return False
-            workload = names[placed.workload_id]
             snapshot.units[placed.name] = (placed.id, workload)
             cached.put(placed.name, placed.target)
             state.place(placed.name, workload, position)
@@ -707,7 +724,7 @@ class ReplicaWorld:
             )
         mirrored: dict[str, Workload] = {}
         for row in claimed.workloads:
-            if reads_others(row.spec):
+            if row.name not in rewritten and reads_others(row.spec):
                 cached.coupling = cached.coupling.with_reader(row.name, dict(row.spec))
                 found = _mirrored(planner.workloads, models[row.name])
                 planner.workloads.update(found)  # the next claim's mirror adds to these
@@ -719,6 +736,117 @@ class ReplicaWorld:
             planner.spec = cached.spec
         snapshot.revision = cached.revision = current
         return True
+
+    def _resized(self, cached: Cached, claimed: Claimed) -> set[str] | None:
+        """The workloads deleted and the counts changed since the cache's revision, as the
+        rows say (`claimed`, read with `resized`), applied to the cache as the delta that
+        wrote them applied them to its own: units released or placed, rows and models
+        replaced. The names of the workloads rewritten (their units placed here too);
+        None, with the cache left to be built again, when the rows show more than a
+        delta writes or what a delta of this cache would not take."""
+        snapshot, planner, state = cached.snapshot, cached.planner, cached.state
+        coupling = cached.coupling
+        if (
+            claimed.present is None
+            or claimed.others_placed
+            or cached.pending
+            or not cached.fitting
+            or coupling.every
+        ):
+            return None
+        deleted = [
+            name for name, row in snapshot.workloads.items() if row.id not in claimed.present
+        ]
+        written = {row.name: row for row in claimed.workloads if row.name in snapshot.workloads}
+        by_id = {row.id: row.name for row in claimed.workloads}
+        now: dict[str, dict[str, tuple[int, str]]] = {name: {} for name in written}
+        for placed in claimed.units:
+            name = by_id[placed.workload_id]
+            if name in now:
+                now[name][placed.name] = (placed.id, placed.target)
+        for name in deleted:
+            model = planner.workloads.get(name)
+            if (
+                model is None
+                or model.mode != "allocation"
+                or not coupling.free(name, True, leaving=True)
+                or not planner.pipeline.releasable(planner.request(model))
+            ):
+                return None
+        models: dict[str, Workload] = {}
+        for name, row in written.items():
+            was, old = snapshot.workloads[name], planner.workloads.get(name)
+            if (
+                old is None
+                or was.mode != "allocation"
+                or (row.document, row.account) != (was.document, was.account)
+                or not names_others(row.spec)
+                or not coupling.free(name, True)
+                or live_apply.count_aside(row.spec)
+                != live_apply.count_aside(snapshot.workload_specs[name])
+                or not planner.pipeline.releasable(planner.request(old))
+            ):
+                return None
+            try:
+                models[name] = self._load(
+                    cached, WorkloadSpec.model_validate(row.spec), row.document
+                )
+            except (SpecError, ValueError):
+                return None
+            units = now[name]
+            if any(
+                unit in units and units[unit][1] != snapshot.placements.get(unit)
+                for unit in state.placed(name)
+            ):
+                return None  # a unit moved: not a count's change
+        for name in deleted:
+            self._released(cached, name, set())
+            del snapshot.workloads[name]
+            del snapshot.workload_specs[name]
+            del planner.workloads[name]  # the explainer's too: one dict
+        for name, row in written.items():
+            self._released(cached, name, set(now[name]))
+            model = planner.workloads[name] = models[name]
+            request = planner.request(model)
+            for unit, (unit_id, target) in sorted(now[name].items(), key=lambda u: _ordinal(u[0])):
+                if unit in snapshot.units:
+                    continue
+                position = state.position(target)
+                if position is None:
+                    return None
+                snapshot.units[unit] = (unit_id, name)
+                cached.put(unit, target)
+                state.place(unit, name, position)
+                state.judging = unit
+                planner.pipeline.reserve(request, state, position)
+            state.judging = None
+            snapshot.workloads[name] = dataclasses.replace(
+                snapshot.workloads[name], generation=row.generation
+            )
+            snapshot.workload_specs[name] = dict(row.spec)
+        if deleted or written:
+            cached.spec = dataclasses.replace(
+                cached.spec,
+                workloads=tuple(
+                    planner.workloads[w.name]
+                    for w in cached.spec.workloads
+                    if w.name in planner.workloads
+                ),
+            )
+            planner.spec = cached.spec
+        return set(written)
+
+    def _released(self, cached: Cached, name: str, staying: set[str]) -> None:
+        """Workload `name`'s units but those `staying` taken off the cached world, each
+        giving back what it took."""
+        snapshot, planner, state = cached.snapshot, cached.planner, cached.state
+        request = planner.request(planner.workloads[name])
+        for unit in sorted(state.placed(name), key=_ordinal):
+            if unit in staying:
+                continue
+            planner.pipeline.release(request, state, state.remove(unit))
+            del snapshot.units[unit]
+            cached.lift(unit)
 
     def _unmirrored(self, cached: Cached, gone: Workload) -> dict[str, Workload]:
         """Each workload `gone` avoided, without the mirrored term it gave it: read again

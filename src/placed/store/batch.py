@@ -32,7 +32,7 @@ from placed.store.tables import (
     now,
     table_of,
 )
-from placed.store.world import CHANGED_SETTING, RULES_SETTING
+from placed.store.world import CHANGED_SETTING, RESHAPED_SETTING, RULES_SETTING
 
 # Rows per multi-row statement: far below SQLite's and PostgreSQL's bound parameters.
 ROWS_PER_STATEMENT = 500
@@ -453,15 +453,17 @@ def _plan(
                     [(u.destination_id, placed_at, u.id) for u in gone.moved],
                 )
             )
-        # Another replica brings its world forward from new workloads alone (its
-        # `_claims_since`); a deletion, a rewrite, a target's new state or a dedication
-        # since tells it to read the whole world. A dedication changes a rule every plan
-        # is judged by: a general path planned on the rules before it is stale.
+        # Another replica brings its world forward from the rows of new, deleted and
+        # resized workloads (its `_rows_since`); a target's new state, a unit moved or a
+        # dedication since tells it to read the whole world. A dedication changes a rule
+        # every plan is judged by: a general path planned on the rules before it is stale.
         rules = bool(gone.dedications or gone.settings)
+        reshaped = bool(gone.states or gone.moved) or rules
         told = [
             (key, seen + 1)  # the batch's own revision: any other, and it is `Behind`
             for key, wanted in (
-                (CHANGED_SETTING, gone.workloads or gone.changed or gone.states or rules),
+                (CHANGED_SETTING, gone.workloads or gone.changed or reshaped),
+                (RESHAPED_SETTING, reshaped),
                 (RULES_SETTING, rules),
             )
             if wanted

@@ -1,7 +1,8 @@
 """What the changes committed since a revision wrote, read as plain rows: the workloads
 written since (each with its account's name), their placed units, and the targets written
-since with what each uses now. A replica's cached world adds them to come up to date
-without reading the whole world again (service/replica.py), when they are claims alone."""
+since with what each uses now; and, asked, which workloads there are. A replica's cached
+world adds them to come up to date without reading the whole world again
+(service/replica.py), when they are claims, deletes and count changes alone."""
 
 from __future__ import annotations
 
@@ -47,10 +48,18 @@ class Claimed:
     workloads: list[ClaimedWorkload]  # by id
     units: list[PlacedUnit]  # those placed, by workload and ordinal
     targets: list[WrittenTarget]
+    # Read when deletes and count changes are asked for too (`since(..., resized=True)`):
+    # the id of every workload there is, and whether a unit of a workload not written
+    # since was placed or moved since (which only a whole plan's change does).
+    present: frozenset[int] | None = None
+    others_placed: bool = False
 
 
-def since(session: Session, revision: int) -> Claimed:
-    """The rows written after `revision` that a claim writes (module docstring)."""
+def since(session: Session, revision: int, resized: bool = False) -> Claimed:
+    """The rows written after `revision` that a claim writes (module docstring); with
+    `resized`, those a delete or a count change writes too (`Claimed.present`,
+    `Claimed.others_placed`): the units of a workload written since are all of its units
+    now."""
     added = session.scalars(
         select(Workload).where(Workload.revision > revision).order_by(Workload.id)
     ).all()
@@ -96,4 +105,14 @@ def since(session: Session, revision: int) -> Claimed:
         WrittenTarget(target_id, name, generation, used.get(target_id))
         for target_id, name, generation in written
     ]
-    return Claimed(workloads, units, targets)
+    if not resized:
+        return Claimed(workloads, units, targets)
+    present = frozenset(session.scalars(select(Workload.id)))
+    written_ids = [row.id for row in added]
+    others = session.scalar(
+        select(Placement.unit_id)
+        .join(Unit, Unit.id == Placement.unit_id)
+        .where(Placement.revision > revision, Unit.workload_id.not_in(written_ids))
+        .limit(1)
+    )
+    return Claimed(workloads, units, targets, present, others is not None)
