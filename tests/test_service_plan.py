@@ -228,3 +228,31 @@ def test_each_juju_examples_applied_plan_is_the_documented_answer(
     assert response.status_code == 200, response.text
     answer = documents.ApplyAnswer.model_validate(response.json())
     assert answer.new_targets and answer.placements
+
+
+def test_a_claimed_workload_s_problems_are_worded_as_placed_validate_words_them(
+    planner: TestClient, tmp_path: Path
+) -> None:
+    """POST /v1/workloads and PUT's spec: one problem per mistake, in the spec reader's
+    words, pointing at the key (never at a branch of the schema's unions), as `placed
+    validate` reports the same workload in a file."""
+    body = {"name": "x", "units": "two", "avoid": {"workload": "a"}, "colour": 1}
+    response = planner.post("/v1/workloads", json=body)
+    assert response.status_code == 422, response.text
+    answer = response.json()
+    assert answer["type"] == "urn:placed:problem:invalid-spec"
+    found = {e["pointer"]: e["detail"] for e in answer["errors"]}
+    assert set(found) == {"/units", "/avoid/level", "/colour"}, found
+    assert answer["detail"] == "the workload has 3 problems"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"name": "bad", "inventory": [{"id": "h1"}], "workloads": [body]}))
+    validated = CliRunner().invoke(cli, ["validate", str(path), "--format", "json"])
+    assert validated.exit_code == 2
+    messages = sorted(e["message"] for e in json.loads(validated.stdout)["errors"])
+    assert sorted(found.values()) == messages
+    near = {"generation": 0, "spec": {"name": "x", "near": 5}}
+    changed = planner.put("/v1/workloads/x", json=near)
+    assert changed.status_code == 422, changed.text
+    [error] = changed.json()["errors"]
+    assert error["pointer"] == "/spec/near"
+    assert error["detail"] == "expected a mapping or a list of mappings, got an integer 5"

@@ -20,6 +20,7 @@ from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.bodies import bounded_units
 from placed.service.metrics import HttpMetrics
 from placed.service.replica import API_DOCUMENT, ReplicaWorld
+from placed.spec.load import workload_errors
 from placed.spec.schema import WorkloadSpec
 from placed.store.claims import Actor
 from placed.store.world import Snapshot, WorkloadRow
@@ -118,18 +119,14 @@ def _spec(data: Any, prefix: str = "") -> WorkloadSpec:
     try:
         return WorkloadSpec.model_validate(data)
     except ValidationError as error:
+        # Worded as `placed validate` words a file's workload (spec/load.py).
+        listed, more = workload_errors(error)
+        count = len(listed) + more
         raise problems.ProblemException(
             422,
             "invalid-spec",
-            f"the workload has {error.error_count()} problem"
-            + ("s" if error.error_count() != 1 else ""),
-            [
-                {
-                    "pointer": prefix + "".join(f"/{part}" for part in e["loc"]),
-                    "detail": e["msg"],
-                }
-                for e in error.errors()[:100]
-            ],
+            f"the workload has {count} problem" + ("s" if count != 1 else ""),
+            [{"pointer": prefix + pointer, "detail": detail} for pointer, detail in listed],
         ) from None
 
 

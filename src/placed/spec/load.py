@@ -126,6 +126,24 @@ def load_workload(
     return workload
 
 
+def workload_errors(error: ValidationError) -> tuple[list[tuple[str, str]], int]:
+    """A workload's schema errors (`WorkloadSpec`: a request's body) as the spec reader
+    words them, one per mistake (a value that fits no branch of a union is one, and a
+    branch's name never shows in its place): (JSON pointer, words) each, at most
+    MAX_LISTED, and how many more."""
+    inside = ("workloads", 0)  # where a workload sits in a document, for the words
+    errors = _one_per_mistake([{**e, "loc": (*inside, *e["loc"])} for e in error.errors()])
+    sources = SourceMap()
+    listed = [
+        (
+            "".join(f"/{part}" for part in tuple(e["loc"])[len(inside) :]),
+            _problem(e, sources).message,
+        )
+        for e in errors[:MAX_LISTED]
+    ]
+    return listed, max(0, len(errors) - MAX_LISTED)
+
+
 def load_directed(
     spec: WorkloadSpec,
     workload: Workload,
