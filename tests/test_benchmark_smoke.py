@@ -520,3 +520,11 @@ def test_the_mix_runs_with_no_error_and_judges_its_goals(
     assert len(judged) == 3 + len(changes), judged
     for change in changes:
         assert sum(f"| {change}" in line for line in judged) == 1, (change, judged)
+    # Each change alone is timed once a round: its median judged, its slowest beside it.
+    timed = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in found.splitlines()
+        if line.startswith("| sqlite | ") and line.rstrip().endswith(" |") and line.count("|") == 6
+    ]
+    assert timed and all(row[-1] == "2" for row in timed), timed
+    assert all(float(row[2][:-3]) <= float(row[3][:-3]) for row in timed), timed

@@ -194,3 +194,91 @@ def test_a_connection_lost_under_the_pipeline_is_an_invalidated_connection(
         connection.close()
         admin.dispose()
     assert counts(engine)["workloads"] == 0
+
+
+def test_units_placed_twice_on_a_target_and_moved_off_it_write_each_row(database: str) -> None:
+    """The same rows whichever way the database takes them (PostgreSQL: a statement over
+    arrays per kind of row; SQLite: a row each): two units of one batch on one target
+    add up, and a move writes its placement, its history after the batch's order, the
+    freed and taken targets' usage as given, and each event with its empty fields."""
+    engine, targets = world(database)
+    (h1, g1), (h2, g2) = targets["h1"], targets["h2"]
+    with reading(engine) as session:
+        seen = revision.current(session)
+    with engine.begin() as connection:
+        placed = batch.write(
+            connection,
+            seen,
+            [(h1, g1)],
+            [(h1, "cpu", 1.0), (h1, "cpu", 1.0)],
+            [batch.NewWorkload("a", None, {"name": "a", "units": 2}, "api")],
+            [unit("a/0", "a", h1, "h1"), unit("a/1", "a", h1, "h1")],
+        )
+    assert counts(engine)["used"] == [0.0, 2.0]
+    moves = [
+        batch.MovedUnit(
+            placed.unit_ids[name],
+            name,
+            "h1",
+            h2 if name == "a/1" else h1,
+            f"{name} moved",
+            events.Pending("unit.moved", name, target="h2", workload="a"),
+        )
+        for name in ("a/1", "a/0")
+    ]
+    with engine.begin() as connection:
+        moved = batch.write(
+            connection,
+            placed.revision,
+            [(h1, g1 + 1), (h2, g2)],
+            [],
+            [],
+            [],
+            batch.Gone(
+                used=[(h1, "cpu", 3.0), (h2, "cpu", 0.5), (h1, "cpu", 1.0)],  # the last counts
+                states=[
+                    batch.TargetState(
+                        h1, "maintenance", events.Pending("target.maintenance", "h1", target="h1")
+                    )
+                ],
+                moved=moves,
+            ),
+        )
+    assert moved.revision == placed.revision + 1
+    with reading(engine) as session:
+        where = dict(
+            session.execute(
+                select(Unit.name, Placement.target_id).join(Placement, Placement.unit_id == Unit.id)
+            ).all()
+        )
+        assert where == {"a/0": h1, "a/1": h2}
+        assert dict(session.execute(select(Target.name, Target.admin_state)).all())["h1"] == (
+            "maintenance"
+        )
+        used = dict(session.execute(select(TargetResource.target_id, TargetResource.used)).all())
+        assert used == {h1: 1.0, h2: 0.5}
+        ids = [event.id for event in moved.events]
+        rows = {e.id: e for e in session.scalars(select(EventRow).where(EventRow.id.in_(ids)))}
+        assert [
+            (rows[i].kind, rows[i].subject, rows[i].target, rows[i].workload, rows[i].account)
+            for i in ids
+        ] == [
+            ("target.maintenance", "h1", "h1", None, None),
+            ("unit.moved", "a/1", "h2", "a", None),
+            ("unit.moved", "a/0", "h2", "a", None),
+        ]
+        history = session.execute(
+            select(
+                PlacementHistory.unit_name,
+                PlacementHistory.from_target,
+                PlacementHistory.to_target,
+                PlacementHistory.reason,
+                PlacementHistory.event_id,
+            )
+            .where(PlacementHistory.from_target.is_not(None))
+            .order_by(PlacementHistory.id)
+        ).all()
+        assert history == [
+            ("a/1", "h1", "h2", "a/1 moved", ids[1]),
+            ("a/0", "h1", "h2", "a/0 moved", ids[2]),
+        ]
