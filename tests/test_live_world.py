@@ -1277,10 +1277,11 @@ def test_another_replica_reads_claims_that_name_others_without_building_its_worl
 
 
 def test_another_replica_reads_deletes_and_count_changes_from_the_rows(database: str) -> None:
-    """Two servers on one database: the deletes and count changes one commits as deltas,
-    the other reads from the rows (units released and placed, rows and models replaced)
-    without building its world again, and holds what a world built from the rows holds.
-    A change of the whole plan's since (a target down) sends it to build it again."""
+    """Two servers on one database: the deletes, count changes and targets' changes of
+    state (down, up, a drain) one commits as deltas, the other reads from the rows (units
+    released, placed and moved, rows, flags and models replaced) without building its
+    world again, and holds what a world built from the rows holds. A change of the whole
+    plan's since (a target down through the general path) sends it to build it again."""
     app, client = applied(database)
     other = create_app(database=make_engine(database))
     replica: ReplicaWorld = other.state.replica
@@ -1295,12 +1296,22 @@ def test_another_replica_reads_deletes_and_count_changes_from_the_rows(database:
         ("update", {"name": "b", "units": 1, "resources": {"cpu": 1, "memory": 1}}),
         ("claim", {"name": "d", "units": 2, "resources": {"cpu": 2}}),
         ("delete", {"name": "c"}),
+        ("down", {"name": "h1"}),
+        ("claim", {"name": "e", "units": 1, "resources": {"cpu": 1}}),
+        ("up", {"name": "h1"}),
+        ("drain", {"name": "h2"}),
+        ("up", {"name": "h2"}),
+        ("update", {"name": "d", "units": 3, "resources": {"cpu": 2}}),
     ]
     for step, body in steps:
         if step == "update":
             update(app, body, True)
         elif step == "delete":
             delete(app, body["name"], True)
+        elif step in ("down", "up", "drain"):
+            moves = retarget(app, step, [body["name"]], True).get("moves", [])
+            if step != "up":
+                assert moves, (step, body)  # units moved: rows the other reads
         else:
             assert client.post("/v1/workloads", json=body).status_code == 201
         theirs = replica.read_current(other.state.database, lambda live: live)
@@ -1311,18 +1322,27 @@ def test_another_replica_reads_deletes_and_count_changes_from_the_rows(database:
         assert theirs.snapshot.placements == scratch.snapshot.placements, (step, body)
         assert theirs.snapshot.units == scratch.snapshot.units
         assert theirs.snapshot.workload_specs == scratch.snapshot.workload_specs
-        assert {n: (t.generation, t.used) for n, t in theirs.snapshot.targets.items()} == {
-            n: (t.generation, t.used) for n, t in scratch.snapshot.targets.items()
+        assert {
+            n: (t.generation, t.used, t.admin_state, t.liveness)
+            for n, t in theirs.snapshot.targets.items()
+        } == {
+            n: (t.generation, t.used, t.admin_state, t.liveness)
+            for n, t in scratch.snapshot.targets.items()
         }
+        assert (theirs.state.up == scratch.state.up).all(), step
+        assert (theirs.planner.index.up == scratch.planner.index.up).all(), step
         assert (theirs.state.free == scratch.state.free).all()
+        assert {t: u for t, u in theirs.by_target.items() if u} == {
+            t: u for t, u in scratch.by_target.items() if u
+        }
         assert sorted(theirs.state.units) == sorted(scratch.state.units)
         # (A cached model keeps its spec's count; the units and first unit a world built
         # from the rows gives it are those still to place, which the cache never reads.)
         assert [(w.name, w.requests) for w in theirs.spec.workloads] == [
             (w.name, w.requests) for w in scratch.spec.workloads
         ]
-    # A target taken down (a whole plan's change for another replica): built again.
-    retarget(app, "down", ["h1"], True)
+    # A target taken down by a whole plan (the general path): built again.
+    retarget(app, "down", ["h1"], False)
     replica.read_current(other.state.database, lambda live: live)
     assert replica.rebuilds == built + 1
 
@@ -2007,7 +2027,10 @@ CONDUCTOR_NAMES = ["c1", "c2", "c3", "c4", "c5"]
 
 class ConductorsComingAndGoing(RuleBasedStateMachine):
     """Random conductors lost and back in a mapping fleet, with allocations claimed and
-    deleted among them; the live state checked after each change, as above."""
+    deleted among them; the live state checked after each change, as above, in the
+    replica that made it and in another on the same store."""
+
+    SPEC = FLEET_SPEC
 
     def __init__(self) -> None:
         super().__init__()
@@ -2017,11 +2040,15 @@ class ConductorsComingAndGoing(RuleBasedStateMachine):
     @initialize()
     def start(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="placed-fleet-"))
-        self.app, self.client = applied(f"sqlite:///{self.folder / 'placed.db'}", FLEET_SPEC)
+        url = f"sqlite:///{self.folder / 'placed.db'}"
+        self.app, self.client = applied(url, self.SPEC)
+        self.follower = create_app(database=make_engine(url))
+        self.follower.state.replica.read_current(self.follower.state.database, lambda w: w)
 
     def teardown(self) -> None:
         if hasattr(self, "app"):
             self.app.state.database.dispose()
+            self.follower.state.database.dispose()
             shutil.rmtree(self.folder, ignore_errors=True)
 
     @rule(name=st.sampled_from(CONDUCTOR_NAMES), state=st.sampled_from(["down", "up", "drain"]))
@@ -2061,18 +2088,23 @@ class ConductorsComingAndGoing(RuleBasedStateMachine):
         if not hasattr(self, "app"):
             return
         placements, _ = from_scratch(self.app)  # a plan of the rows moves no node
-        replica: ReplicaWorld = self.app.state.replica
-        if replica._cached is None:
-            return
-        cached = replica.read_current(self.app.state.database, lambda live: live)
-        with reading(self.app.state.database) as session:
-            current = world.read(session).revision
-        if cached.revision == current:
-            assert cached.snapshot.placements == placements
-            assert all(
-                cached.units_on(target) == {u for u, on in placements.items() if on == target}
-                for target in cached.snapshot.targets
-            )
+        for app in (self.app, self.follower):
+            replica: ReplicaWorld = app.state.replica
+            if replica._cached is None:
+                continue
+            cached = replica.read_current(app.state.database, lambda live: live)
+            with reading(self.app.state.database) as session:
+                stored = world.read(session)
+            if cached.revision == stored.revision:
+                assert cached.snapshot.placements == placements
+                assert all(
+                    cached.units_on(target) == {u for u, on in placements.items() if on == target}
+                    for target in cached.snapshot.targets
+                )
+                index = cached.planner.index
+                assert [bool(cached.state.up[index.position[n]]) for n in stored.targets] == [
+                    t.takes_work for t in stored.targets.values()
+                ]
 
 
 # The same changes on an edge fleet: every-mode workloads (a unit on each node that
@@ -2093,10 +2125,7 @@ workloads:
 
 
 class EdgeNodesComingAndGoing(ConductorsComingAndGoing):
-    @initialize()
-    def start(self) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="placed-edge-"))
-        self.app, self.client = applied(f"sqlite:///{self.folder / 'placed.db'}", EDGE_FLEET_SPEC)
+    SPEC = EDGE_FLEET_SPEC
 
 
 def run_stateful(machine: type[RuleBasedStateMachine]) -> None:

@@ -62,7 +62,7 @@ from placed.spec.load import load_directed, load_workload
 from placed.spec.schema import WorkloadSpec
 from placed.store import batch, events, revision, settings, world
 from placed.store.batch import Behind, Stale
-from placed.store.claimed import Claimed
+from placed.store.claimed import Claimed, PlacedUnit
 from placed.store.claimed import since as claimed_since
 from placed.store.claims import MOVED, PLACED, REMOVED, Actor, Move, next_ordinals
 from placed.store.database import reading
@@ -738,20 +738,25 @@ class ReplicaWorld:
         return True
 
     def _resized(self, cached: Cached, claimed: Claimed) -> set[str] | None:
-        """The workloads deleted and the counts changed since the cache's revision, as the
-        rows say (`claimed`, read with `resized`), applied to the cache as the delta that
-        wrote them applied them to its own: units released or placed, rows and models
-        replaced. The names of the workloads rewritten (their units placed here too);
-        None, with the cache left to be built again, when the rows show more than a
-        delta writes or what a delta of this cache would not take."""
+        """The workloads deleted, the counts changed and the targets' changes of state
+        since the cache's revision, as the rows say (`claimed`, read with `resized`),
+        applied to the cache as the delta that wrote them applied them to its own: units
+        released or placed, units moved, rows and models replaced. The names of the
+        workloads rewritten (their units placed here too); None, with the cache left to
+        be built again, when the rows show more than a delta writes or what a delta of
+        this cache would not take."""
         snapshot, planner, state = cached.snapshot, cached.planner, cached.state
         coupling = cached.coupling
+        moved = claimed.moved
         if (
             claimed.present is None
-            or claimed.others_placed
+            or moved is None
             or cached.pending
             or not cached.fitting
             or coupling.every
+            # A fleet's units moved: their owners are derived from the targets up, which
+            # a whole read derives again.
+            or (moved and coupling.readers is None)
         ):
             return None
         deleted = [
@@ -824,6 +829,11 @@ class ReplicaWorld:
                 snapshot.workloads[name], generation=row.generation
             )
             snapshot.workload_specs[name] = dict(row.spec)
+        restated = self._restated(cached, claimed)
+        if restated is None or not self._moved(cached, moved):
+            return None
+        if any(cached.units_on(name) for name in restated if not snapshot.targets[name].takes_work):
+            return None  # a unit a drain found no other place for misfits there
         if deleted or written:
             cached.spec = dataclasses.replace(
                 cached.spec,
@@ -835,6 +845,55 @@ class ReplicaWorld:
             )
             planner.spec = cached.spec
         return set(written)
+
+    def _restated(self, cached: Cached, claimed: Claimed) -> list[str] | None:
+        """Each target written since whose admin state or liveness changed, set in the
+        cache as the delta that wrote it set it in its own (the rows, the index's flag
+        and the state's): their names; None when a target is not the cache's."""
+        snapshot, planner = cached.snapshot, cached.planner
+        restated: list[str] = []
+        for target in claimed.targets:
+            row = snapshot.targets.get(target.name)
+            position = planner.index.position.get(target.name)
+            if row is None or position is None:
+                return None
+            if (row.admin_state, row.liveness) == (target.admin_state, target.liveness):
+                continue
+            now = snapshot.targets[target.name] = dataclasses.replace(
+                row, admin_state=target.admin_state, liveness=target.liveness
+            )
+            planner.index.up[position] = cached.state.up[position] = now.takes_work
+            restated.append(target.name)
+        return restated
+
+    def _moved(self, cached: Cached, moved: list[PlacedUnit]) -> bool:
+        """Each unit of a workload not written since that is on another target now (a
+        target's change of state moved it), moved in the cache: what it took given back
+        where it was and taken where it is. False when a unit is not a move of one the
+        cache holds."""
+        if not moved:
+            return True
+        snapshot, planner, state = cached.snapshot, cached.planner, cached.state
+        names = {row.id: name for name, row in snapshot.workloads.items()}
+        for placed in moved:
+            workload = names.get(placed.workload_id)
+            source = snapshot.placements.get(placed.name)
+            if source == placed.target:
+                continue
+            position = state.position(placed.target)
+            model = planner.workloads.get(workload) if workload is not None else None
+            if model is None or source is None or position is None:
+                return False
+            request = planner.request(model)
+            if not planner.pipeline.releasable(request):
+                return False
+            planner.pipeline.release(request, state, state.remove(placed.name))
+            state.place(placed.name, model.name, position)
+            state.judging = placed.name
+            planner.pipeline.reserve(request, state, position)
+            cached.put(placed.name, placed.target)
+        state.judging = None
+        return True
 
     def _released(self, cached: Cached, name: str, staying: set[str]) -> None:
         """Workload `name`'s units but those `staying` taken off the cached world, each

@@ -528,16 +528,17 @@ def _plan(
                 )
             )
         # Another replica brings its world forward from the rows of new, deleted and
-        # resized workloads (its `_rows_since`); a target's new state, a unit moved or a
-        # dedication since tells it to read the whole world. A dedication changes a rule
-        # every plan is judged by: a general path planned on the rules before it is stale.
+        # resized workloads, of targets' new states and of the units that moved (its
+        # `_claims_since`); a dedication or a setting since tells it to read the whole
+        # world. Those change a rule every plan is judged by: a general path planned on
+        # the rules before them is stale too.
         rules = bool(gone.dedications or gone.settings)
-        reshaped = bool(gone.states or gone.moved) or rules
+        changed = gone.workloads or gone.changed or gone.states or gone.moved or rules
         told = [
             (key, seen + 1)  # the batch's own revision: any other, and it is `Behind`
             for key, wanted in (
-                (CHANGED_SETTING, gone.workloads or gone.changed or reshaped),
-                (RESHAPED_SETTING, reshaped),
+                (CHANGED_SETTING, changed),
+                (RESHAPED_SETTING, rules),
                 (RULES_SETTING, rules),
             )
             if wanted

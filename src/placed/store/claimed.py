@@ -2,7 +2,8 @@
 written since (each with its account's name), their placed units, and the targets written
 since with what each uses now; and, asked, which workloads there are. A replica's cached
 world adds them to come up to date without reading the whole world again
-(service/replica.py), when they are claims, deletes and count changes alone."""
+(service/replica.py), when they are claims, deletes, count changes and targets' changes
+of state (the units they moved) alone."""
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from placed.store.tables import Account, Placement, Target, TargetResource, Unit, Workload
+from placed.store.tables import (
+    Account,
+    Placement,
+    Target,
+    TargetLiveness,
+    TargetResource,
+    Unit,
+    Workload,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,12 +44,15 @@ class PlacedUnit:
 
 @dataclass(frozen=True, slots=True)
 class WrittenTarget:
-    """`used`: None when the target has no resource rows."""
+    """`used`: None when the target has no resource rows; `liveness`: as the controller
+    judged its heartbeats (`unknown` before any)."""
 
     id: int
     name: str
     generation: int
     used: dict[str, float] | None
+    admin_state: str = "up"
+    liveness: str = "unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,18 +60,18 @@ class Claimed:
     workloads: list[ClaimedWorkload]  # by id
     units: list[PlacedUnit]  # those placed, by workload and ordinal
     targets: list[WrittenTarget]
-    # Read when deletes and count changes are asked for too (`since(..., resized=True)`):
-    # the id of every workload there is, and whether a unit of a workload not written
-    # since was placed or moved since (which only a whole plan's change does).
+    # Read when deletes, count changes and moves are asked for too (`since(...,
+    # resized=True)`): the id of every workload there is, and the units of workloads not
+    # written since that were placed or moved since (a target's change of state moves
+    # them), by workload and ordinal.
     present: frozenset[int] | None = None
-    others_placed: bool = False
+    moved: list[PlacedUnit] | None = None
 
 
 def since(session: Session, revision: int, resized: bool = False) -> Claimed:
     """The rows written after `revision` that a claim writes (module docstring); with
-    `resized`, those a delete or a count change writes too (`Claimed.present`,
-    `Claimed.others_placed`): the units of a workload written since are all of its units
-    now."""
+    `resized`, those a delete, a count change or a move writes too (`Claimed.present`,
+    `Claimed.moved`): the units of a workload written since are all of its units now."""
     added = session.scalars(
         select(Workload).where(Workload.revision > revision).order_by(Workload.id)
     ).all()
@@ -92,7 +104,11 @@ def since(session: Session, revision: int, resized: bool = False) -> Claimed:
         )
     ]
     written = session.execute(
-        select(Target.id, Target.name, Target.generation).where(Target.revision > revision)
+        select(
+            Target.id, Target.name, Target.generation, Target.admin_state, TargetLiveness.liveness
+        )
+        .outerjoin(TargetLiveness, TargetLiveness.target_id == Target.id)
+        .where(Target.revision > revision)
     ).all()
     used: dict[int, dict[str, float]] = {}
     for target_id, resource, amount in session.execute(
@@ -102,17 +118,23 @@ def since(session: Session, revision: int, resized: bool = False) -> Claimed:
     ):
         used.setdefault(target_id, {})[resource] = amount
     targets = [
-        WrittenTarget(target_id, name, generation, used.get(target_id))
-        for target_id, name, generation in written
+        WrittenTarget(
+            target_id, name, generation, used.get(target_id), admin_state, liveness or "unknown"
+        )
+        for target_id, name, generation, admin_state, liveness in written
     ]
     if not resized:
         return Claimed(workloads, units, targets)
     present = frozenset(session.scalars(select(Workload.id)))
     written_ids = [row.id for row in added]
-    others = session.scalar(
-        select(Placement.unit_id)
-        .join(Unit, Unit.id == Placement.unit_id)
-        .where(Placement.revision > revision, Unit.workload_id.not_in(written_ids))
-        .limit(1)
-    )
-    return Claimed(workloads, units, targets, present, others is not None)
+    moved = [
+        PlacedUnit(unit_id, name, workload_id, target)
+        for unit_id, name, workload_id, target in session.execute(
+            select(Unit.id, Unit.name, Unit.workload_id, Target.name)
+            .join(Placement, Placement.unit_id == Unit.id)
+            .join(Target, Target.id == Placement.target_id)
+            .where(Placement.revision > revision, Unit.workload_id.not_in(written_ids))
+            .order_by(Unit.workload_id, Unit.ordinal)
+        )
+    ]
+    return Claimed(workloads, units, targets, present, moved)

@@ -46,10 +46,11 @@ STORAGE_SETTING = "storage"
 # The revision of the last change that was more than claims of new workloads: a replica
 # whose world is newer than it reads the claims since from the rows alone.
 CHANGED_SETTING = "world.changed"
-# The revision of the last change that was more than claims, deletes and count changes
-# committed together as a delta (store/batch.py): a replica whose world is newer than it
-# reads all of those since from the rows alone (a replica that knows only
-# CHANGED_SETTING reads the whole world after any of them).
+# The revision of the last change that was more than claims, deletes, count changes and
+# targets' changes of state (with the units they moved) committed together as a delta
+# (store/batch.py): a replica whose world is newer than it reads all of those since from
+# the rows alone (a replica that knows only CHANGED_SETTING reads the whole world after
+# any of them).
 RESHAPED_SETTING = "world.reshaped"
 # The revision of the last change of the world's rules: a location, an offering, a
 # dedication, a setting or a storage pool. A change planned on rules older than the
