@@ -65,6 +65,41 @@ def topology(targets: Sequence[Target]) -> dict[str, TopologyLevel]:
     return levels
 
 
+def _extended(
+    levels: dict[str, TopologyLevel], more: Sequence[Target], start: int
+) -> dict[str, TopologyLevel]:
+    """`levels` of `start` targets with `more` after them, as `topology` of all of them
+    makes them: each level's codes go on from its last, a kind new here gets a level whose
+    earlier targets sit under no value of it."""
+    ids = {kind: list(level.ids) for kind, level in levels.items() if kind != TARGET_LEVEL}
+    codes = {kind: dict(level.codes) for kind, level in levels.items() if kind != TARGET_LEVEL}
+    added: dict[str, list[int]] = {kind: [0] * len(more) for kind in ids}
+    for offset, target in enumerate(more):
+        for kind, location_id in (*target.ancestors, (target.kind, target.id)):
+            if kind not in ids:
+                ids[kind], codes[kind], added[kind] = [None], {}, [0] * len(more)
+            code = codes[kind].get(location_id)
+            if code is None:
+                code = codes[kind][location_id] = len(ids[kind])
+                ids[kind].append(location_id)
+            added[kind][offset] = code
+    made: dict[str, TopologyLevel] = {}
+    for kind in sorted(ids):
+        if kind == TARGET_LEVEL:
+            continue
+        before = levels[kind].column if kind in levels else np.zeros(start, dtype=np.intp)
+        column = np.concatenate([before, np.array(added[kind], dtype=np.intp)])
+        made[kind] = TopologyLevel(kind, tuple(ids[kind]), codes[kind], column)
+    every = levels[TARGET_LEVEL]
+    made[TARGET_LEVEL] = TopologyLevel(
+        TARGET_LEVEL,
+        (*every.ids, *(target.id for target in more)),
+        {**every.codes, **{target.id: start + k for k, target in enumerate(more, start=1)}},
+        np.arange(1, start + len(more) + 1, dtype=np.intp),
+    )
+    return made
+
+
 class TargetIndex:
     """The targets a spec declares, as columns. It never changes during a plan: targets
     created while planning live in the plan state (engine/state.py)."""
@@ -89,6 +124,33 @@ class TargetIndex:
 
     def __len__(self) -> int:
         return len(self.targets)
+
+    def extended(self, more: Sequence[Target]) -> TargetIndex:
+        """This index with `more` after its own targets: what the index of every target
+        in that order is, its own positions and topology codes kept (a code is given in
+        the order locations are first met, so the new ones come after). A live world
+        takes targets in this way (`PlanState.extend_to`). ValueError when one of `more`
+        is already here or counts a resource the index does not."""
+        ids = [target.id for target in more]
+        if len(set(ids)) != len(ids) or any(i in self.position for i in ids):
+            raise ValueError("an extended index's new targets are new, each once")
+        if any(name not in self.resources for target in more for name in target.capacity):
+            raise ValueError("an extended index counts the resources it counted")
+        made = TargetIndex.__new__(TargetIndex)
+        start = len(self.targets)
+        made.targets = self.targets + tuple(more)
+        made.ids = self.ids + ids
+        made.position = {**self.position, **{i: start + k for k, i in enumerate(ids)}}
+        hashes = stable_hashes(ids)
+        made.hashes = np.concatenate([self.hashes, hashes])
+        made.premixed = np.concatenate([self.premixed, premixed(hashes)])
+        made.resources = self.resources
+        made.capacity = np.concatenate(
+            [self.capacity, capacity_matrix(tuple(more), self.resources)], axis=1
+        )
+        made.up = np.concatenate([self.up, np.array([t.up for t in more], dtype=bool)])
+        made._levels = None if self._levels is None else _extended(self._levels, more, start)
+        return made
 
     def rededicated(self, targets: Sequence[Target]) -> None:
         """The same targets carrying another dedication in force (a live world's

@@ -141,6 +141,20 @@ class Planner:
         made.workloads = {w.name: w for w in spec.workloads}
         return made
 
+    @classmethod
+    def on(cls, spec: Spec, index: TargetIndex, families: Sequence[Family] = FAMILIES) -> Planner:
+        """A planner of `spec` on `index` rather than on one made of its inventory: an
+        index a live world extended (`TargetIndex.extended`) as its inventory grew, which
+        holds the inventory's targets in the order the world stored them."""
+        made = cls.__new__(cls)
+        made.spec = spec
+        made.index = index
+        made.pipeline = Pipeline(index, families)
+        made.families = made.pipeline.families
+        made.judge = FastJudge(made.pipeline)
+        made.workloads = {w.name: w for w in spec.workloads}
+        return made
+
     def request(self, workload: Workload) -> CompiledRequest:
         return self.judge.request(workload)
 

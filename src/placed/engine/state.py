@@ -347,6 +347,34 @@ class PlanState:
             kept.grown(position, target)
         return position
 
+    def extend_to(self, index: TargetIndex) -> None:
+        """Take in the targets `index` holds after this state's (`index` is this state's
+        index `TargetIndex.extended`): each empty, as the index says it is, and every
+        family state told (`FamilyState.taken_in`). What a state started on `index` with
+        the same units holds; the units and their places are kept as they are. A live
+        world's inventory grows so. ValueError for a state that created targets (theirs
+        are the positions the new ones take) or an index that is not an extension."""
+        size = self._size
+        if self.created:
+            raise ValueError("a state that created targets cannot take others in")
+        if len(index) < size or index.ids[:size] != self.index.ids:
+            raise ValueError("an index that extends the state's own")
+        self.index = index
+        self._size = len(index)
+        self._up = np.concatenate([self._up[:size], index.up[size:]])
+        self._free = np.concatenate([self._free[:, :size], index.capacity[:, size:]], axis=1)
+        self._hashes = index.hashes
+        self._columns = {}
+        for (group, level), counts in self._counts.items():
+            values = self._level_size(level)
+            if counts.size < values:
+                grown = np.zeros(values, dtype=counts.dtype)
+                grown[: counts.size] = counts
+                self._counts[(group, level)] = grown
+        for position in range(size, self._size):
+            for kept in self._families.values():
+                kept.taken_in(position, index.targets[position])
+
     def adopt_created(self, source: PlanState) -> None:
         """Make the targets `source` created during its plan, at the same positions, and
         go on with its numbering: a what-if on a plan's world (a machine the plan made

@@ -117,6 +117,12 @@ class FamilyState(ABC):
         """The plan created `target` at `position`: arrays over targets grow by one."""
         return None
 
+    def taken_in(self, position: int, target: Target) -> None:
+        """A target of the index was taken in at `position` (engine PlanState.extend_to:
+        a live world's inventory grew): arrays over targets grow by one, holding what the
+        index says of it. As for a created target unless the family reads more of it."""
+        self.grown(position, target)
+
 
 State = TypeVar("State", bound=FamilyState)
 

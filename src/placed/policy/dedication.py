@@ -275,6 +275,11 @@ class DedicationState(FamilyState):
         self.masks.clear()
         self._zone_flags = None
 
+    def taken_in(self, position: int, target: Target) -> None:
+        self.grown(position, target)
+        if target.dedication is not None:
+            self._owner[position] = self.owner_code(target.dedication.owner)
+
     @property
     def owner(self) -> NDArray[np.intp]:
         """Each target's owner code, -1 for none."""

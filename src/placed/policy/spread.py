@@ -91,6 +91,12 @@ class Eligible(FamilyState):
     def copy(self) -> Self:
         return type(self)(OrderedDict(self._kept))
 
+    def taken_in(self, position: int, target: Target) -> None:
+        # Eligible locations are arrays over a level's values, which a target taken in
+        # may add to: noted again as the next request is judged.
+        self._kept.clear()
+        self._latest = None
+
     def note(self, hard: _Hard) -> None:
         if hard is self._latest:
             return  # the same request's next unit: the usual case, at no cost
