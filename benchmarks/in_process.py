@@ -4,14 +4,16 @@ general path (failover.py, readers.py)."""
 
 from __future__ import annotations
 
+import statistics
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi.testclient import TestClient
 
+from harness import progress
 from placed.service.app import create_app
 from placed.store import schema
 from placed.store.database import make_engine
@@ -34,3 +36,20 @@ def applied_world(document: dict[str, Any], label: str) -> Iterator[tuple[Any, A
             yield app.state.replica, engine
         finally:
             engine.dispose()
+
+
+Timed = TypeVar("Timed")
+
+
+def both_ways(name: str, size: str, measure: Callable[[bool], Timed]) -> tuple[str, list[Timed]]:
+    """`measure` through the live world's delta, then through the general path (its
+    argument: whether the changes go through the live world), each announced."""
+    found = []
+    for live in (True, False):
+        progress(f"{name}: {size}, {'delta' if live else 'general path'}")
+        found.append(measure(live))
+    return size, found
+
+
+def median_ms(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1000:.1f} ms"

@@ -9,7 +9,6 @@ each change timed in one process on SQLite, from the call to its answer.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from dataclasses import dataclass, field
@@ -17,8 +16,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from harness import progress
-from in_process import applied_world
+from in_process import applied_world, both_ways, median_ms
 from placed.service import workloads
 from placed.service.workloads import WorkloadUpdate
 from placed.spec.schema import WorkloadSpec
@@ -121,17 +119,10 @@ def run(quick: bool) -> tuple[str, list[Timed]]:
     targets, running = (200, 1_000) if quick else (10_000, 30_000)
     document = world(targets, running)
     size = f"{targets:,} targets, {running:,} units"
-    found = []
-    for live in (True, False):
-        progress(f"readers: {size}, {'delta' if live else 'general path'}")
-        found.append(measure(document, live))
-    return size, found
+    return both_ways("readers", size, lambda live: measure(document, live))
 
 
 def section(size: str, found: list[Timed]) -> list[str]:
-    def ms(values: list[float]) -> str:
-        return f"{statistics.median(values) * 1000:.1f} ms"
-
     lines = [
         "## Workloads that read others (issue 35)",
         "",
@@ -147,7 +138,7 @@ def section(size: str, found: list[Timed]) -> list[str]:
         f"|---|{'---|' * len(CHANGES)}---|",
     ]
     lines += [
-        f"| {t.path} | {' | '.join(ms(t.times[c]) for c in CHANGES)} | "
+        f"| {t.path} | {' | '.join(median_ms(t.times[c]) for c in CHANGES)} | "
         f"{t.rebuilds if t.path == 'delta' else '-'} |"
         for t in found
     ]

@@ -21,7 +21,9 @@ pure claims in the same run, and each change alone) runs after `service.py`, and
 in the same run) after it, and alone; `failover.py` (issue 35: a mapping fleet's and an
 edge fleet's target lost and back, the live world's delta against the general path)
 after the stateful tests, and alone; `readers.py` (issue 35: workloads with near and avoid
-claimed, resized and deleted, the delta against the general path) after it, and alone.
+claimed, resized and deleted, the delta against the general path) after it, and alone;
+`inventory.py` (issue 35: a rack of hosts added, the delta against the general path)
+after it, and alone.
 `harness.py` holds the configuration and the timing, profiling and table helpers;
 `inventories.py` the random problems the scenarios share. `compare.py` runs this file
 against two source trees.
@@ -48,6 +50,7 @@ from pathlib import Path
 
 import controller
 import failover
+import inventory
 import live_world
 import mixed
 import readers
@@ -237,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     stateful = live_world.run(config.quick)
     failed_over = failover.run(config.quick)
     read_by = readers.run(config.quick)
+    grown = inventory.run(config.quick)
     judged = acceptance.run(allocations, mappings, evaluations, checked, loaded)
     sections = [
         allocation.section(allocations),
@@ -255,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         live_world.section(stateful),
         failover.section(failed_over),
         readers.section(*read_by),
+        inventory.section(*grown),
         controller.section(controlled),
         acceptance.section(judged),
     ]

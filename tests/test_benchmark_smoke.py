@@ -58,6 +58,23 @@ def test_quick_run_succeeds_and_writes_what_it_prints(quick_run: tuple[int, str,
     assert written == printed
 
 
+def test_targets_added_are_deltas_of_the_live_world(quick_run: tuple[int, str, str]) -> None:
+    """Issue 35: a document that adds a rack of hosts to a world of allocations is a delta
+    of the live world (never built again), timed both ways; the general path's world is
+    read again by the claim after it."""
+    _, report, _ = quick_run
+    found = report.split("## Targets added (issue 35)", 1)[1].split("\n## ", 1)[0]
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in found.splitlines()
+        if line.startswith(("| delta", "| general path"))
+    ]
+    assert [row[0] for row in rows] == ["delta", "general path"], found
+    delta, general = rows
+    assert delta[-1] == "0" and int(general[-1]) > 0, (delta, general)
+    assert all(cell.endswith(" ms") for cell in (*delta[1:-1], *general[1:-1])), found
+
+
 def test_report_has_every_section(quick_run: tuple[int, str, str]) -> None:
     _, report, _ = quick_run
     for heading in (
@@ -79,6 +96,7 @@ def test_report_has_every_section(quick_run: tuple[int, str, str]) -> None:
         "## The live world's stateful tests (issue 35)",
         "## A fleet's target lost and back (issue 35)",
         "## Workloads that read others (issue 35)",
+        "## Targets added (issue 35)",
         "## The controller: from a missed heartbeat to every unit moved",
         "## Acceptance",
     ):

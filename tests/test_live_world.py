@@ -53,9 +53,11 @@ from placed.store.claims import Actor
 from placed.store.database import make_engine, reading
 from placed.store.tables import (
     EventRow,
+    Location,
     Placement,
     PlacementHistory,
     Target,
+    TargetLiveness,
     TargetResource,
     Unit,
     Workload,
@@ -65,7 +67,7 @@ from placed.store.tables import (
 )
 from tests.conftest import another_database
 
-from .service_support import bearer, served
+from .service_support import bearer, issue, served
 
 SPEC = """
 name: racks
@@ -2128,6 +2130,35 @@ class EdgeNodesComingAndGoing(ConductorsComingAndGoing):
     SPEC = EDGE_FLEET_SPEC
 
 
+# The same changes on a cloud of allocations whose inventory grows: racks of hosts added
+# by documents of their own (each a delta of the live world), among claims, deletes and
+# hosts lost and back.
+GROWING_CLOUD_SPEC = """
+name: cloud
+inventory:
+  - {id: r0, kind: rack, children: [{id: c1, capacity: {cpu: 2}}, {id: c2, capacity: {cpu: 2}}]}
+  - {id: r1, kind: rack, children: [{id: c3, capacity: {cpu: 2}}, {id: c4, capacity: {cpu: 1}}]}
+  - {id: c5, capacity: {cpu: 4}}
+workloads:
+  - {name: app, units: 3, resources: {cpu: 1}, distinct: rack}
+"""
+
+
+class CloudGrowing(ConductorsComingAndGoing):
+    SPEC = GROWING_CLOUD_SPEC
+
+    @rule(hosts=st.integers(1, 2), cpu=st.sampled_from([1, 2]))
+    def grow(self, hosts: int, cpu: int) -> None:
+        rack = f"new{self.made}"
+        self.made += 1
+        children = ", ".join(f"{{id: {rack}-{i}, capacity: {{cpu: {cpu}}}}}" for i in range(hosts))
+        body = f"name: {rack}\ninventory:\n  - {{id: {rack}, kind: rack, children: [{children}]}}\n"
+        answer = self.client.post(
+            "/v1/apply", content=body, headers={"content-type": "application/yaml"}
+        )
+        assert answer.status_code == 200, answer.text
+
+
 def run_stateful(machine: type[RuleBasedStateMachine]) -> None:
     """`machine`'s random sequences of 12 steps, PLACED_LIVE_EXAMPLES of them (12 unless
     told; `make bench` runs more, benchmarks/live_world.py)."""
@@ -2151,6 +2182,181 @@ def test_random_edge_nodes_lost_and_back_keep_the_live_world_the_stored_one() ->
     run_stateful(EdgeNodesComingAndGoing)
 
 
+def test_random_hosts_added_lost_and_back_keep_the_live_world_the_stored_one() -> None:
+    run_stateful(CloudGrowing)
+
+
 def test_random_claims_and_deletes_keep_the_live_world_the_stored_one() -> None:
     # `make bench` runs it longer (benchmarks/live_world.py).
     run_stateful(ClaimsAndDeletes)
+
+
+ZONED = """
+name: zoned
+inventory:
+  - {id: z1, kind: zone, children: [{id: h1, capacity: {cpu: 4}}, {id: h2, capacity: {cpu: 4}}]}
+  - {id: z2, kind: zone, children: [{id: h3, capacity: {cpu: 4}}]}
+"""
+
+
+def test_a_world_holds_its_targets_in_the_order_they_were_stored(database: str) -> None:
+    """A host added to the first zone comes after every host stored before it, in the
+    world's index as in each replica's (a live world takes a target in by appending it:
+    engine/index.py `extended`), where the tree's order would put it between them."""
+    app, client = applied(database, ZONED)
+    grown = ZONED.replace(
+        "{id: h2, capacity: {cpu: 4}}]}", "{id: h2, capacity: {cpu: 4}}, {id: h4}]}"
+    )
+    answer = client.post("/v1/apply", content=grown, headers={"content-type": "application/yaml"})
+    assert answer.status_code == 200, answer.text
+    replica: ReplicaWorld = app.state.replica
+    cached = replica.read_current(app.state.database, lambda live: live)
+    assert cached.planner.index.ids == ["h1", "h2", "h3", "h4"]
+    fresh = create_app(database=make_engine(database)).state.replica
+    scratch = fresh.read_current(app.state.database, lambda live: live)
+    assert scratch.planner.index.ids == ["h1", "h2", "h3", "h4"]
+    assert [t.id for t in placing.world_spec(snapshot_of(app)).inventory.targets] == [
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+    ]
+
+
+GROWING = """
+name: zoned
+inventory:
+  - id: z1
+    kind: zone
+    tags: [east]
+    children:
+      - {id: r1, kind: rack, children: [{id: h1, capacity: {cpu: 4}}, {id: h2, capacity: {cpu: 4}}]}
+  - {id: z2, kind: zone, children: [{id: h3, capacity: {cpu: 4}, tags: [ssd]}]}
+workloads:
+  - {name: base, units: 2, resources: {cpu: 1}}
+"""
+# Hosts added: one in the first rack, a rack of two in a new zone, and a root alone.
+GROWN = GROWING.replace(
+    "{id: h2, capacity: {cpu: 4}}]}",
+    "{id: h2, capacity: {cpu: 4}}, {id: h4, capacity: {cpu: 2}, properties: {gpu: 1}}]}",
+).replace(
+    "workloads:",
+    "  - {id: z3, kind: zone, children: [{id: r3, kind: rack, status: down, children: "
+    "[{id: h5, capacity: {cpu: 8}}, {id: h6, capacity: {cpu: 8}, tags: [ssd]}]}]}\n"
+    "  - {id: h7, capacity: {cpu: 1}}\nworkloads:",
+)
+
+
+def inventory_rows(app: FastAPI) -> dict[str, Any]:
+    """The inventory as stored: locations and targets with what the general path writes
+    of each, their resources and liveness."""
+    with reading(app.state.database) as session:
+        names: dict[int | None, str] = dict(
+            session.execute(select(Location.id, Location.name)).tuples().all()
+        )
+        return {
+            "locations": sorted(
+                (row.name, names.get(row.parent_id), row.kind, row.tags, row.properties,
+                 row.spec, row.document, row.revision)
+                for row in session.scalars(select(Location))
+            ),
+            "targets": sorted(
+                (row.name, names.get(row.location_id), row.tags, row.properties, row.spec,
+                 row.document, row.admin_state, row.generation, row.revision)
+                for row in session.scalars(select(Target))
+            ),
+            "order": list(session.scalars(select(Target.name).order_by(Target.id))),
+            "resources": sorted(
+                session.execute(
+                    select(Target.name, TargetResource.name, TargetResource.capacity,
+                           TargetResource.used)
+                    .join(TargetResource, TargetResource.target_id == Target.id)
+                ).all()
+            ),
+            "liveness": sorted(
+                session.execute(
+                    select(Target.name, TargetLiveness.last_seen, TargetLiveness.liveness)
+                    .join(TargetLiveness, TargetLiveness.target_id == Target.id)
+                ).all()
+            ),
+        }  # fmt: skip
+
+
+def test_targets_added_by_an_apply_are_taken_into_the_live_world(
+    database: str, tmp_path: Path
+) -> None:
+    """Hosts added (under a rack that was there, in a new zone's rack that is down, and
+    alone at the root) are a delta: the rows the general path writes, its answer, no
+    world built again, the index and state a world built from the rows holds; and the
+    claims after place on them as they do on the general path's store."""
+    with twins(database, tmp_path, GROWING) as (live_app, live_client, general_app, other):
+        replica: ReplicaWorld = live_app.state.replica
+        claim_both((live_client, other), {"name": "x", "units": 2, "resources": {"cpu": 1}})
+        built = replica.rebuilds
+        live, general = apply_both((live_app, live_client), (general_app, other), GROWN, False)
+        assert live == general
+        assert inventory_rows(live_app) == inventory_rows(general_app)
+        assert unordered(rows(live_app)) == unordered(rows(general_app))
+        cached = replica.read_current(live_app.state.database, lambda world: world)
+        assert replica.rebuilds == built, "the apply took the general path"
+        fresh = create_app(database=make_engine(live_app.state.database.url)).state.replica
+        scratch = fresh.read_current(live_app.state.database, lambda world: world)
+        assert cached.planner.index.ids == scratch.planner.index.ids
+        # After every target there was, in the order the store numbered them.
+        assert sorted(cached.planner.index.ids[-4:]) == ["h4", "h5", "h6", "h7"]
+        assert cached.planner.index.ids[-4:] == inventory_rows(live_app)["order"][-4:]
+        assert (cached.state.free == scratch.state.free).all()
+        assert (cached.state.up == scratch.state.up).all()
+        assert {n: t for n, t in cached.snapshot.targets.items()} == scratch.snapshot.targets
+        assert cached.snapshot.nodes == scratch.snapshot.nodes
+        assert [t.id for t in cached.spec.inventory.targets] == [
+            t.id for t in scratch.spec.inventory.targets
+        ]
+        assert [loc.id for loc in cached.spec.inventory.locations()] == [
+            loc.id for loc in scratch.spec.inventory.locations()
+        ]
+        assert cached.kinds == scratch.kinds
+        for body in (
+            {"name": "gpu", "resources": {"cpu": 1}, "constraints": "gpu == 1"},
+            {"name": "spread", "units": 4, "resources": {"cpu": 1},
+             "spread": {"over": "zone", "max_skew": 1}},
+            {"name": "ssd", "units": 2, "resources": {"cpu": 1}, "tags": ["ssd"]},
+            {"name": "wide", "units": 5, "resources": {"cpu": 1}, "distinct": "target"},
+        ):  # fmt: skip
+            answers = [client.post("/v1/workloads", json=body) for client in (live_client, other)]
+            assert [a.status_code for a in answers] == [201, 201], answers[0].text
+            assert answers[0].json()["changes"] == answers[1].json()["changes"], body
+        assert unordered(rows(live_app)) == unordered(rows(general_app))
+        assert replica.rebuilds == built
+
+
+def test_targets_added_by_a_token_that_may_not_are_refused_as_the_general_path_refuses(
+    database: str, tmp_path: Path
+) -> None:
+    """A token that may not change the inventory is refused a document that adds to it
+    whichever path would take it: the same 403, and nothing stored."""
+    with twins(database, tmp_path, GROWING) as (live_app, live_client, general_app, other):
+        claim_both((live_client, other), {"name": "x", "resources": {"cpu": 1}})
+        answers = []
+        for app in (live_app, general_app):
+            kept = app.state.replica
+            app.state.replica = kept if app is live_app else None
+            try:
+                client = TestClient(app, headers=bearer(issue(app, "domain-admin", "ROOT")))
+                answers.append(
+                    client.post(
+                        "/v1/apply", content=GROWN, headers={"content-type": "application/yaml"}
+                    )
+                )
+            finally:
+                app.state.replica = kept
+        assert [a.status_code for a in answers] == [403, 403], answers[0].text
+        assert answers[0].json()["detail"] == answers[1].json()["detail"]
+        assert "inventory is the root-admin's" in answers[0].json()["detail"]
+        assert inventory_rows(live_app) == inventory_rows(general_app)
+        assert (
+            "h4"
+            not in live_app.state.replica.read_current(
+                live_app.state.database, lambda world: world
+            ).snapshot.targets
+        )

@@ -54,6 +54,16 @@ def events(
     return found
 
 
+def created_nodes(before: Snapshot, after: Snapshot, names: Iterable[str]) -> list[Extra]:
+    """The events `events` writes for the locations and targets `names` that `after`
+    adds and `before` has not (a live world's apply that adds them alone), in that order."""
+    found: list[Extra] = []
+    for name in names:
+        item = Touched("target" if name in after.targets else "location", name, CREATED)
+        found.append(_event(kind_of(item), item, before, after, {}))
+    return found
+
+
 def _document_settings(before: Snapshot, after: Snapshot) -> list[Extra]:
     """A `setting.changed` per key a document's settings change, naming the document (a
     scoped caller can change none: apply refuses its settings, so the scope rule's diff

@@ -96,10 +96,15 @@ _WORLD_WORKLOAD = re.compile(r"/workloads/(\d+)(?=/|$)")
 
 
 def world_spec(snapshot: Snapshot, focus: Focus | None = None) -> Spec:
-    """The snapshot as the engine's spec, read through the spec's own schema."""
+    """The snapshot as the engine's spec, read through the spec's own schema, its targets
+    in the order they were stored (their rows' ids): a target added later comes after
+    every other, wherever the tree holds it, so that a live world takes it in by
+    appending it to its columns (positions and topology codes of the others stay). A
+    world applied from one file stores its targets in the file's order: the same order
+    a plan of the file has."""
     document = snapshot.document(WORLD)
     try:
-        return load_spec_data(document, WORLD)
+        spec = load_spec_data(document, WORLD)
     except SpecError as error:
         names = list(snapshot.workloads)
         errors = [
@@ -116,6 +121,28 @@ def world_spec(snapshot: Snapshot, focus: Focus | None = None) -> Spec:
             + ("s" if count != 1 else ""),
             errors,
         ) from None
+    return stored_order(spec, snapshot)
+
+
+def stored_order(spec: Spec, snapshot: Snapshot) -> Spec:
+    """`spec` with its inventory's targets in the order of their rows' ids; those not
+    stored yet (id 0) last, in the order the store will give them ids (the snapshot's,
+    store/definitions.py)."""
+    targets = spec.inventory.targets
+    rows = snapshot.targets
+    rank = {name: k for k, name in enumerate(rows)}
+    last = len(targets)
+
+    def stored_id(position: int) -> tuple[int, int]:
+        name = targets[position].id
+        row = rows.get(name)
+        return (row.id if row is not None and row.id else 1 << 62, rank.get(name, position))
+
+    order = sorted(range(last), key=stored_id)
+    if order == list(range(last)):
+        return spec
+    inventory = dataclasses.replace(spec.inventory, targets=tuple(targets[p] for p in order))
+    return dataclasses.replace(spec, inventory=inventory)
 
 
 def _owned(

@@ -44,7 +44,15 @@ from placed.operations.store import Store, Transaction
 from placed.policy.affinity import mirror_avoids
 from placed.policy.dedication import IMPLICIT_EVENT, DedicationState
 from placed.policy.directives import directed_of
-from placed.service import change_scope, live_apply, live_settings, placing, problems, rededication
+from placed.service import (
+    audit,
+    change_scope,
+    live_apply,
+    live_settings,
+    placing,
+    problems,
+    rededication,
+)
 from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched
 from placed.service.coupling import (
     READS_OTHERS,
@@ -316,6 +324,8 @@ class Applied:
     accepted: list[Accepted]
     removed: list[Removed]
     rescaled: list[Rescaled]
+    # Nodes added to the inventory, as the world takes them in once stored.
+    grown: live_apply.Grown | None = None
 
     @property
     def moves(self) -> list[Move]:
@@ -424,6 +434,7 @@ class Decided:
             or any(change.writes() for change in self.retargeted)
             or self.rededicated
             or any(reset.changed for _, reset in self.reset)
+            or any(applied.grown is not None for applied in self.applied)
         )
 
     def keep_own_names(self) -> None:
@@ -1504,6 +1515,9 @@ class ReplicaWorld:
         """Move the cache to `number`: the world it held, and this batch."""
         snapshot = cached.snapshot
         snapshot.revision = number
+        for applied in decided.applied:
+            if applied.grown is not None and applied.difference.after is not None:
+                _take_in(cached, decided, applied.grown, applied.difference.after, ids)
         planner = cached.planner
         # Each read from the dedications the one before leaves (a claim's VMs may take
         # several hosts).
@@ -2083,6 +2097,9 @@ class ReplicaWorld:
         if found is None:
             decided.general.append(ticket)
             return
+        if found.added:
+            self._decide_grown(cached, decided, ticket, asked, found)
+            return
         sub = Decided(cached.explainer, decided.state, decided.spec, decided.state)
         sub.names, sub.gone = set(decided.names), set(decided.gone)
         sub.coupling = decided.coupling
@@ -2105,6 +2122,52 @@ class ReplicaWorld:
         decided.applied.append(
             Applied(ticket, found, asked.prune, sub.accepted, sub.removed, sub.rescaled)
         )
+
+    def _decide_grown(
+        self,
+        cached: Cached,
+        decided: Decided,
+        ticket: Ticket,
+        asked: Applying,
+        found: live_apply.Difference,
+    ) -> None:
+        """Locations and targets added to the inventory, and nothing else: each target
+        comes empty, and in a world of allocations (no tenancy, no unit waiting for room,
+        every unit fitting, no Juju directive's machines) a whole plan moves nothing for
+        it, which the live world takes in by growing its index and state once stored. To
+        the general path otherwise, or when a new target counts a resource the world's
+        index does not."""
+        snapshot, coupling = cached.snapshot, decided.coupling
+        after = found.after
+        if (
+            after is None
+            or coupling.readers is None
+            or coupling.directed
+            or cached.spec.tenancy is not None
+        ):
+            decided.general.append(ticket)
+            return
+        try:
+            made = live_apply.grown(after, found.added, cached.spec.inventory)
+        except (SpecError, ValueError):
+            made = None
+        resources = set(cached.planner.index.resources)
+        if made is None or any(set(t.capacity) - resources for t in made.targets):
+            decided.general.append(ticket)
+            return
+        try:
+            change_scope.check_items(
+                ticket.actor,
+                snapshot,
+                [
+                    Touched("target" if node in after.targets else "location", node, CREATED)
+                    for node in found.added
+                ],
+            )
+        except problems.ProblemException as refusal:
+            decided.refused.append((ticket, refusal))
+            return
+        decided.applied.append(Applied(ticket, found, asked.prune, [], [], [], made))
 
     def reset(
         self,
@@ -2440,6 +2503,11 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
         dedications += written
         notes += said
     for applied in decided.applied:
+        after = applied.difference.after
+        if applied.grown is not None and after is not None:
+            # Each node's own event first, as the general path writes its trail.
+            made = audit.created_nodes(cached.snapshot, after, applied.difference.added)
+            notes += [extra.pending(applied.ticket.actor) for extra in made]
         if not applied.difference.empty:
             extras = applied.difference.notes(cached.snapshot, applied.prune)
             notes += [extra.pending(applied.ticket.actor) for extra in extras]
@@ -2448,9 +2516,50 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
         if reset.changed:
             settings.append((reset.key, reset.value))
             notes.append(reset.event(ticket.actor))
+    inventory = [
+        row
+        for applied in decided.applied
+        if applied.grown is not None
+        for row in applied.grown.rows
+    ]
     return batch.Gone(
-        workloads, gone_units, used, changed, states, moved, dedications, notes, settings
+        workloads, gone_units, used, changed, states, moved, dedications, notes, settings, inventory
     )
+
+
+def _take_in(
+    cached: Cached,
+    decided: Decided,
+    grown: live_apply.Grown,
+    after: Snapshot,
+    ids: dict[str, int],
+) -> None:
+    """The nodes `grown` adds, stored (`ids`: the targets' row ids), taken into the cached
+    world: their rows, the spec's inventory, the index extended and the state taken onto
+    it (a new state: a batch decided on the one before is decided again), a planner on
+    that index whose compiled requests are made again as they are asked for."""
+    snapshot = cached.snapshot
+    for row in grown.rows:
+        name = row.name
+        snapshot.nodes[name] = after.nodes[name]
+        if name in after.parents:
+            snapshot.parents[name] = after.parents[name]
+        snapshot.node_documents[name] = after.node_documents.get(name)
+        if row.target:
+            made = after.targets[name]
+            snapshot.targets[name] = dataclasses.replace(
+                made, id=ids[f"target:{name}"], used=dict.fromkeys(made.capacity, 0.0)
+            )
+    cached.spec = dataclasses.replace(cached.spec, inventory=grown.inventory)
+    index = cached.planner.index.extended(grown.targets)
+    state = decided.state.fork()
+    state.extend_to(index)
+    decided.state = state
+    planner = Planner.on(cached.spec, index, cached.planner.families)
+    planner.workloads = cached.planner.workloads  # one dict with the explainer's
+    cached.planner = planner
+    cached.explainer.rededicated(cached.spec)
+    cached.kinds |= grown.kinds
 
 
 def _target_event(
@@ -2597,6 +2706,7 @@ def _fenced_write(connection: Any, fence: Fence | None, seen: int, rows: Rows) -
 def _committed(stored: batch.Stored) -> Committed:
     ids = {f"workload:{name}": id_ for name, id_ in stored.workload_ids.items()}
     ids.update(stored.unit_ids)
+    ids.update({f"target:{name}": id_ for name, id_ in stored.target_ids.items()})
     rows: dict[str, list[events.Written]] = {}
     for event in stored.events:
         rows.setdefault(event.workload or "", []).append(event)

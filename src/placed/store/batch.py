@@ -129,6 +129,23 @@ class TargetState:
 
 
 @dataclass(frozen=True, slots=True)
+class NewNode:
+    """A location or a target new to the inventory (a live world's apply), as the general
+    path writes it (store/definitions.py): its own keys, its parent by name, and for a
+    target its admin state and capacity. Parents come before their children."""
+
+    name: str
+    parent: str | None
+    kind: str
+    tags: tuple[str, ...]
+    spec: dict[str, Any]
+    document: str | None
+    target: bool = False
+    admin_state: str = "up"
+    capacity: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Rededication:
     """A dedication row made (`made`), given another owner, or deleted (`gone`: a
     release, or one a wider dedication absorbs)."""
@@ -162,6 +179,8 @@ class Gone:
     notes: Sequence[events.Pending] = ()
     # Settings of the whole world put (key, value): rules every plan is judged by.
     settings: Sequence[tuple[str, Any]] = ()
+    # Locations and targets new to the inventory.
+    inventory: Sequence[NewNode] = ()
 
 
 NOTHING_GONE = Gone()
@@ -173,6 +192,7 @@ class Stored:
     workload_ids: dict[str, int]
     unit_ids: dict[str, int]
     events: list[events.Written]
+    target_ids: dict[str, int] = field(default_factory=dict)  # those new to the inventory
 
 
 Processor = Callable[[Any], Any]
@@ -239,12 +259,20 @@ class _Plan:
 
     revision: _Statement
     guards: list[_Statement]  # each must change the rows it expects, else `Stale`
+    inventory: list[_Statement]  # the targets' returning (id, name)
     workloads: list[_Statement]  # returning (id, name)
     units: list[_Statement]  # returning (id, name)
     rest: list[_Statement]
 
     def statements(self) -> list[_Statement]:
-        return [self.revision, *self.guards, *self.workloads, *self.units, *self.rest]
+        return [
+            self.revision,
+            *self.guards,
+            *self.inventory,
+            *self.workloads,
+            *self.units,
+            *self.rest,
+        ]
 
 
 def _plan(
@@ -367,6 +395,7 @@ def _plan(
         guarded.append(
             _Statement(f"DELETE FROM units WHERE id IN ({marks(len(part))})", tuple(part))
         )
+    inventory = _inventory_statements(sql, rows, types, gone.inventory)
     made = [
         _Statement(
             # An unknown account (or none) is NULL, as the general path stores it.
@@ -532,13 +561,16 @@ def _plan(
         # `_claims_since`); a dedication or a setting since tells it to read the whole
         # world. Those change a rule every plan is judged by: a general path planned on
         # the rules before them is stale too.
+        # Targets new to the inventory too, for now: another replica takes them in by
+        # reading its world again.
         rules = bool(gone.dedications or gone.settings)
-        changed = gone.workloads or gone.changed or gone.states or gone.moved or rules
+        reshaped = rules or bool(gone.inventory)
+        changed = gone.workloads or gone.changed or gone.states or gone.moved or reshaped
         told = [
             (key, seen + 1)  # the batch's own revision: any other, and it is `Behind`
             for key, wanted in (
                 (CHANGED_SETTING, changed),
-                (RESHAPED_SETTING, rules),
+                (RESHAPED_SETTING, reshaped),
                 (RULES_SETTING, rules),
             )
             if wanted
@@ -558,7 +590,91 @@ def _plan(
             )
         if notifies:
             rest.append(_Statement(sql("SELECT pg_notify(?, '')"), (notify.CHANNEL,)))
-    return _Plan(revision, guarded, made, placed, rest)
+    return _Plan(revision, guarded, inventory, made, placed, rest)
+
+
+def _inventory_statements(
+    sql: Callable[[str], str],
+    rows: Callable[[str, int], str],
+    types: _Types,
+    nodes: Sequence[NewNode],
+) -> list[_Statement]:
+    """New locations (a row each, in order: a parent is there before its children),
+    then the new targets (returning their ids), their resources and liveness rows, with
+    the values the general path gives them (store/definitions.py)."""
+    statements: list[_Statement] = []
+    locations = [n for n in nodes if not n.target]
+    if locations:
+        statements.append(
+            _Statement(
+                sql(
+                    "INSERT INTO locations (name, parent_id, kind, tags, properties, spec, "
+                    "document, revision) VALUES (?, (SELECT id FROM locations WHERE name = ?), "
+                    f"?, ?, ?, ?, ?, {REVISION})"
+                ),
+                [
+                    (
+                        n.name,
+                        n.parent,
+                        n.kind,
+                        types.spec(list(n.tags)),
+                        types.spec({}),
+                        types.spec(n.spec),
+                        n.document,
+                    )
+                    for n in locations
+                ],
+            )
+        )
+    targets = [n for n in nodes if n.target]
+    for part in _chunks(targets):
+        statements.append(
+            _Statement(
+                "INSERT INTO targets (name, location_id, tags, properties, spec, document, "
+                "admin_state, generation, revision) VALUES "
+                + rows(
+                    f"(?, (SELECT id FROM locations WHERE name = ?), ?, ?, ?, ?, ?, 0, {REVISION})",
+                    len(part),
+                )
+                + " RETURNING id, name",
+                tuple(
+                    value
+                    for n in part
+                    for value in (
+                        n.name,
+                        n.parent,
+                        types.spec([]),
+                        types.spec({}),
+                        types.spec(n.spec),
+                        n.document,
+                        n.admin_state,
+                    )
+                ),
+                returns=True,
+            )
+        )
+    resources = [(n.name, name, amount) for n in targets for name, amount in n.capacity]
+    if resources:
+        statements.append(
+            _Statement(
+                sql(
+                    "INSERT INTO target_resources (target_id, name, capacity, used) "
+                    "VALUES ((SELECT id FROM targets WHERE name = ?), ?, ?, 0.0)"
+                ),
+                resources,
+            )
+        )
+    if targets:
+        statements.append(
+            _Statement(
+                sql(
+                    "INSERT INTO target_liveness (target_id, last_seen, liveness) "
+                    "VALUES ((SELECT id FROM targets WHERE name = ?), NULL, 'unknown')"
+                ),
+                [(n.name,) for n in targets],
+            )
+        )
+    return statements
 
 
 def _columns(rows: Sequence[tuple[Any, ...]], width: int) -> tuple[list[Any], ...]:
@@ -663,6 +779,7 @@ def write(
     for statement in plan.guards:
         _stale(statement)
     workload_ids = {name: int(id_) for s in plan.workloads for id_, name in s.rows}
+    target_ids = {name: int(id_) for s in plan.inventory for id_, name in s.rows}
     unit_ids = {name: int(id_) for s in plan.units for id_, name in s.rows}
     pending = _events(workloads, units, gone)
     first = last - len(pending) + 1
@@ -688,6 +805,7 @@ def write(
         {w.name: workload_ids[w.name] for w in workloads},
         {u.name: unit_ids[u.name] for u in units},
         written,
+        target_ids,
     )
 
 

@@ -10,6 +10,7 @@ function of the live targets; every-mode units are one per compatible target).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -189,27 +190,10 @@ class Snapshot:
 
     def document(self, name: str = "store") -> dict[str, Any]:
         """The whole world as one spec document."""
-        children: dict[str | None, list[str]] = defaultdict(list)
-        for node in self.nodes:
-            children[self.parents.get(node)].append(node)
-
-        def tree(node: str) -> dict[str, Any]:
-            entry = {"id": node, **self.nodes[node]}
-            target = self.targets.get(node)
-            if target is not None:
-                if target.capacity:
-                    entry["capacity"] = dict(target.capacity)
-                if not target.takes_work:
-                    entry["status"] = "down"  # down, maintenance, stale: nothing new
-            below = children.get(node)
-            if below:
-                entry["children"] = [tree(child) for child in below]
-            return entry
-
         document: dict[str, Any] = {
             "version": 1,
             "name": name,
-            "inventory": [tree(root) for root in children.get(None, [])],
+            "inventory": self.inventory_entries(),
             "workloads": [self.workload_spec(w) for w in self.workloads],
         }
         if self.settings:
@@ -226,6 +210,28 @@ class Snapshot:
         if running:
             document["running"] = running
         return document
+
+    def inventory_entries(self, only: Collection[str] | None = None) -> list[dict[str, Any]]:
+        """The inventory as a spec's entries, a tree; with `only`, the entries of those
+        nodes alone, each under its ancestors (which `only` holds too)."""
+        children: dict[str | None, list[str]] = defaultdict(list)
+        for node in self.nodes if only is None else (n for n in self.nodes if n in only):
+            children[self.parents.get(node)].append(node)
+
+        def tree(node: str) -> dict[str, Any]:
+            entry = {"id": node, **self.nodes[node]}
+            target = self.targets.get(node)
+            if target is not None:
+                if target.capacity:
+                    entry["capacity"] = dict(target.capacity)
+                if not target.takes_work:
+                    entry["status"] = "down"  # down, maintenance, stale: nothing new
+            below = children.get(node)
+            if below:
+                entry["children"] = [tree(child) for child in below]
+            return entry
+
+        return [tree(root) for root in children.get(None, [])]
 
     def running(self) -> list[dict[str, str]]:
         """The units that stay where they are while a plan runs, as `running:` entries,
