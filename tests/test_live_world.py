@@ -2293,6 +2293,12 @@ def test_targets_added_by_an_apply_are_taken_into_the_live_world(
         replica: ReplicaWorld = live_app.state.replica
         claim_both((live_client, other), {"name": "x", "units": 2, "resources": {"cpu": 1}})
         built = replica.rebuilds
+        # Another replica on the live store: it reads the new nodes from the rows.
+        follower: ReplicaWorld = create_app(
+            database=make_engine(live_app.state.database.url)
+        ).state.replica
+        follower.read_current(live_app.state.database, lambda world: world)
+        followed = follower.rebuilds
         live, general = apply_both((live_app, live_client), (general_app, other), GROWN, False)
         assert live == general
         assert inventory_rows(live_app) == inventory_rows(general_app)
@@ -2316,6 +2322,17 @@ def test_targets_added_by_an_apply_are_taken_into_the_live_world(
             loc.id for loc in scratch.spec.inventory.locations()
         ]
         assert cached.kinds == scratch.kinds
+        theirs = follower.read_current(live_app.state.database, lambda world: world)
+        assert follower.rebuilds == followed, "the other replica read its world again"
+        assert theirs.planner.index.ids == scratch.planner.index.ids
+        assert (theirs.state.free == scratch.state.free).all()
+        assert (theirs.state.up == scratch.state.up).all()
+        assert theirs.snapshot.targets == scratch.snapshot.targets
+        assert theirs.snapshot.nodes == scratch.snapshot.nodes
+        assert theirs.snapshot.parents == scratch.snapshot.parents
+        assert [loc.id for loc in theirs.spec.inventory.locations()] == [
+            loc.id for loc in scratch.spec.inventory.locations()
+        ]
         for body in (
             {"name": "gpu", "resources": {"cpu": 1}, "constraints": "gpu == 1"},
             {"name": "spread", "units": 4, "resources": {"cpu": 1},
@@ -2328,6 +2345,21 @@ def test_targets_added_by_an_apply_are_taken_into_the_live_world(
             assert answers[0].json()["changes"] == answers[1].json()["changes"], body
         assert unordered(rows(live_app)) == unordered(rows(general_app))
         assert replica.rebuilds == built
+        # The other replica places as a world built from the rows does.
+        theirs = follower.read_current(live_app.state.database, lambda world: world)
+        assert follower.rebuilds == followed
+        assert theirs.snapshot.placements == rows_placements(live_app)
+        assert (theirs.state.free == scratch_of(live_app).state.free).all()
+
+
+def rows_placements(app: FastAPI) -> dict[str, str]:
+    with reading(app.state.database) as session:
+        return world.read(session).placements
+
+
+def scratch_of(app: FastAPI) -> Any:
+    fresh = create_app(database=make_engine(app.state.database.url)).state.replica
+    return fresh.read_current(app.state.database, lambda world: world)
 
 
 def test_targets_added_by_a_token_that_may_not_are_refused_as_the_general_path_refuses(

@@ -840,6 +840,8 @@ class ReplicaWorld:
                 snapshot.workloads[name], generation=row.generation
             )
             snapshot.workload_specs[name] = dict(row.spec)
+        if not self._grown_from_rows(cached, claimed):
+            return None
         restated = self._restated(cached, claimed)
         if restated is None or not self._moved(cached, moved):
             return None
@@ -856,6 +858,49 @@ class ReplicaWorld:
             )
             planner.spec = cached.spec
         return set(written)
+
+    def _grown_from_rows(self, cached: Cached, claimed: Claimed) -> bool:
+        """The locations and targets the rows add (an apply the leader took as a delta),
+        taken in as that delta took them (`_take_in`); False when the rows rewrite a
+        location the cache holds, or add to a world the delta does not grow (then only a
+        whole read knows)."""
+        snapshot = cached.snapshot
+        nodes = claimed.nodes or []
+        new = [node for node in nodes if node.name not in snapshot.nodes]
+        if any(not node.target for node in nodes if node.name in snapshot.nodes):
+            return False
+        if not new:
+            return True
+        coupling = cached.coupling
+        if coupling.readers is None or coupling.directed or cached.spec.tenancy is not None:
+            return False
+        after = snapshot.copy()
+        rows = {target.name: target for target in claimed.targets}
+        for node in new:
+            after.nodes[node.name] = node.spec
+            after.parents[node.name] = node.parent
+            after.node_documents[node.name] = node.document
+            if node.target:
+                row = rows[node.name]
+                after.targets[node.name] = TargetRow(
+                    row.id,
+                    row.generation,
+                    row.admin_state,
+                    node.document,
+                    dict(row.used or {}),
+                    dict(row.capacity or {}),
+                    row.liveness,
+                )
+        try:
+            made = live_apply.grown(after, [node.name for node in new], cached.spec.inventory)
+        except (SpecError, ValueError):
+            return False
+        resources = set(cached.planner.index.resources)
+        if made is None or any(set(t.capacity) - resources for t in made.targets):
+            return False
+        ids = {f"target:{name}": row.id for name, row in after.targets.items() if row.id}
+        cached.state = _take_in(cached, cached.state, made, after, ids)
+        return True
 
     def _restated(self, cached: Cached, claimed: Claimed) -> list[str] | None:
         """Each target written since whose admin state or liveness changed, set in the
@@ -1517,7 +1562,8 @@ class ReplicaWorld:
         snapshot.revision = number
         for applied in decided.applied:
             if applied.grown is not None and applied.difference.after is not None:
-                _take_in(cached, decided, applied.grown, applied.difference.after, ids)
+                grown, after = applied.grown, applied.difference.after
+                decided.state = _take_in(cached, decided.state, grown, after, ids)
         planner = cached.planner
         # Each read from the dedications the one before leaves (a claim's VMs may take
         # several hosts).
@@ -2529,15 +2575,16 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
 
 def _take_in(
     cached: Cached,
-    decided: Decided,
+    on: PlanState,
     grown: live_apply.Grown,
     after: Snapshot,
     ids: dict[str, int],
-) -> None:
+) -> PlanState:
     """The nodes `grown` adds, stored (`ids`: the targets' row ids), taken into the cached
-    world: their rows, the spec's inventory, the index extended and the state taken onto
-    it (a new state: a batch decided on the one before is decided again), a planner on
-    that index whose compiled requests are made again as they are asked for."""
+    world: their rows, the spec's inventory, the index extended, a planner on that index
+    whose compiled requests are made again as they are asked for, and the state `on`
+    taken onto it, returned (a new state: a batch decided on the one before is decided
+    again)."""
     snapshot = cached.snapshot
     for row in grown.rows:
         name = row.name
@@ -2552,14 +2599,14 @@ def _take_in(
             )
     cached.spec = dataclasses.replace(cached.spec, inventory=grown.inventory)
     index = cached.planner.index.extended(grown.targets)
-    state = decided.state.fork()
+    state = on.fork()
     state.extend_to(index)
-    decided.state = state
     planner = Planner.on(cached.spec, index, cached.planner.families)
     planner.workloads = cached.planner.workloads  # one dict with the explainer's
     cached.planner = planner
     cached.explainer.rededicated(cached.spec)
     cached.kinds |= grown.kinds
+    return state
 
 
 def _target_event(

@@ -557,15 +557,15 @@ def _plan(
                 )
             )
         # Another replica brings its world forward from the rows of new, deleted and
-        # resized workloads, of targets' new states and of the units that moved (its
-        # `_claims_since`); a dedication or a setting since tells it to read the whole
-        # world. Those change a rule every plan is judged by: a general path planned on
-        # the rules before them is stale too.
-        # Targets new to the inventory too, for now: another replica takes them in by
-        # reading its world again.
+        # resized workloads, of targets' new states and of the units that moved, and of
+        # locations and targets added (its `_claims_since`); a dedication or a setting
+        # since tells it to read the whole world. Those change a rule every plan is judged
+        # by: a general path planned on the rules before them is stale too.
         rules = bool(gone.dedications or gone.settings)
-        reshaped = rules or bool(gone.inventory)
-        changed = gone.workloads or gone.changed or gone.states or gone.moved or reshaped
+        reshaped = rules
+        changed = rules or any(
+            (gone.workloads, gone.changed, gone.states, gone.moved, gone.inventory)
+        )
         told = [
             (key, seen + 1)  # the batch's own revision: any other, and it is `Behind`
             for key, wanted in (

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from placed.store.tables import (
     Account,
+    Location,
     Placement,
     Target,
     TargetLiveness,
@@ -53,6 +54,18 @@ class WrittenTarget:
     used: dict[str, float] | None
     admin_state: str = "up"
     liveness: str = "unknown"
+    capacity: dict[str, float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenNode:
+    """A location or target written since (`Claimed.nodes`): as the world reads it."""
+
+    name: str
+    parent: str | None
+    spec: dict[str, Any]
+    document: str | None
+    target: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +79,9 @@ class Claimed:
     # them), by workload and ordinal.
     present: frozenset[int] | None = None
     moved: list[PlacedUnit] | None = None
+    # The locations and targets written since, locations first, each by id (a target's
+    # rows are in `targets` too): those new to a cache are the inventory grown.
+    nodes: list[WrittenNode] | None = None
 
 
 def since(session: Session, revision: int, resized: bool = False) -> Claimed:
@@ -111,15 +127,26 @@ def since(session: Session, revision: int, resized: bool = False) -> Claimed:
         .where(Target.revision > revision)
     ).all()
     used: dict[int, dict[str, float]] = {}
-    for target_id, resource, amount in session.execute(
-        select(TargetResource.target_id, TargetResource.name, TargetResource.used).where(
-            TargetResource.target_id.in_([row.id for row in written])
-        )
+    capacity: dict[int, dict[str, float]] = {}
+    for target_id, resource, amount, most in session.execute(
+        select(
+            TargetResource.target_id,
+            TargetResource.name,
+            TargetResource.used,
+            TargetResource.capacity,
+        ).where(TargetResource.target_id.in_([row.id for row in written]))
     ):
         used.setdefault(target_id, {})[resource] = amount
+        capacity.setdefault(target_id, {})[resource] = most
     targets = [
         WrittenTarget(
-            target_id, name, generation, used.get(target_id), admin_state, liveness or "unknown"
+            target_id,
+            name,
+            generation,
+            used.get(target_id),
+            admin_state,
+            liveness or "unknown",
+            capacity.get(target_id, {}),
         )
         for target_id, name, generation, admin_state, liveness in written
     ]
@@ -137,4 +164,32 @@ def since(session: Session, revision: int, resized: bool = False) -> Claimed:
             .order_by(Unit.workload_id, Unit.ordinal)
         )
     ]
-    return Claimed(workloads, units, targets, present, moved)
+    return Claimed(workloads, units, targets, present, moved, _nodes(session, revision))
+
+
+def _nodes(session: Session, revision: int) -> list[WrittenNode]:
+    """The locations and then the targets written after `revision`, each by id, with
+    their parents' names."""
+    locations = session.execute(
+        select(Location.id, Location.name, Location.parent_id, Location.spec, Location.document)
+        .where(Location.revision > revision)
+        .order_by(Location.id)
+    ).all()
+    targets = session.execute(
+        select(Target.name, Target.location_id, Target.spec, Target.document)
+        .where(Target.revision > revision)
+        .order_by(Target.id)
+    ).all()
+    parents = {row.parent_id for row in locations} | {row.location_id for row in targets}
+    names = dict(
+        session.execute(select(Location.id, Location.name).where(Location.id.in_(parents - {None})))
+        .tuples()
+        .all()
+    )
+    return [
+        WrittenNode(row.name, names.get(row.parent_id), dict(row.spec), row.document, False)
+        for row in locations
+    ] + [
+        WrittenNode(row.name, names.get(row.location_id), dict(row.spec), row.document, True)
+        for row in targets
+    ]
