@@ -2392,3 +2392,78 @@ def test_targets_added_by_a_token_that_may_not_are_refused_as_the_general_path_r
                 live_app.state.database, lambda world: world
             ).snapshot.targets
         )
+
+
+DEDICATED_CLOUD = TENANTS.replace(
+    "offerings:", "dedications:\n  - {resource: c2, domain: D2}\nofferings:"
+)
+# Hosts added: one to the cluster dedicated to D2, a cluster of one in the pod, and a
+# zone of its own.
+DEDICATED_GROWN = DEDICATED_CLOUD.replace(
+    "              - {id: H2b, kind: host, capacity: {cpu: 4, memory: 8}}\n",
+    "              - {id: H2b, kind: host, capacity: {cpu: 4, memory: 8}}\n"
+    "              - {id: H2c, kind: host, capacity: {cpu: 4, memory: 8}}\n",
+).replace(
+    "            children: [{id: H3a, kind: host, capacity: {cpu: 4, memory: 8}}]\n",
+    "            children: [{id: H3a, kind: host, capacity: {cpu: 4, memory: 8}}]\n"
+    "          - {id: c4, kind: cluster, children: [{id: H4a, kind: host, capacity: {cpu: 4, "
+    "memory: 8}}]}\n"
+    "  - {id: z2, kind: zone, children: [{id: H9a, kind: host, capacity: {cpu: 8, "
+    "memory: 16}}]}\n",
+)
+
+
+def test_hosts_added_under_a_dedication_are_owned_as_the_general_path_owns_them(
+    database: str, tmp_path: Path
+) -> None:
+    """In a tenants' world, hosts added (one under a cluster dedicated to D2, others
+    nobody's) are a delta owned as a world built from the rows owns them: the tenants'
+    claims after land as on the general path's store, and the other replica reads them."""
+    assert "H2c" in DEDICATED_GROWN and "z2" in DEDICATED_GROWN
+    with twins(database, tmp_path, DEDICATED_CLOUD) as (live_app, live_client, general_app, other):
+        replica: ReplicaWorld = live_app.state.replica
+        first = {"name": "v0", "account": "A13", "offering": "dedicated-small", "units": 2}
+        claim_both((live_client, other), first)
+        built = replica.rebuilds
+        follower: ReplicaWorld = create_app(
+            database=make_engine(live_app.state.database.url)
+        ).state.replica
+        follower.read_current(live_app.state.database, lambda world: world)
+        followed = follower.rebuilds
+        live, general = apply_both(
+            (live_app, live_client), (general_app, other), DEDICATED_GROWN, False
+        )
+        assert live == general
+        assert inventory_rows(live_app) == inventory_rows(general_app)
+        assert unordered(dedication_rows(live_app)) == unordered(dedication_rows(general_app))
+        cached = replica.read_current(live_app.state.database, lambda world: world)
+        assert replica.rebuilds == built, "the apply took the general path"
+        scratch = scratch_of(live_app)
+        for world_read in (cached, follower.read_current(live_app.state.database, lambda w: w)):
+            assert owners_of(world_read.state, world_read.planner.index) == owners_of(
+                scratch.state, scratch.planner.index
+            )
+            assert [t.dedication for t in world_read.planner.index.targets] == [
+                t.dedication for t in scratch.planner.index.targets
+            ]
+        assert follower.rebuilds == followed
+        for body in (
+            {"name": "d2", "account": "A13", "offering": "dedicated-small", "units": 3},
+            {"name": "s2", "account": "U2", "offering": "shared-small", "units": 4},
+            {"name": "d3", "account": "A1", "offering": "dedicated-small", "units": 2},
+        ):
+            answers = [client.post("/v1/workloads", json=body) for client in (live_client, other)]
+            assert answers[0].status_code == answers[1].status_code, answers[0].text
+            if answers[0].status_code == 201:
+                assert answers[0].json()["changes"] == answers[1].json()["changes"], body
+        # A dedication of a cluster added: the dedication rules' tree holds it.
+        made = [
+            client.post("/v1/dedications", json={"resource": "c4", "domain": "D1"})
+            for client in (live_client, other)
+        ]
+        assert [m.status_code for m in made] == [201, 201], made[0].text
+        assert made[0].json() == made[1].json()
+        last = {"name": "d4", "account": "A1", "offering": "dedicated-small", "units": 1}
+        claim_both((live_client, other), last)
+        assert unordered(dedication_rows(live_app)) == unordered(dedication_rows(general_app))
+        assert replica.rebuilds == built

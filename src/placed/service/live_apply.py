@@ -192,9 +192,9 @@ class Grown:
 
 def grown(after: Snapshot, added: Sequence[str], inventory: Inventory) -> Grown | None:
     """The live world's `inventory` with the nodes `added` in `after` (a `Difference`'s)
-    read as the whole world's loader reads them: each under its ancestors, whose rules it
-    inherits. None when a node goes under a target (a target with children is the general
-    path's refusal)."""
+    read as the whole world's loader reads them: each under its ancestors, whose rules
+    (and dedication in force) it inherits. None when a node goes under a target (a target
+    with children is the general path's refusal)."""
     new = set(added)
     if any(after.parents.get(node) in after.targets for node in added):
         return None
@@ -204,9 +204,19 @@ def grown(after: Snapshot, added: Sequence[str], inventory: Inventory) -> Grown 
         while at is not None and at not in kept:
             kept.add(at)
             at = after.parents.get(at)
-    loaded = load_spec_data(
-        {"version": 1, "name": "world", "inventory": after.inventory_entries(kept)}, "world"
-    ).inventory
+    document: dict[str, Any] = {
+        "version": 1,
+        "name": "world",
+        "inventory": after.inventory_entries(kept),
+    }
+    # What a dedication in force there gives them: the tenancy it names, and the
+    # dedications of the nodes they sit under.
+    if len(after.domains) > 1 or after.accounts:
+        document["tenancy"] = after.tenancy()
+    dedications = [entry for entry in after.dedications if entry.get("resource") in kept]
+    if dedications:
+        document["dedications"] = dedications
+    loaded = load_spec_data(document, "world").inventory
     by_id = {location.id: location for location in loaded.locations()}
     under: dict[str | None, list[Location]] = {}
     for node in added:

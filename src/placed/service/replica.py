@@ -872,7 +872,7 @@ class ReplicaWorld:
         if not new:
             return True
         coupling = cached.coupling
-        if coupling.readers is None or coupling.directed or cached.spec.tenancy is not None:
+        if coupling.readers is None or coupling.directed:
             return False
         after = snapshot.copy()
         rows = {target.name: target for target in claimed.targets}
@@ -2178,19 +2178,14 @@ class ReplicaWorld:
         found: live_apply.Difference,
     ) -> None:
         """Locations and targets added to the inventory, and nothing else: each target
-        comes empty, and in a world of allocations (no tenancy, no unit waiting for room,
-        every unit fitting, no Juju directive's machines) a whole plan moves nothing for
-        it, which the live world takes in by growing its index and state once stored. To
-        the general path otherwise, or when a new target counts a resource the world's
-        index does not."""
+        comes empty, and in a world of allocations (no unit waiting for room, every unit
+        fitting, no Juju directive's machines) a whole plan moves nothing for it, which
+        the live world takes in by growing its index and state once stored (a new host
+        under a dedicated location owned as the location is). To the general path
+        otherwise, or when a new target counts a resource the world's index does not."""
         snapshot, coupling = cached.snapshot, decided.coupling
         after = found.after
-        if (
-            after is None
-            or coupling.readers is None
-            or coupling.directed
-            or cached.spec.tenancy is not None
-        ):
+        if after is None or coupling.readers is None or coupling.directed:
             decided.general.append(ticket)
             return
         try:
@@ -2606,6 +2601,8 @@ def _take_in(
     cached.planner = planner
     cached.explainer.rededicated(cached.spec)
     cached.kinds |= grown.kinds
+    # The dedication rules' tree of locations, made again when next asked for.
+    cached.topology = None
     return state
 
 
