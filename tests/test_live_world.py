@@ -2467,3 +2467,53 @@ def test_hosts_added_under_a_dedication_are_owned_as_the_general_path_owns_them(
         claim_both((live_client, other), last)
         assert unordered(dedication_rows(live_app)) == unordered(dedication_rows(general_app))
         assert replica.rebuilds == built
+
+
+def test_another_replica_reads_dedications_and_settings_from_the_rows(database: str) -> None:
+    """Dedications made, absorbed, given another owner and released, tenants' claims
+    that take hosts by implicit dedication, and the implicit-dedication setting off and
+    on, each committed by one replica as a delta: the other reads them from the rows
+    without building its world again, and holds the owners, dedications and requests a
+    world built from the rows holds."""
+    app, client = applied(database, TENANTS)
+    other = create_app(database=make_engine(database)).state.replica
+    leader: ReplicaWorld = app.state.replica
+    assert client.post("/v1/workloads", json={"name": "w0", "resources": {"cpu": 1}}).status_code
+    other.read_current(app.state.database, lambda world: world)
+    built = other.rebuilds
+    steps: list[tuple[str, str, str | None, str | None]] = [
+        *DEDICATION_STEPS,
+        ("setting", "implicit_dedication", None, None),
+        ("claim", "d9", "A1", "dedicated-small"),
+        ("setting", "implicit_dedication", "on", None),
+        ("claim", "d10", "A13", "dedicated-small"),
+    ]
+    for step, name, domain, account in steps:
+        if step == "claim":
+            body = {"name": name, "account": domain, "offering": account}
+            answer = client.post("/v1/workloads", json=body)
+            assert answer.status_code in (201, 409), answer.text
+        elif step == "setting":
+            value = {"value": domain == "on"}
+            assert client.put(f"/v1/settings/{name}", json=value).status_code == 200
+        else:
+            asked = Rededicating(step, name, "root-admin", domain, account)
+            dedications.change(app.state.database, ROOT, asked, name, replica=leader)
+        theirs = other.read_current(app.state.database, lambda world: world)
+        assert other.rebuilds == built, (step, name)
+        scratch = scratch_of(app)
+        assert theirs.revision == scratch.revision
+        assert theirs.snapshot.dedications == scratch.snapshot.dedications, (step, name)
+        assert theirs.snapshot.settings == scratch.snapshot.settings
+        assert theirs.snapshot.placements == scratch.snapshot.placements
+        assert owners_of(theirs.state, theirs.planner.index) == owners_of(
+            scratch.state, scratch.planner.index
+        ), (step, name)
+        assert [t.dedication for t in theirs.planner.index.targets] == [
+            t.dedication for t in scratch.planner.index.targets
+        ]
+        assert {n: w.request(Tenant) for n, w in theirs.planner.workloads.items()} == {
+            n: w.request(Tenant) for n, w in scratch.planner.workloads.items()
+        }
+        assert theirs.spec.settings == scratch.spec.settings
+        assert (theirs.state.free == scratch.state.free).all()

@@ -326,3 +326,71 @@ def released_implicit(
     found = Dedication(host, index.targets[position].kind, owner)
     own: dict[str, Dedication | None] = {host: None}
     return Rededicated(found, (), _as_read(snapshot, own), own, {position: None})
+
+
+def from_rows(
+    spec: Spec,
+    snapshot: Snapshot,
+    index: TargetIndex,
+    topology: Topology,
+    entries: list[dict[str, Any]],
+) -> list[Rededicated] | None:
+    """The dedications another replica committed, read from the rows (`entries`: every
+    one, as a world read lists them), as the changes that make the cached world's into
+    them: one for each resource whose dedication differs, the outermost first, each as
+    `judge` makes it (the owner in force on every host at or below it). None when only a
+    whole read can take them: a world with no tenancy or with storage pools, or a
+    resource the world does not hold."""
+    old = {entry["resource"]: entry for entry in snapshot.dedications}
+    new = {entry["resource"]: entry for entry in entries}
+    changed = [r for r in (*old, *(r for r in new if r not in old)) if old.get(r) != new.get(r)]
+    if not changed:
+        return []
+    tenancy = spec.tenancy
+    if tenancy is None or snapshot.storage or any(r not in snapshot.nodes for r in changed):
+        return None
+    rules = Dedications(tenancy, topology, lambda host: (), lambda: spec.settings.now)
+    try:
+        for entry in entries:
+            rules.dedicate(
+                ROOT_ADMIN,
+                entry["resource"],
+                entry["domain"],
+                entry.get("account"),
+                bool(entry.get("implicit")),
+            )
+    except DedicationError:
+        return None
+    found: list[Rededicated] = []
+    for resource in sorted(changed, key=snapshot.depth):
+        hosts = (
+            [resource]
+            if topology.is_leaf(resource)
+            else [node for node in topology.below(resource) if topology.is_leaf(node)]
+        )
+        positions = {host: index.position[host] for host in hosts if host in index.position}
+        now = rules.items.get(resource)
+        if now is None:
+            was = old[resource]
+            kind = index.targets[positions[resource]].kind if resource in positions else ""
+            owner = Owner(was["domain"], was.get("account"), bool(was.get("implicit")))
+            made = Dedication(resource, topology.kinds.get(resource, kind), owner)
+        else:
+            made = now
+        zone = topology.kinds.get(resource) == ZONE
+        found.append(
+            Rededicated(
+                made,
+                (),
+                entries,
+                {resource: now},
+                {position: rules.owner(host)[0] for host, position in positions.items()},
+                {
+                    position: now.owner if now is not None else None
+                    for position in positions.values()
+                }
+                if zone
+                else {},
+            )
+        )
+    return found

@@ -42,7 +42,7 @@ from placed.model.workload import Avoid, Mode, Near
 from placed.operations.batch_commits import CommitProcess
 from placed.operations.store import Store, Transaction
 from placed.policy.affinity import mirror_avoids
-from placed.policy.dedication import IMPLICIT_EVENT, DedicationState
+from placed.policy.dedication import IMPLICIT_EVENT, DedicationState, rededicate
 from placed.policy.directives import directed_of
 from placed.service import (
     audit,
@@ -633,10 +633,13 @@ class ReplicaWorld:
                 return cached
             changed = int(settings.get(session, world.CHANGED_SETTING, 0) or 0)
             reshaped = int(settings.get(session, world.RESHAPED_SETTING, 0) or 0)
+            ruled = int(settings.get(session, world.RULES_SETTING, 0) or 0)
             if (
                 cached is not None
                 and reshaped <= cached.revision
-                and self._claims_since(session, cached, current, changed > cached.revision)
+                and self._claims_since(
+                    session, cached, current, changed > cached.revision, ruled, cached.revision
+                )
             ):
                 return cached
             snapshot = world.read(session)
@@ -674,13 +677,22 @@ class ReplicaWorld:
         return self._cached
 
     def _claims_since(
-        self, session: Transaction, cached: Cached, current: int, resized: bool = False
+        self,
+        session: Transaction,
+        cached: Cached,
+        current: int,
+        resized: bool = False,
+        ruled: int = 0,
+        since: int = 0,
     ) -> bool:
         """Bring the cache to `current` from the claims committed since (each a new
         workload with its units placed), and with `resized` the deletes and count changes
-        committed as deltas since (`_resized`). False when one cannot be read that way."""
+        committed as deltas since (`_resized`), and the rules changed since (`ruled`: the
+        revision of their last change, after `since`): dedications and the world's
+        settings (`_rules_from_rows`). False when one cannot be read that way."""
         snapshot = cached.snapshot
-        claimed = claimed_since(session, cached.revision, resized)
+        rules = resized and ruled > since
+        claimed = claimed_since(session, cached.revision, resized, rules)
         rewritten: set[str] = set()
         if resized:
             done = self._resized(cached, claimed)
@@ -745,7 +757,45 @@ class ReplicaWorld:
             made = tuple(planner.workloads[name] for name in models)  # mirrored, some
             cached.spec = dataclasses.replace(cached.spec, workloads=(*kept, *made))
             planner.spec = cached.spec
+        if rules and not self._rules_from_rows(cached, claimed, ruled):
+            return False
         snapshot.revision = cached.revision = current
+        return True
+
+    def _rules_from_rows(self, cached: Cached, claimed: Claimed, ruled: int) -> bool:
+        """The world's settings and dedications as the rows hold them (`claimed`, read
+        with the rules), where they differ from the cache's, applied as the leader's
+        deltas applied them (live_settings.stored, `_store_dedication` and the owners in
+        the plan state), at revision `ruled`. False when the cache's world is not one
+        those deltas change (then only a whole read knows)."""
+        snapshot = cached.snapshot
+        entries, found = claimed.dedications, claimed.settings
+        if entries is None or found is None:
+            return False
+        if cached.pending or not cached.fitting or cached.coupling.readers is None:
+            return False
+        for key in world.SPEC_SETTINGS:
+            now, was = found.get(key), snapshot.settings.get(key)
+            if now == was:
+                continue
+            if now is None:
+                return False  # a setting unset: the general path's
+            reset = live_settings.Reset(key, now, was)
+            cached.spec = live_settings.stored(cached.spec, snapshot, cached.planner, reset, ruled)
+        ordered = sorted(entries, key=lambda entry: snapshot.depth(entry["resource"]))
+        changes = rededication.from_rows(
+            cached.spec,
+            snapshot,
+            cached.planner.index,
+            cached.dedication_topology(),
+            ordered,
+        )
+        if changes is None:
+            return False
+        for change in changes:
+            _store_dedication(cached, change, ruled)
+            rededicate(cached.state, change.in_force, change.zone_owners)
+        snapshot.rules_revision = ruled
         return True
 
     def _resized(self, cached: Cached, claimed: Claimed) -> set[str] | None:

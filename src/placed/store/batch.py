@@ -32,7 +32,7 @@ from placed.store.tables import (
     now,
     table_of,
 )
-from placed.store.world import CHANGED_SETTING, RESHAPED_SETTING, RULES_SETTING
+from placed.store.world import CHANGED_SETTING, RULES_SETTING
 
 # Rows per multi-row statement: far below SQLite's and PostgreSQL's bound parameters.
 ROWS_PER_STATEMENT = 500
@@ -557,22 +557,18 @@ def _plan(
                 )
             )
         # Another replica brings its world forward from the rows of new, deleted and
-        # resized workloads, of targets' new states and of the units that moved, and of
-        # locations and targets added (its `_claims_since`); a dedication or a setting
-        # since tells it to read the whole world. Those change a rule every plan is judged
-        # by: a general path planned on the rules before them is stale too.
+        # resized workloads, of targets' new states and of the units that moved, of
+        # locations and targets added, and of dedications and settings (its
+        # `_claims_since`); only a whole plan's change (operations/transactions.py) tells
+        # it to read the whole world. A dedication or a setting changes a rule every plan
+        # is judged by: a general path planned on the rules before it is stale too.
         rules = bool(gone.dedications or gone.settings)
-        reshaped = rules
         changed = rules or any(
             (gone.workloads, gone.changed, gone.states, gone.moved, gone.inventory)
         )
         told = [
             (key, seen + 1)  # the batch's own revision: any other, and it is `Behind`
-            for key, wanted in (
-                (CHANGED_SETTING, changed),
-                (RESHAPED_SETTING, reshaped),
-                (RULES_SETTING, rules),
-            )
+            for key, wanted in ((CHANGED_SETTING, changed), (RULES_SETTING, rules))
             if wanted
         ]
         put = [*gone.settings, *told]

@@ -23,6 +23,7 @@ from placed.store.tables import (
     Unit,
     Workload,
 )
+from placed.store.world import dedication_entries, world_settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,12 +83,17 @@ class Claimed:
     # The locations and targets written since, locations first, each by id (a target's
     # rows are in `targets` too): those new to a cache are the inventory grown.
     nodes: list[WrittenNode] | None = None
+    # Every dedication (by id) and the world's settings, as a world read holds them: a
+    # change of the rules, read from the rows.
+    dedications: list[dict[str, Any]] | None = None
+    settings: dict[str, Any] | None = None
 
 
-def since(session: Session, revision: int, resized: bool = False) -> Claimed:
+def since(session: Session, revision: int, resized: bool = False, rules: bool = False) -> Claimed:
     """The rows written after `revision` that a claim writes (module docstring); with
     `resized`, those a delete, a count change or a move writes too (`Claimed.present`,
-    `Claimed.moved`): the units of a workload written since are all of its units now."""
+    `Claimed.moved`): the units of a workload written since are all of its units now;
+    with `rules` too, every dedication and the world's settings."""
     added = session.scalars(
         select(Workload).where(Workload.revision > revision).order_by(Workload.id)
     ).all()
@@ -164,7 +170,16 @@ def since(session: Session, revision: int, resized: bool = False) -> Claimed:
             .order_by(Unit.workload_id, Unit.ordinal)
         )
     ]
-    return Claimed(workloads, units, targets, present, moved, _nodes(session, revision))
+    return Claimed(
+        workloads,
+        units,
+        targets,
+        present,
+        moved,
+        _nodes(session, revision),
+        dedication_entries(session) if rules else None,
+        world_settings(session) if rules else None,
+    )
 
 
 def _nodes(session: Session, revision: int) -> list[WrittenNode]:

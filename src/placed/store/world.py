@@ -47,11 +47,12 @@ STORAGE_SETTING = "storage"
 # The revision of the last change that was more than claims of new workloads: a replica
 # whose world is newer than it reads the claims since from the rows alone.
 CHANGED_SETTING = "world.changed"
-# The revision of the last change that was more than claims, deletes, count changes and
-# targets' changes of state (with the units they moved) committed together as a delta
-# (store/batch.py): a replica whose world is newer than it reads all of those since from
-# the rows alone (a replica that knows only CHANGED_SETTING reads the whole world after
-# any of them).
+# The revision of the last change a whole plan made (operations/transactions.py): a
+# replica whose world is newer than it reads every change since from the rows alone, as
+# the live world's deltas wrote them (store/batch.py: claims, deletes, count changes,
+# targets' changes of state and the units they moved, targets added, dedications and
+# settings); a replica that knows only CHANGED_SETTING reads the whole world after any
+# of them.
 RESHAPED_SETTING = "world.reshaped"
 # The revision of the last change of the world's rules: a location, an offering, a
 # dedication, a setting or a storage pool. A change planned on rules older than the
@@ -386,6 +387,26 @@ def read(session: Session) -> Snapshot:
         }
         for row in session.scalars(select(OfferingRow).order_by(OfferingRow.id))
     ]
+    snapshot.dedications = dedication_entries(session, domain_names, account_names)
+    snapshot.settings = world_settings(session)
+    snapshot.storage = list(settings.get(session, STORAGE_SETTING, []) or [])
+    snapshot.rules_revision = int(settings.get(session, RULES_SETTING, 0) or 0)
+    snapshot.dedications.sort(key=lambda entry: snapshot.depth(entry["resource"]))
+    return snapshot
+
+
+def dedication_entries(
+    session: Session,
+    domain_names: dict[int, str] | None = None,
+    account_names: dict[int, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Every dedication row as a spec's `dedications:` entry, by id (`Snapshot.dedications`
+    before its sort by depth); the names of domains and accounts read when not given."""
+    if domain_names is None:
+        domain_names = dict(session.execute(select(Domain.id, Domain.name)).tuples().all())
+    if account_names is None:
+        account_names = dict(session.execute(select(Account.id, Account.name)).tuples().all())
+    found: list[dict[str, Any]] = []
     for dedication in session.scalars(select(DedicationRow).order_by(DedicationRow.id)):
         entry: dict[str, Any] = {
             "resource": dedication.resource,
@@ -395,12 +416,15 @@ def read(session: Session) -> Snapshot:
             entry["account"] = account_names[dedication.account_id]
         if dedication.implicit:  # a host a plan gave an account: the world holds it too
             entry["implicit"] = True
-        snapshot.dedications.append(entry)
+        found.append(entry)
+    return found
+
+
+def world_settings(session: Session) -> dict[str, Any]:
+    """The settings of the whole world that are set (`Snapshot.settings`)."""
+    found: dict[str, Any] = {}
     for key in SPEC_SETTINGS:
         value = settings.get(session, key)
         if value is not None:
-            snapshot.settings[key] = value
-    snapshot.storage = list(settings.get(session, STORAGE_SETTING, []) or [])
-    snapshot.rules_revision = int(settings.get(session, RULES_SETTING, 0) or 0)
-    snapshot.dedications.sort(key=lambda entry: snapshot.depth(entry["resource"]))
-    return snapshot
+            found[key] = value
+    return found
