@@ -225,7 +225,7 @@ def grown(after: Snapshot, added: Sequence[str], inventory: Inventory) -> Grown 
             under.setdefault(parent, []).append(by_id[node])
     order = {name: k for k, name in enumerate(after.targets)}
     targets = tuple(sorted((t for t in loaded.targets if t.id in new), key=lambda t: order[t.id]))
-    roots = _grafted(inventory.roots, under)
+    roots = _grafted(inventory.roots, under, after.parents)
     rows = tuple(
         batch.NewNode(
             node,
@@ -260,27 +260,31 @@ def _depth(after: Snapshot, node: str) -> int:
 
 
 def _grafted(
-    roots: tuple[Location, ...], under: Mapping[str | None, Sequence[Location]]
+    roots: tuple[Location, ...],
+    under: Mapping[str | None, Sequence[Location]],
+    parents: Mapping[str, str | None],
 ) -> tuple[Location, ...]:
     """`roots` with each location of `under` the last child of the location it names
-    (None: a root), each changed location's ancestors made again, every other one kept."""
-    parent_of: dict[str, str | None] = {}
+    (None: a root), each changed location's ancestors made again, every other one kept.
+    `parents`: each node's parent, which finds a location's path from its root without
+    walking the tree."""
     found: dict[str, Location] = {}
-    stack: list[tuple[Location, str | None]] = [(root, None) for root in roots]
-    while stack:
-        location, parent = stack.pop()
-        found[location.id] = location
-        parent_of[location.id] = parent
-        stack.extend((child, location.id) for child in location.children)
     changed: dict[str, int] = {}  # every location whose children change, by depth
     for parent in under:
-        at = parent
-        while at is not None and at not in changed:
-            depth, up = 0, parent_of[at]
-            while up is not None:
-                depth, up = depth + 1, parent_of[up]
-            changed[at] = depth
-            at = parent_of[at]
+        if parent is None:
+            continue
+        path: list[str] = []
+        at: str | None = parent
+        while at is not None:
+            path.append(at)
+            at = parents.get(at)
+        path.reverse()
+        level: Sequence[Location] = roots
+        for depth, name in enumerate(path):
+            location = found.get(name) or next(child for child in level if child.id == name)
+            found[name] = location
+            changed[name] = depth
+            level = location.children
     made: dict[str, Location] = {}
     for name in sorted(changed, key=changed.__getitem__, reverse=True):
         location = found[name]
