@@ -1,8 +1,10 @@
 """The live world's stateful tests (tests/test_live_world.py), run longer than `make test`
 runs them: random claims, deletes, count changes, targets down, up and drained and the
-document applied again; and conductors lost and back in a mapping fleet and nodes in an
-edge fleet (every-mode workloads), with allocations claimed and deleted among them. The
-live state is checked against a plan from scratch of the stored rows after every step.
+document applied again; conductors lost and back in a mapping fleet and nodes in an
+edge fleet (every-mode workloads), and racks of hosts added to a cloud, with allocations
+claimed and deleted among them. The live state, in the replica that made the changes and
+in another on the same store, is checked against a plan from scratch of the stored rows
+after every step.
 
     .venv/bin/python benchmarks/live_world.py [--examples 100]
 """
@@ -24,6 +26,7 @@ TESTS = [
     "tests/test_live_world.py::test_random_claims_and_deletes_keep_the_live_world_the_stored_one",
     "tests/test_live_world.py::test_random_conductors_lost_and_back_keep_the_live_world_the_stored_one",
     "tests/test_live_world.py::test_random_edge_nodes_lost_and_back_keep_the_live_world_the_stored_one",
+    "tests/test_live_world.py::test_random_hosts_added_lost_and_back_keep_the_live_world_the_stored_one",
 ]
 QUICK, FULL = 2, 100  # examples of 12 steps each (make test runs 12 itself)
 
@@ -68,9 +71,9 @@ def section(found: LiveWorld) -> list[str]:
         "",
         f"{found.examples} random sequences of 12 steps for each test (claims, deletes, count "
         "changes, targets down, up and drained, dedications, settings, documents applied; "
-        "and conductors lost and back in a mapping fleet and an edge fleet), the live state "
-        "checked against a "
-        "plan from scratch of the stored rows after each step: "
+        "conductors lost and back in a mapping fleet and an edge fleet; racks of hosts "
+        "added), the live state, in the replica that made the changes and in another, "
+        "checked against a plan from scratch of the stored rows after each step: "
         + ("**passed**" if found.ok else "**FAILED**")
         + f" in {found.seconds:.0f} s.",
         "",
