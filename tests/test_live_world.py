@@ -2251,9 +2251,9 @@ def inventory_rows(app: FastAPI) -> dict[str, Any]:
     """The inventory as stored: locations and targets with what the general path writes
     of each, their resources and liveness."""
     with reading(app.state.database) as session:
-        names: dict[int | None, str] = dict(
-            session.execute(select(Location.id, Location.name)).tuples().all()
-        )
+        names: dict[int | None, str] = {
+            id_: name for id_, name in session.execute(select(Location.id, Location.name))
+        }
         return {
             "locations": sorted(
                 (row.name, names.get(row.parent_id), row.kind, row.tags, row.properties,

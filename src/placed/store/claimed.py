@@ -196,11 +196,12 @@ def _nodes(session: Session, revision: int) -> list[WrittenNode]:
         .order_by(Target.id)
     ).all()
     parents = {row.parent_id for row in locations} | {row.location_id for row in targets}
-    names = dict(
-        session.execute(select(Location.id, Location.name).where(Location.id.in_(parents - {None})))
-        .tuples()
-        .all()
-    )
+    names = {
+        id_: name
+        for id_, name in session.execute(
+            select(Location.id, Location.name).where(Location.id.in_(parents - {None}))
+        )
+    }
     return [
         WrittenNode(row.name, names.get(row.parent_id), dict(row.spec), row.document, False)
         for row in locations

@@ -403,9 +403,11 @@ def dedication_entries(
     """Every dedication row as a spec's `dedications:` entry, by id (`Snapshot.dedications`
     before its sort by depth); the names of domains and accounts read when not given."""
     if domain_names is None:
-        domain_names = dict(session.execute(select(Domain.id, Domain.name)).tuples().all())
+        domain_names = {id_: name for id_, name in session.execute(select(Domain.id, Domain.name))}
     if account_names is None:
-        account_names = dict(session.execute(select(Account.id, Account.name)).tuples().all())
+        account_names = {
+            id_: name for id_, name in session.execute(select(Account.id, Account.name))
+        }
     found: list[dict[str, Any]] = []
     for dedication in session.scalars(select(DedicationRow).order_by(DedicationRow.id)):
         entry: dict[str, Any] = {
