@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from in_process import applied_world, both_ways, median_ms
+from placed.operations.placing import silent
 from placed.service import workloads
 from placed.service.apply import apply
-from placed.service.placing import silent
 from placed.service.workloads import ROOT as ROOT_CALLER
 from placed.spec.schema import WorkloadSpec
 from placed.store.claims import Actor

@@ -118,7 +118,7 @@ class ClaimRun:
     running: int  # units placed by the applied spec before the claims
     apply_seconds: float
     # The first claim after the apply, sent alone before the window opens: the server
-    # builds its world at the new revision for it (service/replica.py).
+    # builds its world at the new revision for it (operations/replica.py).
     first_claim_seconds: float
     seconds: float  # from the first claim sent to the last answer
     committed: int
@@ -674,8 +674,8 @@ def stage_functions() -> list[tuple[str, list[Callable[..., Any]]]]:
     (none inside another's, so their times add up)."""
     from placed.engine.planner import Planner
     from placed.engine.report import Explainer
-    from placed.operations import transactions
-    from placed.service import placing, workloads
+    from placed.operations import placing, transactions
+    from placed.service import workloads
     from placed.spec.load import load_spec_data
     from placed.store import world
     from placed.store.world import Snapshot

@@ -3,7 +3,7 @@ caller, with the role matrix's example and with hostile variants (a prune naming
 tenant's document, by its name or by `?source=`; another account's workload named in a
 claim, an update, an apply, a delete), leaves everything outside the caller's scope as
 it was. "Outside" is read from the rows here, independently of the rule in
-service/change_scope.py: a digest of every table with the caller's own workloads (and
+operations/change_scope.py: a digest of every table with the caller's own workloads (and
 what follows from them: their units, their placements, the usage they take) left out."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """store/merge.py's record of what the documents wrote: the apply delta
-(service/live_apply.py) compares the world's large maps only at those keys, so a key the
+(operations/live_apply.py) compares the world's large maps only at those keys, so a key the
 merge changes but does not record would let a change of the inventory pass as workloads
 alone."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from placed.service.live_apply import difference
+from placed.operations.live_apply import difference
 from placed.spec.schema import SpecDocument
 from placed.store import merge
 from placed.store.world import Snapshot

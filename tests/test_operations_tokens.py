@@ -9,9 +9,8 @@ from collections.abc import Iterator, Mapping
 import pytest
 from sqlalchemy import Engine
 
-from placed.operations import tokens
+from placed.operations import change_scope, tokens
 from placed.operations.errors import Conflict, Forbidden, Invalid, NotFound, OperationError
-from placed.service import change_scope
 from placed.store import accounts, domains, schema
 from placed.store.claims import Actor
 from placed.store.database import make_engine, writing

@@ -18,11 +18,11 @@ from fastapi.testclient import TestClient
 from httpx import Response
 from sqlalchemy import Engine, delete, select
 
+from placed.operations.cloudstack import MAX_FAILURE_EVENTS
 from placed.service import locations as locations_route
 from placed.service import targets as targets_route
 from placed.service.app import create_app
 from placed.service.auth import Caller
-from placed.service.cloudstack import MAX_FAILURE_EVENTS
 from placed.service.context import principal
 from placed.store import schema, tokens
 from placed.store.database import make_engine, reading, writing

@@ -45,7 +45,7 @@ def test_each_event_is_one_json_log_line_and_counted(
     # One line per committed event, the same fields as GET /v1/events; none for the 404.
     assert lines == stored
     kinds = {line["kind"] for line in lines}
-    # The units' moves, and the audit trail of what the apply created (service/audit.py).
+    # The units' moves, and the audit trail of what the apply created (operations/audit.py).
     assert kinds - {"unit.placed", "target.down", "unit.moved"} == {
         "target.created",
         "workload.created",

@@ -19,10 +19,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from placed import collector
-from placed.operations import transactions
-from placed.service import create_app, placing, problems, workloads
-from placed.service import replica as replica_module
-from placed.service.replica import ReplicaWorld, Ticket
+from placed.operations import placing, transactions
+from placed.operations import replica as replica_module
+from placed.operations.errors import OperationError
+from placed.operations.replica import ReplicaWorld, Ticket
+from placed.service import create_app, problems, workloads
 from placed.spec.schema import WorkloadSpec
 from placed.store import revision
 from placed.store.claims import Actor
@@ -61,7 +62,7 @@ def served_again(database: str) -> tuple[FastAPI, None]:
 
 
 def kind_of(error: BaseException | None) -> str | None:
-    return error.kind if isinstance(error, problems.ProblemException) else None
+    return error.kind if isinstance(error, problems.ProblemException | OperationError) else None
 
 
 def test_a_group_is_planned_in_turn_and_committed_under_one_revision(database: str) -> None:
@@ -228,7 +229,7 @@ def test_tenants_claims_on_the_cache_place_as_the_whole_world_plan_does(
                 outcomes.append(
                     sorted((p["unit"], p["target"], p["reason"]) for p in answer["placements"])
                 )
-            except problems.ProblemException as error:
+            except (problems.ProblemException, OperationError) as error:
                 outcomes.append([(error.kind, error.detail)])
         assert outcomes[0] == outcomes[1], body
     # A claim the cache would refuse goes the general path, which says why (U2's third

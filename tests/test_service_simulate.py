@@ -89,7 +89,7 @@ def test_root_sees_every_move_as_the_cli_prints_it_and_nothing_changes(database:
     assert {m["from"] for m in found["moves"]} == {down}
     # The same document `placed simulate` prints for the world as a spec: the world
     # exported as the store reads it gives the same moves.
-    from placed.service import placing
+    from placed.operations import placing
     from placed.store import world as stored
     from placed.store.database import reading
 

@@ -1,4 +1,4 @@
-"""GET /v1/units/{unit} from the replica's world in memory (service/cached_explain.py)
+"""GET /v1/units/{unit} from the replica's world in memory (operations/cached_explain.py)
 says what the general path says (units.described: the whole world read, loaded and
 planned again): for placed, pending, mapping and every-mode units, after claims this
 replica took, claims another replica took, and a target another replica took down, so
@@ -15,8 +15,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from placed.operations.replica import ReplicaWorld
 from placed.service import create_app, problems, units
-from placed.service.replica import ReplicaWorld
 from placed.service.ui import pages
 from placed.store import world
 from placed.store.database import make_engine, reading
@@ -171,7 +171,7 @@ def test_a_unit_out_of_reach_is_not_found_from_the_cache_either(database: str) -
         lambda: units.described(app.state.database, unit, {"U2"}),
     ]
     for way in ways:
-        with pytest.raises(problems.ProblemException) as refused:
+        with pytest.raises(problems.ProblemException) as refused, problems.operation_errors():
             way()
         assert refused.value.status == 404
     assert from_cache(app, unit, {"A1"})["account"] == "A1"

@@ -26,11 +26,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, select, update
 
+from placed.operations import placing
+from placed.operations.rededication import DEDICATE, Rededicating
+from placed.operations.replica import ReplicaWorld
 from placed.service import apply as applying
-from placed.service import dedications, placing, problems, workloads
+from placed.service import dedications, problems, workloads
 from placed.service.controller import Controller, Options
-from placed.service.rededication import DEDICATE, Rededicating
-from placed.service.replica import ReplicaWorld
 from placed.service.workloads import ROOT
 from placed.spec.schema import WorkloadSpec
 from placed.store import schema
@@ -132,6 +133,10 @@ class Service:
         self.replicas = [ReplicaWorld(), ReplicaWorld()]
 
     def apply(self, document: dict[str, Any]) -> None:
+        with problems.operation_errors():
+            self._apply(document)
+
+    def _apply(self, document: dict[str, Any]) -> None:
         applying.apply(
             self.engine,
             json.dumps(document).encode(),
@@ -150,10 +155,12 @@ class Service:
             # Called while that replica's own batch commits (`between`): this claim
             # stands for another process, which has a replica world of its own.
             found = self.replicas[1 - replica]  # type: ignore[operator]
-        workloads.claim(self.engine, WorkloadSpec.model_validate(spec), Actor(), found)
+        with problems.operation_errors():
+            workloads.claim(self.engine, WorkloadSpec.model_validate(spec), Actor(), found)
 
     def release(self, name: str) -> None:
-        workloads.remove(self.engine, name, None, Actor())
+        with problems.operation_errors():
+            workloads.remove(self.engine, name, None, Actor())
 
 
 @pytest.fixture
@@ -388,7 +395,8 @@ class Changes:
 
 def attempt(log: list[str], what: str, change: Callable[[], None]) -> None:
     try:
-        change()
+        with problems.operation_errors():
+            change()
     except problems.ProblemException as error:
         log.append(f"{what}: {error.status} {error.kind}")
     else:

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, create_engine, exc, select, text
 
+from placed.operations.placing import silent
 from placed.service.apply import apply
-from placed.service.placing import silent
 from placed.service.workloads import ROOT
 from placed.store import batch, events, revision
 from placed.store.claims import Actor

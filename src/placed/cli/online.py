@@ -746,7 +746,7 @@ def _event_row(e: dict[str, Any], wide: bool) -> list[str]:
     elif e["kind"] == "document.pruned":
         detail = "deleted " + ", ".join(str(d) for d in details.get("deleted") or [])
     elif details.get("document") and e["kind"].endswith((".created", ".changed", ".deleted")):
-        # An audit event (service/audit.py): which document the object belongs to.
+        # An audit event (operations/audit.py): which document the object belongs to.
         detail = f"document {details['document']}"
     elif e["kind"] == "migration.refused" and details.get("operation") == "drain":
         detail = f"stays on {details.get('from')}: {details.get('error')}"

@@ -197,7 +197,7 @@ def move_causes(
     came_up: set[str],
 ) -> list[str]:
     """Why a unit left `source` for where `new` put it, as `placed simulate` words it
-    (the live world's delta words its moves so too, service/replica.py)."""
+    (the live world's delta words its moves so too, operations/replica.py)."""
     destination = _target(new)
     causes = []
     if source in went_down:

@@ -1,4 +1,4 @@
-"""A served replica's batches committed by a process of its own (service/replica.py):
+"""A served replica's batches committed by a process of its own (operations/replica.py):
 the server's end (`CommitProcess`, which starts the child and hands it each batch), what
 the child does, and what the two ends say to each other on their pipe.
 

@@ -29,6 +29,29 @@ class Where:
         return found
 
 
+@dataclass(frozen=True, slots=True)
+class SpecPlace(Where):
+    """A place in a spec the request carried: its line and column (None when the
+    problem has no position, a key that is missing), and the document that defined what
+    it is about."""
+
+    line: int | None = None
+    column: int | None = None
+    # The document that defined what the place is about, when one does (`owned`; a
+    # stored workload applied before documents had names was defined by none).
+    defined_by: str | None = None
+    owned: bool = False
+
+    def document(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"pointer": self.pointer or ""}
+        found["line"] = self.line
+        found["column"] = self.column
+        found["detail"] = self.detail
+        if self.owned:
+            found["document"] = self.defined_by
+        return found
+
+
 class OperationError(Exception):
     """An operation refused and changed nothing. `where`: None when the refusal is about
     no place of the request (the problem then lists no errors)."""

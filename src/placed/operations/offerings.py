@@ -1,6 +1,6 @@
 """The service offerings (CloudStack's service offerings: a VM's size and whether it asks
 for dedicated resources). Their changes are planned and committed through
-service/placing.py's transact, and move here with it."""
+operations/placing.py's transact, and move here with it."""
 
 from __future__ import annotations
 

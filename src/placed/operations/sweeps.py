@@ -1,6 +1,6 @@
 """The controller's sweep where it meets the store: the heartbeats it judges, the
 liveness counts it reports, and the guard of each transaction that takes a stale target
-down or brings it back up (service/controller.py judges; service/placing.py plans and
+down or brings it back up (service/controller.py judges; operations/placing.py plans and
 operations/transactions.py writes the moves, telling the guard of each step).
 
 Fault hooks, for tests only: `PLACED_FAULT=point:N` (or `point:N:stop`) kills this
@@ -129,7 +129,7 @@ def _fence_opened(session: Session, leader: Leader, ttl_s: float) -> None:
 
 class Fence:
     """A sweep's fence for a change the live world writes in its batch's own
-    transaction (service/replica.py, on a Core connection): the lease checked as the
+    transaction (operations/replica.py, on a Core connection): the lease checked as the
     transaction opens and again, its row locked, before it commits, as `Guard` checks
     it. No fault hooks: a leader with one takes the general path, with its `Guard`."""
 

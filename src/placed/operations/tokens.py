@@ -1,7 +1,7 @@
 """Tokens: create one (its text is in that one answer and nowhere else), list them
 without their secrets, revoke one, and find the live token a request's text names.
 
-Who manages which token is the scope rule's (`TokenReach` in service/change_scope.py,
+Who manages which token is the scope rule's (`TokenReach` in operations/change_scope.py,
 passed in as `ReachRule` until that rule lives in this layer): a root-admin every one, a
 domain-admin those of its subtree. What a domain-admin may not see is answered as if it
 did not exist: NotFound for a token, Forbidden for a scope, whether or not the name

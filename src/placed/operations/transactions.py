@@ -1,5 +1,5 @@
 """Commit a planned change in one transaction: the store's half of the one path every
-change takes (service/placing.py plans it and hands it here with the plan to redo).
+change takes (operations/placing.py plans it and hands it here with the plan to redo).
 
 The plan runs on a snapshot read outside the write transaction, so replicas plan side
 by side; the commit checks each row it writes against the generation the snapshot saw
@@ -35,7 +35,7 @@ OPTIMISTIC_TRIES = 3
 
 
 class Change(Protocol):
-    """A planned change, as the writer reads it (service/placing.py's `Prepared`): the
+    """A planned change, as the writer reads it (operations/placing.py's `Prepared`): the
     world after it, the unit moves, what each target uses once it is done, the events it
     records itself, the targets it made (each with the workload it was made for), and
     the only workloads it may define otherwise than the world before it (None: any)."""

@@ -15,6 +15,7 @@ from starlette.routing import BaseRoute
 from placed import __version__
 from placed.operations import batch_commits
 from placed.operations.batch_commits import CommitProcess
+from placed.operations.replica import ReplicaWorld
 from placed.operations.store import Store
 from placed.operations.sweeps import Fault
 from placed.service import (
@@ -48,7 +49,6 @@ from placed.service.limits import BodyLimits
 from placed.service.lockout import AuthFailures
 from placed.service.middleware import RequestContext
 from placed.service.offload import Offload
-from placed.service.replica import ReplicaWorld
 from placed.service.ui import pages as console
 from placed.spec.schema import spec_json_schema
 from placed.store import notify
@@ -128,7 +128,7 @@ def create_app(
     app.state.event_bell = bell
     app.state.database = database
     app.state.log_json = log_json  # each event's log line as JSON (service/eventlog.py)
-    # The world in memory at one revision, for claims (service/replica.py).
+    # The world in memory at one revision, for claims (operations/replica.py).
     app.state.replica = ReplicaWorld()
     app.state.trusted_tokens = TrustedTokens()
     app.state.auth_failures = AuthFailures(auth_failures_per_minute)

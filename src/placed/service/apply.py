@@ -11,13 +11,14 @@ from starlette.concurrency import run_in_threadpool
 
 from placed.engine.documents import only_workloads
 from placed.engine.report import plan_document
-from placed.service import change_scope, context, documents, placing, problems
+from placed.operations import change_scope, placing, pointers
+from placed.operations.live_apply import Applying, document_events
+from placed.operations.replica import API_DOCUMENT, ReplicaWorld
+from placed.service import context, documents, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.bodies import read_body
-from placed.service.live_apply import Applying, document_events
 from placed.service.offload import OFFLOAD_BYTES, Offload
 from placed.service.plan import PLACED_BYTES, invalid_spec
-from placed.service.replica import API_DOCUMENT, ReplicaWorld
 from placed.spec import SpecError
 from placed.spec.juju.convert import native_document
 from placed.spec.juju.files import looks_like_juju_text
@@ -168,7 +169,7 @@ def _juju_focus(documents: list[SpecDocument], text: str, source: str) -> placin
         return placing.Focus({})
     names = {w.name for document in documents for w in document.workloads}
     paths = {
-        problems.pointer([section, str(name)]): (section, str(name))
+        pointers.pointer([section, str(name)]): (section, str(name))
         for name in data[section]
         if str(name) in names
     }
@@ -256,7 +257,7 @@ def apply(
     replica: ReplicaWorld | None = None,
 ) -> dict[str, Any]:
     """With `replica`, a delta on its live world when the documents change workloads
-    alone (service/live_apply.py), for a body small enough to read in the serving thread
+    alone (operations/live_apply.py), for a body small enough to read in the serving thread
     (`LIVE_BYTES`)."""
     reach = context.accounts_of(request_engine, caller)
     if (

@@ -9,12 +9,12 @@ from fastapi import Path, Query, Request
 from pydantic import Field
 
 from placed.operations import scopes
+from placed.operations.placing import Reporter
 from placed.operations.store import Store
 from placed.service import eventlog
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller
 from placed.service.bell import EventBell
 from placed.service.metrics import HttpMetrics
-from placed.service.placing import Reporter
 from placed.service.problems import ProblemException, request_id_of
 from placed.spec.schema import MAX_NAME, MAX_UNIT_NAME
 from placed.store.claims import Actor

@@ -36,17 +36,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from placed.operations import lease, sweeps
+from placed.operations import lease, placing, sweeps
 from placed.operations.errors import OperationError
 from placed.operations.lease import Fenced
+from placed.operations.replica import HEARTBEAT, ReplicaWorld, Retargeting
 from placed.operations.store import Store, StoreFailure
 from placed.operations.sweeps import Fault
-from placed.service import eventlog, placing
+from placed.service import eventlog
 from placed.service.bell import EventBell
 from placed.service.context import reporter_of
 from placed.service.metrics import HttpMetrics
 from placed.service.problems import ProblemException
-from placed.service.replica import HEARTBEAT, ReplicaWorld, Retargeting
 from placed.service.targets import replanned
 from placed.store.claims import Actor, Extra
 from placed.store.targets import Seen

@@ -34,9 +34,12 @@ from placed.model.dedications import (
     Offering,
 )
 from placed.model.tenancy import Principal
-from placed.operations import offerings, snapshots
+from placed.operations import cloudstack, offerings, placing, snapshots
+from placed.operations.live_settings import CONTROLLER_SETTINGS, Resetting
+from placed.operations.rededication import DEDICATE, RELEASE, UPDATE, Rededicating
+from placed.operations.replica import ReplicaWorld
 from placed.operations.store import Store
-from placed.service import cloudstack, context, placing, problems
+from placed.service import context, problems
 from placed.service.auth import (
     DOMAIN_ADMIN,
     EVERY_ROLE,
@@ -45,9 +48,6 @@ from placed.service.auth import (
     Caller,
     allow,
 )
-from placed.service.live_settings import CONTROLLER_SETTINGS, Resetting
-from placed.service.rededication import DEDICATE, RELEASE, UPDATE, Rededicating
-from placed.service.replica import ReplicaWorld
 from placed.service.targets import MoveView
 from placed.spec.schema import MAX_NAME, Identifier, SettingsSpec
 from placed.store import world
@@ -208,7 +208,7 @@ def change(
 ) -> dict[str, Any]:
     """Apply one dedication operation through the rules and plan the world it leaves.
     `named`: the resource the request's path names (404 when the world has none). With
-    `replica`, a delta on its live world when it can be one (service/rededication.py)."""
+    `replica`, a delta on its live world when it can be one (operations/rededication.py)."""
     if replica is not None:
         fast = replica.rededicate(engine, asked, actor, report)
         if fast is not None:
@@ -514,7 +514,7 @@ def put_setting(
     replica: ReplicaWorld | None = None,
 ) -> dict[str, Any]:
     """Change one setting of the whole world. With `replica`, a delta on its live world
-    when it can be one (service/live_settings.py)."""
+    when it can be one (operations/live_settings.py)."""
     if key in world.DOCUMENT_SETTINGS:
         raise problems.ProblemException(
             422,

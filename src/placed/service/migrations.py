@@ -33,14 +33,15 @@ from placed.model.dedications import (
     PERMISSION_DENIED,
     DedicationError,
 )
+from placed.operations import cloudstack, placing
+from placed.operations.replica import ReplicaWorld, Retargeting
 from placed.operations.store import Store
-from placed.service import cloudstack, context, placing, problems
+from placed.service import context, problems
 from placed.service.auth import (
     ROOT_ADMIN,
     Caller,
     allow,
 )
-from placed.service.replica import ReplicaWorld, Retargeting
 from placed.service.targets import AdminChange, MoveView, Reason, StateChange
 from placed.spec.schema import MAX_NAME
 from placed.store.claims import MOVED, Actor, Extra, Move

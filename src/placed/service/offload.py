@@ -22,7 +22,8 @@ from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from placed.service.problems import ProblemException
+from placed.operations.errors import OperationError
+from placed.service.problems import ProblemException, from_operation
 
 OFFLOAD_BYTES = 1024 * 1024
 WORKERS = 1  # large specs wait for each other, not for the server
@@ -42,7 +43,10 @@ def _bounded(memory: int) -> None:
 def as_outcome(work: Callable[..., bytes], *args: Any) -> Outcome:
     """Run `work` (in the worker) and say what it gave, a problem included, as plain data."""
     try:
-        return ("answer", work(*args))
+        try:
+            return ("answer", work(*args))
+        except OperationError as error:
+            raise from_operation(error) from error
     except ProblemException as problem:
         return (
             "problem",

@@ -27,6 +27,7 @@ from placed.operations.errors import (
     NotFound,
     OperationError,
 )
+from placed.operations.pointers import MAX_ERRORS, pointer, spec_places
 from placed.spec import SpecError
 
 MEDIA_TYPE = "application/problem+json"
@@ -209,15 +210,6 @@ def kind_for(status: int) -> str:
     return re.sub(r"[^a-z0-9]+", "-", _title(status).lower()).strip("-") or "error"
 
 
-def escape(part: str | int) -> str:
-    """One reference token of a JSON pointer (RFC 6901: ~ as ~0, / as ~1)."""
-    return str(part).replace("~", "~0").replace("/", "~1")
-
-
-def pointer(parts: Sequence[str | int]) -> str:
-    return "".join("/" + escape(part) for part in parts)
-
-
 def validation_errors(error: RequestValidationError) -> list[dict[str, Any]]:
     """FastAPI's errors, one per mistake, each at its place: a pointer for the body, a
     parameter for the query, path, headers or cookies."""
@@ -235,10 +227,6 @@ def validation_errors(error: RequestValidationError) -> list[dict[str, Any]]:
     return found
 
 
-# A problem document lists at most this many errors; its detail counts them all.
-MAX_ERRORS = 100
-
-
 def counted(count: int, what: str = "problem") -> str:
     """'3 problems', or '250 problems; the first 100 are listed' past MAX_ERRORS."""
     text = f"{count:,} {what}{'s' if count != 1 else ''}"
@@ -248,52 +236,8 @@ def counted(count: int, what: str = "problem") -> str:
 
 
 def spec_errors(error: SpecError, data: Any) -> list[dict[str, Any]]:
-    """A spec's problems as the body's errors (the first MAX_ERRORS): its key as a pointer
-    (resolved against the body, so a key with a dot in it stays one token), its line and
-    column."""
-    return [
-        {
-            "pointer": key_pointer(problem.key, data),
-            "line": problem.position.line if problem.position else None,
-            "column": problem.position.column if problem.position else None,
-            "detail": problem.message,
-        }
-        for problem in error.problems[:MAX_ERRORS]
-    ]
-
-
-def key_pointer(key: str, data: Any) -> str:
-    """`workloads[0].units` as `/workloads/0/units`. A dotted key is ambiguous (a tag name
-    may hold a dot), so each step takes the longest name the body really has at that
-    place, and splits at the next dot only where the body has none (a missing key)."""
-    parts: list[str | int] = []
-    rest, node = key, data
-    while rest:
-        if rest.startswith("["):
-            end = rest.find("]")
-            inside = rest[1:end] if end > 0 else ""
-            if inside.isdigit():
-                index = int(inside)
-                parts.append(index)
-                node = node[index] if isinstance(node, list) and index < len(node) else None
-                rest = rest[end + 1 :]
-                continue
-        if rest.startswith(".") and parts:
-            rest = rest[1:]
-        name = _name_at(rest, node)
-        parts.append(name)
-        node = node.get(name) if isinstance(node, dict) else None
-        rest = rest[len(name) :]
-    return pointer(parts)
-
-
-def _name_at(rest: str, node: Any) -> str:
-    ends = [i for i, char in enumerate(rest) if char in ".[" and i > 0] + [len(rest)]
-    if isinstance(node, dict):
-        for end in reversed(ends):
-            if rest[:end] in node:
-                return rest[:end]
-    return rest[: ends[0]]
+    """A spec's problems as the body's errors (operations/pointers.py:spec_places)."""
+    return [place.document() for place in spec_places(error, data)]
 
 
 async def _http_error(request: Request, error: Exception) -> JSONResponse:

@@ -21,9 +21,9 @@ from starlette.concurrency import run_in_threadpool
 from placed.engine.documents import ArgumentError, migration_document, simulation_document
 from placed.engine.planner import Planner
 from placed.engine.rebalance import UnknownTargetError, simulate
-from placed.operations import scopes, snapshots
+from placed.operations import cloudstack, placing, scopes, snapshots
 from placed.operations.store import Store
-from placed.service import cloudstack, context, placing, problems
+from placed.service import context, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.spec.schema import MAX_NAME
 from placed.store.world import Snapshot

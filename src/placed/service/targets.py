@@ -12,11 +12,12 @@ from starlette.concurrency import run_in_threadpool
 
 from placed.engine.planner import Planner
 from placed.engine.rebalance import simulate
+from placed.operations import placing
 from placed.operations import targets as operation
+from placed.operations.replica import BATCH, DOWN_OR_UP, ReplicaWorld, Retargeting
 from placed.operations.store import Store
-from placed.service import context, placing, problems
+from placed.service import context, problems
 from placed.service.auth import AGENT, DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
-from placed.service.replica import BATCH, DOWN_OR_UP, ReplicaWorld, Retargeting
 from placed.spec.schema import MAX_NAME
 from placed.store.claims import Actor, Extra
 from placed.store.world import Snapshot, TargetRow
@@ -175,7 +176,7 @@ def change_state(
 ) -> dict[str, Any]:
     """Take a target down or bring it up, moving its units in the same transaction;
     `dry_run`: plan the same and write nothing (the console's what-if). With `replica`,
-    a delta on its live world when it can be one (service/replica.py)."""
+    a delta on its live world when it can be one (operations/replica.py)."""
     if replica is not None and not dry_run:
         asked = Retargeting(((name, state),), reason, DOWN_OR_UP)
         fast = replica.retarget(engine, asked, actor, report)

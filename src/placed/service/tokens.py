@@ -18,8 +18,9 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from placed.operations import change_scope
 from placed.operations import tokens as operation
-from placed.service import change_scope, context, problems
+from placed.service import context, problems
 from placed.service.auth import AGENT, DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.spec.schema import MAX_NAME
 from placed.store.claims import Actor
@@ -97,7 +98,7 @@ class TokenList(BaseModel):
 
 
 def rule_of(actor: Actor) -> operation.ReachRule:
-    """The scope rule (service/change_scope.py) for the tokens `actor` manages."""
+    """The scope rule (operations/change_scope.py) for the tokens `actor` manages."""
 
     def reach(
         parents: Mapping[str, str | None], homes: Mapping[str, str]

@@ -2,7 +2,7 @@
 explanation `placed explain` prints: its workload planned again in the world as it is
 now, every target judged as the plan judged it.
 
-The replica's world in memory answers when it can (service/cached_explain.py: the
+The replica's world in memory answers when it can (operations/cached_explain.py: the
 unit's workload replayed on the cached index, at the store's current revision); the
 general path here reads and plans the whole world, and answers the same."""
 
@@ -15,11 +15,13 @@ from starlette.concurrency import run_in_threadpool
 
 from placed.engine.planner import Planner
 from placed.engine.trace import UnknownUnitError, trace, trace_document
+from placed.operations import cached_explain, placing
 from placed.operations import units as operation
+from placed.operations.errors import OperationError
+from placed.operations.replica import Cached, ReplicaWorld
 from placed.operations.store import Store
-from placed.service import cached_explain, context, documents, placing, problems
+from placed.service import context, documents, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
-from placed.service.replica import Cached, ReplicaWorld
 from placed.store import world
 
 router = APIRouter(prefix="/v1")
@@ -42,7 +44,7 @@ def describe(
                 found = replica.read_current(
                     engine, lambda cached: _from_cache(engine, cached, unit, accounts)
                 )
-            except problems.ProblemException:
+            except (problems.ProblemException, OperationError):
                 # The cache could not be built (a world the spec's rules refuse as a
                 # whole): the general path reads the world as it explains the unit.
                 break

@@ -13,13 +13,14 @@ from starlette.concurrency import run_in_threadpool
 
 from placed.engine.documents import only_workloads
 from placed.engine.report import plan_document
-from placed.operations import workload_listing
+from placed.operations import change_scope, cloudstack, placing, workload_listing
+from placed.operations.errors import Conflict, OperationError
+from placed.operations.replica import API_DOCUMENT, ReplicaWorld
 from placed.operations.store import Store
-from placed.service import change_scope, cloudstack, context, documents, placing, problems
+from placed.service import context, documents, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.bodies import bounded_units
 from placed.service.metrics import HttpMetrics
-from placed.service.replica import API_DOCUMENT, ReplicaWorld
 from placed.spec.load import workload_errors
 from placed.spec.schema import WorkloadSpec
 from placed.store.claims import Actor
@@ -176,10 +177,9 @@ def claim(
         unplaced = [o for o in prepared.result.unplaced if o.workload == spec.name]
         if unplaced:
             raise cloudstack.Unplaceable(
-                problems.ProblemException(
-                    409,
-                    "unplaceable",
+                Conflict(
                     f"{len(unplaced)} of the units cannot be placed: {unplaced[0].summary}",
+                    "unplaceable",
                 ),
                 cloudstack.placement_failures(prepared.result.events, spec.name),
             )
@@ -243,7 +243,7 @@ async def post_workload(
         answer: dict[str, Any] = await (
             run_in_threadpool(scoped_claim) if caller.role == DOMAIN_ADMIN else fast_claim()
         )
-    except problems.ProblemException as error:
+    except (problems.ProblemException, OperationError) as error:
         if error.kind == "unplaceable":
             found.schedule_attempts.labels("unplaceable").inc()
         raise
@@ -263,7 +263,7 @@ def update(
     reach = context.accounts_of(engine, caller)
     spec = _new_spec(name, change, caller, reach)
     if replica is not None:
-        # A delta on the live world when only the count changes (service/replica.py).
+        # A delta on the live world when only the count changes (operations/replica.py).
         fast = replica.rescale(engine, spec, change.generation, actor, report)
         if fast is not None:
             return fast
@@ -451,7 +451,7 @@ def remove(
 ) -> dict[str, Any]:
     if replica is not None:
         # A delta on the live world, committed with the claims beside it, when it can be
-        # one (service/replica.py); the caller's reach is judged there on the cached world.
+        # one (operations/replica.py); the caller's reach is judged there on the cached world.
         fast = replica.remove(engine, name, generation, actor, report)
         if fast is not None:
             return fast

@@ -1,4 +1,4 @@
-"""A group commit of new workloads and deleted ones (service/replica.py): the revision,
+"""A group commit of new workloads and deleted ones (operations/replica.py): the revision,
 each target's usage moved under the generation the caller saw, the workloads, units and
 placements made or deleted, the events and the history, in the caller's transaction.
 

@@ -2,7 +2,7 @@
 written since (each with its account's name), their placed units, and the targets written
 since with what each uses now; and, asked, which workloads there are. A replica's cached
 world adds them to come up to date without reading the whole world again
-(service/replica.py), when they are claims, deletes, count changes and targets' changes
+(operations/replica.py), when they are claims, deletes, count changes and targets' changes
 of state (the units they moved) alone."""
 
 from __future__ import annotations

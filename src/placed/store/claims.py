@@ -63,7 +63,7 @@ class Move:
 
 @dataclass(frozen=True, slots=True)
 class Actor:
-    """Who asks, for the events and for the scope rule (service/change_scope.py): a
+    """Who asks, for the events and for the scope rule (operations/change_scope.py): a
     token's accessor, role and scope (a domain-admin's domain, a user's account), and
     the request's id."""
 

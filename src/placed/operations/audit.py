@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched, touched
+from placed.operations.change_scope import CHANGED, CREATED, DELETED, Touched, touched
 from placed.store.claims import Extra
 from placed.store.world import Snapshot
 

@@ -16,7 +16,7 @@ import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from placed.collector import without_cycle_collection
@@ -27,12 +27,10 @@ from placed.engine.rebalance import Simulation
 from placed.engine.report import Explainer
 from placed.engine.state import PlanState
 from placed.model import Spec, Target
-from placed.operations import transactions
-from placed.operations.errors import Contended
+from placed.operations import audit, change_scope, pointers, transactions
+from placed.operations.errors import Conflict, Contended, Invalid, SpecPlace
 from placed.operations.store import Store
 from placed.policy.dedication import tenant_of
-from placed.service import audit, change_scope, problems
-from placed.service.problems import ProblemException
 from placed.spec import SpecError
 from placed.spec.load import load_spec_data
 from placed.store.claims import MOVED, PLACED, REMOVED, UNPLACED, Actor, Extra, Move
@@ -109,16 +107,15 @@ def world_spec(snapshot: Snapshot, focus: Focus | None = None) -> Spec:
         names = list(snapshot.workloads)
         errors = [
             _owned(e, names, document, snapshot, focus)
-            for e in problems.spec_errors(error, document)[:50]
+            for e in pointers.spec_places(error, document)[:50]
         ]
         count = len(error.problems)
         # The problems are the errors' (each with its pointer), as a spec's are: the
         # detail counts them rather than saying each twice.
-        raise ProblemException(
-            422,
-            "invalid-world",
+        raise Invalid(
             f"the change would leave a world placed cannot plan: {count} problem"
             + ("s" if count != 1 else ""),
+            "invalid-world",
             errors,
         ) from None
     return stored_order(spec, snapshot)
@@ -146,27 +143,27 @@ def stored_order(spec: Spec, snapshot: Snapshot) -> Spec:
 
 
 def _owned(
-    error: dict[str, Any],
+    error: SpecPlace,
     names: list[str],
     document: Mapping[str, Any],
     snapshot: Snapshot,
     focus: Focus | None,
-) -> dict[str, Any]:
+) -> SpecPlace:
     """`error` naming the document that defined what it is about (a workload, or a location
     or target of the inventory). A workload the request carries is pointed at in its body
     (`focus`); one stored before keeps the world document's pointer, which is no place in
     any file its caller has, so its detail names it."""
-    parts = str(error["pointer"]).split("/")[1:]
+    parts = str(error.pointer).split("/")[1:]
     if len(parts) >= 2 and parts[0] == "workloads" and parts[1].isdigit():
         index = int(parts[1])
         if index >= len(names):
             return error
         defined_by = snapshot.workloads[names[index]].document
-        owned = {**error, "document": defined_by}
+        owned = replace(error, defined_by=defined_by, owned=True)
         found = _refocused(owned, names, focus) if focus is not None else owned
         if found is owned:
             of = f" of document {defined_by!r}" if defined_by is not None else ""
-            found["detail"] = f"workload {names[index]!r}{of}: {error['detail']}"
+            found = replace(found, detail=f"workload {names[index]!r}{of}: {error.detail}")
         return found
     owner: str | None = None
     node: Any = document
@@ -179,21 +176,21 @@ def _owned(
             break
         if isinstance(node, dict) and str(node.get("id")) in snapshot.node_documents:
             owner = snapshot.node_documents[str(node["id"])]
-    return {**error, "document": owner} if owner is not None else error
+    return replace(error, defined_by=owner, owned=True) if owner is not None else error
 
 
-def _refocused(error: dict[str, Any], names: list[str], focus: Focus) -> dict[str, Any]:
-    found = _WORLD_WORKLOAD.match(str(error["pointer"]))
+def _refocused(error: SpecPlace, names: list[str], focus: Focus) -> SpecPlace:
+    found = _WORLD_WORKLOAD.match(str(error.pointer))
     if found is None or int(found[1]) >= len(names):
         return error
     carried = focus.workloads.get(names[int(found[1])])
     if carried is None:
         return error  # a workload the request did not send: the world's pointer stays
-    pointer = carried if focus.whole else carried + str(error["pointer"])[found.end() :]
+    pointer = carried if focus.whole else carried + str(error.pointer)[found.end() :]
     where = focus.locate(pointer) if focus.locate is not None else None
     if where is None:
-        return {**error, "pointer": pointer}
-    return {**error, "pointer": pointer, "line": where[0], "column": where[1]}
+        return replace(error, pointer=pointer)
+    return replace(error, pointer=pointer, line=where[0], column=where[1])
 
 
 def usage(planner: Planner, state: PlanState, after: Snapshot) -> dict[str, dict[str, float]]:
@@ -318,13 +315,12 @@ def _within_capacity(after: Snapshot, used: Mapping[str, Mapping[str, float]]) -
         capacity = after.targets[name].capacity
         for resource, amount in sorted(resources.items()):
             if amount > capacity.get(resource, amount) + 1e-9:
-                raise ProblemException(
-                    409,
-                    "capacity-in-use",
+                raise Conflict(
                     f"{name}'s units would use {amount:g} {resource}, more than its "
                     f"capacity of {capacity[resource]:g}: units stay where they run, so "
                     f"move or remove some first (placed target drain {name}, placed "
                     "replace)",
+                    "capacity-in-use",
                 )
 
 
@@ -609,7 +605,7 @@ def transact(
     """Plan with `prepare` on a snapshot and commit what it says, trying again on fresh
     rows when someone else changed them first (operations/transactions.py). Whatever
     `prepare` says, a change that touches anything out of `actor`'s scope is a 403 and
-    commits nothing (service/change_scope.py)."""
+    commits nothing (operations/change_scope.py)."""
 
     def checked(snapshot: Snapshot) -> Prepared:
         prepared = prepare(snapshot)
@@ -636,7 +632,7 @@ def transact(
 
 
 def _trail(before: Snapshot, prepared: Prepared) -> list[Extra]:
-    """The change's audit events (service/audit.py), those it records itself left out."""
+    """The change's audit events (operations/audit.py), those it records itself left out."""
     return audit.events(
         before, prepared.after, prepared.made_for, prepared.extra, prepared.workloads
     )

@@ -1,4 +1,4 @@
-"""A setting of the whole world changed as a delta on the live world (service/replica.py):
+"""A setting of the whole world changed as a delta on the live world (operations/replica.py):
 CloudStack's implicit.dedication.enable, or the controller's heartbeat and guard
 settings.
 

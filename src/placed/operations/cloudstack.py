@@ -21,11 +21,10 @@ from typing import Any
 from placed.engine.cloud import Cloud
 from placed.model.dedications import PERMISSION_DENIED, Dedication, DedicationError, Event
 from placed.model.tenancy import Principal
-from placed.operations import refusals
+from placed.operations import placing, refusals
+from placed.operations.errors import Conflict, Forbidden, OperationError
 from placed.operations.store import Store
 from placed.policy.dedication import PLACEMENT_FAILED, ZONE_CLOSED_EVENT
-from placed.service import placing
-from placed.service.problems import ProblemException
 from placed.store.claims import Actor, Extra
 from placed.store.world import Snapshot
 
@@ -52,17 +51,18 @@ def principal_of(cloud: Cloud, text: str) -> Principal:
     agent, an account or domain that is not there) may do nothing here."""
     found = cloud.tenancy.principal(text)
     if found is None:
-        raise ProblemException(
-            403,
-            PERMISSION_DENIED,
+        raise Forbidden(
             f"the caller ({text}) is no root admin, domain admin or user of this world's tenancy",
+            PERMISSION_DENIED,
         )
     return found
 
 
-def problem(error: DedicationError) -> ProblemException:
-    status = 403 if error.kind == PERMISSION_DENIED else 409
-    return ProblemException(status, error.kind, error.message)
+def problem(error: DedicationError) -> OperationError:
+    """The rules' refusal as the operation's: the caller's role refused, or the world."""
+    if error.kind == PERMISSION_DENIED:
+        return Forbidden(error.message, error.kind)
+    return Conflict(error.message, error.kind)
 
 
 class Refusal(Exception):
@@ -88,7 +88,7 @@ class Refusal(Exception):
 
 def record(
     engine: Store, refusal: Refusal, actor: Actor, report: placing.Reporter = placing.silent
-) -> ProblemException:
+) -> OperationError:
     """Write the refusal's event (it changes no row of the world, so the revision stays),
     report it as any change's events are reported (its log line, the long-poll's wake),
     and return the problem to answer."""
@@ -111,7 +111,7 @@ class Unplaceable(Exception):
     """A claim some unit of which found no place: the failures the rules recorded for
     its units, written once the claim's transaction is rolled back, then the problem."""
 
-    def __init__(self, answer: ProblemException, failures: Sequence[Extra]) -> None:
+    def __init__(self, answer: OperationError, failures: Sequence[Extra]) -> None:
         super().__init__(answer.detail)
         self.answer = answer
         self.failures = failures
@@ -145,7 +145,7 @@ def placement_failures(found: Sequence[Event], workload: str) -> list[Extra]:
 
 def record_unplaceable(
     engine: Store, refused: Unplaceable, actor: Actor, report: placing.Reporter = placing.silent
-) -> ProblemException:
+) -> OperationError:
     """Write the claim's failure events (no row of the world changes: the revision
     stays), report them as any change's events are reported, and return the problem."""
     if not refused.failures:

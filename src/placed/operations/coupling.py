@@ -1,5 +1,5 @@
 """How the live world's workloads are tied to each other, which says what a change can be a
-delta for (service/replica.py): a delete, a count change or a move of a workload's units
+delta for (operations/replica.py): a delete, a count change or a move of a workload's units
 is what a whole plan makes of it only when no other workload's verdicts read it.
 
 A `Coupling` is read from the world when it is built, and changed by a claim that reads

@@ -1,4 +1,4 @@
-"""One unit explained on the replica's world in memory (service/replica.py): what
+"""One unit explained on the replica's world in memory (operations/replica.py): what
 GET /v1/units/{unit} answers, without reading the whole world, loading it as a spec and
 building its index again for each unit asked about (seconds on 10,000 targets).
 
@@ -30,8 +30,8 @@ from placed.engine.planner import Planner
 from placed.engine.trace import UnknownUnitError, trace, trace_document
 from placed.model import Spec
 from placed.model.spec import Running
+from placed.operations.replica import Cached
 from placed.policy.capacity import resource_names
-from placed.service.replica import Cached
 from placed.spec.juju.files import unit_number
 from placed.store.world import Snapshot
 

@@ -6,7 +6,7 @@ its units there, and commits them with `used = used + delta` guarded by each tar
 generation. An account and an offering are read against the cached world's tenancy and
 offerings, and its dedications are in the cached index and state, as in a whole plan;
 near and avoid read the named workloads' units in the state, and a Juju directive is
-read against the workloads it names (service/coupling.py says which claims qualify, and
+read against the workloads it names (operations/coupling.py says which claims qualify, and
 which later changes of the workloads they name stay deltas). When the write transaction
 starts right after the cached revision (its lock is the revision row's), nothing else
 can have changed, and the cache moves to the new revision with the claim in it;
@@ -39,22 +39,10 @@ from placed.engine.state import PlanState
 from placed.model import Running, Spec, Workload
 from placed.model.dedications import Owner, Topology
 from placed.model.workload import Avoid, Mode, Near
+from placed.operations import audit, change_scope, live_apply, live_settings, placing, rededication
 from placed.operations.batch_commits import CommitProcess
-from placed.operations.store import Store, Transaction
-from placed.policy.affinity import mirror_avoids
-from placed.policy.dedication import IMPLICIT_EVENT, DedicationState, rededicate
-from placed.policy.directives import directed_of
-from placed.service import (
-    audit,
-    change_scope,
-    live_apply,
-    live_settings,
-    placing,
-    problems,
-    rededication,
-)
-from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched
-from placed.service.coupling import (
+from placed.operations.change_scope import CHANGED, CREATED, DELETED, Touched
+from placed.operations.coupling import (
     READS_OTHERS,
     Coupling,
     claimable,
@@ -62,9 +50,14 @@ from placed.service.coupling import (
     names_others,
     reads_others,
 )
-from placed.service.live_apply import Applying, Difference
-from placed.service.live_settings import Reset, Resetting
-from placed.service.rededication import Rededicated, Rededicating
+from placed.operations.errors import Conflict, OperationError
+from placed.operations.live_apply import Applying, Difference
+from placed.operations.live_settings import Reset, Resetting
+from placed.operations.rededication import Rededicated, Rededicating
+from placed.operations.store import Store, Transaction
+from placed.policy.affinity import mirror_avoids
+from placed.policy.dedication import IMPLICIT_EVENT, DedicationState, rededicate
+from placed.policy.directives import directed_of
 from placed.spec import SpecError
 from placed.spec.load import load_directed, load_workload
 from placed.spec.schema import WorkloadSpec
@@ -345,7 +338,7 @@ class Decided:
     spec: Spec  # the world's, without the accepted claims (the cache grows it once stored)
     base: PlanState | None = None  # the world it was decided on (`state` before any claim)
     accepted: list[Accepted] = field(default_factory=list)
-    refused: list[tuple[Ticket, problems.ProblemException]] = field(default_factory=list)
+    refused: list[tuple[Ticket, OperationError]] = field(default_factory=list)
     general: list[Ticket] = field(default_factory=list)
     # The names accepted here and in every decision this one was made on: taken, though
     # not stored yet.
@@ -451,19 +444,19 @@ class Decided:
         self, ticket: Ticket, world: Snapshot, name: str, how: str, account: str | None
     ) -> bool:
         """Whether the ticket's change of workload `name` is in its caller's scope: the
-        same rule as every other change's (service/change_scope.py), on the one object
+        same rule as every other change's (operations/change_scope.py), on the one object
         it makes, deletes or changes. Refused here when it is not."""
         try:
             change_scope.check_items(
                 ticket.actor, world, [Touched("workload", name, how, (account,))]
             )
-        except problems.ProblemException as refusal:
+        except OperationError as refusal:
             self.refused.append((ticket, refusal))
             return False
         return True
 
     def refuse(self, ticket: Ticket, kind: str, detail: str) -> None:
-        self.refused.append((ticket, problems.ProblemException(409, kind, detail)))
+        self.refused.append((ticket, Conflict(detail, kind)))
 
     def finish(self, number: int, rows: dict[str, list[events.Written]]) -> None:
         for ticket in self.general:
@@ -2087,7 +2080,7 @@ class ReplicaWorld:
         ]
         try:
             change_scope.check_items(ticket.actor, snapshot, touched)
-        except problems.ProblemException as refusal:
+        except OperationError as refusal:
             decided.refused.append((ticket, refusal))
             return
         decided.retargeted.append(
@@ -2116,7 +2109,7 @@ class ReplicaWorld:
         path writes for it, and the owners of the targets below the resource in the
         cached state. The answer as the route's general path gives it; None when only
         the general path can take it (it also answers every refusal): see
-        service/rededication.py."""
+        operations/rededication.py."""
         return self._served_now(engine, _ticket(actor, report, rededicating=asked))
 
     def _decide_rededication(
@@ -2144,7 +2137,7 @@ class ReplicaWorld:
             return
         try:
             change_scope.check_items(ticket.actor, cached.snapshot, judged.touched(cached.snapshot))
-        except problems.ProblemException as refusal:
+        except OperationError as refusal:
             decided.refused.append((ticket, refusal))
             return
         decided.rededicated.append((ticket, judged))
@@ -2158,7 +2151,7 @@ class ReplicaWorld:
         report: placing.Reporter = placing.silent,
     ) -> dict[str, Any] | None:
         """Documents applied as a delta on the live world when their difference from what
-        is stored is workloads alone (service/live_apply.py): POST /v1/apply's answer, or
+        is stored is workloads alone (operations/live_apply.py): POST /v1/apply's answer, or
         None when only the general path can take them (it also answers every refusal).
         Without a world in memory yet, None at once: a first apply (an inventory, most
         likely) builds no world only to find it the general path's."""
@@ -2255,7 +2248,7 @@ class ReplicaWorld:
                     for node in found.added
                 ],
             )
-        except problems.ProblemException as refusal:
+        except OperationError as refusal:
             decided.refused.append((ticket, refusal))
             return
         decided.applied.append(Applied(ticket, found, asked.prune, [], [], [], made))
@@ -2270,7 +2263,7 @@ class ReplicaWorld:
         """A setting of the whole world changed as a delta on the live world: the
         setting's row and event, and (implicit dedication) each tenant's request in the
         cached world. The answer as the route's general path gives it; None when only
-        the general path can take it: see service/live_settings.py."""
+        the general path can take it: see operations/live_settings.py."""
         return self._served_now(engine, _ticket(actor, report, resetting=asked))
 
     def _decide_reset(
@@ -2297,7 +2290,7 @@ class ReplicaWorld:
                 change_scope.check_items(
                     ticket.actor, cached.snapshot, [Touched("setting", judged.key, CHANGED)]
                 )
-            except problems.ProblemException as refusal:
+            except OperationError as refusal:
                 decided.refused.append((ticket, refusal))
                 return
         decided.reset.append((ticket, judged))

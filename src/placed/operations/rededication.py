@@ -1,5 +1,5 @@
 """A dedication made, given another owner or released as a delta on the live world
-(service/replica.py): the rules (model/dedications.py) asked on the cached world, the
+(operations/replica.py): the rules (model/dedications.py) asked on the cached world, the
 owner of each target at or below the resource set in the plan state, the rows and events
 the general path writes for the change, and, once they are stored, the cached world's
 spec, index and explainer carrying the new dedications.
@@ -36,6 +36,8 @@ from placed.model.dedications import (
     Topology,
 )
 from placed.model.tenancy import ROOT_ADMIN, Tenancy
+from placed.operations import cloudstack
+from placed.operations.change_scope import CHANGED, CREATED, DELETED, Touched
 from placed.policy.dedication import (
     VMS,
     ZONE,
@@ -44,8 +46,6 @@ from placed.policy.dedication import (
     owners_changed,
     rededicate,
 )
-from placed.service import cloudstack
-from placed.service.change_scope import CHANGED, CREATED, DELETED, Touched
 from placed.store import batch, events
 from placed.store.claims import Actor
 from placed.store.world import Snapshot

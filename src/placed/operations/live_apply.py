@@ -1,4 +1,4 @@
-"""An applied document as a delta on the live world (service/replica.py): its difference
+"""An applied document as a delta on the live world (operations/replica.py): its difference
 from what is stored, when that difference is workloads alone (new ones, counts changed,
 and with prune those it no longer names), each then decided as a claim, a count change
 or a delete is, and all of them committed together or none.

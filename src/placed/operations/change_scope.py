@@ -30,8 +30,8 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from placed.operations.errors import Conflict, Forbidden
 from placed.operations.scopes import below
-from placed.service.problems import ProblemException
 from placed.store import definitions
 from placed.store.claims import Actor
 from placed.store.world import Snapshot
@@ -217,7 +217,7 @@ def _allowed(item: Touched, reach: set[str]) -> bool:
     return all(account is not None and account in reach for account in item.accounts)
 
 
-def refusal(actor: Actor, item: Touched, reach: set[str]) -> ProblemException:
+def refusal(actor: Actor, item: Touched, reach: set[str]) -> Forbidden:
     """The 403 for the first object out of scope. A workload of an account out of the
     caller's reach is not named: the answer must not tell a tenant what another has."""
     if item.kind == "workload" and any(a not in reach for a in item.accounts if a is not None):
@@ -227,12 +227,11 @@ def refusal(actor: Actor, item: Touched, reach: set[str]) -> ProblemException:
     else:
         what = f"{item.kind} {item.name!r}, which only a root-admin may change"
     verb = {CREATED: "create", CHANGED: "change", DELETED: "delete"}[item.how]
-    return ProblemException(
-        403,
-        "out-of-scope",
+    return Forbidden(
         f"a {actor.role} token may change only "
         + ("its own account's workloads" if actor.role == USER else "its domains' workloads")
         + f"; this change would {verb} {what}, and nothing was changed",
+        "out-of-scope",
     )
 
 
@@ -242,7 +241,7 @@ def check(
     after: Snapshot,
     made_for: Mapping[str, str] | None = None,
 ) -> None:
-    """Raise a 403 problem naming the first object the change touches out of `actor`'s
+    """Raise a refusal (Forbidden) naming the first object the change touches out of `actor`'s
     scope; nothing for an unscoped caller."""
     if actor.role not in UNSCOPED:
         check_items(actor, before, touched(before, after, made_for))
@@ -267,13 +266,12 @@ def hidden(actor: Actor, before: Snapshot, name: str) -> bool:
     return reach is not None and row.account not in reach
 
 
-def name_taken(name: str) -> ProblemException:
+def name_taken(name: str) -> Conflict:
     """A workload name another account holds, answered to a scoped caller that does not
     see it: it says nothing of whose it is or what it runs. Workload names are one
     namespace across accounts, so that the name is taken is all it can tell."""
-    return ProblemException(
-        409,
-        "name-taken",
+    return Conflict(
         f"the workload name {name!r} cannot be used: workload names are unique across "
         "every account; choose another",
+        "name-taken",
     )
