@@ -18,7 +18,7 @@ from typing import Any
 
 from harness import progress
 from in_process import applied_world
-from placed.service import targets
+from placed.operations import target_states
 from placed.store.claims import Actor
 
 ROOT = Actor("b" * 16, "root-admin", "bench")
@@ -68,7 +68,7 @@ def measure(fleet: str, document: dict[str, Any], live: bool) -> Timed:
         for _ in range(ROUNDS):
             for state, times in (("down", found.down), ("up", found.up)):
                 started = time.perf_counter()
-                answer = targets.change_state(
+                answer = target_states.change_state(
                     engine, "c1", state, "benchmark", ROOT, replica=replica if live else None
                 )
                 times.append(time.perf_counter() - started)
@@ -103,7 +103,7 @@ def section(found: list[Timed]) -> list[str]:
         "## A fleet's target lost and back (issue 35)",
         "",
         f"`benchmarks/failover.py`: c1 down, then up, {ROUNDS} times, through "
-        "`targets.change_state` in one process (SQLite), with the live world and without "
+        "`target_states.change_state` in one process (SQLite), with the live world and without "
         "it (the general path plans the whole world); medians. `rebuilds`: times the "
         "live world was built again from the rows after the first build (0: every change "
         "a delta).",

@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from in_process import applied_world, both_ways, median_ms
+from placed.operations import claim as claiming
+from placed.operations.apply_documents import apply
 from placed.operations.placing import silent
-from placed.service import workloads
-from placed.service.apply import apply
-from placed.service.workloads import ROOT as ROOT_CALLER
 from placed.spec.schema import WorkloadSpec
 from placed.store.claims import Actor
 from readers import world
@@ -54,9 +53,7 @@ def measure(document: dict[str, Any], live: bool) -> Timed:
         for k in range(ROUNDS):
             started = time.perf_counter()
             body = rack(k)
-            answer = apply(
-                engine, body, "rack.json", ROOT, False, False, None, silent, ROOT_CALLER, through
-            )
+            answer = apply(engine, body, "rack.json", ROOT, False, False, None, silent, through)
             found.times[CHANGES[0]].append(time.perf_counter() - started)
             if answer.get("changes"):
                 raise RuntimeError(f"adding a rack moved units: {answer['changes'][:3]}")
@@ -64,7 +61,7 @@ def measure(document: dict[str, Any], live: bool) -> Timed:
                 {"name": f"after{k}", "units": 2, "resources": {"cpu": 1}}
             )
             started = time.perf_counter()
-            workloads.claim(engine, spec, ROOT, replica=replica)
+            claiming.claim(engine, spec, ROOT, replica=replica)
             found.times[CHANGES[1]].append(time.perf_counter() - started)
         found.rebuilds = replica.rebuilds - built
     return found

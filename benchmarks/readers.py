@@ -17,8 +17,9 @@ from typing import Any
 from sqlalchemy import select
 
 from in_process import applied_world, both_ways, median_ms
-from placed.service import workloads
-from placed.service.workloads import WorkloadUpdate
+from placed.operations import claim as claiming
+from placed.operations import remove as removing
+from placed.operations import update as updating
 from placed.spec.schema import WorkloadSpec
 from placed.store.claims import Actor
 from placed.store.database import reading
@@ -87,22 +88,25 @@ def measure(document: dict[str, Any], live: bool) -> Timed:
                 "near": {"workload": "web", "level": "target"},
             }
             for change in CHANGES:
-                asked: WorkloadUpdate | None = None
+                asked: WorkloadSpec | None = None
+                generation = 0
                 if change in ("grow", "shrink"):
-                    asked = WorkloadUpdate(
-                        generation=generation_of(engine, avoiding["name"]),
-                        spec={**avoiding, "units": UNITS + 2 if change == "grow" else UNITS},
+                    generation = generation_of(engine, avoiding["name"])
+                    asked = WorkloadSpec.model_validate(
+                        {**avoiding, "units": UNITS + 2 if change == "grow" else UNITS}
                     )
                 started = time.perf_counter()
                 if asked is not None:
-                    workloads.update(engine, avoiding["name"], asked, ROOT, replica=through)
+                    updating.update(
+                        engine, avoiding["name"], asked, generation, ROOT, replica=through
+                    )
                 elif change.startswith("claim"):
                     body = avoiding if change == "claim avoid" else near
                     spec = WorkloadSpec.model_validate(body)
-                    workloads.claim(engine, spec, ROOT, replica=through)
+                    claiming.claim(engine, spec, ROOT, replica=through)
                 else:
                     name = avoiding["name"] if change == "delete avoid" else near["name"]
-                    workloads.remove(engine, name, None, ROOT, replica=through)
+                    removing.remove(engine, name, None, ROOT, replica=through)
                 found.times[change].append(time.perf_counter() - started)
         found.rebuilds = replica.rebuilds - built
     return found
@@ -129,7 +133,8 @@ def section(size: str, found: list[Timed]) -> list[str]:
         f"`benchmarks/readers.py`: {size} (racks of 20; `db` and `web` of 100 units); "
         f"{ROUNDS} rounds of: a workload of {UNITS} units that avoids db's hosts claimed, "
         "grown by 2 and shrunk back, one on web's hosts (near) claimed, and both deleted, "
-        "through `service/workloads.py` in one process (SQLite), with the live world and "
+        "through the operations (`operations/claim.py`, `update.py`, `remove.py`) in one "
+        "process (SQLite), with the live world and "
         "without it (the general path plans the whole world); medians. `rebuilds`: "
         "times the live world was built again from the rows after the first build (0: "
         "every change a delta).",

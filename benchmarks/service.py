@@ -25,7 +25,7 @@ store must hold no unit off gold after the narrowing; otherwise it is a correctn
 failure.
 
 `--profile` runs one claim at the largest size in this process under cProfile
-(`placed.service.workloads.claim` on the SQLite store the run left), and the report lists
+(`placed.operations.claim.claim` on the SQLite store the run left), and the report lists
 the functions by cumulative and by own time.
 
 Alone: `.venv/bin/python benchmarks/service.py [--quick] [--profile] [--only claims]`
@@ -674,15 +674,18 @@ def stage_functions() -> list[tuple[str, list[Callable[..., Any]]]]:
     (none inside another's, so their times add up)."""
     from placed.engine.planner import Planner
     from placed.engine.report import Explainer
+    from placed.operations import claim as claiming
     from placed.operations import placing, transactions
-    from placed.service import workloads
     from placed.spec.load import load_spec_data
     from placed.store import world
     from placed.store.world import Snapshot
 
     return [
         ("read the world (`store.world.read`)", [world.read]),
-        ("copy the snapshot and add the workload (`workloads._with`, deepcopy)", [workloads._with]),
+        (
+            "copy the snapshot and add the workload (`claim.with_workload`, deepcopy)",
+            [claiming.with_workload],
+        ),
         ("the snapshot as one spec document (`Snapshot.document`)", [Snapshot.document]),
         ("the document as a Spec (`load_spec_data`)", [load_spec_data]),
         ("the index (`Planner(spec)`)", [Planner.__init__]),
@@ -691,14 +694,14 @@ def stage_functions() -> list[tuple[str, list[Callable[..., Any]]]]:
         ("explain each placement (`Explainer`)", [Explainer.__init__, Explainer.reason]),
         ("the moves and usage (`placing.diff`, `placing.usage`)", [placing.diff, placing.usage]),
         ("write the rows (`transactions._write`)", [transactions._write]),
-        ("the answer (`workloads._answer`)", [workloads._answer]),
+        ("the answer (`claim.answer`)", [claiming.answer]),
     ]
 
 
 def profile_claim(url: str, targets: int) -> Profile:
     """One claim in this process under cProfile, after an unprofiled one (which pays the
     first-call costs a running server has already paid, and gives the plain time)."""
-    from placed.service.workloads import claim
+    from placed.operations.claim import claim
     from placed.spec.schema import WorkloadSpec
     from placed.store.claims import Actor
     from placed.store.database import make_engine
@@ -1103,7 +1106,7 @@ def profile_section(profile: Profile) -> list[str]:
     return [
         f"### Where one claim's time goes at {profile.targets:,} targets (`--profile`)",
         "",
-        "One claim (`placed.service.workloads.claim(engine, WorkloadSpec(...), Actor())`) "
+        "One claim (`placed.operations.claim.claim(engine, WorkloadSpec(...), Actor())`) "
         "in this process, on the SQLite store the run above left (no other request running): "
         f"{profile.plain_seconds:.2f} s without the profiler, then another "
         f"{profile.seconds:.2f} s under cProfile, which inflates it. Share is of the profiled "

@@ -90,3 +90,55 @@ def test_the_walk_sees_a_table_import(tmp_path: Path) -> None:
         "sqlalchemy.orm",
         "sqlalchemy.orm.Session",
     }
+
+
+# What the service may use of the commit path: the type of a change's reporter and the
+# reporter that reports nothing. Planning a change and committing it are the operations'.
+SERVICE_USES_OF_PLACING = {"Reporter", "silent"}
+COMMIT_MODULES = {"placed.operations.placing", "placed.operations.transactions"}
+
+
+def placing_uses(path: Path) -> set[str]:
+    """What a module takes of the commit path: names imported from its modules and
+    attributes read off them (`placing.transact`)."""
+    tree = ast.parse(path.read_text(), str(path))
+    bound: set[str] = set()
+    used: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in COMMIT_MODULES:
+            used.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module == "placed.operations":
+            bound.update(
+                alias.asname or alias.name
+                for alias in node.names
+                if f"placed.operations.{alias.name}" in COMMIT_MODULES
+            )
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in bound
+        ):
+            used.add(node.attr)
+    return used
+
+
+def test_the_service_plans_and_commits_through_operations() -> None:
+    """A change's route authorizes, parses, calls one operation and answers: no module
+    of the service plans a change or commits one itself."""
+    wrong = {
+        f"{path.relative_to(PACKAGE)}: {name}"
+        for path in sorted((PACKAGE / "service").rglob("*.py"))
+        for name in placing_uses(path) - SERVICE_USES_OF_PLACING
+    }
+    assert not wrong, "move the change into an operation (placed/operations/)"
+
+
+def test_the_walk_sees_a_commit_in_the_service(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from placed.operations import placing\n"
+        "from placed.operations.transactions import transact\n"
+        "def f(r: placing.Reporter) -> None:\n    placing.transact(1, 2, 3)\n"
+    )
+    assert placing_uses(module) == {"Reporter", "transact"}

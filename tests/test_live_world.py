@@ -41,13 +41,22 @@ from sqlalchemy import select
 from placed.engine.planner import Planner
 from placed.model.dedications import Owner
 from placed.model.workload import Avoid
-from placed.operations import coupling, placing
+from placed.operations import claim as claiming
+from placed.operations import (
+    coupling,
+    dedication_changes,
+    drain,
+    placing,
+    setting_changes,
+    target_states,
+)
+from placed.operations import remove as removing
+from placed.operations import update as updating
 from placed.operations.rededication import Rededicating
 from placed.operations.replica import Removing, ReplicaWorld, Rescaling, Ticket
 from placed.policy.dedication import DedicationState, Tenant, zone_columns
-from placed.service import dedications, migrations, problems, targets, workloads
+from placed.service import problems
 from placed.service.app import create_app
-from placed.service.workloads import WorkloadUpdate
 from placed.spec.schema import WorkloadSpec
 from placed.store import revision, world
 from placed.store.claims import Actor
@@ -150,14 +159,16 @@ def update(app: FastAPI, body: dict[str, Any], live: bool) -> dict[str, Any]:
             select(Workload.generation).where(Workload.name == body["name"])
         )
     assert generation is not None
-    change = WorkloadUpdate(generation=generation, spec=body)
-    return workloads.update(app.state.database, body["name"], change, ROOT, replica=replica)
+    spec = WorkloadSpec.model_validate(body)
+    return updating.update(
+        app.state.database, body["name"], spec, generation, ROOT, replica=replica
+    )
 
 
 def delete(app: FastAPI, name: str, live: bool) -> dict[str, Any]:
     """DELETE through the live world, or (`live` False) through the general path alone."""
     replica: ReplicaWorld | None = app.state.replica if live else None
-    return workloads.remove(app.state.database, name, None, ROOT, replica=replica)
+    return removing.remove(app.state.database, name, None, ROOT, replica=replica)
 
 
 STEPS: list[tuple[str, str, dict[str, Any] | None]] = [
@@ -215,12 +226,13 @@ def retarget(app: FastAPI, step: str, names: list[str], live: bool) -> dict[str,
     replica: ReplicaWorld | None = app.state.replica if live else None
     engine = app.state.database
     if step == "drain":
-        return migrations.drain(engine, names, "a test", ROOT, replica=replica)
+        return drain.drain(engine, names, "a test", ROOT, replica=replica)
     if step == "batch":
-        asked = targets.Batch(down=names[:1], up=names[1:], reason="a test")
-        return targets.change_states(engine, asked, ROOT, replica=replica)
+        return target_states.change_states(
+            engine, names[:1], names[1:], "a test", ROOT, replica=replica
+        )
     [name] = names
-    return targets.change_state(engine, name, step, "a test", ROOT, replica=replica)
+    return target_states.change_state(engine, name, step, "a test", ROOT, replica=replica)
 
 
 TARGET_STEPS: list[tuple[str, list[str] | dict[str, Any]]] = [
@@ -453,8 +465,8 @@ def test_claims_that_name_others_are_deltas_that_write_what_the_general_path_wri
         built = replica.rebuilds
         for body in NAMING_CLAIMS:
             spec = WorkloadSpec.model_validate(body)
-            live = workloads.claim(live_app.state.database, spec, ROOT, replica=replica)
-            general = workloads.claim(general_app.state.database, spec, ROOT)
+            live = claiming.claim(live_app.state.database, spec, ROOT, replica=replica)
+            general = claiming.claim(general_app.state.database, spec, ROOT)
             assert live == general, body["name"]
         assert replica.rebuilds == built, "a claim that names others took the general path"
         assert rows(live_app) == rows(general_app)
@@ -543,8 +555,8 @@ def test_claims_with_juju_directives_are_deltas_that_write_what_the_general_path
         for body, delta in DIRECTED_CLAIMS[:3]:
             built = replica.rebuilds
             spec = WorkloadSpec.model_validate(body)
-            live = workloads.claim(live_app.state.database, spec, ROOT, replica=replica)
-            general = workloads.claim(general_app.state.database, spec, ROOT)
+            live = claiming.claim(live_app.state.database, spec, ROOT, replica=replica)
+            general = claiming.claim(general_app.state.database, spec, ROOT)
             assert live == general, body["name"]
             assert unordered(rows(live_app)) == unordered(rows(general_app)), body["name"]
             replica.read_current(live_app.state.database, lambda live: live)
@@ -561,8 +573,8 @@ def test_claims_with_juju_directives_are_deltas_that_write_what_the_general_path
         for body, delta in DIRECTED_CLAIMS[3:]:
             built = replica.rebuilds
             spec = WorkloadSpec.model_validate(body)
-            live = workloads.claim(live_app.state.database, spec, ROOT, replica=replica)
-            general = workloads.claim(general_app.state.database, spec, ROOT)
+            live = claiming.claim(live_app.state.database, spec, ROOT, replica=replica)
+            general = claiming.claim(general_app.state.database, spec, ROOT)
             assert live == general, body["name"]
             replica.read_current(live_app.state.database, lambda live: live)
             assert (replica.rebuilds == built) == delta, body["name"]
@@ -757,8 +769,10 @@ def test_dedications_through_the_live_world_write_what_the_general_path_writes(
                 claim_both((live_client, general_client), body)
                 continue
             asked = Rededicating(step, name, "root-admin", domain, account)
-            live = dedications.change(live_app.state.database, ROOT, asked, name, replica=replica)
-            general = dedications.change(general_app.state.database, ROOT, asked, name)
+            live = dedication_changes.change(
+                live_app.state.database, ROOT, asked, name, replica=replica
+            )
+            general = dedication_changes.change(general_app.state.database, ROOT, asked, name)
             assert live == general, (step, name)
         assert built is not None
         assert unordered(dedication_rows(live_app)) == unordered(dedication_rows(general_app))
@@ -848,8 +862,10 @@ def test_zone_dedications_through_the_live_world_write_what_the_general_path_wri
                 claim_both((live_client, general_client), body)
                 continue
             asked = Rededicating(step, name, "root-admin", domain, account)
-            live = dedications.change(live_app.state.database, ROOT, asked, name, replica=replica)
-            general = dedications.change(general_app.state.database, ROOT, asked, name)
+            live = dedication_changes.change(
+                live_app.state.database, ROOT, asked, name, replica=replica
+            )
+            general = dedication_changes.change(general_app.state.database, ROOT, asked, name)
             assert live == general, (step, name)
         assert unordered(dedication_rows(live_app)) == unordered(dedication_rows(general_app))
         placed = dict(dedication_rows(live_app)["placements"])
@@ -932,7 +948,7 @@ def test_settings_through_the_live_world_write_what_the_general_path_writes(
                 try:
                     with problems.operation_errors():
                         results.append(
-                            dedications.put_setting(
+                            setting_changes.put_setting(
                                 app.state.database, name, value, "root-admin", ROOT, replica=fast
                             )
                         )
@@ -973,7 +989,7 @@ def test_a_vm_that_takes_a_host_by_implicit_dedication_is_a_delta_of_the_live_wo
             if name == "f1":
                 body["units"] = 5
             live = live_client.post("/v1/workloads", json=body)
-            general = workloads.claim(
+            general = claiming.claim(
                 general_app.state.database, WorkloadSpec.model_validate(body), ROOT
             )
             assert live.status_code == 201, live.text
@@ -2500,7 +2516,7 @@ def test_another_replica_reads_dedications_and_settings_from_the_rows(database: 
             assert client.put(f"/v1/settings/{name}", json=value).status_code == 200
         else:
             asked = Rededicating(step, name, "root-admin", domain, account)
-            dedications.change(app.state.database, ROOT, asked, name, replica=leader)
+            dedication_changes.change(app.state.database, ROOT, asked, name, replica=leader)
         theirs = other.read_current(app.state.database, lambda world: world)
         assert other.rebuilds == built, (step, name)
         scratch = scratch_of(app)

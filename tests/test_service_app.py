@@ -11,10 +11,10 @@ from fastapi.testclient import TestClient
 from pydantic import BaseModel
 from sqlalchemy.exc import DataError, OperationalError
 
+from placed.operations.pointers import key_pointer
 from placed.service import create_app
 from placed.service.bodies import MAX_REQUEST_UNITS
 from placed.service.context import MAX_ID
-from placed.service.problems import key_pointer
 from tests.service_support import client_of, served
 
 PROBLEM = "application/problem+json"

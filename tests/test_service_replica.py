@@ -19,11 +19,12 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from placed import collector
+from placed.operations import claim as claiming
 from placed.operations import placing, transactions
 from placed.operations import replica as replica_module
 from placed.operations.errors import OperationError
 from placed.operations.replica import ReplicaWorld, Ticket
-from placed.service import create_app, problems, workloads
+from placed.service import create_app, problems
 from placed.spec.schema import WorkloadSpec
 from placed.store import revision
 from placed.store.claims import Actor
@@ -214,11 +215,11 @@ def test_tenants_claims_on_the_cache_place_as_the_whole_world_plan_does(
         answer: dict[str, Any] | None = fast_app.state.replica.claim(engine, spec, actor)
         if answer is None:
             general.append(spec.name)
-            answer = workloads.claim(engine, spec, actor, None)
+            answer = claiming.claim(engine, spec, actor, None)
         return answer
 
     def planned_whole(spec: WorkloadSpec) -> dict[str, Any]:
-        return workloads.claim(slow_app.state.database, spec, actor, None)
+        return claiming.claim(slow_app.state.database, spec, actor, None)
 
     for body in TENANT_CLAIMS:
         spec = WorkloadSpec.model_validate(body)
@@ -271,7 +272,7 @@ def test_a_claim_is_read_as_the_whole_spec_reads_it(tmp_path: Path) -> None:
     for body in TENANT_CLAIMS:
         spec = WorkloadSpec.model_validate(body)
         alone = replica._load(cached, spec)
-        whole = placing.world_spec(workloads._with(cached.snapshot, spec, "api"))
+        whole = placing.world_spec(claiming.with_workload(cached.snapshot, spec, "api"))
         [expected] = [w for w in whole.workloads if w.name == spec.name]
         assert _by_value(alone) == _by_value(expected), body
 

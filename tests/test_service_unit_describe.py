@@ -1,5 +1,5 @@
 """GET /v1/units/{unit} from the replica's world in memory (operations/cached_explain.py)
-says what the general path says (units.described: the whole world read, loaded and
+says what the general path says (unit_description.described: the whole world read, loaded and
 planned again): for placed, pending, mapping and every-mode units, after claims this
 replica took, claims another replica took, and a target another replica took down, so
 that a cache behind the store's revision, or one brought forward wrongly, fails here."""
@@ -15,8 +15,9 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from placed.operations import unit_description
 from placed.operations.replica import ReplicaWorld
-from placed.service import create_app, problems, units
+from placed.service import create_app, problems
 from placed.service.ui import pages
 from placed.store import world
 from placed.store.database import make_engine, reading
@@ -73,7 +74,7 @@ def from_cache(app: FastAPI, unit: str, accounts: set[str] | None = None) -> dic
     engine = app.state.database
     replica: ReplicaWorld = app.state.replica
     found = replica.read_current(
-        engine, lambda cached: units._from_cache(engine, cached, unit, accounts)
+        engine, lambda cached: unit_description._from_cache(engine, cached, unit, accounts)
     )
     assert found is not None, f"the cache did not answer for {unit}"
     return found
@@ -85,7 +86,7 @@ def same_everywhere(app: FastAPI, root: str, names: list[str]) -> dict[str, dict
     client = TestClient(app, headers=bearer(root))
     found = {}
     for unit in names:
-        general = units.described(app.state.database, unit)
+        general = unit_description.described(app.state.database, unit)
         assert from_cache(app, unit) == general, unit
         route = client.get(f"/v1/units/{unit}")
         assert route.status_code == 200, route.text
@@ -155,10 +156,12 @@ def test_a_world_with_a_directive_is_explained_by_the_general_path(database: str
     engine = app.state.database
     with pytest.raises(LookupError):
         app.state.replica.read_current(
-            engine, lambda cached: units._from_cache(engine, cached, "pinned/1", None)
+            engine, lambda cached: unit_description._from_cache(engine, cached, "pinned/1", None)
         )
     same_route = TestClient(app, headers=bearer(root)).get("/v1/units/pinned/1")
-    assert same_route.json() == json.loads(json.dumps(units.described(engine, "pinned/1")))
+    assert same_route.json() == json.loads(
+        json.dumps(unit_description.described(engine, "pinned/1"))
+    )
     assert same_route.json()["explanation"]["target"] == "h3"
 
 
@@ -168,7 +171,7 @@ def test_a_unit_out_of_reach_is_not_found_from_the_cache_either(database: str) -
     ways: list[Callable[[], dict[str, Any]]] = [
         lambda: from_cache(app, "nothing/0"),
         lambda: from_cache(app, unit, {"U2"}),
-        lambda: units.described(app.state.database, unit, {"U2"}),
+        lambda: unit_description.described(app.state.database, unit, {"U2"}),
     ]
     for way in ways:
         with pytest.raises(problems.ProblemException) as refused, problems.operation_errors():

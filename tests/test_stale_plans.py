@@ -26,13 +26,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, select, update
 
-from placed.operations import placing
+from placed.operations import apply_documents as applying
+from placed.operations import claim as claiming
+from placed.operations import dedication_changes, placing
+from placed.operations import remove as removing
 from placed.operations.rededication import DEDICATE, Rededicating
 from placed.operations.replica import ReplicaWorld
-from placed.service import apply as applying
-from placed.service import dedications, problems, workloads
+from placed.service import problems
 from placed.service.controller import Controller, Options
-from placed.service.workloads import ROOT
 from placed.spec.schema import WorkloadSpec
 from placed.store import schema
 from placed.store.claims import Actor
@@ -146,7 +147,6 @@ class Service:
             False,
             None,
             placing.silent,
-            ROOT,
         )
 
     def claim(self, spec: dict[str, Any], replica: int | None = None) -> None:
@@ -156,11 +156,11 @@ class Service:
             # stands for another process, which has a replica world of its own.
             found = self.replicas[1 - replica]  # type: ignore[operator]
         with problems.operation_errors():
-            workloads.claim(self.engine, WorkloadSpec.model_validate(spec), Actor(), found)
+            claiming.claim(self.engine, WorkloadSpec.model_validate(spec), Actor(), found)
 
     def release(self, name: str) -> None:
         with problems.operation_errors():
-            workloads.remove(self.engine, name, None, Actor())
+            removing.remove(self.engine, name, None, Actor())
 
 
 @pytest.fixture
@@ -280,7 +280,7 @@ def test_a_host_dedicated_meanwhile_takes_no_foreign_unit(database: str) -> None
         def dedicate_both() -> None:
             for host in ("H1", "H2"):
                 asked = Rededicating(DEDICATE, host, "root-admin", "D1")
-                dedications.change(engine, Actor(), asked)
+                dedication_changes.change(engine, Actor(), asked)
 
         claim = {"name": "vm", "account": "U2", "resources": {"cpu": 1}}
         with between(dedicate_both) as ran, pytest.raises(problems.ProblemException) as refused:

@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, create_engine, exc, select, text
 
+from placed.operations.apply_documents import apply
 from placed.operations.placing import silent
-from placed.service.apply import apply
-from placed.service.workloads import ROOT
 from placed.store import batch, events, revision
 from placed.store.claims import Actor
 from placed.store.database import make_engine, reading
@@ -40,7 +39,7 @@ def world(url: str) -> tuple[Engine, dict[str, tuple[int, int]]]:
     """The store with two targets: (id, generation) by name."""
     upgrade(url)
     engine = make_engine(url)
-    apply(engine, SPEC, "two.yaml", Actor(), False, False, None, silent, ROOT)
+    apply(engine, SPEC, "two.yaml", Actor(), False, False, None, silent)
     with reading(engine) as session:
         targets = {
             n: (i, g)

@@ -93,7 +93,7 @@ def _running_without(snapshot: Snapshot, workload: str) -> tuple[Running, ...]:
 
 def explanation(cached: Cached, workload: str, planned: str) -> dict[str, Any] | None:
     """`placed explain`'s document of the unit the replay of `workload` calls `planned`
-    (units.planned_name), as the general path gives it, or None when the workload no
+    (unit_description.planned_name), as the general path gives it, or None when the workload no
     longer has that unit; Declined when the cached world cannot say."""
     spec = unit_world(cached, workload)
     if spec is None:

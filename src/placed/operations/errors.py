@@ -41,11 +41,15 @@ class SpecPlace(Where):
     # stored workload applied before documents had names was defined by none).
     defined_by: str | None = None
     owned: bool = False
+    # False: a place in the request's documents that no line of its text holds (a
+    # document's name), so it has no line or column at all.
+    located: bool = True
 
     def document(self) -> dict[str, Any]:
         found: dict[str, Any] = {"pointer": self.pointer or ""}
-        found["line"] = self.line
-        found["column"] = self.column
+        if self.located:
+            found["line"] = self.line
+            found["column"] = self.column
         found["detail"] = self.detail
         if self.owned:
             found["document"] = self.defined_by

@@ -5,14 +5,38 @@ problem document (service/problems.py)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
-from placed.operations.errors import SpecPlace
+from placed.operations.errors import Invalid, SpecPlace
 from placed.spec import SpecError
 
 # A problem document lists at most this many errors; its detail counts them all.
 MAX_ERRORS = 100
+# A body's problems get their line and column up to this size (finding them reads the
+# body again, seconds a megabyte, on the server's CPU); a larger body's have their
+# pointers only.
+PLACED_BYTES = 2 * 1024 * 1024
+
+
+def counted(count: int, what: str = "problem") -> str:
+    """'3 problems', or '250 problems; the first 100 are listed' past MAX_ERRORS."""
+    text = f"{count:,} {what}{'s' if count != 1 else ''}"
+    if count > MAX_ERRORS:
+        text += f"; the first {MAX_ERRORS} are listed"
+    return text
+
+
+def invalid_spec(error: SpecError, body: bytes) -> Invalid:
+    """A spec that does not read, as the refusal that points at each of its problems."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        # Not JSON (pointers split the keys at their dots), or JSON nested deeper than
+        # Python reads (the spec reader refused it for that).
+        data = None
+    return Invalid(f"the spec has {counted(error.count)}", "invalid-spec", spec_places(error, data))
 
 
 def escape(part: str | int) -> str:

@@ -322,7 +322,7 @@ SPEC_SCHEMAS = ("SpecDocument", "WorkloadSpec")
 # spec no JSON Schema can state (invalid-spec), more units than one request may plan.
 SPEC_RULE_KINDS = ("invalid-request", "invalid-spec", "too-many-units")
 # An operation that changes the world may also leave a world that cannot be planned;
-# an apply may name its document with a reserved name (apply.RESERVED_DOCUMENTS).
+# an apply may name its document with a reserved name (apply_documents.RESERVED_DOCUMENTS).
 MORE_SPEC_RULE_KINDS = {
     "POST /v1/apply": ("invalid-world", "reserved-name"),
     "POST /v1/workloads": ("invalid-world",),

@@ -8,11 +8,11 @@ from typing import Annotated, Any
 from fastapi import Path, Query, Request
 from pydantic import Field
 
-from placed.operations import scopes
+from placed.operations import reach
 from placed.operations.placing import Reporter
 from placed.operations.store import Store
 from placed.service import eventlog
-from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller
+from placed.service.auth import ROOT_ADMIN, Caller
 from placed.service.bell import EventBell
 from placed.service.metrics import HttpMetrics
 from placed.service.problems import ProblemException, request_id_of
@@ -100,36 +100,15 @@ def actor(request: Request, caller: Caller) -> Actor:
 
 
 def accounts_of(store: Store, caller: Caller) -> set[str] | None:
-    """The accounts whose workloads the caller sees and changes: None for every one (a
-    root-admin), a domain-admin's subtree's, a user's own; none for an agent."""
-    if caller.role == ROOT_ADMIN:
-        return None
-    if caller.role == USER:
-        return {caller.scope} if caller.scope else set()
-    if caller.role != DOMAIN_ADMIN or caller.scope is None:
-        return set()
-    return scopes.accounts_below(store, caller.scope)
+    """The accounts whose workloads the caller sees and changes (operations/reach.py)."""
+    return reach.accounts_of(store, caller.role, caller.scope)
 
 
 def own_account(
-    caller: Caller, account: str | None, reach: set[str] | None, pointer: str
+    caller: Caller, account: str | None, reach_: set[str] | None, pointer: str
 ) -> str | None:
-    """The account a scoped caller's workload belongs to: a user's own when it names
-    none; a 403 when it names one out of the caller's reach."""
-    if reach is None:
-        return account
-    if account is None and caller.role == USER:
-        return caller.scope
-    if account is None or account not in reach:
-        raise ProblemException(
-            403,
-            "forbidden",
-            f"a {caller.role} token acts for "
-            + ("its own account" if caller.role == USER else "the accounts of its domains")
-            + (f", not for {account!r}" if account else "; name the workload's account"),
-            [{"pointer": pointer, "detail": "out of this token's scope"}],
-        )
-    return account
+    """The account a scoped caller's workload belongs to (operations/reach.py)."""
+    return reach.own_account(caller.role, caller.scope, account, reach_, pointer)
 
 
 def principal(caller: Caller) -> str:

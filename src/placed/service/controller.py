@@ -4,7 +4,7 @@ serve` process runs one, and the one holding the `controller` lease sweeps.
 A background thread renews the lease (every 2 s, 15 s TTL, by the database's clock) and,
 while this process holds it, sweeps every second: a target whose last heartbeat is older
 than the timeout is stale, and goes down in a transaction of its own, its units moving
-as `placed simulate --down` says (service/targets.py `replanned`, the function the admin's
+as `placed simulate --down` says (operations/target_states.py `replanned`, the function the admin's
 `POST .../down` uses); a stale target that heartbeats again comes up and its mapping
 units come back. Every such transaction is fenced: it checks that this process still
 holds the lease at its epoch first, and again, with the row locked, last before it
@@ -33,13 +33,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from placed.operations import lease, placing, sweeps
+from placed.operations import lease, sweeps, target_states
 from placed.operations.errors import OperationError
 from placed.operations.lease import Fenced
-from placed.operations.replica import HEARTBEAT, ReplicaWorld, Retargeting
+from placed.operations.replica import ReplicaWorld
 from placed.operations.store import Store, StoreFailure
 from placed.operations.sweeps import Fault
 from placed.service import eventlog
@@ -47,10 +47,8 @@ from placed.service.bell import EventBell
 from placed.service.context import reporter_of
 from placed.service.metrics import HttpMetrics
 from placed.service.problems import ProblemException
-from placed.service.targets import replanned
-from placed.store.claims import Actor, Extra
+from placed.store.claims import Actor
 from placed.store.targets import Seen
-from placed.store.world import Snapshot
 
 ACTOR = Actor(None, "controller", None)
 # Most heartbeating targets stale at once: the fault is likelier the controller's.
@@ -110,10 +108,6 @@ class Holding:
     epoch: int
     address: str | None
     until: float
-
-
-class _Gone(Exception):
-    """The target was deleted since the sweep read it."""
 
 
 class Controller:
@@ -340,45 +334,23 @@ class Controller:
         eventlog.emit([row], self._log_json)
 
     def _change(self, target: Seen, liveness: str, reason: str) -> None:
-        """One transaction: the target's liveness and every unit it moves. A delta of the
-        live world when it can be one (its units placed again as a simulation places
-        them, in the replica's batch, fenced by the lease); with a fault hook set, the
-        general path's, whose guard runs the hooks."""
-        if self.replica is not None and self.fault is None:
-            asked = Retargeting(((target.name, liveness),), reason, HEARTBEAT)
-            fence = sweeps.Fence(self, self.options.ttl_s)
-            try:
-                if self.replica.retarget(self.engine, asked, ACTOR, self._report, fence):
-                    return
-            except (ProblemException, OperationError) as error:
-                log.warning("controller: %s %s: %s", target.name, liveness, error.detail)
-                return
-
-        def prepare(snapshot: Snapshot) -> placing.Prepared:
-            row = snapshot.targets.get(target.name)
-            if row is None:
-                raise _Gone
-            prepared = replanned(snapshot, target.name, replace(row, liveness=liveness))
-            prepared.extra.append(
-                Extra(
-                    f"target.{liveness}",
-                    target.name,
-                    target=target.name,
-                    details={"reason": reason, "cause": "heartbeat", "moves": len(prepared.moves)},
-                )
-            )
-            return prepared
-
+        """One transaction: the target's liveness and every unit it moves
+        (operations/target_states.py). A delta of the live world when it can be one,
+        fenced by the lease; with a fault hook set, the general path's, whose guard runs
+        the hooks."""
+        live = self.replica if self.fault is None else None
         try:
-            placing.transact(
+            target_states.change_liveness(
                 self.engine,
-                prepare,
+                target.name,
+                liveness,
+                reason,
                 ACTOR,
-                report=self._report,
-                guard=sweeps.Guard(self, self.options.ttl_s, target.id, target.name),
+                self._report,
+                live,
+                sweeps.Fence(self, self.options.ttl_s),
+                sweeps.Guard(self, self.options.ttl_s, target.id, target.name),
             )
-        except _Gone:
-            return
         except (ProblemException, OperationError) as error:
             log.warning("controller: %s %s: %s", target.name, liveness, error.detail)
 

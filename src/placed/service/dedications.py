@@ -10,7 +10,6 @@ changed or released.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -22,23 +21,21 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     StrictStr,
-    ValidationError,
 )
 from starlette.concurrency import run_in_threadpool
 
-from placed.engine.cloud import Cloud
 from placed.model.dedications import (
-    INVALID_PARAMETER,
-    Dedication,
-    DedicationError,
     Offering,
 )
-from placed.model.tenancy import Principal
-from placed.operations import cloudstack, offerings, placing, snapshots
-from placed.operations.live_settings import CONTROLLER_SETTINGS, Resetting
+from placed.operations import (
+    dedication_changes,
+    dedication_listing,
+    offering_changes,
+    offerings,
+    setting_changes,
+)
 from placed.operations.rededication import DEDICATE, RELEASE, UPDATE, Rededicating
-from placed.operations.replica import ReplicaWorld
-from placed.operations.store import Store
+from placed.operations.setting_changes import SETTINGS
 from placed.service import context, problems
 from placed.service.auth import (
     DOMAIN_ADMIN,
@@ -49,23 +46,11 @@ from placed.service.auth import (
     allow,
 )
 from placed.service.targets import MoveView
-from placed.spec.schema import MAX_NAME, Identifier, SettingsSpec
-from placed.store import world
-from placed.store.claims import Actor, Extra
-from placed.store.world import Snapshot
+from placed.spec.schema import MAX_NAME, Identifier
 
 router = APIRouter(prefix="/v1")
 
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
-
-# The settings PUT /v1/settings/{key} changes, and what each is: the whole world's, the
-# root-admin's. A document's settings (world.DOCUMENT_SETTINGS) are not here: each
-# governs only its own document's workloads, and is set by applying that document.
-SETTINGS = {
-    "implicit_dedication": "CloudStack's implicit.dedication.enable: a dedicated request "
-    "that finds no dedicated host takes an empty, undedicated one for its account.",
-    **{key: str(SettingsSpec.model_fields[key].description) for key in CONTROLLER_SETTINGS},
-}
 
 
 class NewDedication(BaseModel):
@@ -183,80 +168,9 @@ class SettingChange(BaseModel):
     )
 
 
-def _act(asked: Rededicating) -> Callable[[Cloud, Principal], Dedication]:
-    """What the change asks of the rules, as the caller's principal."""
-
-    def act(cloud: Cloud, who: Principal) -> Dedication:
-        if asked.action == DEDICATE:
-            assert asked.domain is not None
-            return cloud.dedicate(who, asked.resource, asked.domain, asked.account)
-        if asked.action == UPDATE:
-            assert asked.domain is not None
-            return cloud.update(who, asked.resource, asked.domain, asked.account)
-        return cloud.release(who, asked.resource)
-
-    return act
-
-
-def change(
-    engine: Store,
-    actor: Actor,
-    asked: Rededicating,
-    named: str | None = None,
-    report: placing.Reporter = placing.silent,
-    replica: ReplicaWorld | None = None,
-) -> dict[str, Any]:
-    """Apply one dedication operation through the rules and plan the world it leaves.
-    `named`: the resource the request's path names (404 when the world has none). With
-    `replica`, a delta on its live world when it can be one (operations/rededication.py)."""
-    if replica is not None:
-        fast = replica.rededicate(engine, asked, actor, report)
-        if fast is not None:
-            return fast
-    act = _act(asked)
-
-    def prepare(snapshot: Snapshot) -> placing.Prepared:
-        if (
-            named is not None
-            and named not in snapshot.nodes
-            and not any(pool.get("id") == named for pool in snapshot.storage)
-        ):
-            raise problems.ProblemException(404, "not-found", f"no resource {named!r}")
-        cloud = cloudstack.cloud_of(snapshot)
-        who = cloudstack.principal_of(cloud, asked.principal)
-        seen = len(cloud.events)
-        try:
-            found = act(cloud, who)
-        except DedicationError as error:
-            raise cloudstack.problem(error) from None
-        new_events = cloud.events[seen:]
-        after = snapshot.copy()
-        after.dedications = cloudstack.dedication_entries(cloud.rules.items.values(), snapshot)
-        prepared = placing.plan(snapshot, after)
-        prepared.extra.extend(cloudstack.dedication_events(new_events))
-        was = next((e.details.get("was") for e in new_events if "was" in e.details), None)
-        prepared.data.update(
-            dedication=found.to_dict(),
-            was=was,
-            absorbed=[
-                dict(e.details)
-                for e in new_events
-                if e.kind == "dedication-released" and e.subject != found.resource
-            ],
-        )
-        return prepared
-
-    committed = placing.transact(engine, prepare, actor, report=report)
-    return {
-        **committed.prepared.data,
-        "revision": committed.revision,
-        "changes": placing.moves_document(committed.prepared.moves),
-    }
-
-
 def _changed(request: Request, caller: Caller, asked: Rededicating, named: str | None) -> Any:
     return run_in_threadpool(
-        change,
+        dedication_changes.change,
         context.store(request),
         context.actor(request, caller),
         asked,
@@ -330,28 +244,6 @@ async def delete_dedication(
     return answer
 
 
-def listing(
-    engine: Store, principal: str, kind: str | None, domain: str | None, account: str | None
-) -> dict[str, Any]:
-    cloud = cloudstack.cloud_of(snapshots.read(engine))
-    who = cloudstack.principal_of(cloud, principal)
-    try:
-        found = cloud.list_dedications(who, kind, domain, account)
-    except DedicationError as error:
-        if error.kind == INVALID_PARAMETER and error.parameter is not None:
-            # A filter at fault: two that disagree (an account outside the domain named)
-            # conflict, and one naming what the world does not have finds nothing (404).
-            # Each is well-formed: the schema cannot tell them (SERVICE.md, Errors).
-            raise problems.ProblemException(
-                409 if error.conflict else 404,
-                "conflicting-request" if error.conflict else error.kind,
-                error.message,
-                [{"parameter": f"query.{error.parameter}", "detail": error.message}],
-            ) from None
-        raise cloudstack.problem(error) from None
-    return {"items": [d.to_dict() for d in found]}
-
-
 @router.get(
     "/dedications",
     summary="List dedications",
@@ -374,7 +266,7 @@ async def list_dedications(
 ) -> dict[str, Any]:
     engine = context.store(request)
     return await run_in_threadpool(
-        listing, engine, context.principal(caller), kind, domain, account
+        dedication_listing.listing, engine, context.principal(caller), kind, domain, account
     )
 
 
@@ -393,43 +285,6 @@ async def list_offerings(
     return {"items": [offering_view(o) for o in found]}
 
 
-def put_offering(
-    engine: Store,
-    name: str,
-    wanted: Callable[[dict[str, Any] | None], dict[str, Any]],
-    actor: Actor,
-) -> dict[str, Any]:
-    """Make or change one offering in the stored world and plan the world it leaves (its
-    VMs now ask for dedication or no longer do), with its event, in one transaction.
-    `wanted`: the offering as it should be, from the offering as it is (None: none).
-    Only a root admin may (the seed: only a root admin offers dedication): the routes'
-    rule says so, before this runs."""
-
-    def prepare(snapshot: Snapshot) -> placing.Prepared:
-        old = next((o for o in snapshot.offerings if o["name"] == name), None)
-        new = wanted(old)
-        after = snapshot.copy()
-        if old != new:
-            after.offerings = [o for o in after.offerings if o["name"] != name] + [new]
-        prepared = placing.plan(snapshot, after)
-        if old != new:
-            kind = "offering.created" if old is None else "offering.updated"
-            details: dict[str, Any] = {"offering": new}
-            if old is not None:
-                details["was"] = old
-            prepared.extra.append(Extra(kind, name, details=details))
-        prepared.data.update(offering=new, was=old, changed=old != new)
-        return prepared
-
-    committed = placing.transact(engine, prepare, actor)
-    return {
-        **committed.prepared.data,
-        "revision": committed.revision,
-        "changes": placing.moves_document(committed.prepared.moves),
-        "incompatible": committed.prepared.data.get("incompatible", []),
-    }
-
-
 @router.post(
     "/offerings",
     summary="Add a service offering",
@@ -445,19 +300,10 @@ async def post_offering(
     request: Request, body: NewOffering, caller: Annotated[Caller, allow(ROOT_ADMIN)]
 ) -> dict[str, Any]:
     engine = context.store(request)
-
-    def wanted(old: dict[str, Any] | None) -> dict[str, Any]:
-        if old is not None:
-            raise problems.ProblemException(
-                409, INVALID_PARAMETER, f"offering {body.name} exists already"
-            )
-        return body.model_dump()
-
     return await run_in_threadpool(
-        put_offering,
+        offering_changes.create_offering,
         engine,
-        body.name,
-        wanted,
+        body.model_dump(),
         context.actor(request, caller),
     )
 
@@ -479,17 +325,13 @@ async def patch_offering(
     caller: Annotated[Caller, allow(ROOT_ADMIN)],
 ) -> dict[str, Any]:
     engine = context.store(request)
-
-    def wanted(old: dict[str, Any] | None) -> dict[str, Any]:
-        if old is None:
-            raise problems.ProblemException(404, "not-found", f"no offering {name!r}")
-        new = {**old, "dedicated": body.dedicated}
-        if body.implicit is not None:
-            new["implicit"] = body.implicit
-        return new
-
     return await run_in_threadpool(
-        put_offering, engine, name, wanted, context.actor(request, caller)
+        offering_changes.flag_offering,
+        engine,
+        name,
+        body.dedicated,
+        body.implicit,
+        context.actor(request, caller),
     )
 
 
@@ -501,123 +343,6 @@ def offering_view(offering: Offering) -> dict[str, Any]:
         "disk": offering.disk,
         "dedicated": offering.dedicated,
         "implicit": offering.implicit,
-    }
-
-
-def put_setting(
-    engine: Store,
-    key: str,
-    value: bool | float | str,
-    principal: str,
-    actor: Actor,
-    report: placing.Reporter = placing.silent,
-    replica: ReplicaWorld | None = None,
-) -> dict[str, Any]:
-    """Change one setting of the whole world. With `replica`, a delta on its live world
-    when it can be one (operations/live_settings.py)."""
-    if key in world.DOCUMENT_SETTINGS:
-        raise problems.ProblemException(
-            422,
-            "document-setting",
-            f"{key} is a document's setting, not the world's: it governs only the workloads "
-            "of the document that names it; set it in that document's settings: and apply "
-            f"the document. The world's settings are {', '.join(SETTINGS)}",
-            [{"parameter": "path.key", "detail": f"{key} is a document's setting"}],
-        )
-    if key not in SETTINGS:
-        raise problems.ProblemException(
-            404, "not-found", f"no setting {key!r}; the settings are {', '.join(SETTINGS)}"
-        )
-    if key == "implicit_dedication" and not isinstance(value, bool):
-        raise _bad_value(key, "must be true or false")
-    if replica is not None:
-        fast = replica.reset(engine, Resetting(key, value, principal), actor, report)
-        if fast is not None:
-            return fast
-    if key != "implicit_dedication":
-        return _put_world_setting(engine, key, value, actor, report)
-    enabled = bool(value)  # checked above: true or false
-
-    def prepare(snapshot: Snapshot) -> placing.Prepared:
-        cloud = cloudstack.cloud_of(snapshot)
-        who = cloudstack.principal_of(cloud, principal)
-        was = cloud.implicit_enabled
-        try:
-            cloud.set_implicit(who, enabled)
-        except DedicationError as error:
-            raise cloudstack.problem(error) from None
-        after = snapshot.copy()
-        if was != value:
-            after.settings[key] = value
-        prepared = placing.plan(snapshot, after)
-        if was != value:
-            prepared.extra.append(
-                Extra("setting.changed", key, details={"key": key, "value": value, "was": was})
-            )
-        prepared.data["changed"] = was != value
-        return prepared
-
-    committed = placing.transact(engine, prepare, actor, report=report)
-    return {
-        "key": key,
-        "value": value,
-        "changed": committed.prepared.data["changed"],
-        "revision": committed.revision,
-        "changes": placing.moves_document(committed.prepared.moves),
-        "incompatible": committed.prepared.data.get("incompatible", []),
-    }
-
-
-def _bad_value(key: str, detail: str) -> problems.ProblemException:
-    return problems.ProblemException(
-        422,
-        "invalid-request",
-        f"{key}: {detail}",
-        [{"pointer": "/value", "detail": detail}],
-    )
-
-
-def _put_world_setting(
-    engine: Store,
-    key: str,
-    value: bool | float | str,
-    actor: Actor,
-    report: placing.Reporter = placing.silent,
-) -> dict[str, Any]:
-    """A heartbeat or guard setting: checked with the others as a spec's `settings:` is
-    (a timeout at least 3 heartbeats long), stored in the same transaction as a plan of
-    the world (which it leaves as it was: the controller reads it at its next sweep)."""
-    if isinstance(value, bool | str):
-        raise _bad_value(key, "must be a number")
-
-    def prepare(snapshot: Snapshot) -> placing.Prepared:
-        fields = SettingsSpec.model_fields
-        now = {k: snapshot.settings.get(k, fields[k].default) for k in SETTINGS if k != key}
-        try:
-            checked = SettingsSpec.model_validate({**now, key: value})
-        except ValidationError as error:
-            raise _bad_value(key, "; ".join(e["msg"] for e in error.errors())) from None
-        was = snapshot.settings.get(key, fields[key].default)
-        wanted = getattr(checked, key)
-        after = snapshot.copy()
-        if was != wanted:
-            after.settings[key] = wanted
-        prepared = placing.plan(snapshot, after)
-        if was != wanted:
-            prepared.extra.append(
-                Extra("setting.changed", key, details={"key": key, "value": wanted, "was": was})
-            )
-        prepared.data.update(changed=was != wanted, value=wanted)
-        return prepared
-
-    committed = placing.transact(engine, prepare, actor, report=report)
-    return {
-        "key": key,
-        "value": committed.prepared.data["value"],
-        "changed": committed.prepared.data["changed"],
-        "revision": committed.revision,
-        "changes": placing.moves_document(committed.prepared.moves),
-        "incompatible": committed.prepared.data.get("incompatible", []),
     }
 
 
@@ -645,7 +370,7 @@ async def put_setting_route(
 ) -> dict[str, Any]:
     engine = context.store(request)
     return await run_in_threadpool(
-        put_setting,
+        setting_changes.put_setting,
         engine,
         key,
         body.value,

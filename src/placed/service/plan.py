@@ -12,6 +12,8 @@ from starlette.concurrency import run_in_threadpool
 
 from placed.engine.planner import Planner
 from placed.engine.report import plan_document
+from placed.operations import pointers
+from placed.operations.pointers import PLACED_BYTES
 from placed.service import documents, problems
 from placed.service.auth import EVERY_ROLE, Caller, allow
 from placed.service.bodies import bounded_units, read_body
@@ -21,10 +23,6 @@ from placed.spec.load import load_spec_text
 from placed.spec.source import decode, placed_up_to
 
 SOURCE = "request"  # the spec's name in its errors, as a file's path is on the CLI
-# A body's problems get their line and column up to this size (finding them reads the
-# body again, seconds a megabyte, on the server's CPU); a larger body's have their
-# pointers only.
-PLACED_BYTES = 2 * 1024 * 1024
 
 router = APIRouter(prefix="/v1")
 
@@ -62,18 +60,7 @@ def encoded(document: Any) -> bytes:
 
 
 def invalid_spec(error: SpecError, body: bytes) -> problems.ProblemException:
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        # Not JSON (pointers split the keys at their dots), or JSON nested deeper than
-        # Python reads (the spec reader refused it for that).
-        data = None
-    return problems.ProblemException(
-        422,
-        "invalid-spec",
-        f"the spec has {problems.counted(error.count)}",
-        problems.spec_errors(error, data),
-    )
+    return problems.from_operation(pointers.invalid_spec(error, body))
 
 
 @router.post(

@@ -27,7 +27,7 @@ from placed.operations.errors import (
     NotFound,
     OperationError,
 )
-from placed.operations.pointers import MAX_ERRORS, pointer, spec_places
+from placed.operations.pointers import MAX_ERRORS, counted, pointer, spec_places
 from placed.spec import SpecError
 
 MEDIA_TYPE = "application/problem+json"
@@ -225,14 +225,6 @@ def validation_errors(error: RequestValidationError) -> list[dict[str, Any]]:
         else:
             found.append({"pointer": "", "detail": detail})
     return found
-
-
-def counted(count: int, what: str = "problem") -> str:
-    """'3 problems', or '250 problems; the first 100 are listed' past MAX_ERRORS."""
-    text = f"{count:,} {what}{'s' if count != 1 else ''}"
-    if count > MAX_ERRORS:
-        text += f"; the first {MAX_ERRORS} are listed"
-    return text
 
 
 def spec_errors(error: SpecError, data: Any) -> list[dict[str, Any]]:

@@ -3,24 +3,17 @@ units move as `placed simulate --down/--up` says they would)."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from placed.engine.planner import Planner
-from placed.engine.rebalance import simulate
-from placed.operations import placing
+from placed.operations import target_states
 from placed.operations import targets as operation
-from placed.operations.replica import BATCH, DOWN_OR_UP, ReplicaWorld, Retargeting
-from placed.operations.store import Store
 from placed.service import context, problems
 from placed.service.auth import AGENT, DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.spec.schema import MAX_NAME
-from placed.store.claims import Actor, Extra
-from placed.store.world import Snapshot, TargetRow
 
 router = APIRouter(prefix="/v1")
 
@@ -142,82 +135,6 @@ async def get_target(
         return await run_in_threadpool(one)
 
 
-# A target's change of state is planned and committed through placing.transact, which is
-# the service's still: these functions move to operations/targets.py with it.
-def replanned(snapshot: Snapshot, name: str, changed: TargetRow) -> placing.Prepared:
-    """Target `name` becoming `changed` (an admin state, or liveness): when it stops
-    taking work its units move as `placed simulate --down` says, when it starts again
-    as `--up` says. An admin's down stays down however the heartbeats go, and a stale
-    target stays down whatever the admin says, until it heartbeats again."""
-    return replanned_all(snapshot, {name: changed})
-
-
-def replanned_all(snapshot: Snapshot, changed: dict[str, TargetRow]) -> placing.Prepared:
-    """Several targets changing at once, in one simulation (`placed simulate --down A
-    --down B`): a unit leaving A never lands on B on its way."""
-    after = snapshot.copy()
-    after.targets.update(changed)
-    planner = Planner(placing.world_spec(snapshot))
-    before = snapshot.targets
-    down = [n for n, row in changed.items() if before[n].takes_work and not row.takes_work]
-    up = [n for n, row in changed.items() if row.takes_work and not before[n].takes_work]
-    return placing.simulated(snapshot, after, simulate(planner, down, up), planner)
-
-
-def change_state(
-    engine: Store,
-    name: str,
-    state: str,
-    reason: str,
-    actor: Actor,
-    report: placing.Reporter = placing.silent,
-    dry_run: bool = False,
-    replica: ReplicaWorld | None = None,
-) -> dict[str, Any]:
-    """Take a target down or bring it up, moving its units in the same transaction;
-    `dry_run`: plan the same and write nothing (the console's what-if). With `replica`,
-    a delta on its live world when it can be one (operations/replica.py)."""
-    if replica is not None and not dry_run:
-        asked = Retargeting(((name, state),), reason, DOWN_OR_UP)
-        fast = replica.retarget(engine, asked, actor, report)
-        if fast is not None:
-            return {
-                "target": name,
-                "admin_state": state,
-                "dry_run": False,
-                "changed": bool(fast["changed"]),
-                "revision": fast["revision"],
-                "moves": fast["moves"],
-            }
-
-    def prepare(snapshot: Snapshot) -> placing.Prepared:
-        row = snapshot.targets.get(name)
-        if row is None:
-            raise problems.ProblemException(404, "not-found", f"no target {name!r}")
-        prepared = replanned(snapshot, name, dataclasses.replace(row, admin_state=state))
-        if row.admin_state != state:
-            prepared.extra.append(
-                Extra(
-                    f"target.{state}",
-                    name,
-                    target=name,
-                    details={"reason": reason, "moves": len(prepared.moves)},
-                )
-            )
-        prepared.data["changed"] = row.admin_state != state
-        return prepared
-
-    committed = placing.transact(engine, prepare, actor, dry_run=dry_run, report=report)
-    return {
-        "target": name,
-        "admin_state": state,
-        "dry_run": dry_run,
-        "changed": committed.prepared.data["changed"],
-        "revision": committed.revision,
-        "moves": placing.moves_document(committed.prepared.moves),
-    }
-
-
 MAX_BATCH = 1000
 
 
@@ -245,95 +162,6 @@ class BatchChange(BaseModel):
     moves: list[MoveView]
 
 
-def change_states(
-    engine: Store,
-    batch: Batch,
-    actor: Actor,
-    report: placing.Reporter = placing.silent,
-    dry_run: bool = False,
-    expected_revision: int | None = None,
-    replica: ReplicaWorld | None = None,
-) -> dict[str, Any]:
-    """Several targets down and others up in one transaction and one simulation: the
-    console's what-if of several targets, and its confirmation. With `replica`, a delta
-    on its live world when it can be one and no revision is expected."""
-    wanted = {name: "down" for name in batch.down}
-    for index, name in enumerate(batch.up):
-        if name in wanted:
-            # Each list is valid alone: together they ask for two things at once.
-            raise problems.ProblemException(
-                409,
-                "conflicting-request",
-                f"{name!r} is both taken down and brought up",
-                [{"pointer": f"/up/{index}", "detail": "also in down"}],
-            )
-        wanted[name] = "up"
-    if not wanted:
-        raise problems.ProblemException(
-            422, "invalid-request", "name a target to take down or bring up", []
-        )
-    if replica is not None and not dry_run and expected_revision is None:
-        asked = Retargeting(tuple(wanted.items()), batch.reason, BATCH)
-        fast = replica.retarget(engine, asked, actor, report)
-        if fast is not None:
-            done = set(fast["changed"])
-            return {
-                "targets": [
-                    {"target": name, "admin_state": state, "changed": name in done}
-                    for name, state in wanted.items()
-                ],
-                "dry_run": False,
-                "revision": fast["revision"],
-                "moves": fast["moves"],
-            }
-
-    def prepare(snapshot: Snapshot) -> placing.Prepared:
-        missing = [name for name in wanted if name not in snapshot.targets]
-        if missing:
-            raise problems.ProblemException(
-                404,
-                "not-found",
-                f"no target {missing[0]!r}"
-                + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""),
-            )
-        rows = {name: snapshot.targets[name] for name in wanted}
-        prepared = replanned_all(
-            snapshot,
-            {name: dataclasses.replace(rows[name], admin_state=s) for name, s in wanted.items()},
-        )
-        changed = [name for name, state in wanted.items() if rows[name].admin_state != state]
-        prepared.extra.extend(
-            Extra(
-                f"target.{wanted[name]}",
-                name,
-                target=name,
-                details={"reason": batch.reason, "moves": len(prepared.moves), "batch": True},
-            )
-            for name in changed
-        )
-        prepared.data["changed"] = changed
-        return prepared
-
-    committed = placing.transact(
-        engine,
-        prepare,
-        actor,
-        dry_run=dry_run,
-        expected_revision=expected_revision,
-        report=report,
-    )
-    changed = set(committed.prepared.data["changed"])
-    return {
-        "targets": [
-            {"target": name, "admin_state": state, "changed": name in changed}
-            for name, state in wanted.items()
-        ],
-        "dry_run": dry_run,
-        "revision": committed.revision,
-        "moves": placing.moves_document(committed.prepared.moves),
-    }
-
-
 @router.post(
     "/targets:batch",
     summary="Take several targets down and others up",
@@ -355,9 +183,11 @@ async def post_batch(
 ) -> dict[str, Any]:
     engine = context.store(request)
     return await run_in_threadpool(
-        change_states,
+        target_states.change_states,
         engine,
-        body,
+        body.down,
+        body.up,
+        body.reason,
         context.actor(request, caller),
         context.reporter(request),
         dry_run,
@@ -377,7 +207,7 @@ def _state_route(state: str) -> Any:
         engine = context.store(request)
         why = body.reason if body is not None else ""
         return await run_in_threadpool(
-            change_state,
+            target_states.change_state,
             engine,
             name,
             state,
