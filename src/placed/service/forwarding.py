@@ -90,6 +90,10 @@ TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
 # A forwarded write may plan a large document: as long as the client would wait for one.
 ANSWER_TIMEOUT_S = 120.0
 CONNECT_TIMEOUT_S = 2.0
+# An idle connection to the leader is dropped well before the leader's server closes it
+# (uvicorn's keep-alive, 5 s): one both sides keep for 5 s may be closed by the leader
+# just as a write goes out on it, and that write is then answered "may have committed".
+KEEPALIVE_S = 2.0
 # Connections to the leader at once; more writes wait for one. Below the leader's own
 # cap per client address (`placed serve --max-conns-per-client`, 100 by default), which
 # every forwarded write shares: past it the leader would refuse them (429).
@@ -112,7 +116,9 @@ class Forwarder:
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(ANSWER_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
                 limits=httpx.Limits(
-                    max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS
+                    max_connections=MAX_CONNECTIONS,
+                    max_keepalive_connections=MAX_CONNECTIONS,
+                    keepalive_expiry=KEEPALIVE_S,
                 ),
                 follow_redirects=False,
             )
