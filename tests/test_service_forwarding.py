@@ -211,3 +211,19 @@ def test_serve_refuses_an_advertised_address_that_is_no_base_url(given: str, why
     done = CliRunner().invoke(cli, ["serve", "--advertise", given])
     assert done.exit_code == 2, done.output
     assert "--advertise" in done.output and why in done.output
+
+
+def test_the_forwarder_drops_an_idle_connection_before_the_leader_closes_it() -> None:
+    """A connection both sides keep idle equally long may be closed by the leader just as
+    a write goes out on it, and that write is answered 503 may-have-committed: the
+    forwarder's pool lets go of an idle connection well before `placed serve`'s
+    keep-alive (uvicorn's, which the command leaves at its default) runs out."""
+    import uvicorn
+
+    from placed.store.database import make_engine
+
+    app = create_app(database=make_engine("sqlite://"))
+    client = forwarding.Forwarder(app.state.controller, app.state.metrics).client()
+    expiry = client._transport._pool._keepalive_expiry  # type: ignore[attr-defined]
+    served = uvicorn.Config(app=app).timeout_keep_alive
+    assert expiry is not None and expiry <= served / 2, (expiry, served)
