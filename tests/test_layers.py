@@ -3,7 +3,7 @@ import inside a function counts as much as one at the top.
 
 From the top: cli and service -> operations -> store and engine -> policy -> model. The
 service reaches the store through the operations only: it imports neither sqlalchemy nor
-the store's tables."""
+the store's tables, and opens no transaction."""
 
 from __future__ import annotations
 
@@ -26,8 +26,9 @@ FORBIDDEN = {
     "operations": {"placed.service", "placed.cli"} | WEB,
 }
 
-# What the service leaves to the operations layer.
-BELOW_THE_SERVICE = {"sqlalchemy", "placed.store.tables"}
+# What the service leaves to the operations layer: the database, its tables, and the
+# transactions opened on it (store/database.py's `reading` and `writing`).
+BELOW_THE_SERVICE = {"sqlalchemy", "placed.store.tables", "placed.store.database"}
 
 
 def imports(path: Path) -> set[str]:

@@ -16,11 +16,10 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, BeforeValidator, Field
 from starlette.concurrency import run_in_threadpool
 
+from placed.operations import event_listing
 from placed.service import context, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.service.bell import EventBell
-from placed.store import events
-from placed.store.database import reading
 
 router = APIRouter(prefix="/v1")
 
@@ -104,22 +103,10 @@ async def list_events(
 
     reach = await run_in_threadpool(context.accounts_of, engine, caller)
 
+    wanted = event_listing.Filter(kind, subject, target, workload, actor, since, latest)
+
     def page() -> list[dict[str, Any]]:
-        with reading(engine) as session:
-            rows = events.page(
-                session,
-                after,
-                limit,
-                kind,
-                subject,
-                target,
-                workload,
-                actor,
-                None if reach is None else sorted(reach),
-                since=since,
-                latest=latest,
-            )
-            return [events.view(row) for row in rows]
+        return event_listing.page(engine, after, limit, wanted, reach)
 
     bell: EventBell = request.app.state.event_bell
     deadline = time.monotonic() + wait

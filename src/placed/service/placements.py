@@ -8,11 +8,10 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
+from placed.operations import placement_listing
 from placed.service import context, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
 from placed.spec.schema import MAX_UNIT_NAME
-from placed.store import placements
-from placed.store.database import reading
 
 router = APIRouter(prefix="/v1")
 
@@ -66,21 +65,9 @@ async def list_placements(
     engine = context.store(request)
     reach = await run_in_threadpool(context.accounts_of, engine, caller)
 
-    def page() -> dict[str, Any]:
-        with reading(engine) as session:
-            items = placements.page(
-                session,
-                after,
-                limit + 1,
-                workload,
-                target,
-                None if reach is None else sorted(reach),
-            )
-        more = len(items) > limit
-        items = items[:limit]
-        return {"items": items, "next_cursor": items[-1]["unit"] if more and items else None}
-
-    return await run_in_threadpool(page)
+    return await run_in_threadpool(
+        placement_listing.page, engine, after, limit, workload, target, reach
+    )
 
 
 @router.get(
@@ -99,9 +86,4 @@ async def list_history(
 ) -> dict[str, Any]:
     engine = context.store(request)
 
-    def page() -> dict[str, Any]:
-        with reading(engine) as session:
-            items = placements.history_page(session, after, limit, unit)
-        return {"items": items, "next_cursor": items[-1]["id"] if items else after}
-
-    return await run_in_threadpool(page)
+    return await run_in_threadpool(placement_listing.history, engine, after, limit, unit)
