@@ -15,8 +15,7 @@ from typing import Any
 from placed.model.dedications import (
     NO_CAPACITY,
 )
-from placed.operations import cloudstack, placing
-from placed.operations.errors import NotFound
+from placed.operations import cloudstack, placing, target_states
 from placed.operations.replica import ReplicaWorld, Retargeting
 from placed.operations.store import Store
 from placed.store.claims import Actor, Extra
@@ -61,14 +60,8 @@ def drain(
             }
 
     def prepare(snapshot: Snapshot) -> placing.Prepared:
-        missing = [name for name in wanted if name not in snapshot.targets]
-        if missing:
-            raise NotFound(
-                f"no target {missing[0]!r}"
-                + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
-            )
+        rows = target_states.rows_of(snapshot, wanted)
         draining = set(wanted)
-        rows = {name: snapshot.targets[name] for name in wanted}
         after = snapshot.copy()
         for name, row in rows.items():
             after.targets[name] = dataclasses.replace(row, admin_state=MAINTENANCE)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from placed.engine.planner import Planner
@@ -39,6 +39,19 @@ def replanned_all(snapshot: Snapshot, changed: dict[str, TargetRow]) -> placing.
     down = [n for n, row in changed.items() if before[n].takes_work and not row.takes_work]
     up = [n for n, row in changed.items() if row.takes_work and not before[n].takes_work]
     return placing.simulated(snapshot, after, simulate(planner, down, up), planner)
+
+
+def rows_of(snapshot: Snapshot, names: Collection[str]) -> dict[str, TargetRow]:
+    """The stored rows of the targets a change names; refused, naming the first, when
+    some are not there."""
+    rows = {name: snapshot.targets[name] for name in names if name in snapshot.targets}
+    missing = [name for name in names if name not in rows]
+    if missing:
+        raise NotFound(
+            f"no target {missing[0]!r}"
+            + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+        )
+    return rows
 
 
 def change_state(
@@ -137,13 +150,7 @@ def change_states(
             }
 
     def prepare(snapshot: Snapshot) -> placing.Prepared:
-        missing = [name for name in wanted if name not in snapshot.targets]
-        if missing:
-            raise NotFound(
-                f"no target {missing[0]!r}"
-                + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
-            )
-        rows = {name: snapshot.targets[name] for name in wanted}
+        rows = rows_of(snapshot, wanted)
         prepared = replanned_all(
             snapshot,
             {name: dataclasses.replace(rows[name], admin_state=s) for name, s in wanted.items()},

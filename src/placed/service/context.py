@@ -104,13 +104,6 @@ def accounts_of(store: Store, caller: Caller) -> set[str] | None:
     return reach.accounts_of(store, caller.role, caller.scope)
 
 
-def own_account(
-    caller: Caller, account: str | None, reach_: set[str] | None, pointer: str
-) -> str | None:
-    """The account a scoped caller's workload belongs to (operations/reach.py)."""
-    return reach.own_account(caller.role, caller.scope, account, reach_, pointer)
-
-
 def principal(caller: Caller) -> str:
     """The caller as the dedication rules name principals (`Tenancy.principal`):
     `root-admin`, `domain-admin:DOMAIN` or `user:ACCOUNT`. An agent acts for a target,
