@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import numpy as np
 import yaml
@@ -167,11 +168,40 @@ def _simulate(spec: Spec, down: list[str], enabled: bool) -> tuple[str, list[Out
 def test_a_simulation_keeps_its_verdicts_as_it_judges_every_unit(
     spec: Spec, data: st.DataObject
 ) -> None:
-    # A simulation places units one at a time (those that stay are not placed again),
-    # with the capacity verdicts kept across a workload's units.
+    # A simulation places again the units of the targets down in blocks, around those that
+    # stay (not placed again), and the rest one at a time with the verdicts kept across
+    # a workload's units.
     ids = [t.id for t in spec.inventory.targets]
     down = data.draw(st.lists(st.sampled_from(ids), max_size=3, unique=True))
     assert _simulate(spec, down, enabled=True) == _simulate(spec, down, enabled=False)
+
+
+def test_a_simulation_places_the_units_of_a_target_down_in_a_block(monkeypatch: Any) -> None:
+    # Without this the property above could pass with the simulation never taking the
+    # block path: a drain's hundred units would be judged one by one.
+    leaves = tuple(Location(id=f"t{i}", kind="host", capacity={"cpu": 4.0}) for i in range(4))
+    spec = Spec(
+        Inventory.from_roots(leaves),
+        (Workload(name="w", units=2, resources={"cpu": 1.0}),),
+        Settings(),
+        running=tuple(Running("w", f"w/run{k}", "t0") for k in range(3)),
+    )
+    blocks: list[list[str]] = []
+    placing = block.place
+
+    def counted(*args: Any) -> list[Placement]:
+        placed = placing(*args)
+        blocks.append([p.unit for p in placed])
+        return placed
+
+    monkeypatch.setattr(block, "place", counted)
+    found = simulate(Planner(spec), ["t0"], [])
+    # The plan before places the workload's two units in a block of its own; the
+    # simulation keeps them where they are (a unit on t0 would go again) and places
+    # the three that ran on t0 in one block.
+    assert blocks[0] == ["w/0", "w/1"]
+    assert blocks[1][:3] == ["w/run0", "w/run1", "w/run2"]
+    assert {"w/run0", "w/run1", "w/run2"} <= {move.unit for move in found.moves}
 
 
 @st.composite

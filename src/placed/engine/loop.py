@@ -194,6 +194,11 @@ def _all_unplaced(
     return [Unplaced(failed.workload, key, failed.summary, failed.filtered) for key in keys]
 
 
+def _stays(previous: dict[str, Outcome], key: str, state: PlanState) -> bool:
+    """Whether a simulation keeps the unit where it is rather than placing it again."""
+    return isinstance(previous.get(key), Placement) and key in state.units
+
+
 class Allocation(Strategy):
     def place(self, workload: Workload, context: Context) -> list[Outcome]:
         judge, state = context.judge, context.state
@@ -206,6 +211,7 @@ class Allocation(Strategy):
             *(workload.unit_key(i) for i in range(workload.units)),
         ]
         start = 0
+        early: dict[str, Outcome] = {}
         if not previous and not watching:
             # Not in a simulation (a unit that stays is not placed again) nor while a unit
             # is watched (its state is copied just before it is judged).
@@ -213,6 +219,12 @@ class Allocation(Strategy):
             start = len(outcomes)
             if start and context.progress is not None:
                 context.progress(context.done + start, context.total)
+        elif not watching:
+            # A simulation: the units that stay are not placed again, and they change
+            # nothing in the state, so the others go in blocks in their order, as the
+            # loop would place them around those that stay (a drain's hundred units).
+            fresh = [key for key in keys if not _stays(previous, key, state)]
+            early = {o.unit: o for o in judge.block(request, workload, fresh, state)}
         elif context.until_watched and context.watch in keys:
             # The units before the watched one in blocks, as a plan places them (the
             # state block placement leaves is the one the loop would): the watched unit
@@ -221,13 +233,17 @@ class Allocation(Strategy):
             outcomes.extend(judge.block(request, workload, before, state))
             start = len(outcomes)
         # Verdicts kept across units pay off from the second unit judged on.
-        context.following = judge.follow(request, state) if len(keys) - start > 1 else None
+        judged = len(keys) - start - len(early)
+        context.following = judge.follow(request, state) if judged > 1 else None
         for count, key in enumerate(keys[start:], start):
             if context.until_watched and context.seen is not None:
                 break
+            if key in early:
+                outcomes.append(early[key])
+                continue
             if previous:
                 kept = previous.get(key)
-                if isinstance(kept, Placement) and key in state.units:
+                if kept is not None and _stays(previous, key, state):
                     outcomes.append(kept)  # a simulation: it stays where it is
                     continue
             if watching:
