@@ -12,8 +12,8 @@ from pydantic import BaseModel
 from sqlalchemy.exc import DataError, OperationalError
 
 from placed.operations.pointers import key_pointer
+from placed.operations.spec_plan import MAX_REQUEST_UNITS
 from placed.service import create_app
-from placed.service.bodies import MAX_REQUEST_UNITS
 from placed.service.context import MAX_ID
 from tests.service_support import client_of, served
 

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from placed.cli.main import app as cli
+from placed.operations.spec_plan import MAX_REQUEST_UNITS
 from placed.service import create_app, documents
-from placed.service.bodies import MAX_REQUEST_UNITS
 from placed.store.database import make_engine
 
 from .service_support import bearer, served

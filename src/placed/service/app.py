@@ -16,6 +16,7 @@ from placed import __version__
 from placed.operations import batch_commits
 from placed.operations.batch_commits import CommitProcess
 from placed.operations.replica import ReplicaWorld
+from placed.operations.spec_plan import MAX_REQUEST_UNITS
 from placed.operations.store import Store
 from placed.operations.sweeps import Fault
 from placed.service import (
@@ -41,7 +42,6 @@ from placed.service import (
 )
 from placed.service.auth import TrustedTokens
 from placed.service.bell import EventBell
-from placed.service.bodies import MAX_REQUEST_UNITS
 from placed.service.forwarding import Forwarder, Forwarding
 from placed.service.health import Readiness, always_ready
 from placed.service.idempotency import Idempotency
@@ -280,8 +280,9 @@ def _schema(app: FastAPI) -> dict[str, Any]:
     spec.pop("$id", None)
     components.update(spec.pop("$defs", {}))
     components["SpecDocument"] = spec
-    # The service plans at most MAX_REQUEST_UNITS units in one request (bodies.py), and
-    # so at most that many for any one workload: the spec's own bound is the CLI's.
+    # The service plans at most MAX_REQUEST_UNITS units in one request
+    # (operations/spec_plan.py), and so at most that many for any one workload: the
+    # spec's own bound is the CLI's.
     units = components["WorkloadSpec"]["properties"]["units"]
     units["maximum"] = min(units["maximum"], MAX_REQUEST_UNITS)
     units["description"] += (

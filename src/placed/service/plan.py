@@ -10,37 +10,20 @@ from fastapi import APIRouter, Request, Response
 from fastapi.encoders import jsonable_encoder
 from starlette.concurrency import run_in_threadpool
 
-from placed.engine.planner import Planner
-from placed.engine.report import plan_document
-from placed.operations import pointers
-from placed.operations.pointers import PLACED_BYTES
+from placed.operations import spec_plan
 from placed.service import documents, problems
 from placed.service.auth import EVERY_ROLE, Caller, allow
-from placed.service.bodies import bounded_units, read_body
+from placed.service.bodies import read_body
 from placed.service.offload import OFFLOAD_BYTES, Offload
-from placed.spec import SpecError
-from placed.spec.load import load_spec_text
-from placed.spec.source import decode, placed_up_to
-
-SOURCE = "request"  # the spec's name in its errors, as a file's path is on the CLI
 
 router = APIRouter(prefix="/v1")
 
 
 def plan(body: bytes) -> dict[str, Any]:
-    try:
-        text = decode(body, SOURCE)
-        with placed_up_to(PLACED_BYTES):
-            spec = load_spec_text(text, SOURCE)
-    except SpecError as error:
-        raise invalid_spec(error, body) from None
-    bounded_units(
-        (f"/workloads/{number}/units", workload.units)
-        for number, workload in enumerate(spec.workloads)
-        if workload.mode != "every"
-    )
-    # `placed plan -o json` prints one document's plan under its name the same way.
-    return {"name": spec.name, **plan_document(Planner(spec).plan())}
+    """`spec_plan.plan`, its refusal as the problem it is answered with (in a worker
+    process too, whose exception crosses back as it is)."""
+    with problems.operation_errors():
+        return spec_plan.plan(body)
 
 
 def plan_json(body: bytes) -> bytes:
@@ -57,10 +40,6 @@ def encoded(document: Any) -> bytes:
         indent=None,
         separators=(",", ":"),
     ).encode("utf-8")
-
-
-def invalid_spec(error: SpecError, body: bytes) -> problems.ProblemException:
-    return problems.from_operation(pointers.invalid_spec(error, body))
 
 
 @router.post(

@@ -20,10 +20,10 @@ from placed.operations import replace as replacing
 from placed.operations import update as updating
 from placed.operations.errors import OperationError
 from placed.operations.replica import ReplicaWorld
+from placed.operations.spec_plan import bounded_units
 from placed.operations.store import Store
 from placed.service import context, documents, problems
 from placed.service.auth import DOMAIN_ADMIN, ROOT_ADMIN, USER, Caller, allow
-from placed.service.bodies import bounded_units
 from placed.service.metrics import HttpMetrics
 
 router = APIRouter(prefix="/v1")
