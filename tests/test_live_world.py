@@ -2535,3 +2535,36 @@ def test_another_replica_reads_dedications_and_settings_from_the_rows(database: 
         }
         assert theirs.spec.settings == scratch.spec.settings
         assert (theirs.state.free == scratch.state.free).all()
+
+
+def test_a_follower_reads_a_mapping_fleets_moves_from_the_rows(tmp_path: Path) -> None:
+    """Conductors lost, drained and back, each a delta on the leader: a replica beside it
+    takes the moves of the fleet's units (and of an allocation among them) from the rows,
+    without building its world again, and holds what a plan from scratch of them holds."""
+    url = f"sqlite:///{tmp_path / 'placed.db'}"
+    leader, client = applied(url, FLEET_SPEC)
+    follower = create_app(database=make_engine(url))
+    try:
+        assert client.post("/v1/workloads", json={"name": "api", "units": 2, "mode": "allocation"})
+        replicas: list[ReplicaWorld] = [leader.state.replica, follower.state.replica]
+        for app in (leader, follower):
+            app.state.replica.read_current(app.state.database, lambda live: live)
+        built = [replica.rebuilds for replica in replicas]
+        moved = 0
+        for name, change in (("c1", "down"), ("c2", "drain"), ("c1", "up"), ("c2", "up")):
+            answer = client.post(f"/v1/targets/{name}/{change}", json={"reason": "a test"})
+            assert answer.status_code == 200, answer.text
+            moved += len(answer.json()["moves"])
+            placements, _ = from_scratch(leader)
+            for app in (leader, follower):
+                cached = app.state.replica.read_current(app.state.database, lambda live: live)
+                assert cached.snapshot.placements == placements, (name, change)
+                assert all(
+                    cached.units_on(target) == {u for u, on in placements.items() if on == target}
+                    for target in cached.snapshot.targets
+                )
+        assert moved > 0
+        assert [replica.rebuilds for replica in replicas] == built
+    finally:
+        leader.state.database.dispose()
+        follower.state.database.dispose()

@@ -808,9 +808,10 @@ class ReplicaWorld:
             or cached.pending
             or not cached.fitting
             or coupling.every
-            # A fleet's units moved: their owners are derived from the targets up, which
-            # a whole read derives again.
-            or (moved and coupling.readers is None)
+            # Units moved in a world that is neither allocations alone nor a mapping
+            # fleet (`Coupling.mapped`): only a whole read knows what else moved. A
+            # mapping unit's owner is the row's: it takes nothing of the state.
+            or (moved and coupling.readers is None and coupling.mapped is None)
         ):
             return None
         deleted = [
@@ -968,8 +969,9 @@ class ReplicaWorld:
     def _moved(self, cached: Cached, moved: list[PlacedUnit]) -> bool:
         """Each unit of a workload not written since that is on another target now (a
         target's change of state moved it), moved in the cache: what it took given back
-        where it was and taken where it is. False when a unit is not a move of one the
-        cache holds."""
+        where it was and taken where it is (a mapping unit takes nothing: its owner alone
+        changes, as the leader's delta derived it). False when a unit is not a move of
+        one the cache holds."""
         if not moved:
             return True
         snapshot, planner, state = cached.snapshot, cached.planner, cached.state
@@ -983,6 +985,9 @@ class ReplicaWorld:
             model = planner.workloads.get(workload) if workload is not None else None
             if model is None or source is None or position is None:
                 return False
+            if model.mode == "mapping":
+                cached.put(placed.name, placed.target)
+                continue
             request = planner.request(model)
             if not planner.pipeline.releasable(request):
                 return False
