@@ -2108,6 +2108,8 @@ class ConductorsComingAndGoing(RuleBasedStateMachine):
         if not hasattr(self, "app"):
             return
         placements, _ = from_scratch(self.app)  # a plan of the rows moves no node
+        # What each target has left of each resource: the same in each replica.
+        free: dict[str, dict[tuple[str, int], float]] = {}
         for app in (self.app, self.follower):
             replica: ReplicaWorld = app.state.replica
             if replica._cached is None:
@@ -2116,12 +2118,18 @@ class ConductorsComingAndGoing(RuleBasedStateMachine):
             with reading(self.app.state.database) as session:
                 stored = world.read(session)
             if cached.revision == stored.revision:
+                index = cached.planner.index
+                here = {
+                    (n, k): left
+                    for n in stored.targets
+                    for k, left in enumerate(cached.state.free[:, index.position[n]].tolist())
+                }
+                assert free.setdefault("seen", here) == pytest.approx(here)
                 assert cached.snapshot.placements == placements
                 assert all(
                     cached.units_on(target) == {u for u, on in placements.items() if on == target}
                     for target in cached.snapshot.targets
                 )
-                index = cached.planner.index
                 assert [bool(cached.state.up[index.position[n]]) for n in stored.targets] == [
                     t.takes_work for t in stored.targets.values()
                 ]
@@ -2537,32 +2545,44 @@ def test_another_replica_reads_dedications_and_settings_from_the_rows(database: 
         assert (theirs.state.free == scratch.state.free).all()
 
 
-def test_a_follower_reads_a_mapping_fleets_moves_from_the_rows(tmp_path: Path) -> None:
-    """Conductors lost, drained and back, each a delta on the leader: a replica beside it
-    takes the moves of the fleet's units (and of an allocation among them) from the rows,
-    without building its world again, and holds what a plan from scratch of them holds."""
+@pytest.mark.parametrize("fleet", ["mapping", "every"])
+def test_a_follower_reads_a_fleets_moves_from_the_rows(fleet: str, tmp_path: Path) -> None:
+    """Targets lost, drained and back, each a delta on the leader, in a mapping fleet
+    (conductors) and in an edge fleet (every-mode units, holding room): a replica beside
+    it takes the moves from the rows (an owner changed, an every-mode unit dropped or
+    made, an allocation moved), without building its world again, and holds what a plan
+    from scratch of them holds, and the room the leader's world holds."""
     url = f"sqlite:///{tmp_path / 'placed.db'}"
-    leader, client = applied(url, FLEET_SPEC)
+    leader, client = applied(url, FLEET_SPEC if fleet == "mapping" else EDGE_FLEET_SPEC)
     follower = create_app(database=make_engine(url))
     try:
-        assert client.post("/v1/workloads", json={"name": "api", "units": 2, "mode": "allocation"})
+        body = {"name": "api", "units": 2, "mode": "allocation"}
+        assert client.post("/v1/workloads", json=body).status_code == 201
         replicas: list[ReplicaWorld] = [leader.state.replica, follower.state.replica]
         for app in (leader, follower):
             app.state.replica.read_current(app.state.database, lambda live: live)
         built = [replica.rebuilds for replica in replicas]
         moved = 0
-        for name, change in (("c1", "down"), ("c2", "drain"), ("c1", "up"), ("c2", "up")):
-            answer = client.post(f"/v1/targets/{name}/{change}", json={"reason": "a test"})
+        changes = [("c1", "down"), ("c2", "drain"), ("c1", "up"), ("c2", "up"), ("api", "")]
+        for name, change in changes:
+            if change:
+                answer = client.post(f"/v1/targets/{name}/{change}", json={"reason": "a test"})
+                moved += len(answer.json()["moves"])
+            else:  # room freed: an every-mode unit may take it
+                answer = client.delete(f"/v1/workloads/{name}")
             assert answer.status_code == 200, answer.text
-            moved += len(answer.json()["moves"])
             placements, _ = from_scratch(leader)
+            held = []
             for app in (leader, follower):
                 cached = app.state.replica.read_current(app.state.database, lambda live: live)
                 assert cached.snapshot.placements == placements, (name, change)
+                assert cached.snapshot.units.keys() == placements.keys()
                 assert all(
                     cached.units_on(target) == {u for u, on in placements.items() if on == target}
                     for target in cached.snapshot.targets
                 )
+                held.append((cached.state.free.tolist(), dict(cached.ordinals)))
+            assert held[0] == held[1], (name, change)
         assert moved > 0
         assert [replica.rebuilds for replica in replicas] == built
     finally:

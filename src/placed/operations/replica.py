@@ -685,7 +685,12 @@ class ReplicaWorld:
         settings (`_rules_from_rows`). False when one cannot be read that way."""
         snapshot = cached.snapshot
         rules = resized and ruled > since
-        claimed = claimed_since(session, cached.revision, resized, rules)
+        every = [
+            snapshot.workloads[name].id
+            for name in (cached.coupling.every if resized else ())
+            if name in snapshot.workloads
+        ]
+        claimed = claimed_since(session, cached.revision, resized, rules, every)
         rewritten: set[str] = set()
         if resized:
             done = self._resized(cached, claimed)
@@ -807,9 +812,9 @@ class ReplicaWorld:
             or moved is None
             or cached.pending
             or not cached.fitting
-            or coupling.every
-            # Units moved in a world that is neither allocations alone nor a mapping
-            # fleet (`Coupling.mapped`): only a whole read knows what else moved. A
+            or (coupling.every and claimed.every_units is None)
+            # Units moved in a world that is neither allocations alone nor a fleet
+            # (`Coupling.mapped`, `every`): only a whole read knows what else moved. A
             # mapping unit's owner is the row's: it takes nothing of the state.
             or (moved and coupling.readers is None and coupling.mapped is None)
         ):
@@ -887,7 +892,11 @@ class ReplicaWorld:
         if not self._grown_from_rows(cached, claimed):
             return None
         restated = self._restated(cached, claimed)
-        if restated is None or not self._moved(cached, moved):
+        if restated is None:
+            return None
+        if claimed.every_units is not None and not self._dropped(cached, claimed.every_units):
+            return None
+        if not self._moved(cached, moved):
             return None
         if any(cached.units_on(name) for name in restated if not snapshot.targets[name].takes_work):
             return None  # a unit a drain found no other place for misfits there
@@ -983,8 +992,22 @@ class ReplicaWorld:
                 continue
             position = state.position(placed.target)
             model = planner.workloads.get(workload) if workload is not None else None
-            if model is None or source is None or position is None:
+            if model is None or position is None:
                 return False
+            if source is None:
+                if model.mode != "every":
+                    return False
+                # An every-mode unit made on a target that came (or found room): its
+                # number taken as the leader's delta took it.
+                snapshot.units[placed.name] = (placed.id, model.name)
+                cached.ordinals[model.name] = max(
+                    placed.ordinal + 1, cached.ordinals.get(model.name, 0)
+                )
+                state.place(placed.name, model.name, position)
+                state.judging = placed.name
+                planner.pipeline.reserve(planner.request(model), state, position)
+                cached.put(placed.name, placed.target)
+                continue
             if model.mode == "mapping":
                 cached.put(placed.name, placed.target)
                 continue
@@ -997,6 +1020,25 @@ class ReplicaWorld:
             planner.pipeline.reserve(request, state, position)
             cached.put(placed.name, placed.target)
         state.judging = None
+        return True
+
+    def _dropped(self, cached: Cached, present: frozenset[str]) -> bool:
+        """The every-mode units the rows no longer hold (their targets stopped taking
+        work, or no longer pass), taken off the cached world: each gives back what it
+        took, as the leader's delta released it. False when a workload's units cannot be
+        given back one by one (then only a whole read knows)."""
+        snapshot, planner, state = cached.snapshot, cached.planner, cached.state
+        for name in cached.coupling.every:
+            gone = sorted(unit for unit in state.placed(name) if unit not in present)
+            if not gone:
+                continue
+            request = planner.request(planner.workloads[name])
+            if not planner.pipeline.releasable(request):
+                return False
+            for unit in gone:
+                planner.pipeline.release(request, state, state.remove(unit))
+                del snapshot.units[unit]
+                cached.lift(unit)
         return True
 
     def _released(self, cached: Cached, name: str, staying: set[str]) -> None:

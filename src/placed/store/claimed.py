@@ -7,6 +7,7 @@ of state (the units they moved) alone."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,7 @@ class PlacedUnit:
     name: str
     workload_id: int
     target: str
+    ordinal: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,13 +89,23 @@ class Claimed:
     # change of the rules, read from the rows.
     dedications: list[dict[str, Any]] | None = None
     settings: dict[str, Any] | None = None
+    # The names of the units there are of the every-mode workloads asked for (`since(...,
+    # every=...)`): one on a target that left is deleted, which leaves no other row.
+    every_units: frozenset[str] | None = None
 
 
-def since(session: Session, revision: int, resized: bool = False, rules: bool = False) -> Claimed:
+def since(
+    session: Session,
+    revision: int,
+    resized: bool = False,
+    rules: bool = False,
+    every: Sequence[int] = (),
+) -> Claimed:
     """The rows written after `revision` that a claim writes (module docstring); with
     `resized`, those a delete, a count change or a move writes too (`Claimed.present`,
     `Claimed.moved`): the units of a workload written since are all of its units now;
-    with `rules` too, every dedication and the world's settings."""
+    with `rules` too, every dedication and the world's settings; with `every` (workload
+    ids), the units there are of those workloads (`Claimed.every_units`)."""
     added = session.scalars(
         select(Workload).where(Workload.revision > revision).order_by(Workload.id)
     ).all()
@@ -161,15 +173,20 @@ def since(session: Session, revision: int, resized: bool = False, rules: bool = 
     present = frozenset(session.scalars(select(Workload.id)))
     written_ids = [row.id for row in added]
     moved = [
-        PlacedUnit(unit_id, name, workload_id, target)
-        for unit_id, name, workload_id, target in session.execute(
-            select(Unit.id, Unit.name, Unit.workload_id, Target.name)
+        PlacedUnit(unit_id, name, workload_id, target, ordinal)
+        for unit_id, name, workload_id, target, ordinal in session.execute(
+            select(Unit.id, Unit.name, Unit.workload_id, Target.name, Unit.ordinal)
             .join(Placement, Placement.unit_id == Unit.id)
             .join(Target, Target.id == Placement.target_id)
             .where(Placement.revision > revision, Unit.workload_id.not_in(written_ids))
             .order_by(Unit.workload_id, Unit.ordinal)
         )
     ]
+    every_units = (
+        frozenset(session.scalars(select(Unit.name).where(Unit.workload_id.in_(list(every)))))
+        if every
+        else None
+    )
     return Claimed(
         workloads,
         units,
@@ -179,6 +196,7 @@ def since(session: Session, revision: int, resized: bool = False, rules: bool = 
         _nodes(session, revision),
         dedication_entries(session) if rules else None,
         world_settings(session) if rules else None,
+        every_units,
     )
 
 
