@@ -2,7 +2,8 @@
 path (issue 35): a mapping fleet (Ironic's conductors, one mapping workload of nodes),
 the same with its load balanced (max_load), and an edge fleet (every-mode workloads
 beside an allocation), each change timed in one process on SQLite, from the call to its
-answer.
+answer; and a second replica on the same store brought up to date after each (a
+follower: from the rows after a delta, its world built again after the general path).
 
     .venv/bin/python benchmarks/failover.py [--quick]
 """
@@ -19,6 +20,7 @@ from typing import Any
 from harness import progress
 from in_process import applied_world
 from placed.operations import target_states
+from placed.operations.replica import ReplicaWorld
 from placed.store.claims import Actor
 
 ROOT = Actor("b" * 16, "root-admin", "bench")
@@ -57,6 +59,8 @@ class Timed:
     up: list[float] = field(default_factory=list)
     moves: int = 0
     rebuilds: int = 0
+    caught_up: list[float] = field(default_factory=list)  # the follower's, after each
+    follower_rebuilds: int = 0
 
 
 def measure(fleet: str, document: dict[str, Any], live: bool) -> Timed:
@@ -64,7 +68,9 @@ def measure(fleet: str, document: dict[str, Any], live: bool) -> Timed:
     with applied_world(document, fleet) as (replica, engine):
         if live:
             replica.read_current(engine, lambda world: world)  # the world in memory
-        built = replica.rebuilds
+        follower = ReplicaWorld()
+        follower.read_current(engine, lambda world: world)
+        built, followed = replica.rebuilds, follower.rebuilds
         for _ in range(ROUNDS):
             for state, times in (("down", found.down), ("up", found.up)):
                 started = time.perf_counter()
@@ -73,7 +79,11 @@ def measure(fleet: str, document: dict[str, Any], live: bool) -> Timed:
                 )
                 times.append(time.perf_counter() - started)
                 found.moves = max(found.moves, len(answer["moves"]))
+                started = time.perf_counter()
+                follower.read_current(engine, lambda world: world)
+                found.caught_up.append(time.perf_counter() - started)
         found.rebuilds = replica.rebuilds - built
+        found.follower_rebuilds = follower.rebuilds - followed
     return found
 
 
@@ -106,14 +116,17 @@ def section(found: list[Timed]) -> list[str]:
         "`target_states.change_state` in one process (SQLite), with the live world and without "
         "it (the general path plans the whole world); medians. `rebuilds`: times the "
         "live world was built again from the rows after the first build (0: every change "
-        "a delta).",
+        "a delta). `follower`: a second replica on the store brought up to date after each "
+        "change, and the times it built its world again.",
         "",
-        "| fleet | path | down | up | units moved (most) | rebuilds |",
-        "|---|---|---|---|---|---|",
+        "| fleet | path | down | up | units moved (most) | rebuilds | follower | "
+        "follower rebuilds |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     lines += [
         f"| {t.fleet} | {t.path} | {ms(t.down)} | {ms(t.up)} | {t.moves} | "
-        f"{t.rebuilds if t.path == 'delta' else '-'} |"
+        f"{t.rebuilds if t.path == 'delta' else '-'} | {ms(t.caught_up)} | "
+        f"{t.follower_rebuilds} |"
         for t in found
     ]
     return [*lines, ""]

@@ -277,7 +277,8 @@ def test_a_fleet_s_target_lost_and_back_is_a_delta_that_moves_what_the_general_p
 ) -> None:
     """Issue 35: in a mapping fleet (hashed, and balanced by max_load) and an edge fleet,
     each change of c1 is a delta of the live world (never built again) and moves as many
-    units as the general path."""
+    units as the general path; a follower reads the delta from the rows (never built
+    again either), and builds its world again after each of the general path's."""
     _, report, _ = quick_run
     found = report.split("## A fleet's target lost and back", 1)[1].split("\n## ", 1)[0]
     rows = [
@@ -290,6 +291,8 @@ def test_a_fleet_s_target_lost_and_back_is_a_delta_that_moves_what_the_general_p
         assert delta[0] == general[0]
         assert delta[5] == "0", delta  # no rebuild
         assert int(delta[4]) > 0 and delta[4] == general[4], (delta, general)
+        # The follower: no rebuild after a delta, one after each of 3 downs and 3 ups.
+        assert delta[7] == "0" and general[7] == "6", (delta, general)
         assert all(cell.endswith(" ms") for cell in (*delta[2:4], *general[2:4]))
 
 
