@@ -237,10 +237,12 @@ def test_health_answers_while_a_16_mib_spec_is_refused(
     assert len(answer.json()["errors"]) == 100
     assert "the first 100 are listed" in answer.json()["detail"]
     assert len(waits) > 5
-    # A wait behind the spec's reading is seconds (above); on a shared two-core machine
-    # running two test processes, one answer in a run took 117-136 ms while the server
-    # took in and handed over the 15 MB (the rest under 60 ms).
-    assert max(waits) < 0.25, sorted(waits)[-5:]
+    # A wait behind the spec's reading is seconds (above: 3.7 s). On a shared two-core
+    # machine running two test processes beside the server and its worker, one answer
+    # took 117-136 ms in one run and 540 ms in another (a clean clone's CI, the rest
+    # under 110 ms) while the server took in and handed over the 15 MB: the bound is
+    # the stall's, not a latency goal.
+    assert max(waits) < 1.0, sorted(waits)[-5:]
     # The server's own memory stays as it was; the reading's is the worker's, bounded.
     assert peak.most < MOST_RSS, f"{peak.most / MB:.0f} MB"
     assert peak.children_most < MEMORY_BYTES, f"{peak.children_most / MB:.0f} MB"
