@@ -241,11 +241,9 @@ class Allocation(Strategy):
             if key in early:
                 outcomes.append(early[key])
                 continue
-            if previous:
-                kept = previous.get(key)
-                if kept is not None and _stays(previous, key, state):
-                    outcomes.append(kept)  # a simulation: it stays where it is
-                    continue
+            if previous and _stays(previous, key, state):
+                outcomes.append(previous[key])  # a simulation: it stays where it is
+                continue
             if watching:
                 context.look(key)
             if failed is not None:

@@ -33,6 +33,7 @@ from typing import Any, Protocol, TypeVar, cast
 from placed.collector import set_aside, without_cycle_collection
 from placed.engine import fit, loop, rebalance
 from placed.engine.outcomes import DedicationCreated, Outcome, Placement, PlanResult
+from placed.engine.pipeline import CompiledRequest
 from placed.engine.planner import Planner
 from placed.engine.report import Explainer, plan_document
 from placed.engine.state import PlanState
@@ -141,6 +142,25 @@ class Cached:
         before = self.snapshot.placements.pop(unit, None)
         if before is not None:
             self.by_target[before].discard(unit)
+
+    def take(
+        self,
+        unit: str,
+        unit_id: int,
+        workload: str,
+        target: str,
+        position: int,
+        request: CompiledRequest,
+    ) -> None:
+        """A unit the rows hold, new to the cache, placed in its state as the change
+        that wrote it placed it: its row, its place, and its share taken there."""
+        self.snapshot.units[unit] = (unit_id, workload)
+        self.put(unit, target)
+        state = self.state
+        state.place(unit, workload, position)
+        state.judging = unit
+        self.planner.pipeline.reserve(request, state, position)
+        state.judging = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -728,12 +748,8 @@ class ReplicaWorld:
             position = state.position(placed.target)
             if position is None:
                 return False
-            snapshot.units[placed.name] = (placed.id, workload)
-            cached.put(placed.name, placed.target)
-            state.place(placed.name, workload, position)
-            state.judging = placed.name
-            planner.pipeline.reserve(planner.request(models[workload]), state, position)
-        state.judging = None
+            request = planner.request(models[workload])
+            cached.take(placed.name, placed.id, workload, placed.target, position, request)
         for target in claimed.targets:
             known = snapshot.targets.get(target.name)
             if known is None:
@@ -879,12 +895,7 @@ class ReplicaWorld:
                 position = state.position(target)
                 if position is None:
                     return None
-                snapshot.units[unit] = (unit_id, name)
-                cached.put(unit, target)
-                state.place(unit, name, position)
-                state.judging = unit
-                planner.pipeline.reserve(request, state, position)
-            state.judging = None
+                cached.take(unit, unit_id, name, target, position, request)
             snapshot.workloads[name] = dataclasses.replace(
                 snapshot.workloads[name], generation=row.generation
             )
@@ -999,14 +1010,11 @@ class ReplicaWorld:
                     return False
                 # An every-mode unit made on a target that came (or found room): its
                 # number taken as the leader's delta took it.
-                snapshot.units[placed.name] = (placed.id, model.name)
                 cached.ordinals[model.name] = max(
                     placed.ordinal + 1, cached.ordinals.get(model.name, 0)
                 )
-                state.place(placed.name, model.name, position)
-                state.judging = placed.name
-                planner.pipeline.reserve(planner.request(model), state, position)
-                cached.put(placed.name, placed.target)
+                request = planner.request(model)
+                cached.take(placed.name, placed.id, model.name, placed.target, position, request)
                 continue
             if model.mode == "mapping":
                 cached.put(placed.name, placed.target)
