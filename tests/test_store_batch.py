@@ -12,7 +12,7 @@ from sqlalchemy import Engine, create_engine, exc, select, text
 
 from placed.operations.apply_documents import apply
 from placed.operations.placing import silent
-from placed.store import batch, events, revision
+from placed.store import batch, events, revision, statistics
 from placed.store.claims import Actor
 from placed.store.database import make_engine, reading
 from placed.store.schema import upgrade
@@ -281,3 +281,50 @@ def test_units_placed_twice_on_a_target_and_moved_off_it_write_each_row(database
             ("a/1", "h1", "h2", "a/1 moved", ids[1]),
             ("a/0", "h1", "h2", "a/0 moved", ids[2]),
         ]
+
+
+def _analyzed(url: str) -> dict[str, bool]:
+    """Whether each table was ANALYZEd by hand (autovacuum's runs are counted apart)."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return {
+                name: when is not None
+                for name, when in connection.execute(
+                    text("SELECT relname, last_analyze FROM pg_stat_user_tables")
+                )
+            }
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("path", ["general", "batch"])
+def test_a_change_of_a_thousand_rows_refreshes_the_planners_statistics(
+    postgres_database: str, path: str
+) -> None:
+    """PostgreSQL planned a drain's commit on 10,000 targets from statistics of a few
+    hundred rows, and hashed whole tables (store/statistics.py): a change that makes a
+    thousand rows or more ANALYZEs them in its transaction; a small one leaves them."""
+    engine, targets = world(postgres_database)
+    assert not any(_analyzed(postgres_database)[t] for t in statistics.GROWN)
+    h1, g1 = targets["h1"]
+    if path == "general":
+        hosts = "\n".join(f"  - {{id: m{i}, capacity: {{cpu: 1}}}}" for i in range(1000))
+        more = f"name: more\ninventory:\n{hosts}\n".encode()
+        apply(engine, more, "more.yaml", Actor(), False, False, None, silent)
+    else:
+        with reading(engine) as session:
+            seen = revision.current(session)
+        with engine.begin() as connection:
+            batch.write(
+                connection,
+                seen,
+                [(h1, g1)],
+                [],
+                [batch.NewWorkload("a", None, {"name": "a", "units": 1000}, "api")],
+                [unit(f"a/{k}", "a", h1, "h1") for k in range(statistics.GROWTH)],
+            )
+    found = _analyzed(postgres_database)
+    assert all(found[t] for t in statistics.GROWN), found
+    engine.dispose()

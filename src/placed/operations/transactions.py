@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from placed.operations.errors import Conflict, Contended
 from placed.operations.store import Store
-from placed.store import claims, definitions, revision, settings, world
+from placed.store import claims, definitions, revision, settings, statistics, world
 from placed.store.claims import Actor, Extra, Move
 from placed.store.database import reading, writing
 from placed.store.events import Recorded
@@ -127,6 +127,7 @@ def transact(
                     _expected(snapshot, expected_revision, seen=number - 1)
                     prepared = prepare(snapshot)
                 rows = _write(session, snapshot, prepared, trail, number, actor, guard)
+                statistics.refresh(session.connection(), _grown(snapshot, prepared))
                 final = revision.current(session)  # one change may raise it more than once
                 if guard is not None:
                     guard.closing(session, prepared)
@@ -143,6 +144,12 @@ def transact(
         f"others changed the same targets {TRIES} times while this was planned; try again",
         conflicts=conflicts,
     )
+
+
+def _grown(snapshot: Snapshot, change: Change) -> int:
+    """About how many rows `change` made: its new targets and the units it placed new."""
+    made = len(change.after.targets) - len(snapshot.targets)
+    return made + sum(1 for move in change.moves if move.source is None)
 
 
 def _nothing(snapshot: Snapshot, change: Change) -> bool:

@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Dialect, Table, exc
 
-from placed.store import events, notify
+from placed.store import events, notify, statistics
 from placed.store.tables import (
     EventRow,
     Placement,
@@ -315,27 +315,59 @@ def _plan(
     # The revision row's lock, taken first by every writer, orders the writers: no two
     # wait on each other's targets, so one statement raises them all. The ids alone
     # first: SQLite reads a row value IN (VALUES ...) by scanning every target.
-    guarded = [
-        _Statement(
-            sql(f"UPDATE targets SET generation = generation + 1, revision = {REVISION} ")
-            + f"WHERE id IN ({marks(len(part))}) "
-            + f"AND (id, generation) IN (VALUES {rows('(?, ?)', len(part))})",
-            (*(id_ for id_, _ in part), *(value for guard in part for value in guard)),
-            expect=len(part),
-        )
-        for part in _chunks(sorted(guards))
-    ]
+    # On PostgreSQL the pairs go as two arrays: a statement of a mark per value is one
+    # psycopg parses anew for each length (4-5 ms for the 100 targets a drain touches).
+    guarded = (
+        [
+            _Statement(
+                sql(
+                    "UPDATE targets AS t SET generation = t.generation + 1, "
+                    f"revision = {REVISION} FROM unnest(?::int8[], ?::int8[]) "
+                    "AS v(id, generation) WHERE t.id = ANY(?::int8[]) AND t.id = v.id "
+                    "AND t.generation = v.generation"
+                ),
+                _keyed(_columns(sorted(guards), 2), 0),
+                expect=len(guards),
+            )
+        ]
+        if arrays and guards
+        else [
+            _Statement(
+                sql(f"UPDATE targets SET generation = generation + 1, revision = {REVISION} ")
+                + f"WHERE id IN ({marks(len(part))}) "
+                + f"AND (id, generation) IN (VALUES {rows('(?, ?)', len(part))})",
+                (*(id_ for id_, _ in part), *(value for guard in part for value in guard)),
+                expect=len(part),
+            )
+            for part in _chunks(sorted(guards))
+        ]
+    )
     # A deleted workload at the generation seen: one changed since would take units
     # (and their usage) this batch never counted.
-    guarded += [
-        _Statement(
-            f"DELETE FROM workloads WHERE id IN ({marks(len(part))}) "
-            + f"AND (id, generation) IN (VALUES {rows('(?, ?)', len(part))})",
-            (*(w.id for w in part), *(value for w in part for value in (w.id, w.generation))),
-            expect=len(part),
-        )
-        for part in _chunks(sorted(gone.workloads, key=lambda w: w.id))
-    ]
+    dropped = sorted(gone.workloads, key=lambda w: w.id)
+    guarded += (
+        [
+            _Statement(
+                sql(
+                    "DELETE FROM workloads AS w USING unnest(?::int8[], ?::int8[]) "
+                    "AS v(id, generation) WHERE w.id = ANY(?::int8[]) AND w.id = v.id "
+                    "AND w.generation = v.generation"
+                ),
+                _keyed(_columns([(w.id, w.generation) for w in dropped], 2), 0),
+                expect=len(dropped),
+            )
+        ]
+        if arrays and dropped
+        else [
+            _Statement(
+                f"DELETE FROM workloads WHERE id IN ({marks(len(part))}) "
+                + f"AND (id, generation) IN (VALUES {rows('(?, ?)', len(part))})",
+                (*(w.id for w in part), *(v for w in part for v in (w.id, w.generation))),
+                expect=len(part),
+            )
+            for part in _chunks(dropped)
+        ]
+    )
     guarded += [
         _Statement(
             sql(
@@ -353,9 +385,10 @@ def _plan(
                 sql(
                     "UPDATE target_resources AS r SET used = r.used + v.amount FROM "
                     "unnest(?::float8[], ?::int8[], ?::text[]) AS v(amount, target_id, name) "
-                    "WHERE r.target_id = v.target_id AND r.name = v.name"
+                    "WHERE r.target_id = ANY(?::int8[]) AND r.target_id = v.target_id "
+                    "AND r.name = v.name"
                 ),
-                _columns(_summed(usage), 3),
+                _keyed(_columns(_summed(usage), 3), 1),
             )
             if arrays
             else _Statement(
@@ -369,9 +402,10 @@ def _plan(
                 sql(
                     "UPDATE target_resources AS r SET used = v.amount FROM "
                     "unnest(?::float8[], ?::int8[], ?::text[]) AS v(amount, target_id, name) "
-                    "WHERE r.target_id = v.target_id AND r.name = v.name"
+                    "WHERE r.target_id = ANY(?::int8[]) AND r.target_id = v.target_id "
+                    "AND r.name = v.name"
                 ),
-                _columns(_last(gone.used), 3),
+                _keyed(_columns(_last(gone.used), 3), 1),
             )
             if arrays
             else _Statement(
@@ -388,7 +422,12 @@ def _plan(
             guarded.append(_Statement(sql(statement), states))
     guarded += _dedication_statements(sql, gone.dedications)
     unit_ids = [u.id for u in gone.units]
-    for part in _chunks(unit_ids):
+    if arrays and unit_ids:
+        guarded += [
+            _Statement(sql("DELETE FROM placements WHERE unit_id = ANY(?::int8[])"), (unit_ids,)),
+            _Statement(sql("DELETE FROM units WHERE id = ANY(?::int8[])"), (unit_ids,)),
+        ]
+    for part in [] if arrays else _chunks(unit_ids):
         guarded.append(
             _Statement(f"DELETE FROM placements WHERE unit_id IN ({marks(len(part))})", tuple(part))
         )
@@ -543,9 +582,13 @@ def _plan(
                     sql(
                         f"UPDATE placements AS p SET target_id = v.target_id, placed_at = ?, "
                         f"revision = {REVISION} FROM unnest(?::int8[], ?::int8[]) "
-                        "AS v(target_id, unit_id) WHERE p.unit_id = v.unit_id"
+                        "AS v(target_id, unit_id) WHERE p.unit_id = ANY(?::int8[]) "
+                        "AND p.unit_id = v.unit_id"
                     ),
-                    (placed_at, *_columns([(u.destination_id, u.id) for u in gone.moved], 2)),
+                    (
+                        placed_at,
+                        *_keyed(_columns([(u.destination_id, u.id) for u in gone.moved], 2), 1),
+                    ),
                 )
                 if arrays
                 else _Statement(
@@ -678,6 +721,15 @@ def _columns(rows: Sequence[tuple[Any, ...]], width: int) -> tuple[list[Any], ..
     return tuple([row[k] for row in rows] for k in range(width))
 
 
+def _keyed(columns: tuple[list[Any], ...], key: int) -> tuple[list[Any], ...]:
+    """`columns`, then column `key` again: a statement joins its rows to `unnest` of the
+    columns by a key it also finds by `= ANY` of that column. PostgreSQL cannot see how
+    few rows an `unnest` of a parameter yields, and joined by the key alone it hashed the
+    whole table (4-5 ms for the 200 resources of a drain on 10,000 targets, against 0.3
+    ms by the index)."""
+    return (*columns, columns[key])
+
+
 def _summed(usage: Sequence[tuple[int, str, float]]) -> list[tuple[float, int, str]]:
     """Amounts to add, one row per (target, resource): an UPDATE ... FROM changes a row
     once however many of its rows match, where one statement a row adds each."""
@@ -774,6 +826,7 @@ def write(
     number, last = _behind(seen, plan.revision)
     for statement in plan.guards:
         _stale(statement)
+    statistics.refresh(connection, len(units) + sum(1 for n in gone.inventory if n.target))
     workload_ids = {name: int(id_) for s in plan.workloads for id_, name in s.rows}
     target_ids = {name: int(id_) for s in plan.inventory for id_, name in s.rows}
     unit_ids = {name: int(id_) for s in plan.units for id_, name in s.rows}
