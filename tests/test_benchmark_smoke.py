@@ -548,4 +548,16 @@ def test_the_mix_runs_with_no_error_and_judges_its_goals(
         if line.startswith("| sqlite | ") and line.rstrip().endswith(" |") and line.count("|") == 6
     ]
     assert timed and all(row[-1] == "2" for row in timed), timed
+    # The changes that still plan the whole world are timed, with the claim after each,
+    # and judged only by that claim.
+    for whole in ("evacuation of a host", "offering made"):
+        assert sum(row[1].startswith(whole) for row in timed) == 1, (whole, timed)
+        assert not any(f"| {whole}" in line for line in judged), (whole, judged)
+    assert (
+        sum(
+            row[1] in ("the claim after an evacuation", "the claim after an offering made")
+            for row in timed
+        )
+        == 2
+    ), timed
     assert all(float(row[2][:-3]) <= float(row[3][:-3]) for row in timed), timed
