@@ -1739,6 +1739,45 @@ def test_a_count_change_in_a_world_with_a_misfit_answers_it(database: str) -> No
     assert (flagged["target"], flagged["rule"]) == ("h1", "constraint")
 
 
+def test_a_whole_plan_that_only_moves_units_is_read_from_its_rows(database: str) -> None:
+    """An evacuation and a migration are planned whole (CloudStack's rules move the VMs),
+    but change nothing of the world but where units run and a host's state: neither the
+    replica that made them nor another on the same store builds its world again (a
+    second at 10,000 targets), and both hold what a plan of the rows holds. A change of
+    anything else (an offering made) still has them build it."""
+    app, client = applied(database, LIVE_SPEC)
+    follower = create_app(database=make_engine(database))
+    try:
+        for k in range(3):
+            body = {"name": f"vm{k}", "account": "A1", "offering": "shared"}
+            assert client.post("/v1/workloads", json=body).status_code == 201
+        follower.state.replica.read_current(follower.state.database, lambda live: live)
+        replicas = [app.state.replica, follower.state.replica]
+        built = [replica.rebuilds for replica in replicas]
+        where = client.get("/v1/placements", params={"workload": "vm0"}).json()["items"][0]
+        evacuated = client.post(f"/v1/targets/{where['target']}/evacuate", json={})
+        assert evacuated.status_code == 200, evacuated.text
+        assert evacuated.json()["moves"], evacuated.json()
+        where = client.get("/v1/placements", params={"workload": "vm1"}).json()["items"][0]
+        other = next(h for h in ("h1", "h2", "h3") if h != where["target"] and h != "h3")
+        migrated = client.post(f"/v1/units/{where['unit']}/migrate", json={"target": other})
+        assert migrated.status_code == 200, migrated.text
+        assert client.post("/v1/workloads", json={**body, "name": "after"}).status_code == 201
+        placements, _ = from_scratch(app)
+        for replica, server in zip(replicas, (app, follower), strict=True):
+            cached = replica.read_current(server.state.database, lambda live: live)
+            assert cached.snapshot.placements == placements
+            assert sorted(cached.state.units) == sorted(placements)
+        assert [replica.rebuilds for replica in replicas] == built
+        made = client.post("/v1/offerings", json={"name": "another"})
+        assert made.status_code == 201, made.text
+        for replica, server in zip(replicas, (app, follower), strict=True):
+            replica.read_current(server.state.database, lambda live: live)
+        assert [replica.rebuilds for replica in replicas] == [n + 1 for n in built]
+    finally:
+        follower.state.database.dispose()
+
+
 # -- the stateful property ---------------------------------------------------------------
 
 
@@ -1884,6 +1923,29 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
         assert answer.status_code in (201, 409), answer.text
         if answer.status_code == 201:
             self.alive[name] = 1
+
+    @rule(host=st.sampled_from(["h1", "h2", "h3"]))
+    def evacuate(self, host: str) -> None:
+        # CloudStack's maintenance, planned whole (its VMs moved by the dedication rules):
+        # the replicas read its moves from the rows when it moved units and nothing else
+        # (transactions.followable), else build their worlds again.
+        answer = self.client.post(f"/v1/targets/{host}/evacuate", json={"reason": "a test"})
+        assert answer.status_code in (200, 409), answer.text
+        self._recount()
+
+    @rule(data=st.data(), host=st.sampled_from(["h1", "h2", "h3"]))
+    def migrate(self, data: st.DataObject, host: str) -> None:
+        # A VM moved where it is asked to go, planned whole (the rules may refuse: 409).
+        vms = [
+            unit["unit"]
+            for unit in self.client.get("/v1/placements").json()["items"]
+            if unit.get("account") is not None and unit["target"] is not None
+        ]
+        if not vms:
+            return
+        unit = data.draw(st.sampled_from(sorted(vms)))
+        answer = self.client.post(f"/v1/units/{unit}/migrate", json={"target": host})
+        assert answer.status_code in (200, 409), answer.text
 
     @rule(resource=st.sampled_from(["h1", "h2", "h3", "c1"]), owner=st.sampled_from(OWNERS))
     def dedicate(self, resource: str, owner: tuple[str, str | None]) -> None:

@@ -242,6 +242,34 @@ STEPS: dict[str, Step] = {
             ),
         ]
     ),
+    # Indexes only: the rows valid at 0006 are the rows at 0007.
+    "0007": Step(
+        [
+            *extended(
+                FIRST_ROWS,
+                {
+                    "locations": {"spec": {"kind": "rack"}, "document": "datacenter"},
+                    "targets": {"spec": {"tags": ["gpu"]}, "document": "datacenter"},
+                    "workloads": {"document": "apps"},
+                    "leases": {"address": "http://10.0.0.5:8700"},
+                },
+            ),
+            (
+                "idempotency_keys",
+                {
+                    "caller": "c" * 64,
+                    "key": "retry-1",
+                    "fingerprint": "f" * 64,
+                    "created_at": AT,
+                    "holder": "5f0c-replica-1",
+                    "outcome": "answered",
+                    "status": 201,
+                    "content_type": "application/json",
+                    "body": b"{}",
+                },
+            ),
+        ]
+    ),
     # Indexes only: the rows valid at 0002 are the rows at 0003.
     "0003": Step(
         extended(

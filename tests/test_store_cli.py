@@ -40,7 +40,7 @@ def test_upgrade_prints_the_root_token_once(database: str) -> None:
     finally:
         engine.dispose()
     done = runner.invoke(app, ["db", "current", "--database", database])
-    assert (done.exit_code, done.stdout.strip()) == (0, "0006 (head)")
+    assert (done.exit_code, done.stdout.strip()) == (0, "0007 (head)")
 
 
 def test_the_default_database_is_placed_db_here_or_the_environment(

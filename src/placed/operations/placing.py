@@ -63,6 +63,11 @@ class Prepared:
     # compare those alone (None: every workload).
     workloads: frozenset[str] | None = None
 
+    @property
+    def waiting(self) -> int:
+        """Units the world after it leaves waiting for room."""
+        return len(self.result.unplaced)
+
 
 @dataclass
 class Committed:

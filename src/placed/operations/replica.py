@@ -988,10 +988,11 @@ class ReplicaWorld:
 
     def _moved(self, cached: Cached, moved: list[PlacedUnit]) -> bool:
         """Each unit of a workload not written since that is on another target now (a
-        target's change of state moved it), moved in the cache: what it took given back
+        target's change of state moved it, by a delta or by a whole plan that moved units
+        alone: transactions.followable), moved in the cache: what it took given back
         where it was and taken where it is (a mapping unit takes nothing: its owner alone
         changes, as the leader's delta derived it). False when a unit is not a move of
-        one the cache holds."""
+        one the cache holds, or misfits where it is now."""
         if not moved:
             return True
         snapshot, planner, state = cached.snapshot, cached.planner, cached.state
@@ -1023,6 +1024,11 @@ class ReplicaWorld:
             if not planner.pipeline.releasable(request):
                 return False
             planner.pipeline.release(request, state, state.remove(placed.name))
+            # Judged where it is now, as a world built from the rows judges each unit
+            # that runs: a move the general path wrote by other rules (CloudStack's
+            # evacuation) may land it where this world's rules reject it.
+            if fit.rejection(planner, model, position, state, fit.NOT_POLICY) is not None:
+                return False
             state.place(placed.name, model.name, position)
             state.judging = placed.name
             planner.pipeline.reserve(request, state, position)

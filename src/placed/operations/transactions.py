@@ -58,6 +58,11 @@ class Change(Protocol):
     @property
     def workloads(self) -> frozenset[str] | None: ...
 
+    @property
+    def waiting(self) -> int:
+        """Units the world after it leaves waiting for room."""
+        ...
+
 
 C = TypeVar("C", bound=Change)
 
@@ -177,9 +182,11 @@ def _write(
     guard: Guard | None = None,
 ) -> list[Recorded]:
     # Replicas refresh claims, deletes and count changes committed as deltas from the
-    # rows; a whole plan's change since means reading all.
+    # rows, and a whole plan's change that only moved units and changed targets' states;
+    # any other since means reading all.
     settings.put(session, world.CHANGED_SETTING, number, bump=False)
-    settings.put(session, world.RESHAPED_SETTING, number, bump=False)
+    if not followable(snapshot, change):
+        settings.put(session, world.RESHAPED_SETTING, number, bump=False)
     try:
         wrote = definitions.write(
             session, snapshot, change.after, number, change.used, change.workloads
@@ -200,5 +207,31 @@ def _write(
         accounts,
         guard.moved if guard is not None else None,
         rewritten=wrote.workloads,
+        at_revision=number,
     )
     return written
+
+
+def followable(snapshot: Snapshot, change: Change) -> bool:
+    """Whether a replica can follow `change` from its rows as it follows a delta's
+    (operations/replica.py, `_claims_since`): units of the world moved from one target to
+    another and targets' states changed (an evacuation, a migration, a target taken down
+    by the general path), nothing else of the world, and no unit left waiting. Then the
+    world is not marked reshaped, and a replica's next claim reads the moves where it
+    would build its world again (a second at 10,000 targets and 30,000 units)."""
+    after = change.after
+    if change.waiting or change.made_for:
+        return False
+    if any(
+        move.source is None or move.destination is None or move.unit not in snapshot.units
+        for move in change.moves
+    ):
+        return False
+    if any(getattr(snapshot, key) != getattr(after, key) for key in world.DEFINING):
+        return False
+    if snapshot.workloads != after.workloads or snapshot.workload_specs != after.workload_specs:
+        return False
+    targets = snapshot.targets
+    return targets.keys() == after.targets.keys() and all(
+        after.targets[name].capacity == row.capacity for name, row in targets.items()
+    )

@@ -112,6 +112,7 @@ def commit(
     accounts: Mapping[str, str | None] | None = None,
     moved: Callable[[Session, int], None] | None = None,
     rewritten: Set[str] = frozenset(),
+    at_revision: int = 0,
 ) -> list[events.Written]:
     """Write `moves` and the targets' new `used`. `bumped`: targets this transaction has
     already written (their generation is one past the snapshot's); `rewritten`: the
@@ -120,7 +121,8 @@ def commit(
     generation: a plan places a workload's units by its spec. Every kind of row is
     one bulk statement (a statement per row is a round trip each on PostgreSQL).
     `moved`: told once the moves are written, with how many (the controller's fault
-    hooks)."""
+    hooks). `at_revision`: the change's, on the targets it uses otherwise and the placements
+    it writes, by which a replica reads what moved (store/claimed.py)."""
     connection = session.connection()
     targets = _targets_named(
         session, {*used, *(m.source for m in moves), *(m.destination for m in moves)}
@@ -140,7 +142,7 @@ def commit(
             expected = (
                 (old.generation + (name in bumped)) if old is not None and old.id else generation
             )
-            seen.append({"tid": target_id, "seen": expected})
+            seen.append({"tid": target_id, "seen": expected, "revision": at_revision})
         done = connection.execute(RAISE_GENERATION, seen)
         if done.rowcount != len(seen):
             raise StaleRow("target", _some(changed))
@@ -214,7 +216,7 @@ def commit(
             "unit_id": unit_ids[m.unit],
             "target_id": targets[m.destination][0],
             "placed_at": at,
-            "revision": 0,
+            "revision": at_revision,
         }
         for m in moves
         if m.kind != REMOVED and m.destination is not None
@@ -327,7 +329,7 @@ _targets, _resources = table_of(Target), table_of(TargetResource)
 RAISE_GENERATION = (
     update(_targets)
     .where(_targets.c.id == bindparam("tid"), _targets.c.generation == bindparam("seen"))
-    .values(generation=_targets.c.generation + 1)
+    .values(generation=_targets.c.generation + 1, revision=bindparam("revision"))
 )
 SET_USED = (
     update(_resources)

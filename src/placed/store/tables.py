@@ -135,7 +135,7 @@ class Location(Base):
     # The spec document (its `name`) that defines it: another document naming it is a
     # conflict, and `prune` deletes only what its own document no longer names.
     document: Mapped[str | None] = mapped_column(String(255))
-    revision: Mapped[int] = mapped_column(BigInteger, default=0)
+    revision: Mapped[int] = mapped_column(BigInteger, default=0, index=True)
 
 
 class Target(Base):
@@ -155,7 +155,7 @@ class Target(Base):
     # Every claim and every change raises it; a writer that saw an older one touches
     # nothing (`WHERE generation = :seen`).
     generation: Mapped[int] = mapped_column(BigInteger, default=0)
-    revision: Mapped[int] = mapped_column(BigInteger, default=0)
+    revision: Mapped[int] = mapped_column(BigInteger, default=0, index=True)
 
 
 class TargetResource(Base):
@@ -194,7 +194,7 @@ class Workload(Base):
     spec: Mapped[dict[str, Any]]
     document: Mapped[str | None] = mapped_column(String(255))
     generation: Mapped[int] = mapped_column(BigInteger, default=0)
-    revision: Mapped[int] = mapped_column(BigInteger, default=0)
+    revision: Mapped[int] = mapped_column(BigInteger, default=0, index=True)
 
 
 class Unit(Base):
@@ -215,7 +215,7 @@ class Placement(Base):
     )
     target_id: Mapped[int] = mapped_column(ForeignKey("targets.id"))
     placed_at: Mapped[datetime]
-    revision: Mapped[int] = mapped_column(BigInteger, default=0)
+    revision: Mapped[int] = mapped_column(BigInteger, default=0, index=True)
 
 
 class PlacementHistory(Base):
