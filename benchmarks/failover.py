@@ -3,7 +3,8 @@ path (issue 35): a mapping fleet (Ironic's conductors, one mapping workload of n
 the same with its load balanced (max_load), and an edge fleet (every-mode workloads
 beside an allocation), each change timed in one process on SQLite, from the call to its
 answer; and a second replica on the same store brought up to date after each (a
-follower: from the rows after a delta, its world built again after the general path).
+follower: from the rows after a delta, and after a general path's change that moved
+units alone, as in a mapping fleet; its world built again after any other).
 
     .venv/bin/python benchmarks/failover.py [--quick]
 """

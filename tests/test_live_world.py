@@ -1744,7 +1744,7 @@ def test_a_whole_plan_that_only_moves_units_is_read_from_its_rows(database: str)
     but change nothing of the world but where units run and a host's state: neither the
     replica that made them nor another on the same store builds its world again (a
     second at 10,000 targets), and both hold what a plan of the rows holds. A change of
-    anything else (an offering made) still has them build it."""
+    anything else (an offering's flag) still has them build it."""
     app, client = applied(database, LIVE_SPEC)
     follower = create_app(database=make_engine(database))
     try:
@@ -1769,13 +1769,55 @@ def test_a_whole_plan_that_only_moves_units_is_read_from_its_rows(database: str)
             assert cached.snapshot.placements == placements
             assert sorted(cached.state.units) == sorted(placements)
         assert [replica.rebuilds for replica in replicas] == built
-        made = client.post("/v1/offerings", json={"name": "another"})
-        assert made.status_code == 201, made.text
+        flagged = client.patch("/v1/offerings/shared", json={"dedicated": True})
+        assert flagged.status_code == 200, flagged.text
         for replica, server in zip(replicas, (app, follower), strict=True):
             replica.read_current(server.state.database, lambda live: live)
         assert [replica.rebuilds for replica in replicas] == [n + 1 for n in built]
     finally:
         follower.state.database.dispose()
+
+
+def test_an_offering_made_is_a_delta_that_writes_what_the_general_path_writes(
+    database: str, tmp_path: Path
+) -> None:
+    """POST /v1/offerings of a new name: no workload names it, so the live world writes
+    its row and event and takes it in (operations/live_offerings.py), answering as the
+    general path answers; a replica on the same store reads it from the rows; neither
+    builds its world again, and a claim naming it is read alike on both stores."""
+    with twins(database, tmp_path, LIVE_SPEC) as (live_app, live_client, general_app, other):
+        follower = create_app(database=make_engine(live_app.state.database.url))
+        try:
+            claim_both((live_client, other), {"name": "x", "resources": {"cpu": 1, "memory": 1}})
+            follower.state.replica.read_current(follower.state.database, lambda live: live)
+            replicas = [live_app.state.replica, follower.state.replica]
+            built = [replica.rebuilds for replica in replicas]
+            body = {"name": "large", "cpu": 2, "memory": 4, "dedicated": True}
+            answers = []
+            for app, client in ((live_app, live_client), (general_app, other)):
+                kept = app.state.replica
+                app.state.replica = kept if app is live_app else None  # the general path
+                try:
+                    answer = client.post("/v1/offerings", json=body)
+                finally:
+                    app.state.replica = kept
+                assert answer.status_code == 201, answer.text
+                answers.append({k: v for k, v in answer.json().items() if k != "revision"})
+            assert answers[0] == answers[1]
+            again = live_client.post("/v1/offerings", json=body)
+            assert again.status_code == 409, again.text  # the general path's refusal
+            vm = {"name": "vm", "account": "A1", "offering": "large"}
+            claim_both((live_client, other), vm)
+            assert unordered(rows(live_app)) == unordered(rows(general_app))
+            for replica, server in zip(replicas, (live_app, follower), strict=True):
+                cached = replica.read_current(server.state.database, lambda live: live)
+                fresh = placing.world_spec(snapshot_of(live_app))
+                assert cached.spec.offerings == fresh.offerings
+                assert cached.snapshot.offerings == snapshot_of(live_app).offerings
+                assert cached.snapshot.placements == rows_placements(live_app)
+            assert [replica.rebuilds for replica in replicas] == built
+        finally:
+            follower.state.database.dispose()
 
 
 # -- the stateful property ---------------------------------------------------------------
@@ -1829,6 +1871,7 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
         self.alive: dict[str, int] = {}
         self.avoids: dict[str, str] = {}  # a reader -> the workload it avoids
         self.made = 0
+        self.offerings = ["dedicated", "shared"]
 
     @initialize()
     def start(self) -> None:
@@ -1912,10 +1955,22 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
         assert answer.status_code == 200, answer.text
         self._recount()
 
-    @rule(account=st.sampled_from(["A1", "A2"]), offering=st.sampled_from(["dedicated", "shared"]))
-    def tenant_claim(self, account: str, offering: str) -> None:
+    @rule(dedicated=st.booleans(), again=st.booleans())
+    def offer(self, dedicated: bool, again: bool) -> None:
+        # A new offering is a delta (its row, its event, the cached world's offerings);
+        # one of a name the world has is the general path's 409.
+        name = self.offerings[-1] if again else f"o{len(self.offerings)}"
+        body = {"name": name, "cpu": 1, "memory": 1, "dedicated": dedicated}
+        answer = self.client.post("/v1/offerings", json=body)
+        assert answer.status_code == (409 if again else 201), answer.text
+        if not again:
+            self.offerings.append(name)
+
+    @rule(data=st.data(), account=st.sampled_from(["A1", "A2"]))
+    def tenant_claim(self, data: st.DataObject, account: str) -> None:
         # A dedicated VM with no host of its owner's takes an empty one (the general
         # path writes the implicit dedication), or waits with implicit dedication off.
+        offering = data.draw(st.sampled_from(self.offerings))
         name = f"w{self.made}"
         self.made += 1
         body = {"name": name, "account": account, "offering": offering}

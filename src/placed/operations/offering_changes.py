@@ -1,6 +1,7 @@
 """A service offering made or its dedicated flag changed (POST /v1/offerings, PATCH
 /v1/offerings/{name}), and the world planned again in the same transaction: its VMs now
-ask for dedication or no longer do."""
+ask for dedication or no longer do. A new offering is a delta on the live world when it
+can be one (operations/live_offerings.py): no workload names it yet."""
 
 from __future__ import annotations
 
@@ -10,14 +11,26 @@ from typing import Any
 from placed.model.dedications import INVALID_PARAMETER
 from placed.operations import placing
 from placed.operations.errors import Conflict, NotFound
+from placed.operations.live_offerings import Offered
+from placed.operations.replica import ReplicaWorld
 from placed.operations.store import Store
 from placed.store.claims import Actor, Extra
 from placed.store.world import Snapshot
 
 
-def create_offering(engine: Store, offering: dict[str, Any], actor: Actor) -> dict[str, Any]:
-    """A new offering; one of that name is refused (PATCH changes it)."""
+def create_offering(
+    engine: Store,
+    offering: dict[str, Any],
+    actor: Actor,
+    replica: ReplicaWorld | None = None,
+) -> dict[str, Any]:
+    """A new offering; one of that name is refused (PATCH changes it). With `replica`, a
+    delta on its live world when it can be one (operations/live_offerings.py)."""
     name = offering["name"]
+    if replica is not None:
+        fast = replica.offer(engine, Offered(offering), actor)
+        if fast is not None:
+            return fast
 
     def wanted(old: dict[str, Any] | None) -> dict[str, Any]:
         if old is not None:

@@ -40,7 +40,15 @@ from placed.engine.state import PlanState
 from placed.model import Running, Spec, Workload
 from placed.model.dedications import Owner, Topology
 from placed.model.workload import Avoid, Mode, Near
-from placed.operations import audit, change_scope, live_apply, live_settings, placing, rededication
+from placed.operations import (
+    audit,
+    change_scope,
+    live_apply,
+    live_offerings,
+    live_settings,
+    placing,
+    rededication,
+)
 from placed.operations.batch_commits import CommitProcess
 from placed.operations.change_scope import CHANGED, CREATED, DELETED, Touched
 from placed.operations.coupling import (
@@ -53,6 +61,7 @@ from placed.operations.coupling import (
 )
 from placed.operations.errors import Conflict, OperationError
 from placed.operations.live_apply import Applying, Difference
+from placed.operations.live_offerings import Offered
 from placed.operations.live_settings import Reset, Resetting
 from placed.operations.rededication import Rededicated, Rededicating
 from placed.operations.store import Store, Transaction
@@ -223,6 +232,7 @@ class Ticket:
     rededicating: Rededicating | None = None
     resetting: Resetting | None = None
     applying: Applying | None = None
+    offering: Offered | None = None  # an offering made
     # The controller's change: committed only while it holds the lease, alone in its
     # batch (a fenced leader's error is its own).
     fence: Fence | None = None
@@ -384,6 +394,8 @@ class Decided:
     applied: list[Applied] = field(default_factory=list)
     # How the workloads read each other once this decision's claims are in the world.
     coupling: Coupling = field(default_factory=Coupling)
+    # An offering made ends it too: the world's offerings change once it is stored.
+    offered: list[tuple[Ticket, Offered]] = field(default_factory=list)
 
     @property
     def closed(self) -> bool:
@@ -399,6 +411,7 @@ class Decided:
             or any(removal.released for removal in self.removed)
             or any(rescale.released for rescale in self.rescaled)
             or any(not applied.difference.empty for applied in self.applied)
+            or self.offered
         )
 
     @property
@@ -411,6 +424,7 @@ class Decided:
             or self.rededicated
             or self.reset
             or self.applied
+            or self.offered
         )
 
     @property
@@ -437,6 +451,7 @@ class Decided:
             self.reset + later.reset,
             self.applied + later.applied,
             later.coupling,
+            self.offered + later.offered,
         )
 
     def writes(self) -> bool:
@@ -448,6 +463,7 @@ class Decided:
             or self.rededicated
             or any(reset.changed for _, reset in self.reset)
             or any(applied.grown is not None for applied in self.applied)
+            or self.offered
         )
 
     def keep_own_names(self) -> None:
@@ -573,6 +589,14 @@ class Decided:
             recorded = [event for event in rows.get("", []) if event.kind == "setting.changed"]
             ticket.report(0, recorded, time.perf_counter() - ticket.started, False)
             ticket.finish(answer=reset.answer(number))
+        for ticket, offered in self.offered:
+            recorded = [
+                event
+                for event in rows.get("", [])
+                if event.kind == live_offerings.CREATED and event.subject == offered.name
+            ]
+            ticket.report(0, recorded, time.perf_counter() - ticket.started, False)
+            ticket.finish(answer=offered.answer(number))
 
 
 @dataclass
@@ -711,6 +735,9 @@ class ReplicaWorld:
             if name in snapshot.workloads
         ]
         claimed = claimed_since(session, cached.revision, resized, rules, every)
+        # Offerings first: a workload written since may name one made since.
+        if rules and not self._offerings_from_rows(cached, claimed, ruled):
+            return False
         rewritten: set[str] = set()
         if resized:
             done = self._resized(cached, claimed)
@@ -776,12 +803,29 @@ class ReplicaWorld:
         snapshot.revision = cached.revision = current
         return True
 
+    def _offerings_from_rows(self, cached: Cached, claimed: Claimed, ruled: int) -> bool:
+        """The offerings the rows add to the cache's (`claimed`, read with the rules),
+        taken in as the leader's delta took them (live_offerings.stored). False when one
+        the cache holds changed, or the cache's world is not one that delta changes."""
+        snapshot = cached.snapshot
+        if claimed.offerings is None:
+            return False
+        offerings = live_offerings.added(snapshot.offerings, claimed.offerings)
+        if offerings is None or (offerings and (cached.pending or not cached.fitting)):
+            return False
+        if offerings:
+            cached.spec = cached.planner.spec = live_offerings.stored(
+                cached.spec, snapshot, offerings, ruled
+            )
+        return True
+
     def _rules_from_rows(self, cached: Cached, claimed: Claimed, ruled: int) -> bool:
         """The world's settings and dedications as the rows hold them (`claimed`, read
         with the rules), where they differ from the cache's, applied as the leader's
         deltas applied them (live_settings.stored, `_store_dedication` and the owners in
-        the plan state), at revision `ruled`. False when the cache's world is not one
-        those deltas change (then only a whole read knows)."""
+        the plan state), at revision `ruled`.
+        False when the cache's world is not one those deltas change (then only a whole
+        read knows)."""
         snapshot = cached.snapshot
         entries, found = claimed.dedications, claimed.settings
         if entries is None or found is None:
@@ -1463,6 +1507,9 @@ class ReplicaWorld:
             if ticket.resetting is not None:
                 self._decide_reset(cached, decided, ticket, ticket.resetting)
                 continue
+            if ticket.offering is not None:
+                self._decide_offer(cached, decided, ticket, ticket.offering)
+                continue
             if ticket.applying is not None:
                 self._decide_apply(cached, decided, ticket, ticket.applying)
                 continue
@@ -1682,6 +1729,11 @@ class ReplicaWorld:
         for _, reset in decided.reset:
             if reset.changed:
                 cached.spec = live_settings.stored(cached.spec, snapshot, planner, reset, number)
+        if decided.offered:
+            offerings = [offered.offering for _, offered in decided.offered]
+            cached.spec = planner.spec = live_offerings.stored(
+                cached.spec, snapshot, offerings, number
+            )
         for claim in decided.accepted:
             workload = claim.workload
             snapshot.workloads[workload.name] = WorkloadRow(
@@ -2356,6 +2408,37 @@ class ReplicaWorld:
                 return
         decided.reset.append((ticket, judged))
 
+    def offer(
+        self,
+        engine: Store,
+        asked: Offered,
+        actor: Actor,
+        report: placing.Reporter = placing.silent,
+    ) -> dict[str, Any] | None:
+        """A service offering made as a delta on the live world: its row and event, and
+        the cached world's offerings. The answer as the route's general path gives it;
+        None when only the general path can take it: see operations/live_offerings.py."""
+        return self._served_now(engine, _ticket(actor, report, offering=asked))
+
+    def _decide_offer(
+        self, cached: Cached, decided: Decided, ticket: Ticket, asked: Offered
+    ) -> None:
+        """An offering judged on the world `decided` leaves; to the general path when a
+        unit waits for room or misfits (any change re-evaluates those there), another
+        offering is made in the same decision, or live_offerings.judge declines it."""
+        judged = live_offerings.judge(cached.snapshot, asked)
+        if cached.pending or not cached.fitting or decided.offered or judged is None:
+            decided.general.append(ticket)
+            return
+        try:
+            change_scope.check_items(
+                ticket.actor, cached.snapshot, [Touched("offering", judged.name, CREATED)]
+            )
+        except OperationError as refusal:
+            decided.refused.append((ticket, refusal))
+            return
+        decided.offered.append((ticket, judged))
+
     def read_current(self, engine: Store, use: Callable[[Cached], Answer]) -> Answer:
         """What `use` reads of the world at the store's current revision (the cache
         brought to it first), under the batch lock, so that no claim of this replica
@@ -2378,6 +2461,7 @@ def _ticket(
     retargeting: Retargeting | None = None,
     rededicating: Rededicating | None = None,
     resetting: Resetting | None = None,
+    offering: Offered | None = None,
 ) -> Ticket:
     """A change's ticket other than a claim's, started now."""
     return Ticket(
@@ -2390,6 +2474,7 @@ def _ticket(
         retargeting=retargeting,
         rededicating=rededicating,
         resetting=resetting,
+        offering=offering,
     )
 
 
@@ -2661,6 +2746,7 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
         if reset.changed:
             settings.append((reset.key, reset.value))
             notes.append(reset.event(ticket.actor))
+    notes += [offered.event(ticket.actor) for ticket, offered in decided.offered]
     inventory = [
         row
         for applied in decided.applied
@@ -2668,7 +2754,17 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
         for row in applied.grown.rows
     ]
     return batch.Gone(
-        workloads, gone_units, used, changed, states, moved, dedications, notes, settings, inventory
+        workloads,
+        gone_units,
+        used,
+        changed,
+        states,
+        moved,
+        dedications,
+        notes,
+        settings,
+        inventory,
+        [offered.offering for _, offered in decided.offered],
     )
 
 

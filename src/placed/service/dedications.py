@@ -305,6 +305,7 @@ async def post_offering(
         engine,
         body.model_dump(),
         context.actor(request, caller),
+        request.app.state.replica,
     )
 
 

@@ -36,6 +36,7 @@ from placed.store.world import CHANGED_SETTING, RULES_SETTING
 
 # Rows per multi-row statement: far below SQLite's and PostgreSQL's bound parameters.
 ROWS_PER_STATEMENT = 500
+OFFERING_COLUMNS = ("name", "cpu", "memory", "disk", "dedicated", "implicit")
 HISTORY_REASON = 255  # placement_history.reason's length
 REVISION = "(SELECT value FROM revision WHERE id = 1)"
 LAST_EVENT = "(SELECT last_event_id FROM revision WHERE id = 1)"
@@ -181,6 +182,9 @@ class Gone:
     settings: Sequence[tuple[str, Any]] = ()
     # Locations and targets new to the inventory.
     inventory: Sequence[NewNode] = ()
+    # Service offerings new to the world (no workload names one yet), as dicts of their
+    # columns (store/world.py reads them back so): rules every plan is judged by.
+    offerings: Sequence[dict[str, Any]] = ()
 
 
 NOTHING_GONE = Gone()
@@ -421,6 +425,16 @@ def _plan(
         if states:
             guarded.append(_Statement(sql(statement), states))
     guarded += _dedication_statements(sql, gone.dedications)
+    if gone.offerings:
+        guarded.append(
+            _Statement(
+                sql(
+                    "INSERT INTO offerings (name, cpu, memory, disk, dedicated, implicit) "
+                    "VALUES (?, ?, ?, ?, ?, ?)"
+                ),
+                [tuple(o[key] for key in OFFERING_COLUMNS) for o in gone.offerings],
+            )
+        )
     unit_ids = [u.id for u in gone.units]
     if arrays and unit_ids:
         guarded += [
@@ -605,7 +619,7 @@ def _plan(
         # `_claims_since`); only a whole plan's change (operations/transactions.py) tells
         # it to read the whole world. A dedication or a setting changes a rule every plan
         # is judged by: a general path planned on the rules before it is stale too.
-        rules = bool(gone.dedications or gone.settings)
+        rules = bool(gone.dedications or gone.settings or gone.offerings)
         changed = rules or any(
             (gone.workloads, gone.changed, gone.states, gone.moved, gone.inventory)
         )

@@ -24,7 +24,7 @@ from placed.store.tables import (
     Unit,
     Workload,
 )
-from placed.store.world import dedication_entries, world_settings
+from placed.store.world import dedication_entries, world_offerings, world_settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +89,8 @@ class Claimed:
     # change of the rules, read from the rows.
     dedications: list[dict[str, Any]] | None = None
     settings: dict[str, Any] | None = None
+    # Every service offering, with the rules.
+    offerings: list[dict[str, Any]] | None = None
     # The names of the units there are of the every-mode workloads asked for (`since(...,
     # every=...)`): one on a target that left is deleted, which leaves no other row.
     every_units: frozenset[str] | None = None
@@ -196,7 +198,8 @@ def since(
         _nodes(session, revision),
         dedication_entries(session) if rules else None,
         world_settings(session) if rules else None,
-        every_units,
+        every_units=every_units,
+        offerings=world_offerings(session) if rules else None,
     )
 
 

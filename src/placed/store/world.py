@@ -376,17 +376,7 @@ def read(session: Session) -> Snapshot:
     unit_names = {unit_id: name for name, (unit_id, _) in snapshot.units.items()}
     for unit_id, target_id in rows.execute(select(Placement.unit_id, Placement.target_id)):
         snapshot.placements[unit_names[unit_id]] = target_names[target_id]
-    snapshot.offerings = [
-        {
-            "name": row.name,
-            "cpu": row.cpu,
-            "memory": row.memory,
-            "disk": row.disk,
-            "dedicated": row.dedicated,
-            "implicit": row.implicit,
-        }
-        for row in session.scalars(select(OfferingRow).order_by(OfferingRow.id))
-    ]
+    snapshot.offerings = world_offerings(session)
     snapshot.dedications = dedication_entries(session, domain_names, account_names)
     snapshot.settings = world_settings(session)
     snapshot.storage = list(settings.get(session, STORAGE_SETTING, []) or [])
@@ -420,6 +410,21 @@ def dedication_entries(
             entry["implicit"] = True
         found.append(entry)
     return found
+
+
+def world_offerings(session: Session) -> list[dict[str, Any]]:
+    """Every service offering, in the order they were made."""
+    return [
+        {
+            "name": row.name,
+            "cpu": row.cpu,
+            "memory": row.memory,
+            "disk": row.disk,
+            "dedicated": row.dedicated,
+            "implicit": row.implicit,
+        }
+        for row in session.scalars(select(OfferingRow).order_by(OfferingRow.id))
+    ]
 
 
 def world_settings(session: Session) -> dict[str, Any]:
