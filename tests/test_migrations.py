@@ -175,6 +175,33 @@ SPEC_COLUMNS: dict[str, Row] = {
     "workloads": {"document": None},
 }
 
+# The rows valid from 0006 on: an idempotency key beside the tables before it.
+ROWS_AT_0006: list[tuple[str, Row]] = [
+    *extended(
+        FIRST_ROWS,
+        {
+            "locations": {"spec": {"kind": "rack"}, "document": "datacenter"},
+            "targets": {"spec": {"tags": ["gpu"]}, "document": "datacenter"},
+            "workloads": {"document": "apps"},
+            "leases": {"address": "http://10.0.0.5:8700"},
+        },
+    ),
+    (
+        "idempotency_keys",
+        {
+            "caller": "c" * 64,
+            "key": "retry-1",
+            "fingerprint": "f" * 64,
+            "created_at": AT,
+            "holder": "5f0c-replica-1",
+            "outcome": "answered",
+            "status": 201,
+            "content_type": "application/json",
+            "body": b"{}",
+        },
+    ),
+]
+
 STEPS: dict[str, Step] = {
     "0001": Step(FIRST_ROWS),
     "0002": Step(
@@ -215,61 +242,9 @@ STEPS: dict[str, Step] = {
     ),
     # A new table: every row written before stays as it was, and an idempotency key
     # can be kept (none in a database written before).
-    "0006": Step(
-        [
-            *extended(
-                FIRST_ROWS,
-                {
-                    "locations": {"spec": {"kind": "rack"}, "document": "datacenter"},
-                    "targets": {"spec": {"tags": ["gpu"]}, "document": "datacenter"},
-                    "workloads": {"document": "apps"},
-                    "leases": {"address": "http://10.0.0.5:8700"},
-                },
-            ),
-            (
-                "idempotency_keys",
-                {
-                    "caller": "c" * 64,
-                    "key": "retry-1",
-                    "fingerprint": "f" * 64,
-                    "created_at": AT,
-                    "holder": "5f0c-replica-1",
-                    "outcome": "answered",
-                    "status": 201,
-                    "content_type": "application/json",
-                    "body": b"{}",
-                },
-            ),
-        ]
-    ),
+    "0006": Step(ROWS_AT_0006),
     # Indexes only: the rows valid at 0006 are the rows at 0007.
-    "0007": Step(
-        [
-            *extended(
-                FIRST_ROWS,
-                {
-                    "locations": {"spec": {"kind": "rack"}, "document": "datacenter"},
-                    "targets": {"spec": {"tags": ["gpu"]}, "document": "datacenter"},
-                    "workloads": {"document": "apps"},
-                    "leases": {"address": "http://10.0.0.5:8700"},
-                },
-            ),
-            (
-                "idempotency_keys",
-                {
-                    "caller": "c" * 64,
-                    "key": "retry-1",
-                    "fingerprint": "f" * 64,
-                    "created_at": AT,
-                    "holder": "5f0c-replica-1",
-                    "outcome": "answered",
-                    "status": 201,
-                    "content_type": "application/json",
-                    "body": b"{}",
-                },
-            ),
-        ]
-    ),
+    "0007": Step(ROWS_AT_0006),
     # Indexes only: the rows valid at 0002 are the rows at 0003.
     "0003": Step(
         extended(

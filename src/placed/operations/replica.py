@@ -480,12 +480,15 @@ class Decided:
         self, ticket: Ticket, world: Snapshot, name: str, how: str, account: str | None
     ) -> bool:
         """Whether the ticket's change of workload `name` is in its caller's scope: the
-        same rule as every other change's (operations/change_scope.py), on the one object
-        it makes, deletes or changes. Refused here when it is not."""
+        one object it makes, deletes or changes (`allows`)."""
+        return self.allows(ticket, world, [Touched("workload", name, how, (account,))])
+
+    def allows(self, ticket: Ticket, world: Snapshot, touched: list[Touched]) -> bool:
+        """Whether the ticket's change of `touched` is in its caller's scope: the same
+        rule as every other change's (operations/change_scope.py). Refused here when it
+        is not."""
         try:
-            change_scope.check_items(
-                ticket.actor, world, [Touched("workload", name, how, (account,))]
-            )
+            change_scope.check_items(ticket.actor, world, touched)
         except OperationError as refusal:
             self.refused.append((ticket, refusal))
             return False
@@ -2191,10 +2194,7 @@ class ReplicaWorld:
             Touched("workload", workload, CHANGED, (snapshot.workloads[workload].account,))
             for workload in moved
         ]
-        try:
-            change_scope.check_items(ticket.actor, snapshot, touched)
-        except OperationError as refusal:
-            decided.refused.append((ticket, refusal))
+        if not decided.allows(ticket, snapshot, touched):
             return
         decided.retargeted.append(
             Retargeted(
@@ -2248,10 +2248,7 @@ class ReplicaWorld:
         if judged is None:
             decided.general.append(ticket)
             return
-        try:
-            change_scope.check_items(ticket.actor, cached.snapshot, judged.touched(cached.snapshot))
-        except OperationError as refusal:
-            decided.refused.append((ticket, refusal))
+        if not decided.allows(ticket, cached.snapshot, judged.touched(cached.snapshot)):
             return
         decided.rededicated.append((ticket, judged))
         decided.state = rededication.on_state(decided.state, judged)
@@ -2352,17 +2349,11 @@ class ReplicaWorld:
         if made is None or any(set(t.capacity) - resources for t in made.targets):
             decided.general.append(ticket)
             return
-        try:
-            change_scope.check_items(
-                ticket.actor,
-                snapshot,
-                [
-                    Touched("target" if node in after.targets else "location", node, CREATED)
-                    for node in found.added
-                ],
-            )
-        except OperationError as refusal:
-            decided.refused.append((ticket, refusal))
+        touched = [
+            Touched("target" if node in after.targets else "location", node, CREATED)
+            for node in found.added
+        ]
+        if not decided.allows(ticket, snapshot, touched):
             return
         decided.applied.append(Applied(ticket, found, asked.prune, [], [], [], made))
 
@@ -2398,14 +2389,9 @@ class ReplicaWorld:
         if judged is None:
             decided.general.append(ticket)
             return
-        if judged.changed:
-            try:
-                change_scope.check_items(
-                    ticket.actor, cached.snapshot, [Touched("setting", judged.key, CHANGED)]
-                )
-            except OperationError as refusal:
-                decided.refused.append((ticket, refusal))
-                return
+        touched = [Touched("setting", judged.key, CHANGED)] if judged.changed else []
+        if not decided.allows(ticket, cached.snapshot, touched):
+            return
         decided.reset.append((ticket, judged))
 
     def offer(
@@ -2430,12 +2416,7 @@ class ReplicaWorld:
         if cached.pending or not cached.fitting or decided.offered or judged is None:
             decided.general.append(ticket)
             return
-        try:
-            change_scope.check_items(
-                ticket.actor, cached.snapshot, [Touched("offering", judged.name, CREATED)]
-            )
-        except OperationError as refusal:
-            decided.refused.append((ticket, refusal))
+        if not decided.allows(ticket, cached.snapshot, [Touched("offering", judged.name, CREATED)]):
             return
         decided.offered.append((ticket, judged))
 
