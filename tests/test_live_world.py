@@ -1778,6 +1778,45 @@ def test_a_whole_plan_that_only_moves_units_is_read_from_its_rows(database: str)
         follower.state.database.dispose()
 
 
+def test_a_whole_plan_this_process_commits_is_in_its_live_world_when_answered(
+    database: str,
+) -> None:
+    """The process that plans an evacuation whole reads its rows into its live world
+    before it answers (ReplicaWorld.committed), as a delta moves the world before its
+    answer: the claim after it finds the world current, where it would read the rows
+    (or commit, find itself behind and decide again) on the claim's time. A change the
+    rows cannot say (an offering's flag) is left for the world's next use to build."""
+    app, client = applied(database, LIVE_SPEC)
+    replica: ReplicaWorld = app.state.replica
+
+    def stored() -> int:
+        with reading(app.state.database) as session:
+            return revision.current(session)
+
+    for k in range(3):
+        body = {"name": f"vm{k}", "account": "A1", "offering": "shared"}
+        assert client.post("/v1/workloads", json=body).status_code == 201
+    built = replica.rebuilds
+    assert replica.revision == stored()
+    where = client.get("/v1/placements", params={"workload": "vm0"}).json()["items"][0]
+    evacuated = client.post(f"/v1/targets/{where['target']}/evacuate", json={})
+    assert evacuated.status_code == 200, evacuated.text
+    assert evacuated.json()["moves"], evacuated.json()
+    assert replica.revision == stored()
+    assert replica.rebuilds == built
+    placements, _ = from_scratch(app)
+    assert replica.read_current(app.state.database, lambda live: live).snapshot.placements == (
+        placements
+    )
+    was = replica.revision
+    flagged = client.patch("/v1/offerings/shared", json={"dedicated": True})
+    assert flagged.status_code == 200, flagged.text
+    assert replica.revision == was < stored()
+    assert replica.rebuilds == built
+    replica.read_current(app.state.database, lambda live: live)
+    assert (replica.rebuilds, replica.revision) == (built + 1, stored())
+
+
 def test_an_offering_made_is_a_delta_that_writes_what_the_general_path_writes(
     database: str, tmp_path: Path
 ) -> None:

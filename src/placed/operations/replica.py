@@ -48,6 +48,7 @@ from placed.operations import (
     live_settings,
     placing,
     rededication,
+    transactions,
 )
 from placed.operations.batch_commits import CommitProcess
 from placed.operations.change_scope import CHANGED, CREATED, DELETED, Touched
@@ -665,23 +666,27 @@ class ReplicaWorld:
             set_aside()  # the new world, out of the collector's sight until the next
         return cached
 
+    def _followed(self, session: Transaction) -> bool:
+        """The cache brought to the store's revision from the rows written since, as
+        the deltas and whole plans that wrote them changed it; False when they cannot be
+        read that way (then the cache may be part-read: only a whole read follows)."""
+        current = revision.current(session)
+        cached = self._cached
+        if cached is None:
+            return False
+        if cached.revision == current:
+            return True
+        changed = int(settings.get(session, world.CHANGED_SETTING, 0) or 0)
+        reshaped = int(settings.get(session, world.RESHAPED_SETTING, 0) or 0)
+        ruled = int(settings.get(session, world.RULES_SETTING, 0) or 0)
+        return reshaped <= cached.revision and self._claims_since(
+            session, cached, current, changed > cached.revision, ruled, cached.revision
+        )
+
     def _brought_up_to_date(self, engine: Store) -> Cached:
         with reading(engine) as session:
-            current = revision.current(session)
-            cached = self._cached
-            if cached is not None and cached.revision == current:
-                return cached
-            changed = int(settings.get(session, world.CHANGED_SETTING, 0) or 0)
-            reshaped = int(settings.get(session, world.RESHAPED_SETTING, 0) or 0)
-            ruled = int(settings.get(session, world.RULES_SETTING, 0) or 0)
-            if (
-                cached is not None
-                and reshaped <= cached.revision
-                and self._claims_since(
-                    session, cached, current, changed > cached.revision, ruled, cached.revision
-                )
-            ):
-                return cached
+            if self._followed(session) and self._cached is not None:
+                return self._cached
             snapshot = world.read(session)
             every_mode = {n for n, row in snapshot.workloads.items() if row.mode == "every"}
             ordinals = next_ordinals(session, every_mode) if every_mode else {}
@@ -737,7 +742,9 @@ class ReplicaWorld:
             for name in (cached.coupling.every if resized else ())
             if name in snapshot.workloads
         ]
-        claimed = claimed_since(session, cached.revision, resized, rules, every)
+        claimed = claimed_since(
+            session, cached.revision, resized, rules, every, held=snapshot.workloads
+        )
         # Offerings first: a workload written since may name one made since.
         if rules and not self._offerings_from_rows(cached, claimed, ruled):
             return False
@@ -871,7 +878,7 @@ class ReplicaWorld:
         coupling = cached.coupling
         moved = claimed.moved
         if (
-            claimed.present is None
+            claimed.gone is None
             or moved is None
             or cached.pending
             or not cached.fitting
@@ -882,9 +889,7 @@ class ReplicaWorld:
             or (moved and coupling.readers is None and coupling.mapped is None)
         ):
             return None
-        deleted = [
-            name for name, row in snapshot.workloads.items() if row.id not in claimed.present
-        ]
+        deleted = claimed.gone
         written = {row.name: row for row in claimed.workloads if row.name in snapshot.workloads}
         by_id = {row.id: row.name for row in claimed.workloads}
         now: dict[str, dict[str, tuple[int, str]]] = {name: {} for name in written}
@@ -1340,8 +1345,9 @@ class ReplicaWorld:
         earlier: Answers,
     ) -> tuple[list[Ticket], Speculated | None, Answers]:
         if self._cached is None or self._general_since:
-            # A change this replica left to the general path has most likely committed
-            # since: read the revision first rather than commit a batch to find it Behind.
+            # A change this replica left to the general path, or another of this
+            # process's whole plans (`committed`), has most likely committed since: read
+            # the rows first rather than commit a batch to find it Behind.
             self._general_since = False
             cached = self._fresh(engine)
         else:
@@ -2419,6 +2425,39 @@ class ReplicaWorld:
         if not decided.allows(ticket, cached.snapshot, [Touched("offering", judged.name, CREATED)]):
             return
         decided.offered.append((ticket, judged))
+
+    @property
+    def revision(self) -> int | None:
+        """The revision of the world held (None: none is held yet)."""
+        cached = self._cached
+        return cached.revision if cached is not None else None
+
+    def follow(self, engine: Store) -> None:
+        """Follow every change this process's general path commits on `engine`
+        (`committed`)."""
+        transactions.followed_by(engine, self)
+
+    def committed(self, engine: Store, number: int, followable: bool) -> None:
+        """A change this process's general path committed (transactions.Follower): one
+        its rows say (`followable`: units moved, targets' states) is read into the cache
+        now, before the change is answered, as a delta's commit moves the cache before its
+        answer: the claim after it finds the world current. When a batch is being served
+        meanwhile (the lock is taken), or the change reshaped the world (then only a whole
+        read knows it: not on this change's time), the next batch reads the rows first."""
+        self._general_since = True
+        if not followable or not self._lock.acquire(blocking=False):
+            return
+        try:
+            if self._cached is not None and self._cached.revision < number:
+                with reading(engine) as session:
+                    if self._followed(session):
+                        self._general_since = False
+                    else:
+                        self._cached = None  # part-read: built whole at its next use
+        except Exception:
+            self._cached = None  # committed all the same: built whole at its next use
+        finally:
+            self._lock.release()
 
     def read_current(self, engine: Store, use: Callable[[Cached], Answer]) -> Answer:
         """What `use` reads of the world at the store's current revision (the cache

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
@@ -97,6 +98,26 @@ class Guard(Protocol):
 Trail = Callable[[Snapshot, C], list[Extra]]
 
 
+class Follower(Protocol):
+    """A world in memory kept at the store's revision (operations/replica.py), told of
+    each change this process commits here, before the change is answered."""
+
+    def committed(self, engine: Store, number: int, followable: bool) -> None:
+        """`number`: the change's revision; `followable`: whether it can be read from
+        its rows as a delta's (`followable`). Never raises."""
+
+
+_FOLLOWERS: weakref.WeakKeyDictionary[Store, weakref.WeakSet[Follower]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def followed_by(engine: Store, follower: Follower) -> None:
+    """Tell `follower` of every change `transact` commits on `engine` from now on (as
+    long as it lives)."""
+    _FOLLOWERS.setdefault(engine, weakref.WeakSet()).add(follower)
+
+
 def transact(
     engine: Store,
     prepare: Callable[[Snapshot], C],
@@ -131,11 +152,14 @@ def transact(
                     snapshot = world.read(session)
                     _expected(snapshot, expected_revision, seen=number - 1)
                     prepared = prepare(snapshot)
-                rows = _write(session, snapshot, prepared, trail, number, actor, guard)
+                follows = followable(snapshot, prepared)
+                rows = _write(session, snapshot, prepared, trail, number, actor, guard, follows)
                 statistics.refresh(session.connection(), _grown(snapshot, prepared))
                 final = revision.current(session)  # one change may raise it more than once
                 if guard is not None:
                     guard.closing(session, prepared)
+            for follower in list(_FOLLOWERS.get(engine, ())):
+                follower.committed(engine, final, follows)
             return Written(prepared, final, rows, conflicts, True)
         except (definitions.StaleRow, exc.IntegrityError) as error:
             if isinstance(error, exc.IntegrityError) and last:
@@ -179,13 +203,14 @@ def _write(
     trail: Trail[C],
     number: int,
     actor: Actor,
-    guard: Guard | None = None,
+    guard: Guard | None,
+    follows: bool,
 ) -> list[Recorded]:
     # Replicas refresh claims, deletes and count changes committed as deltas from the
-    # rows, and a whole plan's change that only moved units and changed targets' states;
-    # any other since means reading all.
+    # rows, and a whole plan's change that only moved units and changed targets' states
+    # (`follows`); any other since means reading all.
     settings.put(session, world.CHANGED_SETTING, number, bump=False)
-    if not followable(snapshot, change):
+    if not follows:
         settings.put(session, world.RESHAPED_SETTING, number, bump=False)
     try:
         wrote = definitions.write(

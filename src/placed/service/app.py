@@ -130,6 +130,8 @@ def create_app(
     app.state.log_json = log_json  # each event's log line as JSON (service/eventlog.py)
     # The world in memory at one revision, for claims (operations/replica.py).
     app.state.replica = ReplicaWorld()
+    if database is not None:
+        app.state.replica.follow(database)
     app.state.trusted_tokens = TrustedTokens()
     app.state.auth_failures = AuthFailures(auth_failures_per_minute)
     app.state.metrics = found = metrics.HttpMetrics()

@@ -7,11 +7,11 @@ of state (the units they moved) alone."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from placed.store.tables import (
@@ -24,7 +24,12 @@ from placed.store.tables import (
     Unit,
     Workload,
 )
-from placed.store.world import dedication_entries, world_offerings, world_settings
+from placed.store.world import (
+    WorkloadRow,
+    dedication_entries,
+    world_offerings,
+    world_settings,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +82,10 @@ class Claimed:
     units: list[PlacedUnit]  # those placed, by workload and ordinal
     targets: list[WrittenTarget]
     # Read when deletes, count changes and moves are asked for too (`since(...,
-    # resized=True)`): the id of every workload there is, and the units of workloads not
-    # written since that were placed or moved since (a target's change of state moves
-    # them), by workload and ordinal.
-    present: frozenset[int] | None = None
+    # resized=True)`): the names of the workloads held that are stored no longer, and the
+    # units of workloads not written since that were placed or moved since (a target's
+    # change of state moves them), by workload and ordinal.
+    gone: list[str] | None = None
     moved: list[PlacedUnit] | None = None
     # The locations and targets written since, locations first, each by id (a target's
     # rows are in `targets` too): those new to a cache are the inventory grown.
@@ -102,10 +107,12 @@ def since(
     resized: bool = False,
     rules: bool = False,
     every: Sequence[int] = (),
+    held: Mapping[str, WorkloadRow] | None = None,
 ) -> Claimed:
     """The rows written after `revision` that a claim writes (module docstring); with
-    `resized`, those a delete, a count change or a move writes too (`Claimed.present`,
-    `Claimed.moved`): the units of a workload written since are all of its units now;
+    `resized`, those a delete, a count change or a move writes too (`Claimed.gone` of the
+    workloads `held`, `Claimed.moved`): the units of a workload written since are all of
+    its units now;
     with `rules` too, every dedication and the world's settings; with `every` (workload
     ids), the units there are of those workloads (`Claimed.every_units`)."""
     added = session.scalars(
@@ -172,7 +179,7 @@ def since(
     ]
     if not resized:
         return Claimed(workloads, units, targets)
-    present = frozenset(session.scalars(select(Workload.id)))
+    gone = _gone(session, added, held or {})
     written_ids = [row.id for row in added]
     moved = [
         PlacedUnit(unit_id, name, workload_id, target, ordinal)
@@ -193,7 +200,7 @@ def since(
         workloads,
         units,
         targets,
-        present,
+        gone,
         moved,
         _nodes(session, revision),
         dedication_entries(session) if rules else None,
@@ -201,6 +208,20 @@ def since(
         every_units=every_units,
         offerings=world_offerings(session) if rules else None,
     )
+
+
+def _gone(
+    session: Session, added: Sequence[Workload], held: Mapping[str, WorkloadRow]
+) -> list[str]:
+    """The workloads of `held` stored no longer. Every workload made after the holder's
+    revision was written since (`added`), so when the stored count is the held ones plus
+    those, none held is gone: a count, where reading every id is as long as the world;
+    the ids are read only when one is gone."""
+    made = sum(1 for row in added if (known := held.get(row.name)) is None or known.id != row.id)
+    if session.scalar(select(func.count(Workload.id))) == len(held) + made:
+        return []
+    present = set(session.scalars(select(Workload.id)))
+    return [name for name, row in held.items() if row.id not in present]
 
 
 def _nodes(session: Session, revision: int) -> list[WrittenNode]:
