@@ -635,6 +635,11 @@ class Speculated:
         )
 
 
+# The revisions of the last change of any kind, of the last that reshaped the world, and
+# of the last of its rules (store/world.py): what a cache is brought up to date by.
+MARKS = (world.CHANGED_SETTING, world.RESHAPED_SETTING, world.RULES_SETTING)
+
+
 class ReplicaWorld:
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -676,9 +681,8 @@ class ReplicaWorld:
             return False
         if cached.revision == current:
             return True
-        changed = int(settings.get(session, world.CHANGED_SETTING, 0) or 0)
-        reshaped = int(settings.get(session, world.RESHAPED_SETTING, 0) or 0)
-        ruled = int(settings.get(session, world.RULES_SETTING, 0) or 0)
+        marks = settings.values(session, MARKS)
+        changed, reshaped, ruled = (int(marks.get(key) or 0) for key in MARKS)
         return reshaped <= cached.revision and self._claims_since(
             session, cached, current, changed > cached.revision, ruled, cached.revision
         )

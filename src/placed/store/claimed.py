@@ -136,16 +136,20 @@ def since(
         )
         for row in added
     ]
-    units = [
-        PlacedUnit(unit_id, name, workload_id, target)
-        for unit_id, name, workload_id, target in session.execute(
-            select(Unit.id, Unit.name, Unit.workload_id, Target.name)
-            .join(Placement, Placement.unit_id == Unit.id)
-            .join(Target, Target.id == Placement.target_id)
-            .where(Unit.workload_id.in_([row.id for row in added]))
-            .order_by(Unit.workload_id, Unit.ordinal)
-        )
-    ]
+    units = (
+        [
+            PlacedUnit(unit_id, name, workload_id, target)
+            for unit_id, name, workload_id, target in session.execute(
+                select(Unit.id, Unit.name, Unit.workload_id, Target.name)
+                .join(Placement, Placement.unit_id == Unit.id)
+                .join(Target, Target.id == Placement.target_id)
+                .where(Unit.workload_id.in_([row.id for row in added]))
+                .order_by(Unit.workload_id, Unit.ordinal)
+            )
+        ]
+        if added
+        else []
+    )
     written = session.execute(
         select(
             Target.id, Target.name, Target.generation, Target.admin_state, TargetLiveness.liveness
@@ -237,13 +241,16 @@ def _nodes(session: Session, revision: int) -> list[WrittenNode]:
         .where(Target.revision > revision)
         .order_by(Target.id)
     ).all()
-    parents = {row.parent_id for row in locations} | {row.location_id for row in targets}
-    names = {
-        id_: name
-        for id_, name in session.execute(
-            select(Location.id, Location.name).where(Location.id.in_(parents - {None}))
+    parents = ({row.parent_id for row in locations} | {row.location_id for row in targets}) - {None}
+    names = (
+        dict(
+            session.execute(select(Location.id, Location.name).where(Location.id.in_(parents)))
+            .tuples()
+            .all()
         )
-    }
+        if parents
+        else {}
+    )
     return [
         WrittenNode(row.name, names.get(row.parent_id), dict(row.spec), row.document, False)
         for row in locations

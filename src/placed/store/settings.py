@@ -10,7 +10,7 @@ the 255 of the column.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -35,6 +35,12 @@ LEGACY_DEFAULT_MODE = "default_mode"
 def get(session: Session, key: str, default: Any = None) -> Any:
     row = session.get(Setting, key)
     return row.value["value"] if row is not None else default
+
+
+def values(session: Session, keys: Sequence[str]) -> dict[str, Any]:
+    """The values of those of `keys` that are set, in one read."""
+    rows = session.execute(select(Setting.key, Setting.value).where(Setting.key.in_(keys)))
+    return {key: value["value"] for key, value in rows}
 
 
 def put(session: Session, key: str, value: Any, bump: bool = True) -> None:
