@@ -1778,6 +1778,34 @@ def test_a_whole_plan_that_only_moves_units_is_read_from_its_rows(database: str)
         follower.state.database.dispose()
 
 
+def test_a_workload_deleted_and_one_made_with_its_id_are_read_as_such(database: str) -> None:
+    """SQLite gives the next workload made the id of the last one when that one was
+    deleted: a replica that held the deleted one reads it gone and the new one made
+    (store/claimed.py compares ids and names), and holds what a plan of the rows holds."""
+    app, client = applied(database, LIVE_SPEC)
+    follower = create_app(database=make_engine(database))
+    try:
+        body = {"account": "A1", "offering": "shared"}
+        for name in ("first", "last"):
+            assert client.post("/v1/workloads", json={**body, "name": name}).status_code == 201
+        replica: ReplicaWorld = follower.state.replica
+        replica.read_current(follower.state.database, lambda live: live)
+        built = replica.rebuilds
+        assert client.delete("/v1/workloads/last").status_code == 200
+        assert client.post("/v1/workloads", json={**body, "name": "next"}).status_code == 201
+        with reading(app.state.database) as session:
+            ids = dict(session.execute(select(Workload.name, Workload.id)).tuples().all())
+        cached = replica.read_current(follower.state.database, lambda live: live)
+        assert "last" not in cached.snapshot.workloads
+        assert cached.snapshot.workloads["next"].id == ids["next"]
+        placements, _ = from_scratch(app)
+        assert cached.snapshot.placements == placements
+        assert sorted(cached.state.units) == sorted(placements)
+        assert replica.rebuilds == built
+    finally:
+        follower.state.database.dispose()
+
+
 def test_a_whole_plan_this_process_commits_is_in_its_live_world_when_answered(
     database: str,
 ) -> None:

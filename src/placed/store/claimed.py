@@ -224,8 +224,10 @@ def _gone(
     made = sum(1 for row in added if (known := held.get(row.name)) is None or known.id != row.id)
     if session.scalar(select(func.count(Workload.id))) == len(held) + made:
         return []
-    present = set(session.scalars(select(Workload.id)))
-    return [name for name, row in held.items() if row.id not in present]
+    # By id and name: SQLite gives a deleted workload's id to the next one made when it
+    # was the last, so an id alone may now be another workload's.
+    present = dict(session.execute(select(Workload.id, Workload.name)).tuples().all())
+    return [name for name, row in held.items() if present.get(row.id) != name]
 
 
 def _nodes(session: Session, revision: int) -> list[WrittenNode]:
