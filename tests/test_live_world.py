@@ -1806,6 +1806,40 @@ def test_a_workload_deleted_and_one_made_with_its_id_are_read_as_such(database: 
         follower.state.database.dispose()
 
 
+def test_a_reader_deleted_leaves_no_mirrored_term_in_a_replica_that_reads_it(
+    database: str,
+) -> None:
+    """A workload that avoids another gives it the mirrored term; deleted as a delta, the
+    replica that made the delete drops that term (`_advance`), and so does one that
+    reads the delete from the rows (`_resized`): both hold the workloads a world built
+    from the rows holds. Found by the stateful test: the follower kept the term."""
+    app, client = applied(database, LIVE_SPEC)
+    follower = create_app(database=make_engine(database))
+    try:
+        plain = {"name": "w0", "resources": {"cpu": 0.5, "memory": 1}}
+        assert client.post("/v1/workloads", json=plain).status_code == 201
+        reader = {
+            "name": "w1",
+            "resources": {"cpu": 0.5, "memory": 1},
+            "avoid": {"workload": "w0", "level": "target", "mode": "preferred"},
+        }
+        assert client.post("/v1/workloads", json=reader).status_code == 201
+        replicas = [app.state.replica, follower.state.replica]
+        for replica, server in zip(replicas, (app, follower), strict=True):
+            replica.read_current(server.state.database, lambda live: live)
+        built = [replica.rebuilds for replica in replicas]
+        assert client.delete("/v1/workloads/w1").status_code == 200
+        fresh = placing.world_spec(snapshot_of(app))
+        for replica, server in zip(replicas, (app, follower), strict=True):
+            cached = replica.read_current(server.state.database, lambda live: live)
+            assert [(w.name, w.requests) for w in cached.spec.workloads] == [
+                (w.name, w.requests) for w in fresh.workloads
+            ]
+        assert [replica.rebuilds for replica in replicas] == built
+    finally:
+        follower.state.database.dispose()
+
+
 def test_a_whole_plan_this_process_commits_is_in_its_live_world_when_answered(
     database: str,
 ) -> None:
@@ -2155,6 +2189,13 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
                 current = world.read(session).revision
             if cached.revision == current:
                 assert cached.snapshot.placements == placements
+                # The spec's workloads are the planner's, in the order a world built from
+                # the rows reads them (by row id): what a whole plan of the live world
+                # (a what-if) runs through.
+                names = [w.name for w in cached.spec.workloads]
+                assert names == list(cached.planner.workloads)
+                rows = cached.snapshot.workloads
+                assert names == sorted(names, key=lambda name: rows[name].id)
                 # Each target's units as a drain reads them.
                 assert all(
                     cached.units_on(target) == {u for u, on in placements.items() if on == target}

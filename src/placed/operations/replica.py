@@ -936,6 +936,7 @@ class ReplicaWorld:
                 for unit in state.placed(name)
             ):
                 return None  # a unit moved: not a count's change
+        leaving = [planner.workloads[name] for name in deleted]
         for name in deleted:
             self._released(cached, name, set())
             del snapshot.workloads[name]
@@ -956,6 +957,10 @@ class ReplicaWorld:
                 snapshot.workloads[name], generation=row.generation
             )
             snapshot.workload_specs[name] = dict(row.spec)
+        for model in leaving:
+            # As the delta that deleted it did (`_advance`): what a reader avoided no
+            # longer holds the term it mirrored.
+            planner.workloads.update(self._unmirrored(cached, model))
         if not self._grown_from_rows(cached, claimed):
             return None
         restated = self._restated(cached, claimed)
