@@ -1794,7 +1794,7 @@ def test_a_workload_deleted_and_one_made_with_its_id_are_read_as_such(database: 
         assert client.delete("/v1/workloads/last").status_code == 200
         assert client.post("/v1/workloads", json={**body, "name": "next"}).status_code == 201
         with reading(app.state.database) as session:
-            ids = dict(session.execute(select(Workload.name, Workload.id)).tuples().all())
+            ids = {name: id_ for name, id_ in session.execute(select(Workload.name, Workload.id))}
         cached = replica.read_current(follower.state.database, lambda live: live)
         assert "last" not in cached.snapshot.workloads
         assert cached.snapshot.workloads["next"].id == ids["next"]
@@ -2191,7 +2191,8 @@ class ClaimsAndDeletes(RuleBasedStateMachine):
                 assert cached.snapshot.placements == placements
                 # The spec's workloads are the planner's, in the order a world built from
                 # the rows reads them (by row id): what a whole plan of the live world
-                # (a what-if) runs through.
+                # (a what-if) runs through. (A claim decided and then not committed leaves
+                # its model in the planner's: these sequences commit every one.)
                 names = [w.name for w in cached.spec.workloads]
                 assert names == list(cached.planner.workloads)
                 rows = cached.snapshot.workloads

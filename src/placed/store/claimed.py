@@ -226,7 +226,7 @@ def _gone(
         return []
     # By id and name: SQLite gives a deleted workload's id to the next one made when it
     # was the last, so an id alone may now be another workload's.
-    present = dict(session.execute(select(Workload.id, Workload.name)).tuples().all())
+    present = {id_: name for id_, name in session.execute(select(Workload.id, Workload.name))}
     return [name for name, row in held.items() if present.get(row.id) != name]
 
 
@@ -245,11 +245,12 @@ def _nodes(session: Session, revision: int) -> list[WrittenNode]:
     ).all()
     parents = ({row.parent_id for row in locations} | {row.location_id for row in targets}) - {None}
     names = (
-        dict(
-            session.execute(select(Location.id, Location.name).where(Location.id.in_(parents)))
-            .tuples()
-            .all()
-        )
+        {
+            id_: name
+            for id_, name in session.execute(
+                select(Location.id, Location.name).where(Location.id.in_(parents))
+            )
+        }
         if parents
         else {}
     )
