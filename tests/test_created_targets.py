@@ -5,6 +5,7 @@ nowhere; later units may land on it, the output lists it, and the reference agre
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import replace
 from typing import ClassVar, Self
 
@@ -173,7 +174,7 @@ class Owned(Family):
         summary = "the target belongs to someone else, or to nobody"
 
         def prepare(self, workload: Workload) -> int:
-            return hash(workload.name) % 1000
+            return _owner_of(workload)
 
         def keep(self, prepared: int, state: PlanView) -> BoolArray:
             mine: BoolArray = state.family_state(Owners).owner == prepared
@@ -199,8 +200,15 @@ class Owned(Family):
         free = np.flatnonzero((owners.owner == -1) & (state.free[0] >= 1))
         if free.size == 0:
             return None
-        owners.owner[int(free[0])] = hash(workload.name) % 1000
+        owners.owner[int(free[0])] = _owner_of(workload)
         return Retry("implicit dedication")
+
+
+def _owner_of(workload: Workload) -> int:
+    """A workload's owner code, the same in every process: `hash` of a string is salted
+    per process, and one salt in a thousand gave `a` and `b` the same code (b then took
+    a's target)."""
+    return zlib.crc32(workload.name.encode()) % 1000
 
 
 def test_a_retry_fallback_changes_the_state_and_the_unit_is_judged_again() -> None:
