@@ -671,26 +671,27 @@ class ReplicaWorld:
             set_aside()  # the new world, out of the collector's sight until the next
         return cached
 
-    def _followed(self, session: Transaction) -> bool:
+    def _followed(self, session: Transaction) -> Cached | None:
         """The cache brought to the store's revision from the rows written since, as
-        the deltas and whole plans that wrote them changed it; False when they cannot be
+        the deltas and whole plans that wrote them changed it; None when they cannot be
         read that way (then the cache may be part-read: only a whole read follows)."""
         current = revision.current(session)
         cached = self._cached
-        if cached is None:
-            return False
-        if cached.revision == current:
-            return True
+        if cached is None or cached.revision == current:
+            return cached
         marks = settings.values(session, MARKS)
         changed, reshaped, ruled = (int(marks.get(key) or 0) for key in MARKS)
-        return reshaped <= cached.revision and self._claims_since(
+        if reshaped <= cached.revision and self._claims_since(
             session, cached, current, changed > cached.revision, ruled, cached.revision
-        )
+        ):
+            return cached
+        return None
 
     def _brought_up_to_date(self, engine: Store) -> Cached:
         with reading(engine) as session:
-            if self._followed(session) and self._cached is not None:
-                return self._cached
+            followed = self._followed(session)
+            if followed is not None:
+                return followed
             snapshot = world.read(session)
             every_mode = {n for n, row in snapshot.workloads.items() if row.mode == "every"}
             ordinals = next_ordinals(session, every_mode) if every_mode else {}
@@ -2459,10 +2460,10 @@ class ReplicaWorld:
         try:
             if self._cached is not None and self._cached.revision < number:
                 with reading(engine) as session:
-                    if self._followed(session):
-                        self._general_since = False
-                    else:
+                    if self._followed(session) is None:
                         self._cached = None  # part-read: built whole at its next use
+                    else:
+                        self._general_since = False
         except Exception:
             self._cached = None  # committed all the same: built whole at its next use
         finally:
