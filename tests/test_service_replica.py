@@ -587,3 +587,39 @@ def test_what_was_set_aside_and_became_garbage_is_freed_by_the_next() -> None:
         assert watched() is None
     finally:
         gc.unfreeze()
+
+
+def test_a_claim_refused_once_another_replicas_commit_is_read_leaves_no_workload_behind(
+    database: str,
+) -> None:
+    """The claim is decided on this replica's world (2 cpu free on h1), its commit finds
+    that another replica took them, and decided again it is refused: the world this
+    replica keeps then holds no workload of that name, so a claim that avoids it is read
+    as one avoiding a workload that does not exist, as a replica started afresh reads it."""
+    app, replica = applied(database)
+    engine = app.state.database
+    replica._serve(engine, [ticket("warm", 1)])
+    other = ReplicaWorld()
+    other._serve(engine, [ticket("hog", 2)])
+    refused = [ticket("x", 2)]
+    replica._serve(engine, refused)
+    assert kind_of(refused[0].error) == "unplaceable"
+    cached = replica._cached
+    assert cached is not None
+    assert sorted(cached.planner.workloads) == ["hog", "warm"]
+    assert [w.name for w in cached.spec.workloads] == ["warm", "hog"]
+
+    def avoiding_x(replica: ReplicaWorld) -> Ticket:
+        spec = WorkloadSpec.model_validate(
+            {"name": "y", "resources": {"cpu": 1}, "avoid": [{"workload": "x", "level": "target"}]}
+        )
+        claim = Ticket(spec, Actor("a" * 16, "root-admin", "req"), lambda *_: None, 0.0)
+        replica._serve(engine, [claim])
+        return claim
+
+    mine = avoiding_x(replica)
+    # Not decided on this world (it names a workload the world does not hold): left to
+    # the general path, as a fresh replica leaves it.
+    fresh = avoiding_x(ReplicaWorld())
+    assert (mine.answer, kind_of(mine.error)) == (fresh.answer, kind_of(fresh.error))
+    assert mine.answer is None and mine.error is None

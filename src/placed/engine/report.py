@@ -5,11 +5,13 @@ Everything here reads plain records (engine/outcomes.py) and the spec, never a p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+from collections import ChainMap
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
 from placed.engine.outcomes import Placement, PlanResult
-from placed.model import Spec, Target
+from placed.model import Spec, Target, Workload
 from placed.policy.base import Family
 
 
@@ -26,7 +28,7 @@ class Explainer:
     ) -> None:
         self.spec = spec
         self.families = tuple(families)
-        self.workloads = {w.name: w for w in spec.workloads}
+        self.workloads: MutableMapping[str, Workload] = {w.name: w for w in spec.workloads}
         self._created = {target.id: target for target in created}
         self._targets: dict[str, Target] | None = None
 
@@ -36,13 +38,25 @@ class Explainer:
         self.spec = spec
         self._targets = None
 
+    def seeing(self, workloads: Mapping[str, Workload]) -> Explainer:
+        """This explainer, as if `workloads` were in the world too: the words of a
+        decision that is not committed yet, which must leave no trace in the world's
+        own workloads if the commit fails."""
+        self.target_index()  # built once, here, for the view and this explainer both
+        view = copy.copy(self)
+        view.workloads = ChainMap(dict(workloads), self.workloads)
+        return view
+
+    def target_index(self) -> dict[str, Target]:
+        if self._targets is None:
+            self._targets = {t.id: t for t in self.spec.inventory.targets}
+        return self._targets
+
     def target(self, target_id: str) -> Target:
         found = self._created.get(target_id)
         if found is not None:
             return found
-        if self._targets is None:
-            self._targets = {t.id: t for t in self.spec.inventory.targets}
-        return self._targets[target_id]
+        return self.target_index()[target_id]
 
     def describe(self, placement: Placement) -> dict[str, Any]:
         """A placement as the output contract shows it."""

@@ -1608,13 +1608,15 @@ class ReplicaWorld:
                 f"{len(unplaced)} of the units cannot be placed: {unplaced[0].summary}",
             )
             return
-        cached.explainer.workloads[workload.name] = workload
+        # The world's workloads gain it when its commit is known (`_advance`): a commit
+        # that fails leaves no workload behind that the rows do not hold.
+        explainer = cached.explainer.seeing({workload.name: workload})
         moves = [
-            Move(workload.name, p.unit, None, p.target, cached.explainer.reason(p), PLACED)
+            Move(workload.name, p.unit, None, p.target, explainer.reason(p), PLACED)
             for p in result.placements
         ]
         stored = spec.model_dump(mode="json", exclude_defaults=True)
-        plan = plan_document(result, cached.explainer) if result.dedications_created else None
+        plan = plan_document(result, explainer) if result.dedications_created else None
         decided.accepted.append(Accepted(ticket, spec, workload, result, moves, stored, plan, home))
         decided.names.add(name)
         decided.state = after
@@ -2005,15 +2007,10 @@ class ReplicaWorld:
                 decided.general.append(ticket)  # a unit would wait for room: pending
                 return
             result, state = planned
-            explainer = cached.explainer
-            previous = explainer.workloads[name]
-            explainer.workloads[name] = adding
-            try:
-                reasons = [explainer.reason(p) for p in result.placements]
-                if result.dedications_created:
-                    plan = plan_document(result, explainer)
-            finally:
-                explainer.workloads[name] = previous
+            explainer = cached.explainer.seeing({name: adding})
+            reasons = [explainer.reason(p) for p in result.placements]
+            if result.dedications_created:
+                plan = plan_document(result, explainer)
             moves += [
                 Move(name, placement.unit, None, placement.target, why, PLACED)
                 for placement, why in zip(result.placements, reasons, strict=True)
