@@ -46,12 +46,14 @@ from placed.operations import (
     coupling,
     dedication_changes,
     drain,
+    evacuate,
     placing,
     setting_changes,
     target_states,
 )
 from placed.operations import remove as removing
 from placed.operations import update as updating
+from placed.operations.errors import OperationError
 from placed.operations.rededication import Rededicating
 from placed.operations.replica import Removing, ReplicaWorld, Rescaling, Ticket
 from placed.policy.dedication import DedicationState, Tenant, zone_columns
@@ -1737,6 +1739,100 @@ def test_a_count_change_in_a_world_with_a_misfit_answers_it(database: str) -> No
     # db's unit on h1 (silver now) misfits: every change's answer lists it, as a plan does.
     [flagged] = answer.json()["incompatible"]
     assert (flagged["target"], flagged["rule"]) == ("h1", "constraint")
+
+
+EVACUATION_STEPS: list[tuple[str, str | dict[str, Any]]] = [
+    # The host of a VM the document made, evacuated before any claim: the live world,
+    # built from the rows, has judged no tenant yet (its zone columns are read then).
+    ("evacuate", "@vm-z/0"),
+    ("up", "@"),  # the host evacuated last
+    ("claim", {"name": "vm-a", "account": "A1", "offering": "shared", "units": 3}),
+    ("claim", {"name": "vm-b", "account": "A2", "offering": "shared", "units": 2}),
+    ("claim", {"name": "plain", "units": 2, "resources": {"cpu": 1, "memory": 1}}),
+    ("evacuate", "h1"),
+    ("up", "h1"),
+    ("claim", {"name": "vm-c", "account": "A1", "offering": "shared", "units": 2}),
+    ("evacuate", "h2"),
+    ("evacuate", "h2"),  # in maintenance already: left to the general path
+    ("up", "h2"),
+    ("evacuate", "h3"),
+    ("up", "h3"),
+    ("claim", {"name": "fill", "units": 5, "resources": {"cpu": 1, "memory": 1}}),
+    ("evacuate", "h1"),  # no room for every VM: refused, by the general path
+]
+
+
+def evacuated(app: FastAPI, name: str, live: bool) -> dict[str, Any] | str:
+    """A host evacuated through the live world, or (`live` False) through the general
+    path alone; a refusal as its kind."""
+    replica: ReplicaWorld | None = app.state.replica if live else None
+    try:
+        return evacuate.evacuate(
+            app.state.database, name, "a test", "root-admin", ROOT, replica=replica
+        )
+    except OperationError as error:
+        return error.kind
+
+
+def test_an_evacuation_through_the_live_world_writes_what_the_general_path_writes(
+    database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CloudStack's maintenance as a delta: the host's VMs placed again by the rules on a
+    cloud over the live world, its other units moved as a target going down moves them.
+    Each answer, and the rows, events and history, are the general path's (a cloud built
+    from the rows, a whole plan); an evacuation the delta leaves to the general path (a
+    host already in maintenance, a VM with no place) is answered by it."""
+    whole_plans: list[str] = []
+    transact = placing.transact
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        whole_plans.append("transact")
+        return transact(*args, **kwargs)
+
+    monkeypatch.setattr(placing, "transact", counted)
+    # LIVE_SPEC with room to evacuate any host: 16 cpu.
+    roomy = (
+        LIVE_SPEC.replace(
+            "      - {id: h2, kind: host, capacity: {cpu: 4, memory: 8}}\n",
+            "      - {id: h2, kind: host, capacity: {cpu: 4, memory: 8}}\n"
+            "      - {id: h4, kind: host, capacity: {cpu: 4, memory: 8}}\n",
+        )
+        + "  - {id: h5, kind: host, capacity: {cpu: 2, memory: 4}}\n"
+        + "workloads:\n  - {name: vm-z, account: A2, offering: shared, units: 2}\n"
+    )
+    assert "h4" in roomy
+    with twins(database, tmp_path, roomy) as (live_app, live_client, general_app, general):
+        replica: ReplicaWorld = live_app.state.replica
+        deltas, moved, last = 0, 0, ""
+        for step, asked in EVACUATION_STEPS:
+            if step == "claim":
+                assert isinstance(asked, dict)
+                claim_both((live_client, general), asked)
+                continue
+            assert isinstance(asked, str)
+            if asked == "@":
+                asked = last
+            elif asked.startswith("@"):
+                asked = last = snapshot_of(live_app).placements[asked[1:]]
+            if step == "up":
+                for client in (live_client, general):
+                    answer = client.post(f"/v1/targets/{asked}/up", json={})
+                    assert answer.status_code == 200, answer.text
+                continue
+            whole_plans.clear()
+            live = evacuated(live_app, asked, True)
+            deltas += not whole_plans
+            general_answer = evacuated(general_app, asked, False)
+            assert live == general_answer, (step, asked)
+            if isinstance(live, dict):
+                moved += len(live["moves"])
+            assert unordered(rows(live_app)) == unordered(rows(general_app)), (step, asked)
+        assert deltas == 4 and moved >= 6
+        assert live == "no-capacity"
+        placements, _ = from_scratch(live_app)
+        cached = replica.read_current(live_app.state.database, lambda live: live)
+        assert cached.snapshot.placements == placements
+        assert sorted(cached.state.units) == sorted(placements)
 
 
 def test_a_whole_plan_that_only_moves_units_is_read_from_its_rows(database: str) -> None:

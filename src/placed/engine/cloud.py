@@ -26,6 +26,7 @@ from typing import Any
 from placed.engine import loop
 from placed.engine.outcomes import Placement, PlanResult
 from placed.engine.planner import Planner
+from placed.engine.state import PlanState
 from placed.model import Spec, Workload
 from placed.model.dedications import (
     INVALID_PARAMETER,
@@ -60,6 +61,7 @@ from placed.policy.dedication import (
     may_use,
     pool_owners,
     pool_private,
+    zone_columns,
     zone_refusal,
 )
 
@@ -90,42 +92,82 @@ class _Running:
 
 class Cloud:
     def __init__(self, spec: Spec, clock: Clock | None = None) -> None:
-        self.spec = spec
-        now = spec.settings.now
-        self.clock: Clock = clock if clock is not None else (lambda: now)
-        self.tenancy: Tenancy = self.spec.tenancy or Tenancy()
-        self.planner = Planner(self.spec)
-        self.state = self.planner.initial_state()
-        pools = self.spec.storage.pools if self.spec.storage is not None else ()
-        self.rules = Dedications(
-            self.tenancy,
-            Topology.of_roots(self.spec.inventory.roots, [(p.id, "pool", p.at) for p in pools]),
-            self._accounts_on,
-            self.clock,
+        pools = spec.storage.pools if spec.storage is not None else ()
+        planner = Planner(spec)
+        self._start(
+            spec,
+            clock,
+            planner,
+            planner.initial_state(),
+            Topology.of_roots(spec.inventory.roots, [(p.id, "pool", p.at) for p in pools]),
         )
-        self.rules.items.update({d.resource: d for d in self.spec.dedications})
         self.rules.events.extend(self.spec.events)
-        self.implicit_enabled = self.spec.settings.implicit_dedication
-        self.offerings: dict[str, Offering] = {o.name: o for o in self.spec.offerings}
-        self.vms: dict[str, _Running] = {}
-        self.stopped: dict[str, _Stopped] = {}
-        self._serial = 0
         workloads = {w.name: w for w in self.spec.workloads}
-        for unit in self.spec.running:
-            workload = workloads.get(unit.workload)
-            tenant = workload.request(Tenant) if workload is not None else None
-            position = self.state.position(unit.target)
-            if workload is None or tenant is None or position is None:
-                continue
-            pool = self.state.details(unit.unit).get("pool")
-            vm = VM(unit.unit, tenant.account, tenant.offering, unit.target, pool=pool)
-            one = Workload(unit.unit, 1, "allocation", workload.resources, requests=(tenant,))
-            self.vms[unit.unit] = _Running(vm, one, position, unit.unit)
+        self._run((unit.unit, workloads.get(unit.workload), unit.target) for unit in spec.running)
         # The zones each host is in, and who they are dedicated to, kept in the plan
         # state from here on (the policy reads the spec's only for a plan).
         self._dedication.ledger(ZONES_READY, 1)[0] = 1.0
         for root in self.spec.inventory.roots:
             self._sync_owners(root.id)
+
+    @classmethod
+    def over(
+        cls,
+        spec: Spec,
+        planner: Planner,
+        state: PlanState,
+        topology: Topology,
+        vms: Iterable[tuple[str, Workload, str]],
+    ) -> Cloud:
+        """The rules over a world already planned and kept (the service's live one):
+        its planner, `state` (which the cloud then changes: pass a fork) holding the
+        owners as a cloud keeps them, and only the VMs `vms` (unit, workload, host; in
+        the order of the world's running units): what an evacuation of their host asks,
+        in the time of its VMs, not of the world's."""
+        cloud = cls.__new__(cls)
+        cloud._start(spec, None, planner, state, topology)
+        given = list(vms)
+        if not cloud._dedication.ledger(ZONES_READY, 1)[0]:
+            # No tenant was judged on this state yet: its zone columns are read as a
+            # plan reads them (from the tenants' zone dedications), then kept.
+            tenants = (w.request(Tenant) for _, w, _ in given)
+            zone_columns(state, next((t.zones for t in tenants if t is not None), ()))
+        cloud._run(given)
+        return cloud
+
+    def _start(
+        self,
+        spec: Spec,
+        clock: Clock | None,
+        planner: Planner,
+        state: PlanState,
+        topology: Topology,
+    ) -> None:
+        self.spec = spec
+        now = spec.settings.now
+        self.clock: Clock = clock if clock is not None else (lambda: now)
+        self.tenancy: Tenancy = self.spec.tenancy or Tenancy()
+        self.planner = planner
+        self.state = state
+        self.rules = Dedications(self.tenancy, topology, self._accounts_on, self.clock)
+        self.rules.items.update({d.resource: d for d in self.spec.dedications})
+        self.implicit_enabled = self.spec.settings.implicit_dedication
+        self.offerings: dict[str, Offering] = {o.name: o for o in self.spec.offerings}
+        self.vms: dict[str, _Running] = {}
+        self.stopped: dict[str, _Stopped] = {}
+        self._serial = 0
+
+    def _run(self, units: Iterable[tuple[str, Workload | None, str]]) -> None:
+        """The VMs among `units` (those of a tenant's workload), as running."""
+        for unit, workload, target in units:
+            tenant = workload.request(Tenant) if workload is not None else None
+            position = self.state.position(target)
+            if workload is None or tenant is None or position is None:
+                continue
+            pool = self.state.details(unit).get("pool")
+            vm = VM(unit, tenant.account, tenant.offering, target, pool=pool)
+            one = Workload(unit, 1, "allocation", workload.resources, requests=(tenant,))
+            self.vms[unit] = _Running(vm, one, position, unit)
 
     @property
     def _dedication(self) -> DedicationState:

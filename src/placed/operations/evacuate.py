@@ -1,6 +1,7 @@
 """A host put into maintenance with its VMs moved away (POST
 /v1/targets/{name}/evacuate): CloudStack's migrateAway, judged by the dedication rules
-(`Cloud.evacuate`). When a VM finds no place none moves: one `migration.refused` event."""
+(`Cloud.evacuate`). When a VM finds no place none moves: one `migration.refused` event.
+A delta of the live world when it can be one (replica.py: `EVACUATE`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from placed.model.dedications import (
 )
 from placed.operations import cloudstack, placing
 from placed.operations.errors import NotFound
+from placed.operations.replica import EVACUATE, ReplicaWorld, Retargeting
 from placed.operations.store import Store
 from placed.store.claims import MOVED, Actor, Extra, Move
 from placed.store.world import Snapshot
@@ -29,7 +31,20 @@ def evacuate(
     principal: str,
     actor: Actor,
     report: placing.Reporter = placing.silent,
+    replica: ReplicaWorld | None = None,
 ) -> dict[str, Any]:
+    if replica is not None:
+        asked = Retargeting(((name, MAINTENANCE),), reason, EVACUATE)
+        fast = replica.retarget(engine, asked, actor, report)
+        if fast is not None:
+            return {
+                "target": name,
+                "admin_state": MAINTENANCE,
+                "changed": name in fast["changed"],
+                "revision": fast["revision"],
+                "moves": fast["moves"],
+            }
+
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         row = snapshot.targets.get(name)
         if row is None:

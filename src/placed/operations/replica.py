@@ -32,13 +32,15 @@ from typing import Any, Protocol, TypeVar, cast
 
 from placed.collector import set_aside, without_cycle_collection
 from placed.engine import fit, loop, rebalance
+from placed.engine.cloud import Cloud
 from placed.engine.outcomes import DedicationCreated, Outcome, Placement, PlanResult
 from placed.engine.pipeline import CompiledRequest
 from placed.engine.planner import Planner
 from placed.engine.report import Explainer, plan_document
 from placed.engine.state import PlanState
 from placed.model import Running, Spec, Workload
-from placed.model.dedications import Owner, Topology
+from placed.model.dedications import DedicationError, Owner, Topology
+from placed.model.tenancy import ROOT_ADMIN
 from placed.model.workload import Avoid, Mode, Near
 from placed.operations import (
     audit,
@@ -67,7 +69,7 @@ from placed.operations.live_settings import Reset, Resetting
 from placed.operations.rededication import Rededicated, Rededicating
 from placed.operations.store import Store, Transaction
 from placed.policy.affinity import mirror_avoids
-from placed.policy.dedication import IMPLICIT_EVENT, DedicationState, rededicate
+from placed.policy.dedication import IMPLICIT_EVENT, DedicationState, Tenant, rededicate
 from placed.policy.directives import directed_of
 from placed.spec import SpecError
 from placed.spec.load import load_directed, load_workload
@@ -194,7 +196,8 @@ class Retargeting:
     """A change of targets' states: each named target's new admin state (down, up, or
     maintenance for a drain), or its liveness (`HEARTBEAT`: the controller's), in the
     order asked, and why. `operation` names who asks (`DOWN_OR_UP`, `BATCH`, `DRAIN`,
-    `HEARTBEAT`): its events and its moves' reasons say what the general path's do."""
+    `HEARTBEAT`, `EVACUATE`): its events and its moves' reasons say what the general
+    path's do."""
 
     states: tuple[tuple[str, str], ...]
     reason: str
@@ -202,6 +205,9 @@ class Retargeting:
 
 
 DOWN_OR_UP, BATCH, DRAIN = "state", "batch", "drain"
+# A host put into maintenance with its VMs placed again by CloudStack's rules
+# (operations/evacuate.py); its other units move as a target going down moves them.
+EVACUATE = "evacuate"
 # The controller's judgement of heartbeats: each named target's liveness (up or down)
 # rather than its admin state, fenced by the lease (`Fence`).
 HEARTBEAT = "heartbeat"
@@ -2039,6 +2045,7 @@ class ReplicaWorld:
             or cached.pending
             or (decided.coupling.mapped is None and decided.coupling.readers is None)
             or not cached.fitting
+            or (asked.operation == EVACUATE and not self._evacuable(cached, decided, names))
         ):
             decided.general.append(ticket)
             return
@@ -2072,6 +2079,15 @@ class ReplicaWorld:
         ):
             decided.general.append(ticket)  # its units' rows are not written yet
             return
+        before = _released_so_far(state)
+        evacuated: list[Move] = []
+        if asked.operation == EVACUATE:
+            found = self._evacuated(cached, decided, state, names[0])
+            if found is None:
+                decided.general.append(ticket)
+                return
+            evacuated = found
+        vms = {move.unit for move in evacuated}
         lost: dict[str, list[str]] = {}
         coupling = decided.coupling
         mapped, every = set(coupling.mapped or ()), set(coupling.every)
@@ -2080,13 +2096,16 @@ class ReplicaWorld:
         for target in leaving:
             for unit in cached.units_on(target):
                 workload = snapshot.units[unit][1]
+                if unit in vms:
+                    continue  # moved by the rules already
                 if workload in mapped:
                     owned.setdefault(workload, []).append(unit)
                 elif workload in every:
                     dropped.setdefault(workload, []).append(unit)
                 else:
                     lost.setdefault(workload, []).append(unit)
-        if coupling.mapped is None and not all(coupling.free(w, cached.fitting) for w in lost):
+        movers = {*lost, *(move.workload for move in evacuated)}
+        if coupling.mapped is None and not all(coupling.free(w, cached.fitting) for w in movers):
             decided.general.append(ticket)  # another reads where its units run
             return
         # A target coming up may own any mapping unit again, and take an every-mode one.
@@ -2101,7 +2120,6 @@ class ReplicaWorld:
         # may lose units and gain others), in the order they were made: a simulation's.
         judged = sorted({*lost, *every}, key=lambda workload: snapshot.workloads[workload].id)
         models = [planner.workloads[workload] for workload in judged]
-        before = _released_so_far(state)
         for units in (lost, dropped):
             for name, leaving_units in units.items():
                 request = planner.request(planner.workloads[name])
@@ -2158,6 +2176,8 @@ class ReplicaWorld:
                 return
             result.outcomes.extend(derived)
         moved: dict[str, list[Move]] = {}
+        for move in evacuated:  # first, as the general path lists them
+            moved.setdefault(move.workload, []).append(move)
         went_down = set(leaving)
         numbers: dict[str, int] = {}  # each new every-mode unit's number
         next_number: dict[str, int] = {}
@@ -2222,6 +2242,72 @@ class ReplicaWorld:
         )
         decided.targets.update(names)
         decided.state = state
+
+    @staticmethod
+    def _evacuable(cached: Cached, decided: Decided, names: list[str]) -> bool:
+        """An evacuation the delta takes: of one host that takes work now (one in
+        maintenance already, or down, keeps its VMs where a plan of the world has them),
+        in a world with no storage pools (a VM's disk may move with it: the general
+        path's cloud decides where)."""
+        if len(names) != 1 or decided.spec.storage is not None:
+            return False
+        return cached.snapshot.targets[names[0]].takes_work
+
+    def _evacuated(
+        self, cached: Cached, decided: Decided, state: PlanState, host: str
+    ) -> list[Move] | None:
+        """The VMs on `host` (down in `state` now) placed again as CloudStack's rules
+        place them (`Cloud.evacuate`: each as a deploy of its account and offering, in the
+        world's order of running units), on a cloud over the live world rather than one
+        built from the rows; then moved in `state`, each unit given back where it was and
+        taken where it goes. None when only the general path can say it: a VM finds no
+        place (it records the refusal), one takes a host by implicit dedication (the
+        general path words the dedications the whole plan keeps), one that is not an
+        allocation, or a move this world's rules reject where the cloud's accept it."""
+        snapshot, planner = cached.snapshot, cached.planner
+        on_host: list[tuple[int, int, str, Workload]] = []
+        for unit in cached.units_on(host):
+            name = snapshot.units[unit][1]
+            model = planner.workloads[name]
+            if model.request(Tenant) is None:
+                continue  # not a VM: it moves as a target going down moves it
+            if model.mode != "allocation":
+                return None
+            on_host.append((snapshot.workloads[name].id, _ordinal(unit), unit, model))
+        if not on_host:
+            return []
+        on_host.sort(key=lambda found: found[:2])
+        cloud = Cloud.over(
+            decided.spec,
+            planner,
+            state.fork(),
+            cached.dedication_topology(),
+            [(unit, model, host) for _, _, unit, model in on_host],
+        )
+        held = dict(cloud.rules.items)
+        try:
+            went = cloud.evacuate(ROOT_ADMIN, host)
+        except DedicationError:
+            return None
+        if cloud.rules.items != held:
+            return None
+        why = f"{host} went into maintenance: placed again under the same rules"
+        moves: list[Move] = []
+        for _, _, unit, model in on_host:
+            destination = went[unit]
+            position = state.position(destination)
+            request = planner.request(model)
+            if position is None or not planner.pipeline.releasable(request):
+                return None
+            planner.pipeline.release(request, state, state.remove(unit))
+            if fit.rejection(planner, model, position, state, fit.NOT_POLICY) is not None:
+                return None
+            state.place(unit, model.name, position)
+            state.judging = unit
+            planner.pipeline.reserve(request, state, position)
+            state.judging = None
+            moves.append(Move(model.name, unit, host, destination, why, MOVED))
+        return moves
 
     def rededicate(
         self,

@@ -103,6 +103,7 @@ async def post_evacuate(
         context.principal(caller),
         context.actor(request, caller),
         context.reporter(request),
+        request.app.state.replica,
     )
 
 
