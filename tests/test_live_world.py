@@ -1746,6 +1746,12 @@ EVACUATION_STEPS: list[tuple[str, str | dict[str, Any]]] = [
     # built from the rows, has judged no tenant yet (its zone columns are read then).
     ("evacuate", "@vm-z/0"),
     ("up", "@"),  # the host evacuated last
+    # A dedicated VM with no host dedicated to its account takes an empty one by
+    # implicit dedication; evacuated, it takes another, which stays its account's, and
+    # the host it left is released.
+    ("claim", {"name": "vm-ded", "account": "A2", "offering": "dedicated"}),
+    ("evacuate", "@vm-ded/0"),
+    ("up", "@"),
     ("claim", {"name": "vm-a", "account": "A1", "offering": "shared", "units": 3}),
     ("claim", {"name": "vm-b", "account": "A2", "offering": "shared", "units": 2}),
     ("claim", {"name": "plain", "units": 2, "resources": {"cpu": 1, "memory": 1}}),
@@ -1757,8 +1763,8 @@ EVACUATION_STEPS: list[tuple[str, str | dict[str, Any]]] = [
     ("up", "h2"),
     ("evacuate", "h3"),
     ("up", "h3"),
-    ("claim", {"name": "fill", "units": 5, "resources": {"cpu": 1, "memory": 1}}),
-    ("evacuate", "h1"),  # no room for every VM: refused, by the general path
+    ("claim", {"name": "fill", "units": 3, "resources": {"cpu": 1, "memory": 1}}),
+    ("evacuate", "h1"),  # units left waiting: the general path's
 ]
 
 
@@ -1803,13 +1809,14 @@ def test_an_evacuation_through_the_live_world_writes_what_the_general_path_write
     assert "h4" in roomy
     with twins(database, tmp_path, roomy) as (live_app, live_client, general_app, general):
         replica: ReplicaWorld = live_app.state.replica
-        deltas, moved, last = 0, 0, ""
+        deltas, moved, last, refused = 0, 0, "", []
         for step, asked in EVACUATION_STEPS:
             if step == "claim":
                 assert isinstance(asked, dict)
                 claim_both((live_client, general), asked)
                 continue
             assert isinstance(asked, str)
+            named = asked
             if asked == "@":
                 asked = last
             elif asked.startswith("@"):
@@ -1826,9 +1833,20 @@ def test_an_evacuation_through_the_live_world_writes_what_the_general_path_write
             assert live == general_answer, (step, asked)
             if isinstance(live, dict):
                 moved += len(live["moves"])
+            else:
+                refused.append(live)
             assert unordered(rows(live_app)) == unordered(rows(general_app)), (step, asked)
-        assert deltas == 4 and moved >= 6
-        assert live == "no-capacity"
+            owners = [
+                client.get("/v1/dedications").json()["items"] for client in (live_client, general)
+            ]
+            assert owners[0] == owners[1], (step, asked)
+            if named == "@vm-ded/0":  # it left its host for another, now A2's alone
+                [owned] = owners[0]
+                assert owned["implicit"] and owned["account"] == "A2"
+                assert owned["resource"] not in (asked, None)
+                assert isinstance(live, dict) and live["moves"][0]["to"] == owned["resource"]
+        assert deltas == 3 and moved >= 5
+        assert "no-capacity" in refused
         placements, _ = from_scratch(live_app)
         cached = replica.read_current(live_app.state.database, lambda live: live)
         assert cached.snapshot.placements == placements

@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from httpx import Response
 from sqlalchemy import Engine, delete, select
 
+from placed.operations import evacuate as evacuating
 from placed.operations.cloudstack import MAX_FAILURE_EVENTS
 from placed.service import locations as locations_route
 from placed.service import targets as targets_route
@@ -25,6 +26,7 @@ from placed.service.app import create_app
 from placed.service.auth import Caller
 from placed.service.context import principal
 from placed.store import schema, tokens
+from placed.store.claims import Actor
 from placed.store.database import make_engine, reading, writing
 from placed.store.tables import Base, DedicationRow, EventRow, Revision
 from tests.conftest import EXAMPLES
@@ -460,6 +462,34 @@ def test_maintenance_places_each_vm_again_or_moves_none(world: World) -> None:
     again = world.client.post(f"/v1/targets/{second}/evacuate")
     assert again.status_code == 200, again.text
     assert [(m["unit"], m["to"]) for m in again.json()["moves"]] == [(unit, first)]
+
+
+@pytest.mark.parametrize("live", [True, False], ids=["live-world", "general-path"])
+def test_a_dedicated_vm_evacuated_onto_an_empty_host_takes_it_by_implicit_dedication(
+    world: World, live: bool
+) -> None:
+    """As a deploy would (and `Cloud.evacuate` does): the host the VM lands on becomes
+    its account's, the one it left is released, and another account's VM is kept off
+    the new one. Through the route (the live world's delta) and through the general path
+    alone, which kept no dedication: the VM ran on a host nobody owned."""
+    assert world.client.put("/v1/settings/implicit_dedication", json={"value": True}).is_success
+    [(unit, first)] = hosts_of(world.vm("b1-vm", "B1", "dedicated")).items()
+    owned = world.client.get("/v1/dedications").json()["items"]
+    assert [(d["resource"], d["account"], d["implicit"]) for d in owned] == [(first, "B1", True)]
+    if live:
+        evacuated = world.client.post(f"/v1/targets/{first}/evacuate")
+        assert evacuated.status_code == 200, evacuated.text
+        moves = evacuated.json()["moves"]
+    else:
+        root = Actor("r" * 16, "root-admin", "req")
+        moves = evacuating.evacuate(world.engine, first, "", "root-admin", root)["moves"]
+    [(moved, second)] = [(m["unit"], m["to"]) for m in moves]
+    assert moved == unit and second not in (first, None)
+    owned = world.client.get("/v1/dedications").json()["items"]
+    assert [(d["resource"], d["account"], d["implicit"]) for d in owned] == [(second, "B1", True)]
+    # Two hosts of c1 left, one of them B1's: A1's VMs fit on the other only.
+    placed = hosts_of(world.vm("a1-vms", "A1", "shared", units=2))
+    assert second not in placed.values(), placed
 
 
 def test_migrations_and_maintenance_log_each_event_they_store(

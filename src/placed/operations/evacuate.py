@@ -12,6 +12,7 @@ from placed.engine.planner import Planner
 from placed.engine.rebalance import simulate
 from placed.model.dedications import (
     PERMISSION_DENIED,
+    Dedication,
     DedicationError,
 )
 from placed.operations import cloudstack, placing
@@ -22,6 +23,18 @@ from placed.store.claims import MOVED, Actor, Extra, Move
 from placed.store.world import Snapshot
 
 MAINTENANCE = "maintenance"
+
+
+def implicit_entry(dedication: Dedication) -> dict[str, Any]:
+    """A host the rules gave an account by implicit dedication, as a `dedications:` entry
+    (the rows' form: store/world.py)."""
+    owner = dedication.owner
+    return {
+        "resource": dedication.resource,
+        "domain": owner.domain,
+        "account": owner.account,
+        "implicit": True,
+    }
 
 
 def evacuate(
@@ -51,6 +64,7 @@ def evacuate(
             raise NotFound(f"no target {name!r}")
         cloud = cloudstack.cloud_of(snapshot)
         who = cloudstack.principal_of(cloud, principal)
+        held = dict(cloud.rules.items)
         try:
             moved = cloud.evacuate(who, name)
         except DedicationError as error:
@@ -63,6 +77,14 @@ def evacuate(
         # target going down moves it (`placed simulate --down`).
         middle = snapshot.copy()
         middle.placements.update(moved)
+        # The hosts the VMs took by implicit dedication are theirs, as a deploy's are:
+        # rows of the world from here on (they would run on hosts no one owns, where the
+        # next tenant's VM may land beside them).
+        middle.dedications = middle.dedications + [
+            implicit_entry(dedication)
+            for resource, dedication in cloud.rules.items.items()
+            if held.get(resource) is not dedication and dedication.owner.implicit
+        ]
         after = middle.copy()
         after.targets[name] = dataclasses.replace(row, admin_state=MAINTENANCE)
         planner = Planner(placing.world_spec(middle))

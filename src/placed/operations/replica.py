@@ -2081,8 +2081,9 @@ class ReplicaWorld:
             return
         before = _released_so_far(state)
         evacuated: list[Move] = []
+        taken: list[DedicationCreated] = []  # by implicit dedication, for the VMs
         if asked.operation == EVACUATE:
-            found = self._evacuated(cached, decided, state, names[0])
+            found = self._evacuated(cached, decided, state, names[0], taken)
             if found is None:
                 decided.general.append(ticket)
                 return
@@ -2237,7 +2238,7 @@ class ReplicaWorld:
                 [(planner.workloads[workload], moves) for workload, moves in moved.items()],
                 numbers,
                 released,
-                list(result.dedications_created),
+                [*taken, *result.dedications_created],
             )
         )
         decided.targets.update(names)
@@ -2254,16 +2255,21 @@ class ReplicaWorld:
         return cached.snapshot.targets[names[0]].takes_work
 
     def _evacuated(
-        self, cached: Cached, decided: Decided, state: PlanState, host: str
+        self,
+        cached: Cached,
+        decided: Decided,
+        state: PlanState,
+        host: str,
+        made: list[DedicationCreated],
     ) -> list[Move] | None:
         """The VMs on `host` (down in `state` now) placed again as CloudStack's rules
         place them (`Cloud.evacuate`: each as a deploy of its account and offering, in the
         world's order of running units), on a cloud over the live world rather than one
         built from the rows; then moved in `state`, each unit given back where it was and
-        taken where it goes. None when only the general path can say it: a VM finds no
-        place (it records the refusal), one takes a host by implicit dedication (the
-        general path words the dedications the whole plan keeps), one that is not an
-        allocation, or a move this world's rules reject where the cloud's accept it."""
+        taken where it goes; the hosts they take by implicit dedication given to their
+        accounts in `state` and added to `made`. None when only the general path can say
+        it: a VM finds no place (it records the refusal), one that is not an allocation,
+        or a move this world's rules reject where the cloud's accept it."""
         snapshot, planner = cached.snapshot, cached.planner
         on_host: list[tuple[int, int, str, Workload]] = []
         for unit in cached.units_on(host):
@@ -2289,7 +2295,18 @@ class ReplicaWorld:
             went = cloud.evacuate(ROOT_ADMIN, host)
         except DedicationError:
             return None
-        if cloud.rules.items != held:
+        kept = state.family_state(DedicationState)
+        for resource, dedication in cloud.rules.items.items():
+            if held.get(resource) is dedication:
+                continue
+            # A host a VM took by implicit dedication, as a deploy takes one: its owner
+            # in the state before the VMs land (a dedicated VM fits only there then).
+            owner, position = dedication.owner, state.position(resource)
+            if not owner.implicit or owner.account is None or position is None:
+                return None
+            kept.dedicate(position, owner)
+            made.append(DedicationCreated(resource, owner.account, True, owner.domain))
+        if any(resource not in cloud.rules.items for resource in held):
             return None
         why = f"{host} went into maintenance: placed again under the same rules"
         moves: list[Move] = []
