@@ -18,8 +18,8 @@ units applied, then:
    (the first claim after a change): a claim, a delete, a spec update, a host taken down
    and brought up, the drain of a host holding 100 units, a dedication of an empty host
    and its release, a setting change (implicit dedication off and on), a host evacuated
-   (CloudStack's maintenance: its 10 VMs placed again by the dedication rules), an
-   offering made, and a document of one workload applied (new, then with one more unit).
+   (CloudStack's maintenance: its 10 VMs placed again by the dedication rules), one of
+   those VMs migrated to a named host, an offering made, and a document of one workload applied (new, then with one more unit).
 
 The inventory has, beside the generated hosts, a zone of the hosts the changes act on: per
 round a `bench-drain-K`, sized for exactly 100 units and preferring (soft affinity) the
@@ -281,6 +281,7 @@ EVACUEE = "bench-evacuee"  # bench-evacuee-K holds running-vms-K's VMs
 EVACUATED_VMS = 10
 VM_OFFERING = {"name": "bench-vm", **CLAIM}
 EVACUATION = f"evacuation of a host holding {EVACUATED_VMS} VMs"
+MIGRATION = "migration of a VM"
 # Each change alone is timed this many times, each time on the world the last left; the
 # median is judged, the slowest shown beside it (one request's time is noisy: a collection
 # or another process's burst lands on one of them).
@@ -375,6 +376,10 @@ def _alone(base: str, token: str, rounds: int) -> Alone:
             if len(evacuated.get("moves", [])) != EVACUATED_VMS:
                 raise RuntimeError(f"the evacuation moved {len(evacuated.get('moves', []))}")
             then_claim("an evacuation")
+            vm = evacuated["moves"][0]
+            to = next(h for h in (f"z00-r01-h{k:02d}", f"z00-r02-h{k:02d}") if h != vm["to"])
+            step(MIGRATION, "POST", f"/v1/units/{vm['unit']}/migrate", {"target": to}, 200)
+            then_claim("a migration")
             step("offering made", "POST", "/v1/offerings", {"name": f"bench-offering-{k}"}, 201)
             then_claim("an offering made")
             # A document of one workload: applied new, then with one more unit.

@@ -544,6 +544,7 @@ def test_the_mix_runs_with_no_error_and_judges_its_goals(
         *("delete", "spec update", "target down", "target up", "drain of a target holding"),
         *("dedication of a host", "release of a dedication", "setting change", "offering made"),
         *("apply of a new workload's document", "apply of a count", "evacuation of a host"),
+        "migration of a VM",
     )
     assert len(judged) == 3 + len(changes), judged
     for change in changes:

@@ -51,6 +51,7 @@ from placed.operations import (
     setting_changes,
     target_states,
 )
+from placed.operations import migrate as migrating
 from placed.operations import remove as removing
 from placed.operations import update as updating
 from placed.operations.errors import OperationError
@@ -1768,6 +1769,102 @@ EVACUATION_STEPS: list[tuple[str, str | dict[str, Any]]] = [
 ]
 
 
+def roomy_spec() -> str:
+    """LIVE_SPEC with room to evacuate any host (16 cpu), and a document's VMs."""
+    return (
+        LIVE_SPEC.replace(
+            "      - {id: h2, kind: host, capacity: {cpu: 4, memory: 8}}\n",
+            "      - {id: h2, kind: host, capacity: {cpu: 4, memory: 8}}\n"
+            "      - {id: h4, kind: host, capacity: {cpu: 4, memory: 8}}\n",
+        )
+        + "  - {id: h5, kind: host, capacity: {cpu: 2, memory: 4}}\n"
+        + "workloads:\n  - {name: vm-z, account: A2, offering: shared, units: 2}\n"
+    )
+
+
+def counted_whole_plans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A list that each whole plan committed from here on (`placing.transact`) adds to."""
+    whole_plans: list[str] = []
+    transact = placing.transact
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        whole_plans.append("transact")
+        return transact(*args, **kwargs)
+
+    monkeypatch.setattr(placing, "transact", counted)
+    return whole_plans
+
+
+def migrated(app: FastAPI, unit: str, target: str, live: bool) -> dict[str, Any] | str:
+    """A VM migrated through the live world, or (`live` False) through the general path
+    alone; a refusal as its kind."""
+    replica: ReplicaWorld | None = app.state.replica if live else None
+    try:
+        return migrating.migrate(
+            app.state.database, unit, target, "root-admin", ROOT, replica=replica
+        )
+    except OperationError as error:
+        return error.kind
+
+
+def test_a_migration_through_the_live_world_writes_what_the_general_path_writes(
+    database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CloudStack's migrateVirtualMachine as a delta: judged by the rules on a cloud over
+    the live world, the unit moved in its state. Each answer, the rows, events, history
+    and dedications are the general path's; a refusal (a host the account may not use,
+    a unit that is no VM, an unknown unit or host) is the general path's to answer."""
+    whole_plans = counted_whole_plans(monkeypatch)
+    with twins(database, tmp_path, roomy_spec()) as (live_app, live_client, general_app, general):
+        clients = (live_client, general)
+        claim_both(clients, {"name": "vm-i", "account": "A1", "offering": "dedicated"})
+        where = snapshot_of(live_app).placements
+        [implicit] = live_client.get("/v1/dedications").json()["items"]
+        assert implicit["resource"] == where["vm-i/0"] and implicit["implicit"]
+        hosts = ["h1", "h2", "h3", "h4", "h5"]
+        # A host for A1 alone, with nothing on it, and one for A2.
+        empty = [h for h in hosts if h not in where.values()]
+        for resource, domain, account in ((empty[0], "D1", "A1"), (empty[1], "D2", "A2")):
+            body = {"resource": resource, "domain": domain, "account": account}
+            answers = [client.post("/v1/dedications", json=body) for client in clients]
+            assert [a.status_code for a in answers] == [201, 201], answers[0].text
+        for body in (
+            {"name": "vm-a", "account": "A1", "offering": "shared", "units": 2},
+            {"name": "plain", "units": 2, "resources": {"cpu": 1, "memory": 1}},
+        ):
+            claim_both(clients, body)
+        where = snapshot_of(live_app).placements
+        owned = (where["vm-i/0"], *empty[:2])  # A1's by implicit dedication, and those
+        shared_to = next(h for h in hosts if h not in (where["vm-a/0"], *owned))
+        steps = [
+            ("vm-a/0", shared_to, True),
+            # Onto A1's own host: the host it took by implicit dedication is released.
+            ("vm-i/0", empty[0], True),
+            ("vm-a/1", empty[1], False),  # A2's host: refused
+            ("vm-i/0", shared_to, False),  # a dedicated VM, a host not A1's: refused
+            ("plain/0", shared_to, False),  # no VM
+            ("vm-x/0", shared_to, False),  # no such unit
+            ("vm-a/1", "h9", False),  # no such host
+        ]
+        for unit, target, delta in steps:
+            whole_plans.clear()
+            live = migrated(live_app, unit, target, True)
+            assert (not whole_plans) == delta, (unit, target, live)
+            assert live == migrated(general_app, unit, target, False), (unit, target)
+            assert unordered(rows(live_app)) == unordered(rows(general_app)), (unit, target)
+            owners = [client.get("/v1/dedications").json()["items"] for client in clients]
+            assert owners[0] == owners[1], (unit, target)
+            if delta:
+                assert isinstance(live, dict) and live["to"] == target, live
+            else:
+                assert isinstance(live, str), live
+        assert sorted(o["resource"] for o in owners[0]) == sorted(empty[:2])  # implicit: released
+        placements, _ = from_scratch(live_app)
+        cached = live_app.state.replica.read_current(live_app.state.database, lambda w: w)
+        assert cached.snapshot.placements == placements
+        assert sorted(cached.state.units) == sorted(placements)
+
+
 def evacuated(app: FastAPI, name: str, live: bool) -> dict[str, Any] | str:
     """A host evacuated through the live world, or (`live` False) through the general
     path alone; a refusal as its kind."""
@@ -1788,26 +1885,8 @@ def test_an_evacuation_through_the_live_world_writes_what_the_general_path_write
     Each answer, and the rows, events and history, are the general path's (a cloud built
     from the rows, a whole plan); an evacuation the delta leaves to the general path (a
     host already in maintenance, a VM with no place) is answered by it."""
-    whole_plans: list[str] = []
-    transact = placing.transact
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        whole_plans.append("transact")
-        return transact(*args, **kwargs)
-
-    monkeypatch.setattr(placing, "transact", counted)
-    # LIVE_SPEC with room to evacuate any host: 16 cpu.
-    roomy = (
-        LIVE_SPEC.replace(
-            "      - {id: h2, kind: host, capacity: {cpu: 4, memory: 8}}\n",
-            "      - {id: h2, kind: host, capacity: {cpu: 4, memory: 8}}\n"
-            "      - {id: h4, kind: host, capacity: {cpu: 4, memory: 8}}\n",
-        )
-        + "  - {id: h5, kind: host, capacity: {cpu: 2, memory: 4}}\n"
-        + "workloads:\n  - {name: vm-z, account: A2, offering: shared, units: 2}\n"
-    )
-    assert "h4" in roomy
-    with twins(database, tmp_path, roomy) as (live_app, live_client, general_app, general):
+    whole_plans = counted_whole_plans(monkeypatch)
+    with twins(database, tmp_path, roomy_spec()) as (live_app, live_client, general_app, general):
         replica: ReplicaWorld = live_app.state.replica
         deltas, moved, last, refused = 0, 0, "", []
         for step, asked in EVACUATION_STEPS:
@@ -1854,11 +1933,12 @@ def test_an_evacuation_through_the_live_world_writes_what_the_general_path_write
 
 
 def test_a_whole_plan_that_only_moves_units_is_read_from_its_rows(database: str) -> None:
-    """An evacuation and a migration are planned whole (CloudStack's rules move the VMs),
-    but change nothing of the world but where units run and a host's state: neither the
-    replica that made them nor another on the same store builds its world again (a
-    second at 10,000 targets), and both hold what a plan of the rows holds. A change of
-    anything else (an offering's flag) still has them build it."""
+    """An evacuation and a migration planned whole (the general path's: the delta takes
+    them from the routes) change nothing of the world but where units run and a host's
+    state: neither the replica of the process that made them nor another on the same
+    store builds its world again (a second at 10,000 targets), and both hold what a plan
+    of the rows holds. A change of anything else (an offering's flag) still has them
+    build it."""
     app, client = applied(database, LIVE_SPEC)
     follower = create_app(database=make_engine(database))
     try:
@@ -1869,13 +1949,11 @@ def test_a_whole_plan_that_only_moves_units_is_read_from_its_rows(database: str)
         replicas = [app.state.replica, follower.state.replica]
         built = [replica.rebuilds for replica in replicas]
         where = client.get("/v1/placements", params={"workload": "vm0"}).json()["items"][0]
-        evacuated = client.post(f"/v1/targets/{where['target']}/evacuate", json={})
-        assert evacuated.status_code == 200, evacuated.text
-        assert evacuated.json()["moves"], evacuated.json()
+        answer = evacuated(app, where["target"], False)
+        assert isinstance(answer, dict) and answer["moves"], answer
         where = client.get("/v1/placements", params={"workload": "vm1"}).json()["items"][0]
         other = next(h for h in ("h1", "h2", "h3") if h != where["target"] and h != "h3")
-        migrated = client.post(f"/v1/units/{where['unit']}/migrate", json={"target": other})
-        assert migrated.status_code == 200, migrated.text
+        assert isinstance(migrated(app, where["unit"], other, False), dict)
         assert client.post("/v1/workloads", json={**body, "name": "after"}).status_code == 201
         placements, _ = from_scratch(app)
         for replica, server in zip(replicas, (app, follower), strict=True):
@@ -1957,11 +2035,12 @@ def test_a_reader_deleted_leaves_no_mirrored_term_in_a_replica_that_reads_it(
 def test_a_whole_plan_this_process_commits_is_in_its_live_world_when_answered(
     database: str,
 ) -> None:
-    """The process that plans an evacuation whole reads its rows into its live world
-    before it answers (ReplicaWorld.committed), as a delta moves the world before its
-    answer: the claim after it finds the world current, where it would read the rows
-    (or commit, find itself behind and decide again) on the claim's time. A change the
-    rows cannot say (an offering's flag) is left for the world's next use to build."""
+    """The process that plans an evacuation whole (the general path's) reads its rows
+    into its live world before it answers (ReplicaWorld.committed), as a delta moves the
+    world before its answer: the claim after it finds the world current, where it would
+    read the rows (or commit, find itself behind and decide again) on the claim's time.
+    A change the rows cannot say (an offering's flag) is left for the world's next use
+    to build."""
     app, client = applied(database, LIVE_SPEC)
     replica: ReplicaWorld = app.state.replica
 
@@ -1975,9 +2054,8 @@ def test_a_whole_plan_this_process_commits_is_in_its_live_world_when_answered(
     built = replica.rebuilds
     assert replica.revision == stored()
     where = client.get("/v1/placements", params={"workload": "vm0"}).json()["items"][0]
-    evacuated = client.post(f"/v1/targets/{where['target']}/evacuate", json={})
-    assert evacuated.status_code == 200, evacuated.text
-    assert evacuated.json()["moves"], evacuated.json()
+    answer = evacuated(app, where["target"], False)
+    assert isinstance(answer, dict) and answer["moves"], answer
     assert replica.revision == stored()
     assert replica.rebuilds == built
     placements, _ = from_scratch(app)

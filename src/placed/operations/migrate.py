@@ -2,7 +2,8 @@
 migrateVirtualMachine, judged by the dedication rules (`Cloud.migrate`) on the world read,
 as `placed simulate --migrate` judges it on a spec. A host the VM's account may not use is
 refused ("migration of a VM to a resource not owned by the account must fail") with one
-`migration.refused` event and nothing else."""
+`migration.refused` event and nothing else. A delta of the live world when it can be one
+(replica.py: `Migrating`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from placed.model.dedications import (
 )
 from placed.operations import cloudstack, placing
 from placed.operations.errors import NotFound
+from placed.operations.replica import Migrating, ReplicaWorld
 from placed.operations.store import Store
 from placed.store.claims import Actor
 from placed.store.world import Snapshot
@@ -27,7 +29,23 @@ def migrate(
     principal: str,
     actor: Actor,
     report: placing.Reporter = placing.silent,
+    replica: ReplicaWorld | None = None,
 ) -> dict[str, Any]:
+    if replica is not None:
+        fast = replica.migrate(engine, Migrating(unit, target), actor, report)
+        if fast is not None:
+            [move] = fast["moves"]
+            return {
+                "unit": unit,
+                "from": move["from"],
+                "to": target,
+                "revision": fast["revision"],
+                "changes": fast["moves"],
+                # Every unit fit before, the VM fits where it went, and no other
+                # workload reads where it runs (the delta's conditions).
+                "incompatible": [],
+            }
+
     def prepare(snapshot: Snapshot) -> placing.Prepared:
         if unit not in snapshot.units:
             raise NotFound(f"no unit {unit!r}")

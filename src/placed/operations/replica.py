@@ -204,6 +204,15 @@ class Retargeting:
     operation: str
 
 
+@dataclass(frozen=True, slots=True)
+class Migrating:
+    """A VM asked to move (`unit` to host `target`), as CloudStack's
+    migrateVirtualMachine asks it (operations/migrate.py)."""
+
+    unit: str
+    target: str
+
+
 DOWN_OR_UP, BATCH, DRAIN = "state", "batch", "drain"
 # A host put into maintenance with its VMs placed again by CloudStack's rules
 # (operations/evacuate.py); its other units move as a target going down moves them.
@@ -240,6 +249,7 @@ class Ticket:
     resetting: Resetting | None = None
     applying: Applying | None = None
     offering: Offered | None = None  # an offering made
+    migrating: Migrating | None = None
     # The controller's change: committed only while it holds the lease, alone in its
     # batch (a fenced leader's error is its own).
     fence: Fence | None = None
@@ -1550,6 +1560,9 @@ class ReplicaWorld:
             if ticket.retargeting is not None:
                 self._decide_retarget(cached, decided, ticket, ticket.retargeting)
                 continue
+            if ticket.migrating is not None:
+                self._decide_migration(cached, decided, ticket, ticket.migrating)
+                continue
             spec = ticket.spec
             assert spec is not None
             self._decide_claim(cached, decided, ticket, spec, on)
@@ -2326,6 +2339,101 @@ class ReplicaWorld:
             moves.append(Move(model.name, unit, host, destination, why, MOVED))
         return moves
 
+    def migrate(
+        self,
+        engine: Store,
+        asked: Migrating,
+        actor: Actor,
+        report: placing.Reporter = placing.silent,
+    ) -> dict[str, Any] | None:
+        """A VM moved where it is asked to go as a delta on the live world, committed with
+        the claims beside it: judged by the dedication rules on a cloud over the live
+        world, with the rows the general path writes for it. The answer: the revision and
+        the move. None when only the general path can take it (it also answers every
+        refusal): see `_decide_migration`."""
+        return self._served_now(engine, _ticket(actor, report, migrating=asked))
+
+    def _decide_migration(
+        self, cached: Cached, decided: Decided, ticket: Ticket, asked: Migrating
+    ) -> None:
+        """The move judged on the world `decided` leaves: `Cloud.migrate` over the live
+        world (the VM's account may use the host, which is up and has room), then the
+        unit given back where it was and taken where it goes, as a plan of the world
+        after it (the general path's) keeps it. To the general path when that plan
+        could do more, or the rules refuse (they record it): a unit waits for room or
+        misfits, a workload reads another or is mapped or in every mode, a unit that is
+        not a VM, an unknown unit or host, a world with storage pools (the disk may move),
+        the VM's workload or place changed in a batch not stored yet, or a move this
+        world's rules reject where the cloud's accept it."""
+        snapshot, planner = cached.snapshot, cached.planner
+        unit, target = asked.unit, asked.target
+        found = snapshot.units.get(unit)
+        source = snapshot.placements.get(unit)
+        coupling = decided.coupling
+        if (
+            found is None
+            or source is None
+            or target == source
+            or target not in snapshot.targets
+            or cached.pending
+            or not cached.fitting
+            or decided.spec.storage is not None
+            or (coupling.mapped is None and coupling.readers is None)
+            or coupling.mapped
+            or coupling.every
+            or found[1] in decided.names | decided.gone
+        ):
+            decided.general.append(ticket)
+            return
+        name = found[1]
+        model = planner.workloads[name]
+        state = decided.state.fork()
+        here, there = state.position(source), state.position(target)
+        if (
+            model.mode != "allocation"
+            or model.request(Tenant) is None
+            or not coupling.free(name, cached.fitting)
+            or here is None
+            or there is None
+            or unit not in state.units
+            or state.units[unit][1] != here
+        ):
+            decided.general.append(ticket)
+            return
+        cloud = Cloud.over(
+            decided.spec,
+            planner,
+            state.fork(),
+            cached.dedication_topology(),
+            [(unit, model, source)],
+        )
+        try:
+            cloud.migrate(ROOT_ADMIN, unit, target)
+        except DedicationError:
+            decided.general.append(ticket)
+            return
+        request = planner.request(model)
+        if not planner.pipeline.releasable(request):
+            decided.general.append(ticket)
+            return
+        before = _released_so_far(state)
+        planner.pipeline.release(request, state, state.remove(unit))
+        if fit.rejection(planner, model, there, state, fit.NOT_POLICY) is not None:
+            decided.general.append(ticket)
+            return
+        state.place(unit, name, there)
+        state.judging = unit
+        planner.pipeline.reserve(request, state, there)
+        state.judging = None
+        released = [(state.target_id(p), owner) for p, owner in _released_since(state, before)]
+        why = f"migrated from {source} to {target} as asked"
+        move = Move(name, unit, source, target, why, MOVED)
+        touched = [Touched("workload", name, CHANGED, (snapshot.workloads[name].account,))]
+        if not decided.allows(ticket, snapshot, touched):
+            return
+        decided.retargeted.append(Retargeted(ticket, {}, [], [(model, [move])], released=released))
+        decided.state = state
+
     def rededicate(
         self,
         engine: Store,
@@ -2592,6 +2700,7 @@ def _ticket(
     rededicating: Rededicating | None = None,
     resetting: Resetting | None = None,
     offering: Offered | None = None,
+    migrating: Migrating | None = None,
 ) -> Ticket:
     """A change's ticket other than a claim's, started now."""
     return Ticket(
@@ -2605,6 +2714,7 @@ def _ticket(
         rededicating=rededicating,
         resetting=resetting,
         offering=offering,
+        migrating=migrating,
     )
 
 
@@ -2815,17 +2925,17 @@ def _gone(cached: Cached, decided: Decided, freed: dict[str, dict[str, float]]) 
     moved: list[batch.MovedUnit] = []
     for change in decided.retargeted:
         actor, asked = change.ticket.actor, change.ticket.retargeting
-        assert asked is not None
-        heartbeat = asked.operation == HEARTBEAT
-        states += [
-            batch.TargetState(
-                targets[name].id,
-                change.rows[name].liveness if heartbeat else change.rows[name].admin_state,
-                _target_event(actor, asked, name, change),
-                liveness=heartbeat,
-            )
-            for name in change.changed
-        ]
+        if asked is not None:  # else a migration: units move, no target changes
+            heartbeat = asked.operation == HEARTBEAT
+            states += [
+                batch.TargetState(
+                    targets[name].id,
+                    change.rows[name].liveness if heartbeat else change.rows[name].admin_state,
+                    _target_event(actor, asked, name, change),
+                    liveness=heartbeat,
+                )
+                for name in change.changed
+            ]
         accounts = cached.snapshot.workloads
         gone_units += [
             batch.GoneUnit(

@@ -73,6 +73,7 @@ async def post_migrate(
         context.principal(caller),
         context.actor(request, caller),
         context.reporter(request),
+        request.app.state.replica,
     )
 
 
