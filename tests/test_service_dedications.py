@@ -483,8 +483,11 @@ def test_a_dedicated_vm_evacuated_onto_an_empty_host_takes_it_by_implicit_dedica
     else:
         root = Actor("r" * 16, "root-admin", "req")
         moves = evacuating.evacuate(world.engine, first, "", "root-admin", root)["moves"]
-    [(moved, second)] = [(m["unit"], m["to"]) for m in moves]
+    [(moved, second, why)] = [(m["unit"], m["to"], m["why"]) for m in moves]
     assert moved == unit and second not in (first, None)
+    # The move says how the VM came to own its new host, as a deploy's placement does.
+    assert why.startswith(f"{first} went into maintenance: placed again under the same rules; ")
+    assert f"the empty host {second} became account B1's" in why, why
     owned = world.client.get("/v1/dedications").json()["items"]
     assert [(d["resource"], d["account"], d["implicit"]) for d in owned] == [(second, "B1", True)]
     # Two hosts of c1 left, one of them B1's: A1's VMs fit on the other only.

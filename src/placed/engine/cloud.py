@@ -155,6 +155,9 @@ class Cloud:
         self.offerings: dict[str, Offering] = {o.name: o for o in self.spec.offerings}
         self.vms: dict[str, _Running] = {}
         self.stopped: dict[str, _Stopped] = {}
+        # How a policy put a VM where it last landed, when it says (an implicit
+        # dedication: "the empty host H2 became account U14's").
+        self.notes: dict[str, str] = {}
         self._serial = 0
 
     def _run(self, units: Iterable[tuple[str, Workload | None, str]]) -> None:
@@ -434,6 +437,8 @@ class Cloud:
             implicit = True
         self.rules.events.extend(new_events)
         self.state = trial
+        if outcome.note:
+            self.notes[name] = outcome.note
         pool = trial.details(outcome.unit).get("pool")
         vm = VM(name, tenant.account, chosen.name, outcome.target, implicit, pool)
         self.vms[name] = _Running(vm, workload, trial.where(outcome.unit) or 0, outcome.unit)

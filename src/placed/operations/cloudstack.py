@@ -46,6 +46,14 @@ def cloud_of(snapshot: Snapshot) -> Cloud:
     return Cloud(placing.world_spec(snapshot))
 
 
+def evacuated_why(host: str, cloud: Cloud, vm: str) -> str:
+    """Why an evacuated VM went where it did: the host's maintenance, and how the rules
+    put it there when they say (a host it took by implicit dedication)."""
+    why = f"{host} went into maintenance: placed again under the same rules"
+    note = cloud.notes.get(vm)
+    return f"{why}; {note}" if note else why
+
+
 def principal_of(cloud: Cloud, text: str) -> Principal:
     """The caller's principal in this world's tenancy; a caller it does not know (an
     agent, an account or domain that is not there) may do nothing here."""

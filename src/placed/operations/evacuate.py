@@ -90,9 +90,10 @@ def evacuate(
         planner = Planner(placing.world_spec(middle))
         # Diffed against `middle`: the VMs' moves are the rules' own, prepended below.
         prepared = placing.simulated(middle, after, simulate(planner, [name], []), planner)
-        why = f"{name} went into maintenance: placed again under the same rules"
+        why = {vm: cloudstack.evacuated_why(name, cloud, vm) for vm in moved}
         prepared.moves = [
-            Move(snapshot.units[vm][1], vm, name, host, why, MOVED) for vm, host in moved.items()
+            Move(snapshot.units[vm][1], vm, name, host, why[vm], MOVED)
+            for vm, host in moved.items()
         ] + prepared.moves
         changed = row.admin_state != MAINTENANCE
         if changed:

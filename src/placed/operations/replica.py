@@ -45,6 +45,7 @@ from placed.model.workload import Avoid, Mode, Near
 from placed.operations import (
     audit,
     change_scope,
+    cloudstack,
     live_apply,
     live_offerings,
     live_settings,
@@ -2321,7 +2322,6 @@ class ReplicaWorld:
             made.append(DedicationCreated(resource, owner.account, True, owner.domain))
         if any(resource not in cloud.rules.items for resource in held):
             return None
-        why = f"{host} went into maintenance: placed again under the same rules"
         moves: list[Move] = []
         for _, _, unit, model in on_host:
             destination = went[unit]
@@ -2336,6 +2336,7 @@ class ReplicaWorld:
             state.judging = unit
             planner.pipeline.reserve(request, state, position)
             state.judging = None
+            why = cloudstack.evacuated_why(host, cloud, unit)
             moves.append(Move(model.name, unit, host, destination, why, MOVED))
         return moves
 
