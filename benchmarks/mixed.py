@@ -19,7 +19,8 @@ units applied, then:
    and brought up, the drain of a host holding 100 units, a dedication of an empty host
    and its release, a setting change (implicit dedication off and on), a host evacuated
    (CloudStack's maintenance: its 10 VMs placed again by the dedication rules), one of
-   those VMs migrated to a named host, an offering made, and a document of one workload applied (new, then with one more unit).
+   those VMs migrated to a named host, an offering made, and a document of one workload
+   applied (new, then with one more unit).
 
 The inventory has, beside the generated hosts, a zone of the hosts the changes act on: per
 round a `bench-drain-K`, sized for exactly 100 units and preferring (soft affinity) the

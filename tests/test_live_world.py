@@ -1825,8 +1825,8 @@ def test_a_migration_through_the_live_world_writes_what_the_general_path_writes(
         # A host for A1 alone, with nothing on it, and one for A2.
         empty = [h for h in hosts if h not in where.values()]
         for resource, domain, account in ((empty[0], "D1", "A1"), (empty[1], "D2", "A2")):
-            body = {"resource": resource, "domain": domain, "account": account}
-            answers = [client.post("/v1/dedications", json=body) for client in clients]
+            dedication = {"resource": resource, "domain": domain, "account": account}
+            answers = [client.post("/v1/dedications", json=dedication) for client in clients]
             assert [a.status_code for a in answers] == [201, 201], answers[0].text
         for body in (
             {"name": "vm-a", "account": "A1", "offering": "shared", "units": 2},

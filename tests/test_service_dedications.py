@@ -474,6 +474,7 @@ def test_a_dedicated_vm_evacuated_onto_an_empty_host_takes_it_by_implicit_dedica
     alone, which kept no dedication: the VM ran on a host nobody owned."""
     assert world.client.put("/v1/settings/implicit_dedication", json={"value": True}).is_success
     [(unit, first)] = hosts_of(world.vm("b1-vm", "B1", "dedicated")).items()
+    assert first is not None
     owned = world.client.get("/v1/dedications").json()["items"]
     assert [(d["resource"], d["account"], d["implicit"]) for d in owned] == [(first, "B1", True)]
     if live:

@@ -1099,20 +1099,11 @@ class ReplicaWorld:
             if model.mode == "mapping":
                 cached.put(placed.name, placed.target)
                 continue
-            request = planner.request(model)
-            if not planner.pipeline.releasable(request):
+            # A move the general path wrote by other rules (CloudStack's evacuation) may
+            # land it where this world's rules reject it.
+            if not _moved_to(planner, state, placed.name, model, position):
                 return False
-            planner.pipeline.release(request, state, state.remove(placed.name))
-            # Judged where it is now, as a world built from the rows judges each unit
-            # that runs: a move the general path wrote by other rules (CloudStack's
-            # evacuation) may land it where this world's rules reject it.
-            if fit.rejection(planner, model, position, state, fit.NOT_POLICY) is not None:
-                return False
-            state.place(placed.name, model.name, position)
-            state.judging = placed.name
-            planner.pipeline.reserve(request, state, position)
             cached.put(placed.name, placed.target)
-        state.judging = None
         return True
 
     def _dropped(self, cached: Cached, present: frozenset[str]) -> bool:
@@ -2326,16 +2317,8 @@ class ReplicaWorld:
         for _, _, unit, model in on_host:
             destination = went[unit]
             position = state.position(destination)
-            request = planner.request(model)
-            if position is None or not planner.pipeline.releasable(request):
+            if position is None or not _moved_to(planner, state, unit, model, position):
                 return None
-            planner.pipeline.release(request, state, state.remove(unit))
-            if fit.rejection(planner, model, position, state, fit.NOT_POLICY) is not None:
-                return None
-            state.place(unit, model.name, position)
-            state.judging = unit
-            planner.pipeline.reserve(request, state, position)
-            state.judging = None
             why = cloudstack.evacuated_why(host, cloud, unit)
             moves.append(Move(model.name, unit, host, destination, why, MOVED))
         return moves
@@ -2413,19 +2396,10 @@ class ReplicaWorld:
         except DedicationError:
             decided.general.append(ticket)
             return
-        request = planner.request(model)
-        if not planner.pipeline.releasable(request):
-            decided.general.append(ticket)
-            return
         before = _released_so_far(state)
-        planner.pipeline.release(request, state, state.remove(unit))
-        if fit.rejection(planner, model, there, state, fit.NOT_POLICY) is not None:
+        if not _moved_to(planner, state, unit, model, there):
             decided.general.append(ticket)
             return
-        state.place(unit, name, there)
-        state.judging = unit
-        planner.pipeline.reserve(request, state, there)
-        state.judging = None
         released = [(state.target_id(p), owner) for p, owner in _released_since(state, before)]
         why = f"migrated from {source} to {target} as asked"
         move = Move(name, unit, source, target, why, MOVED)
@@ -2717,6 +2691,26 @@ def _ticket(
         offering=offering,
         migrating=migrating,
     )
+
+
+def _moved_to(
+    planner: Planner, state: PlanState, unit: str, model: Workload, position: int
+) -> bool:
+    """`unit` of `model` given back where it runs in `state` and taken at `position`,
+    judged there as a world built from the rows judges each unit that runs. False when
+    its share cannot be given back, or the world's rules reject it there: the state may
+    then hold it nowhere, for the caller to drop."""
+    request = planner.request(model)
+    if not planner.pipeline.releasable(request):
+        return False
+    planner.pipeline.release(request, state, state.remove(unit))
+    if fit.rejection(planner, model, position, state, fit.NOT_POLICY) is not None:
+        return False
+    state.place(unit, model.name, position)
+    state.judging = unit
+    planner.pipeline.reserve(request, state, position)
+    state.judging = None
+    return True
 
 
 def _part_of(ticket: Ticket) -> Ticket:
