@@ -671,6 +671,14 @@ class Cloud:
             raise
         return moved
 
+    def taken_since(self, held: dict[str, Dedication]) -> list[Dedication] | None:
+        """The hosts VMs took by implicit dedication since the rules held `held` (a copy
+        of `rules.items`); None when anything else changed in them."""
+        if any(resource not in self.rules.items for resource in held):
+            return None
+        taken = [d for r, d in self.rules.items.items() if held.get(r) is not d]
+        return taken if all(d.owner.implicit for d in taken) else None
+
     def owner_of(self, host: str) -> Owner | None:
         found, _ = self.rules.owner(host)
         return found.owner if found is not None else None

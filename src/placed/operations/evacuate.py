@@ -12,7 +12,6 @@ from placed.engine.planner import Planner
 from placed.engine.rebalance import simulate
 from placed.model.dedications import (
     PERMISSION_DENIED,
-    Dedication,
     DedicationError,
 )
 from placed.operations import cloudstack, placing
@@ -23,18 +22,6 @@ from placed.store.claims import MOVED, Actor, Extra, Move
 from placed.store.world import Snapshot
 
 MAINTENANCE = "maintenance"
-
-
-def implicit_entry(dedication: Dedication) -> dict[str, Any]:
-    """A host the rules gave an account by implicit dedication, as a `dedications:` entry
-    (the rows' form: store/world.py)."""
-    owner = dedication.owner
-    return {
-        "resource": dedication.resource,
-        "domain": owner.domain,
-        "account": owner.account,
-        "implicit": True,
-    }
 
 
 def evacuate(
@@ -81,9 +68,8 @@ def evacuate(
         # rows of the world from here on (they would run on hosts no one owns, where the
         # next tenant's VM may land beside them).
         middle.dedications = middle.dedications + [
-            implicit_entry(dedication)
-            for resource, dedication in cloud.rules.items.items()
-            if held.get(resource) is not dedication and dedication.owner.implicit
+            placing.implicit_entry(d.resource, d.owner.domain, d.owner.account)
+            for d in cloud.taken_since(held) or ()
         ]
         after = middle.copy()
         after.targets[name] = dataclasses.replace(row, admin_state=MAINTENANCE)

@@ -273,6 +273,12 @@ def plan(
     return prepared
 
 
+def implicit_entry(resource: str, domain: str, account: str | None) -> dict[str, Any]:
+    """A host given to an account by implicit dedication, as a `dedications:` entry (the
+    rows' form: store/world.py)."""
+    return {"resource": resource, "domain": domain, "account": account, "implicit": True}
+
+
 def implicit_dedications(
     after: Snapshot,
     planner: Planner,
@@ -299,14 +305,7 @@ def implicit_dedications(
     present = {entry["resource"] for entry in kept}
     for made in result.dedications_created:
         if made.implicit and made.resource not in present and made.account in held[made.resource]:
-            kept.append(
-                {
-                    "resource": made.resource,
-                    "domain": made.domain,
-                    "account": made.account,
-                    "implicit": True,
-                }
-            )
+            kept.append(implicit_entry(made.resource, made.domain, made.account))
             present.add(made.resource)
     if kept != after.dedications:
         after.dedications = kept

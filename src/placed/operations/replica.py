@@ -2300,19 +2300,18 @@ class ReplicaWorld:
             went = cloud.evacuate(ROOT_ADMIN, host)
         except DedicationError:
             return None
+        taken = cloud.taken_since(held)
+        if taken is None:
+            return None
         kept = state.family_state(DedicationState)
-        for resource, dedication in cloud.rules.items.items():
-            if held.get(resource) is dedication:
-                continue
+        for dedication in taken:
             # A host a VM took by implicit dedication, as a deploy takes one: its owner
             # in the state before the VMs land (a dedicated VM fits only there then).
-            owner, position = dedication.owner, state.position(resource)
-            if not owner.implicit or owner.account is None or position is None:
+            owner, position = dedication.owner, state.position(dedication.resource)
+            if owner.account is None or position is None:
                 return None
             kept.dedicate(position, owner)
-            made.append(DedicationCreated(resource, owner.account, True, owner.domain))
-        if any(resource not in cloud.rules.items for resource in held):
-            return None
+            made.append(DedicationCreated(dedication.resource, owner.account, True, owner.domain))
         moves: list[Move] = []
         for _, _, unit, model in on_host:
             destination = went[unit]
